@@ -1,0 +1,10 @@
+# Warning and sanitizer flags applied to every popper target via popper_target_defaults().
+add_library(popper_warnings INTERFACE)
+target_compile_options(popper_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX,C>,$<BOOL:${POPPER_WERROR}>>:-Werror>)
+
+if(POPPER_SANITIZE)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=${POPPER_SANITIZE}> $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer> $<$<COMPILE_LANGUAGE:CXX,C>:-fno-sanitize-recover=all>)
+  add_link_options(-fsanitize=${POPPER_SANITIZE})
+endif()

@@ -1,0 +1,1 @@
+#include "popper/binding.hpp"

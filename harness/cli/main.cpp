@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::puts("popper: engine under construction"); return 0; }

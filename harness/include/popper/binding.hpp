@@ -1,0 +1,134 @@
+// Binding contract ids to C++ falsifiers and bounded exhaustive harnesses.
+//
+//   POPPER_FALSIFIER("FALSIFY-GEMM-005", [](const popper::Params& p) { ... });
+//   POPPER_HARNESS("KANI-GEMM-001", [](const popper::Params& p) { ... p.bound() ... });
+//
+// The body receives the test's `params` from the contract and calls the real
+// implementation, asserting with GoogleTest (EXPECT_*/ASSERT_*) or RapidCheck
+// (rc::check inside, RC_ASSERT in properties). The registry lives in the test
+// binary, so a binding to code that no longer exists fails to compile.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "popper/error.hpp"
+
+namespace popper {
+
+// A falsification test's `params` mapping (plus `bound` for harnesses), with
+// typed getters. A present key of the wrong type throws ParamError naming it.
+class ParamError : public Error {
+ public:
+  using Error::Error;
+};
+
+class Params {
+ public:
+  Params() = default;
+  Params(std::string owner_id, nlohmann::json values) : owner_(std::move(owner_id)), v_(std::move(values)) {}
+
+  bool has(const std::string& key) const { return v_.is_object() && v_.contains(key); }
+  double number(const std::string& key, std::optional<double> fallback = std::nullopt) const;
+  std::int64_t integer(const std::string& key, std::optional<std::int64_t> fallback = std::nullopt) const;
+  std::string string(const std::string& key, std::optional<std::string> fallback = std::nullopt) const;
+  bool boolean(const std::string& key, std::optional<bool> fallback = std::nullopt) const;
+  std::vector<std::int64_t> integers(const std::string& key, std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
+  std::vector<double> numbers(const std::string& key, std::optional<std::vector<double>> fallback = std::nullopt) const;
+  std::vector<std::string> strings(const std::string& key, std::optional<std::vector<std::string>> fallback = std::nullopt) const;
+  // A list of mappings (e.g. `shapes: [{m: 4, n: 5, k: 6}, ...]`), each a Params.
+  std::vector<Params> list(const std::string& key) const;
+
+  // Seed for random inputs: POPPER_SEED from the environment if set, else
+  // `seed` from params, else a fixed default. Printed by the falsifier on failure.
+  std::uint64_t seed() const;
+  // Exhaustive bound of a kani harness (its `bound` key); throws if absent.
+  std::int64_t bound() const;
+
+  const std::string& owner() const { return owner_; }
+  const nlohmann::json& json() const { return v_; }
+
+ private:
+  const nlohmann::json* find(const std::string& key) const;
+  [[noreturn]] void type_error(const std::string& key, const char* wanted) const;
+  std::string owner_;
+  nlohmann::json v_ = nlohmann::json::object();
+};
+
+enum class BindingKind { Falsifier, Harness };
+using BoundFn = std::function<void(const Params&)>;
+
+struct Binding {
+  BindingKind kind;
+  std::string id;
+  BoundFn fn;
+  std::string file;
+  int line;
+};
+
+// The process-wide registry. Registering an id twice is a programming error,
+// reported when the test binary starts (see duplicate_bindings()).
+class Registry {
+ public:
+  static Registry& instance();
+  void add(Binding b);
+  const Binding* find(const std::string& id) const;
+  const std::vector<Binding>& all() const { return bindings_; }
+  const std::vector<std::string>& duplicates() const { return duplicates_; }
+  // {"bindings":[{"id":..,"kind":"falsifier"|"harness","file":..,"line":..}]}
+  nlohmann::json to_json() const;
+
+ private:
+  std::vector<Binding> bindings_;
+  std::vector<std::string> duplicates_;
+};
+
+struct Registrar {
+  Registrar(BindingKind kind, const char* id, BoundFn fn, const char* file, int line) {
+    Registry::instance().add(Binding{kind, id, std::move(fn), file, line});
+  }
+};
+
+// Capabilities named by a test's `requires:`. Built-in probes cover CPU
+// features; device probes (e.g. "cuda") are registered by the code that knows.
+struct CapabilityStatus {
+  bool available;
+  std::string reason;  // why not, when unavailable
+};
+using CapabilityProbe = std::function<CapabilityStatus()>;
+void register_capability(const std::string& name, CapabilityProbe probe);
+CapabilityStatus capability(const std::string& name);
+struct CapabilityRegistrar {
+  CapabilityRegistrar(const char* name, CapabilityProbe probe) { register_capability(name, std::move(probe)); }
+};
+
+// What running one contract test id produced.
+enum class Outcome { Passed, Failed, Skipped, Unbound };
+const char* to_string(Outcome o);
+struct RunResult {
+  Outcome outcome;
+  std::string reason;  // skip reason, "UNBOUND: ...", or failure summary
+};
+
+// Loads the contract (cached per path), resolves `id` to a falsification test
+// or kani harness, checks `requires`, and runs its binding. Inside a
+// GoogleTest test it records the outcome as a property (popper_outcome) and
+// turns skips and UNBOUND into GTEST_SKIP with the reason.
+RunResult run_bound(const std::string& contract_path, const std::string& id);
+
+}  // namespace popper
+
+#define POPPER_CONCAT_INNER(a, b) a##b
+#define POPPER_CONCAT(a, b) POPPER_CONCAT_INNER(a, b)
+#define POPPER_FALSIFIER(id, ...)                                                                      \
+  static const ::popper::Registrar POPPER_CONCAT(popper_binding_, __COUNTER__)(                       \
+      ::popper::BindingKind::Falsifier, id, __VA_ARGS__, __FILE__, __LINE__)
+#define POPPER_HARNESS(id, ...)                                                                        \
+  static const ::popper::Registrar POPPER_CONCAT(popper_binding_, __COUNTER__)(                       \
+      ::popper::BindingKind::Harness, id, __VA_ARGS__, __FILE__, __LINE__)
+#define POPPER_CAPABILITY(name, ...) \
+  static const ::popper::CapabilityRegistrar POPPER_CONCAT(popper_capability_, __COUNTER__)(name, __VA_ARGS__)
