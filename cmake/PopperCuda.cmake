@@ -13,7 +13,7 @@ if(NOT POPPER_CUDA STREQUAL "OFF")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no C++20 dialect flag for nvcc
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(POPPER_HAVE_CUDA ON)
   elseif(POPPER_CUDA STREQUAL "ON")

@@ -2,6 +2,7 @@
 add_library(popper_warnings INTERFACE)
 target_compile_options(popper_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>  # GCC 12 false positive on std::string +
   $<$<AND:$<COMPILE_LANGUAGE:CXX,C>,$<BOOL:${POPPER_WERROR}>>:-Werror>)
 
 if(POPPER_SANITIZE)

@@ -1,2 +1,23 @@
-#include <cstdio>
-int main() { std::puts("popper: engine under construction"); return 0; }
+// popper: contract-driven verification and benchmark harness.
+#include <iostream>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"popper: write every claim about a kernel as a contract; popper validates it, runs the tests bound "
+               "to it, benchmarks it and reports honestly what is covered"};
+  app.set_version_flag("--version", std::string("popper ") + POPPER_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  popper::cli::add_validate_command(app, exit_code);
+  popper::cli::add_scaffold_command(app, exit_code);
+  popper::cli::add_audit_command(app, exit_code);
+  popper::cli::add_graph_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // usage errors exit 2
+  }
+  return exit_code;
+}

@@ -114,6 +114,21 @@ struct RunResult {
   std::string reason;  // skip reason, "UNBOUND: ...", or failure summary
 };
 
+struct Contract;
+
+// Resolves `id` in a loaded contract without running anything: Failed (not in
+// the contract, or bound with the wrong macro), Skipped (an unmet `requires`),
+// Unbound (no registration; the reason starts with "UNBOUND"), or ready to
+// run (binding != nullptr, outcome Passed until it runs).
+struct PreparedCall {
+  Outcome outcome = Outcome::Failed;
+  std::string reason;
+  const Binding* binding = nullptr;
+  Params params;
+  bool ready() const { return binding != nullptr; }
+};
+PreparedCall prepare_bound(const Contract& c, const std::string& id, const Registry& registry = Registry::instance());
+
 // Loads the contract (cached per path), resolves `id` to a falsification test
 // or kani harness, checks `requires`, and runs its binding. Inside a
 // GoogleTest test it records the outcome as a property (popper_outcome) and

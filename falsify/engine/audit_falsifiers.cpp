@@ -1,0 +1,195 @@
+// Falsifiers of binding and audit (popper-engine-v1: ENGINE-PO-006, 008, 009).
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include "popper/audit.hpp"
+#include "popper/binding.hpp"
+
+using namespace popper;
+
+namespace {
+
+const std::vector<std::string> kOutcomes = {"passed", "failed", "skipped", "unbound", "not_run"};
+
+// One contract with `obligations` obligations and tests whose covers and outcomes are given.
+struct Spec {
+  int obligations;
+  std::vector<std::vector<int>> covers;  // per test: obligation indices
+  std::vector<std::string> outcomes;     // per test
+};
+
+Contract make_contract(const std::string& stem, const Spec& s) {
+  Contract c;
+  c.stem = stem;
+  c.path = stem + ".yaml";
+  c.equations.push_back({"e", "y = x", {}, {}});
+  for (int o = 0; o < s.obligations; ++o)
+    c.obligations.push_back({stem + "-PO-" + std::to_string(100 + o), "invariant", "p", "", std::nullopt, "e", {}});
+  for (std::size_t t = 0; t < s.covers.size(); ++t) {
+    FalsificationTest ft;
+    ft.id = "FALSIFY-" + stem + "-" + std::to_string(t);
+    for (int o : s.covers[t]) ft.covers.push_back(c.obligations[static_cast<std::size_t>(o)].id);
+    c.falsification_tests.push_back(ft);
+  }
+  return c;
+}
+
+AuditInputs inputs_for(const std::vector<std::pair<Contract, Spec>>& cs) {
+  AuditInputs in;
+  for (const auto& [c, s] : cs) {
+    in.contracts.contracts.push_back(c);
+    for (std::size_t t = 0; t < s.outcomes.size(); ++t) {
+      const std::string& id = c.falsification_tests[t].id;
+      if (s.outcomes[t] != "unbound") in.bound_ids.push_back(id);
+      if (s.outcomes[t] != "not_run" && s.outcomes[t] != "unbound") in.results[id] = {s.outcomes[t], ""};
+    }
+  }
+  return in;
+}
+
+// Independent count: an obligation is covered iff some test covering it passed.
+std::size_t expected_covered(const Spec& s) {
+  std::size_t n = 0;
+  for (int o = 0; o < s.obligations; ++o) {
+    bool covered = false;
+    for (std::size_t t = 0; t < s.covers.size(); ++t)
+      for (int x : s.covers[t])
+        if (x == o && s.outcomes[t] == "passed") covered = true;
+    n += covered ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+POPPER_FALSIFIER("FALSIFY-ENGINE-007", [](const popper::Params&) {
+  EXPECT_TRUE(rc::check("audit figures are bounded and earned", [] {
+    const int ncontracts = *rc::gen::inRange(1, 4);
+    std::vector<std::pair<Contract, Spec>> cs;
+    std::size_t want_total_cov = 0, want_total_ob = 0;
+    for (int ci = 0; ci < ncontracts; ++ci) {
+      Spec s;
+      s.obligations = *rc::gen::inRange(0, 5);
+      const int ntests = *rc::gen::inRange(0, 6);
+      for (int t = 0; t < ntests; ++t) {
+        std::vector<int> cov;
+        if (s.obligations > 0)
+          cov = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(*rc::gen::inRange(0, 4)),
+                                                       rc::gen::inRange(0, s.obligations));
+        s.covers.push_back(cov);
+        s.outcomes.push_back(*rc::gen::elementOf(kOutcomes));
+      }
+      want_total_cov += expected_covered(s);
+      want_total_ob += static_cast<std::size_t>(s.obligations);
+      cs.emplace_back(make_contract("C" + std::to_string(ci), s), s);
+    }
+    const AuditReport rep = audit(inputs_for(cs));
+    RC_ASSERT(rep.obligations.num <= rep.obligations.den);
+    RC_ASSERT(rep.obligations.num == want_total_cov);
+    RC_ASSERT(rep.obligations.den == want_total_ob);
+    RC_ASSERT(rep.obligations.percent() <= 100.0);
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      const auto& cj = rep.json["contracts"][i]["obligations_covered"];
+      RC_ASSERT(cj["covered"].get<std::size_t>() == expected_covered(cs[i].second));
+      RC_ASSERT(cj["covered"].get<std::size_t>() <= cj["total"].get<std::size_t>());
+      const auto& ft = rep.json["contracts"][i]["falsification_tests"];
+      std::size_t sum = 0;
+      for (const auto& o : kOutcomes) sum += ft[o].get<std::size_t>();
+      RC_ASSERT(sum == ft["total"].get<std::size_t>());
+    }
+    RC_ASSERT(rep.orphans.empty());
+  }));
+});
+
+POPPER_FALSIFIER("FALSIFY-ENGINE-008", [](const popper::Params&) {
+  Contract c;
+  c.stem = "probe";
+  c.path = "probe.yaml";
+  c.obligations.push_back({"PROBE-PO-001", "invariant", "p", "", std::nullopt, "all", {}});
+  for (const char* id : {"FALSIFY-PROBE-BOUND", "FALSIFY-PROBE-UNBOUND", "FALSIFY-PROBE-NEEDS"}) {
+    FalsificationTest t;
+    t.id = id;
+    t.covers = {"PROBE-PO-001"};
+    c.falsification_tests.push_back(t);
+  }
+  c.falsification_tests[2].requires_ = {"no-such-device"};
+  KaniHarness h;
+  h.id = "KANI-PROBE-WRONG-MACRO";
+  h.obligation = "PROBE-PO-001";
+  c.kani_harnesses.push_back(h);
+
+  Registry reg;  // a private registry: the probe ids stay out of the real one
+  bool ran = false;
+  reg.add({BindingKind::Falsifier, "FALSIFY-PROBE-BOUND", [&](const Params&) { ran = true; }, __FILE__, __LINE__});
+  reg.add({BindingKind::Falsifier, "FALSIFY-PROBE-NEEDS", [](const Params&) {}, __FILE__, __LINE__});
+  reg.add({BindingKind::Falsifier, "KANI-PROBE-WRONG-MACRO", [](const Params&) {}, __FILE__, __LINE__});
+
+  const PreparedCall bound = prepare_bound(c, "FALSIFY-PROBE-BOUND", reg);
+  ASSERT_TRUE(bound.ready());
+  bound.binding->fn(bound.params);
+  EXPECT_TRUE(ran);
+
+  const PreparedCall unbound = prepare_bound(c, "FALSIFY-PROBE-UNBOUND", reg);
+  EXPECT_FALSE(unbound.ready());
+  EXPECT_EQ(unbound.outcome, Outcome::Unbound);
+  EXPECT_EQ(unbound.reason.rfind("UNBOUND", 0), 0u) << unbound.reason;
+
+  const PreparedCall needs = prepare_bound(c, "FALSIFY-PROBE-NEEDS", reg);
+  EXPECT_FALSE(needs.ready());
+  EXPECT_EQ(needs.outcome, Outcome::Skipped);
+  EXPECT_NE(needs.reason.find("no-such-device"), std::string::npos) << needs.reason;
+
+  const PreparedCall wrong = prepare_bound(c, "KANI-PROBE-WRONG-MACRO", reg);
+  EXPECT_FALSE(wrong.ready());
+  EXPECT_EQ(wrong.outcome, Outcome::Failed);
+
+  const PreparedCall missing = prepare_bound(c, "FALSIFY-NOT-IN-CONTRACT", reg);
+  EXPECT_EQ(missing.outcome, Outcome::Failed);
+
+  // The audit counts none of the non-passes as coverage.
+  AuditInputs in;
+  in.contracts.contracts.push_back(c);
+  in.bound_ids = {"FALSIFY-PROBE-BOUND", "FALSIFY-PROBE-NEEDS", "KANI-PROBE-WRONG-MACRO"};
+  in.results["FALSIFY-PROBE-UNBOUND"] = {to_string(unbound.outcome), unbound.reason};
+  in.results["FALSIFY-PROBE-NEEDS"] = {to_string(needs.outcome), needs.reason};
+  in.results["KANI-PROBE-WRONG-MACRO"] = {to_string(wrong.outcome), wrong.reason};
+  const AuditReport not_yet = audit(in);
+  EXPECT_EQ(not_yet.obligations.num, 0u) << "coverage from a test that never ran as a pass";
+  EXPECT_EQ(not_yet.json["contracts"][0]["falsification_tests"]["unbound"], 1);
+  EXPECT_EQ(not_yet.json["contracts"][0]["falsification_tests"]["not_run"], 1);
+  in.results["FALSIFY-PROBE-BOUND"] = {"passed", ""};
+  EXPECT_EQ(audit(in).obligations.num, 1u);
+});
+
+POPPER_FALSIFIER("FALSIFY-ENGINE-009", [](const popper::Params&) {
+  Spec s{1, {{0}}, {"passed"}};
+  AuditInputs in = inputs_for({{make_contract("O", s), s}});
+  in.bound_ids.push_back("FALSIFY-ORPHAN-999");
+  const AuditReport rep = audit(in);
+  ASSERT_EQ(rep.orphans.size(), 1u);
+  EXPECT_EQ(rep.orphans[0], "FALSIFY-ORPHAN-999");
+  EXPECT_EQ(rep.json["orphans"][0], "FALSIFY-ORPHAN-999");
+});
+
+POPPER_HARNESS("KANI-ENGINE-002", [](const popper::Params& p) {
+  const auto bound = static_cast<int>(p.bound());
+  std::size_t cases = 0;
+  for (int backers = 0; backers <= bound; ++backers) {
+    int combos = 1;
+    for (int i = 0; i < backers; ++i) combos *= 5;
+    for (int code = 0; code < combos; ++code) {
+      Spec s{1, {}, {}};
+      bool any_pass = false;
+      for (int i = 0, x = code; i < backers; ++i, x /= 5) {
+        s.covers.push_back({0});
+        s.outcomes.push_back(kOutcomes[static_cast<std::size_t>(x % 5)]);
+        any_pass = any_pass || x % 5 == 0;
+      }
+      const AuditReport rep = audit(inputs_for({{make_contract("K", s), s}}));
+      ASSERT_EQ(rep.obligations.num, any_pass ? 1u : 0u) << "backers " << backers << " code " << code;
+      ASSERT_EQ(rep.obligations.den, 1u);
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 1u + 5u + 25u + 125u + 625u);
+});

@@ -1,0 +1,27 @@
+// Helpers shared by the engine's falsifiers.
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "popper/diagnostics.hpp"
+#include "popper/io.hpp"
+
+namespace popper::engine_test {
+
+inline std::string source_path(const std::string& rel) { return std::string(POPPER_SOURCE_DIR) + "/" + rel; }
+
+inline bool has_code(const Diagnostics& d, const std::string& code) {
+  for (const auto& x : d.all())
+    if (x.code == code) return true;
+  return false;
+}
+
+// format_text with every occurrence of `prefix` removed, so expectations hold
+// paths relative to the corpus folder.
+inline std::string text_without(const Diagnostics& d, const std::string& prefix) {
+  std::string s = format_text(d);
+  for (std::size_t p; !prefix.empty() && (p = s.find(prefix)) != std::string::npos;) s.erase(p, prefix.size());
+  return s;
+}
+
+}  // namespace popper::engine_test

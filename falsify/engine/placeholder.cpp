@@ -1,1 +1,0 @@
-#include "popper/binding.hpp"

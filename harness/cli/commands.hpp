@@ -1,0 +1,14 @@
+// Each add_*_command registers one CLI11 subcommand on the popper app. Its
+// callback stores the process exit code in `exit_code` (0 ok, 1 the checked
+// thing failed, 2 usage or I/O error).
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace popper::cli {
+void add_validate_command(CLI::App& app, int& exit_code);
+void add_scaffold_command(CLI::App& app, int& exit_code);
+void add_audit_command(CLI::App& app, int& exit_code);
+void add_graph_command(CLI::App& app, int& exit_code);
+void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | baseline save
+void add_peak_command(CLI::App& app, int& exit_code);
+}  // namespace popper::cli

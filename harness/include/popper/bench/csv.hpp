@@ -1,0 +1,77 @@
+// The bench CSV: one schema for every family, tier and backend
+// (documented in baselines/README.md).
+//
+//   # key: value                 metadata (commit, machine fingerprint, peaks, ...)
+//   family,tier,...,samples      the header line (kBenchColumns, in that order)
+//   gemm,hand,cpu:avx2,...       one row per (family, tier, backend, shape,
+//                                precision, threads, cache_mode)
+//   # end rows=N                 trailer: a file without it is truncated
+//
+// Writes are atomic (temp file in the same directory, fsync, rename). The
+// reader rejects anything malformed with BenchFileError naming file:line.
+#pragma once
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "popper/error.hpp"
+
+namespace popper::bench {
+
+class BenchFileError : public Error {
+ public:
+  using Error::Error;
+};
+
+// What a row measures: `seconds` (wall time per iteration) or `instructions`
+// (callgrind instruction count per iteration, the deterministic CI gate unit).
+inline constexpr const char* kUnitSeconds = "seconds";
+inline constexpr const char* kUnitInstructions = "instructions";
+
+struct BenchKey {
+  std::string family, tier, backend, shape, precision;
+  int threads = 1;
+  std::string cache_mode = "warm";
+  bool operator==(const BenchKey&) const = default;
+  auto operator<=>(const BenchKey&) const = default;
+  std::string to_string() const;  // family/tier/backend/shape/precision/threads:N/cache_mode
+};
+
+struct BenchRow {
+  BenchKey key;
+  std::string unit = kUnitSeconds;
+  std::vector<double> samples;      // one value per repetition, per iteration, in `unit`
+  double work_per_iter = 0;         // FLOP or items per iteration
+  std::string work_unit = "flop";   // flop | items
+  double bytes_per_iter = 0;
+  double pct_of_peak = -1;          // < 0: not applicable / peak unknown
+  std::string verdict = "not_verified";
+
+  // Derived from samples (what the CSV stores alongside them).
+  double median() const;
+  double throughput() const;        // work_per_iter / median seconds; 0 for instruction rows
+};
+
+struct BenchTable {
+  std::vector<std::pair<std::string, std::string>> metadata;  // in file order
+  std::vector<BenchRow> rows;
+
+  std::optional<std::string> meta(const std::string& key) const;
+  void set_meta(const std::string& key, const std::string& value);  // replaces or appends
+  const BenchRow* find(const BenchKey& key) const;
+};
+
+// Column names, in file order.
+const std::vector<std::string>& bench_columns();
+
+std::string format_bench_csv(const BenchTable& table);
+// Parses text; `file` is used in error messages only.
+BenchTable parse_bench_csv(const std::string& text, const std::string& file);
+
+// Atomic write: <path>.tmp.<pid> in the same directory, fsync, rename over path.
+void write_text_atomic(const std::string& path, const std::string& text);
+void write_bench_csv(const std::string& path, const BenchTable& table);
+BenchTable read_bench_csv(const std::string& path);  // throws BenchFileError
+
+}  // namespace popper::bench

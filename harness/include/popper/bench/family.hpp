@@ -1,0 +1,49 @@
+// A bench family descriptor: bench/<family>/family.yaml. It tells the generic
+// tooling which programs make up the family and how to judge them; the shape
+// list itself comes from the family's shapes.h via the bench executable
+// (--benchmark_list_tests), so there is still only one list.
+//
+//   family: gemm
+//   executable: bench_gemm            # optional; default bench_<family>
+//   ceilings: [cblas_gemm_raw]        # ceiling_<name> programs in <build>/bin
+//   blas_core_types: true             # run ceilings under each OPENBLAS_CORETYPE the CPU can execute
+//   work_unit: flop                   # flop | items: which counter throughput is computed from
+//   peak: {f32: fp32, f64: fp64}      # precision -> fp32 | fp64 | bandwidth (efficiency denominator)
+//   gate:                             # the CI regression gate (callgrind instruction counts)
+//     shapes: [small_64, small_128]
+//     tiers: [hand, wrapped]
+//     precisions: [f32]
+//     iterations: 5
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace popper::bench {
+
+struct GateSpec {
+  std::vector<std::string> shapes;
+  std::vector<std::string> tiers{"hand", "wrapped"};
+  std::vector<std::string> precisions{"f32"};
+  int iterations = 5;
+};
+
+struct FamilyDescriptor {
+  std::string family;
+  std::string executable;                       // bench_<family>
+  std::vector<std::string> ceilings;            // program stems without "ceiling_"
+  bool blas_core_types = false;
+  std::string work_unit = "flop";
+  std::map<std::string, std::string> peak;      // precision -> fp32 | fp64 | bandwidth
+  GateSpec gate;
+  std::string path;                             // the yaml it came from
+};
+
+// Reads <source_dir>/bench/<family>/family.yaml; throws Error naming the file.
+FamilyDescriptor load_family(const std::string& source_dir, const std::string& family);
+FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& path);
+
+// Families with a family.yaml under <source_dir>/bench.
+std::vector<std::string> list_families(const std::string& source_dir);
+
+}  // namespace popper::bench

@@ -1,0 +1,22 @@
+// Running the producer programs (ceilings, bench suites, valgrind) with a
+// modified environment, capturing stdout and stderr. No shell is involved.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace popper::bench {
+
+struct ProcessResult {
+  int exit_code = -1;   // -1 when it could not start
+  int signal = 0;       // non-zero when killed by a signal (e.g. SIGILL)
+  std::string out, err;
+  bool ok() const { return exit_code == 0 && signal == 0; }
+  std::string describe() const;  // "exit 2" | "killed by signal 4 (SIGILL)"
+};
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::pair<std::string, std::string>>& env_set = {},
+                          const std::vector<std::string>& env_unset = {});
+
+}  // namespace popper::bench

@@ -1,0 +1,110 @@
+// The contract model: what `popper validate` checks and every other verb reads.
+// Every node keeps the file:line:col it came from, for diagnostics.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace popper {
+
+struct SourcePos {
+  std::string file;
+  int line = 0;  // 1-based; 0 when unknown
+  int col = 0;   // 1-based
+};
+
+struct Equation {
+  std::string name;
+  std::string formula;
+  std::vector<std::string> invariants;
+  SourcePos pos;
+};
+
+struct Obligation {
+  std::string id;          // <PREFIX>-PO-NNN (popper requires it; pv has none)
+  std::string type;        // one of pv's obligation types
+  std::string property;
+  std::string formal;
+  std::optional<double> tolerance;
+  std::string applies_to;  // an equation name, or "all"
+  SourcePos pos;
+};
+
+struct FalsificationTest {
+  std::string id;
+  std::string rule;
+  std::string prediction;
+  std::string test;
+  std::string if_fails;
+  std::vector<std::string> covers;    // popper: obligation ids this test backs
+  nlohmann::json params = nlohmann::json::object();  // popper: handed to the falsifier
+  std::vector<std::string> requires_; // popper: capabilities ("cuda", "avx512", ...)
+  SourcePos pos;
+};
+
+struct KaniHarness {
+  std::string id;
+  std::string obligation;             // an obligation id
+  std::string property;
+  std::optional<std::int64_t> bound;
+  std::string strategy;
+  std::string harness;
+  nlohmann::json params = nlohmann::json::object();
+  std::vector<std::string> requires_;
+  SourcePos pos;
+};
+
+struct QaGate {
+  std::string id;
+  std::string name;
+  std::vector<std::string> checks;    // equation names or test ids
+  std::vector<SourcePos> check_pos;
+  std::string pass_criteria;
+  SourcePos pos;
+};
+
+// popper extension: a performance claim evaluated against bench CSV rows of
+// one family. metric:
+//   time_ratio       median_time(numerator) / median_time(denominator)   op threshold
+//   throughput_ratio throughput(numerator) / throughput(denominator)     op threshold
+//   peak_fraction    throughput(numerator) / measured peak               op threshold
+struct BenchmarkClaim {
+  std::string id;
+  std::string claim;
+  std::string family;
+  std::string metric;
+  std::string numerator;
+  std::string denominator;            // empty for peak_fraction
+  std::string op;                     // "<", "<=", ">", ">="
+  double threshold = 0;
+  std::vector<std::string> shapes;    // empty = every shape of the family
+  std::string precision;              // empty = every precision
+  std::optional<int> threads;         // empty = every thread count
+  SourcePos pos;
+};
+
+struct Contract {
+  std::string path;                   // as given
+  std::string stem;                   // file name without .yaml: what depends_on names
+  std::string version;
+  std::string description;
+  std::vector<std::string> depends_on;
+  std::vector<SourcePos> depends_on_pos;
+  std::vector<Equation> equations;
+  std::vector<Obligation> obligations;
+  std::vector<FalsificationTest> falsification_tests;
+  std::vector<KaniHarness> kani_harnesses;
+  std::optional<QaGate> qa_gate;
+  std::vector<BenchmarkClaim> benchmarks;
+
+  const FalsificationTest* find_test(const std::string& id) const;
+  const KaniHarness* find_harness(const std::string& id) const;
+  const Obligation* find_obligation(const std::string& id) const;
+  const Equation* find_equation(const std::string& name) const;
+};
+
+}  // namespace popper
