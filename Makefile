@@ -2,7 +2,7 @@
 #   make setup      install dependencies (Debian) and configure
 #   make validate   check every contract in contracts/
 #   make test       build and run every test (contract tests + harness unit tests)
-#   make audit      run the tests, then write reports/coverage.{json,md}
+#   make audit      run the tests, then write reports/coverage.{json,md} (SKIP_TESTS=1 reuses the last results)
 #   make fuzz       run the contract-loader fuzzer for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan
 # PRESET picks the CMake preset (default | ci | nocuda); CI uses PRESET=ci (warnings are errors).
@@ -38,7 +38,7 @@ test: build
 test-run: build
 	-ctest --test-dir $(BUILD_DIR) --output-on-failure
 
-audit: test-run
+audit: $(if $(SKIP_TESTS),build,test-run)
 	$(POPPER) audit --contracts contracts \
 	  --results $(BUILD_DIR)/results/contract_tests.json \
 	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests \
