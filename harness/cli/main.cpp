@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   popper::cli::add_scaffold_command(app, exit_code);
   popper::cli::add_audit_command(app, exit_code);
   popper::cli::add_graph_command(app, exit_code);
+  popper::cli::add_bench_commands(app, exit_code);
+  popper::cli::add_peak_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,179 @@
+// bench_arrow: the arrow family's Google Benchmark suite (bench producer
+// protocol). Tiers over one BatchedK1Pack per shape (shapes.h, generate.h):
+//   reference  dense Eigen LLT per atom (small shapes only)
+//   wrapped    dense LAPACKE dpotrf/dpotrs per atom (the library tier)
+//   hand       SIMD-across-atoms arrow-Schur kernel
+// each at threads 1 and 2 (threads across atoms, inside the call).
+// Names: arrow/<tier>/<shape>/f64/threads:<n>. Counters per iteration: items
+// (atoms), flop (useful row work, rows x arrow_row_flops), bytes (inputs and
+// outputs once). Before timing, the tier's answer is checked against the dense
+// reference (every atom for small shapes, a fixed stride sample of 128 atoms
+// at SAC scale, where the reference over all atoms would take minutes).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "arrow/generate.h"
+#include "common/bench_support.hpp"
+#include "arrow/kernels.hpp"
+#include "arrow/shapes.h"
+
+namespace {
+using namespace popper::arrow;
+
+constexpr double kRhoT = 1e-3, kRhoBeta = 1e-3;
+constexpr double kRelTol = 1e-10;  // ARROW-PO-001
+
+struct Fixture {
+  BatchedK1Pack pack;
+  BatchedK1Pack slowdown_part;  // first fraction of the atoms, for POPPER_BENCH_INJECT_SLOWDOWN
+  double rows = 0, flop = 0, bytes = 0;
+};
+
+std::shared_ptr<Fixture> make_fixture(const arrow_shape& sh) {
+  arrow_inputs in{};
+  if (arrow_inputs_make(&sh, &in) != 0) return nullptr;
+  auto f = std::make_shared<Fixture>();
+  f->pack.atom_offsets.assign(in.atom_offsets, in.atom_offsets + in.atoms + 1);
+  f->pack.row_dims.assign(in.row_dims, in.row_dims + in.atoms);
+  f->pack.border_dims.assign(in.border_dims, in.border_dims + in.atoms);
+  f->pack.D.assign(in.D, in.D + in.nD);
+  f->pack.B.assign(in.B, in.B + in.nB);
+  f->pack.g_t.assign(in.g_t, in.g_t + in.ng);
+  f->pack.hbb.assign(in.hbb, in.hbb + in.nC);
+  f->pack.g_b.assign(in.g_b, in.g_b + in.nb);
+  f->rows = arrow_inputs_rows(&in);
+  f->flop = f->rows * arrow_row_flops(sh.d, sh.k);
+  f->bytes = arrow_inputs_bytes(&in);
+  arrow_inputs_free(&in);
+  // The injected-slowdown workload: a prefix of the class (fractional part of
+  // the requested slowdown); whole multiples re-run the full class.
+  const double slow = popper::bench_support::injected_slowdown();
+  const double frac = slow - std::floor(slow);
+  if (frac > 0.0) {
+    const auto atoms = static_cast<std::size_t>(std::lround(frac * static_cast<double>(f->pack.atoms())));
+    const auto slices = index_pack(f->pack);
+    std::vector<ArrowSystem> part;
+    for (std::size_t a = 0; a < atoms; ++a) {
+      const AtomView v = view_of(f->pack, slices[a]);
+      ArrowSystem s{v.rows, v.d, v.k,
+                    std::vector<double>(v.D, v.D + v.rows * v.d * v.d),
+                    std::vector<double>(v.B, v.B + v.rows * v.d * v.k),
+                    std::vector<double>(v.g_t, v.g_t + v.rows * v.d),
+                    std::vector<double>(v.hbb, v.hbb + v.k * v.k),
+                    std::vector<double>(v.g_b, v.g_b + v.k)};
+      part.push_back(std::move(s));
+    }
+    f->slowdown_part = pack_systems(part);
+  }
+  return f;
+}
+
+// Max relative error of `got` against the dense reference over sampled atoms;
+// negative when an atom failed.
+double verify(const Fixture& f, const std::vector<ArrowResult>& got, std::size_t sample) {
+  const auto slices = index_pack(f.pack);
+  const std::size_t B = slices.size(), stride = std::max<std::size_t>(1, B / sample);
+  double worst = 0.0;
+  for (std::size_t a = 0; a < B; a += stride) {
+    const ArrowResult ref = reference::solve_dense(view_of(f.pack, slices[a]), kRhoT, kRhoBeta);
+    if (!ref.ok() || !got[a].ok()) return -1.0;
+    double diff = 0.0, norm = 0.0;
+    const auto& x = got[a].value();
+    const auto& y = ref.value();
+    for (std::size_t i = 0; i < y.delta_t.size(); ++i) {
+      diff = std::max(diff, std::fabs(x.delta_t[i] - y.delta_t[i]));
+      norm = std::max(norm, std::fabs(y.delta_t[i]));
+    }
+    for (std::size_t i = 0; i < y.delta_beta.size(); ++i) {
+      diff = std::max(diff, std::fabs(x.delta_beta[i] - y.delta_beta[i]));
+      norm = std::max(norm, std::fabs(y.delta_beta[i]));
+    }
+    if (!(norm > 0.0)) return -1.0;
+    worst = std::max({worst, diff / norm, std::fabs(x.log_det - y.log_det) / std::max(1.0, std::fabs(y.log_det))});
+  }
+  return worst;
+}
+
+void run(benchmark::State& state, std::shared_ptr<Fixture> f, ArrowKernel kernel, unsigned threads, bool all_atoms) {
+  const ArrowSolveOptions opt{kernel, threads};
+  {
+    const auto first = solve_pack(f->pack, kRhoT, kRhoBeta, opt);
+    const double err = verify(*f, first, all_atoms ? first.size() : 128);
+    if (err < 0.0 || !(err <= kRelTol)) {
+      std::ostringstream msg;
+      msg << "incorrect: " << (err < 0.0 ? std::string("an atom failed") : std::to_string(err)) << " > " << kRelTol;
+      state.SkipWithError(msg.str().c_str());
+      return;
+    }
+    state.SetLabel("verified");
+  }
+  auto call = [&] {
+    auto res = solve_pack(f->pack, kRhoT, kRhoBeta, opt);
+    benchmark::DoNotOptimize(res.data());
+  };
+  const double slow = popper::bench_support::injected_slowdown();
+  auto hand_call = [&] {
+    call();
+    for (int extra = 0; extra < static_cast<int>(slow); ++extra) call();
+    if (f->slowdown_part.atoms() > 0) {
+      auto res = solve_pack(f->slowdown_part, kRhoT, kRhoBeta, opt);
+      benchmark::DoNotOptimize(res.data());
+    }
+  };
+  for (auto _ : state) {
+    if (kernel == ArrowKernel::Hand)
+      popper::bench_support::popper_bench_call_hand(hand_call);
+    else if (kernel == ArrowKernel::Lapack)
+      popper::bench_support::popper_bench_call_wrapped(call);
+    else
+      popper::bench_support::popper_bench_call_reference(call);
+  }
+  state.counters["items"] = benchmark::Counter(static_cast<double>(f->pack.atoms()));
+  state.counters["flop"] = benchmark::Counter(f->flop);
+  state.counters["bytes"] = benchmark::Counter(f->bytes);
+}
+
+struct Tier {
+  const char* name;
+  ArrowKernel kernel;
+};
+
+int register_all() {
+  benchmark::AddCustomContext("popper_backend_reference", "eigen-llt-dense");
+  benchmark::AddCustomContext("popper_backend_wrapped", "lapacke-dpotrf-dense");
+  benchmark::AddCustomContext("popper_backend_hand", hand_uses_avx2() ? "avx2-compact-4-atoms" : "scalar-structured");
+  const Tier tiers[] = {{"reference", ArrowKernel::Reference}, {"wrapped", ArrowKernel::Lapack}, {"hand", ArrowKernel::Hand}};
+  for (int s = 0; s < arrow_shape_count; ++s) {
+    const arrow_shape& sh = arrow_shapes[s];
+    auto lazy = std::make_shared<std::shared_ptr<Fixture>>();  // built on first use, shared by tiers
+    for (const Tier& t : tiers) {
+      if (t.kernel == ArrowKernel::Reference && !sh.reference) continue;
+      for (unsigned threads : {1u, 2u}) {
+        const std::string name = std::string("arrow/") + t.name + "/" + sh.name + "/f64/threads:" + std::to_string(threads);
+        const ArrowKernel kernel = t.kernel;
+        const bool all_atoms = sh.reference != 0;
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), [lazy, &sh, kernel, threads, all_atoms](benchmark::State& st) {
+          if (!*lazy) *lazy = make_fixture(sh);
+          if (!*lazy) {
+            st.SkipWithError("not_run: out of memory building inputs");
+            return;
+          }
+          run(st, *lazy, kernel, threads, all_atoms);
+        })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+        if (const int n = popper::bench_support::fixed_iterations()) b->Iterations(n);
+      }
+    }
+  }
+  return 0;
+}
+const int registered = register_all();
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,71 @@
+// Shared pieces of every bench_<family> suite (header-only: a .cpp in a
+// bench/ subfolder would become an executable).
+//
+//  - popper_bench_call_<tier>(f): the timed call, never inlined, so the CI gate
+//    can count exactly the kernel's instructions with
+//    valgrind --tool=callgrind --toggle-collect='*popper_bench_call_hand*'.
+//  - fixed_iterations(): POPPER_BENCH_ITERATIONS=N pins Google Benchmark's
+//    iteration count (1.7 has no "Nx" min-time syntax) for the gate.
+//  - injected_slowdown(): POPPER_BENCH_INJECT_SLOWDOWN=<fraction> asks the
+//    hand tier to do that much extra work per call (to test the gate).
+#pragma once
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace popper::bench_support {
+
+// Written by each wrapper with its own value: the bodies differ, so the
+// compiler's identical-code folding cannot merge the three into one symbol
+// (which would make callgrind attribute every tier to one name).
+inline volatile int popper_bench_last_tier = 0;
+
+template <class F>
+[[gnu::noinline]] void popper_bench_call_hand(F& f) {
+  popper_bench_last_tier = 1;
+  f();
+  benchmark::ClobberMemory();
+}
+template <class F>
+[[gnu::noinline]] void popper_bench_call_wrapped(F& f) {
+  popper_bench_last_tier = 2;
+  f();
+  benchmark::ClobberMemory();
+}
+template <class F>
+[[gnu::noinline]] void popper_bench_call_reference(F& f) {
+  popper_bench_last_tier = 3;
+  f();
+  benchmark::ClobberMemory();
+}
+
+// 0 when unset: Google Benchmark chooses the iteration count.
+inline int fixed_iterations() {
+  const char* v = std::getenv("POPPER_BENCH_ITERATIONS");
+  if (!v || !*v) return 0;
+  const long n = std::strtol(v, nullptr, 10);
+  return n > 0 && n < 1000000 ? static_cast<int>(n) : 0;
+}
+
+// Fraction of extra work the hand tier must do (0 when unset or invalid).
+inline double injected_slowdown() {
+  const char* v = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN");
+  if (!v || !*v) return 0;
+  const double f = std::strtod(v, nullptr);
+  return f > 0 && f < 100 ? f : 0;
+}
+
+// Deterministic fill in [-1, 1): the same LCG as the ceiling programs.
+template <class T>
+void fill_uniform(std::vector<T>& v, std::uint64_t seed) {
+  std::uint64_t x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (auto& e : v) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    e = static_cast<T>(static_cast<double>(x >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+}
+
+}  // namespace popper::bench_support

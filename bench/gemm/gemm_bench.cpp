@@ -1,0 +1,216 @@
+// bench_gemm: the wrapped (OpenBLAS through popper::gemm::BlasHandle), hand
+// (popper::gemm::cpu::gemm) and reference tiers over bench/gemm/shapes.h.
+//
+//   C = A * B   (row-major, NoTrans, alpha = 1, beta = 0), FLOP = 2 m n k
+//
+// Before timing, every tier's output is checked against the reference formula
+// evaluated in double: the full matrix for small shapes, 256 sampled entries
+// for the large ones (label "verified(sampled 256)"). Bound per entry
+// (Higham, Accuracy and Stability, §3.5): |c - c^| <= gamma_k * (|A||B|)_ij,
+// gamma_k = k u / (1 - k u), doubled to cover the rounding of the output
+// itself. A violation skips the benchmark with "incorrect: ...".
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/bench_support.hpp"
+#include "gemm/cpu_gemm.hpp"
+#include "gemm/lib_blas.hpp"
+#include "gemm/reference.hpp"
+#include "gemm/shapes.h"
+
+namespace {
+
+using popper::gemm::GemmShape;
+namespace bs = popper::bench_support;
+
+enum class Tier { Wrapped, Hand, Reference };
+
+const char* tier_name(Tier t) {
+  switch (t) {
+    case Tier::Wrapped: return "wrapped";
+    case Tier::Hand: return "hand";
+    case Tier::Reference: return "reference";
+  }
+  return "?";
+}
+
+// Shapes whose full reference product is cheap enough to verify every entry.
+bool is_small(const popper_gemm_shape& s) { return double(s.m) * s.n * s.k <= 256.0 * 256.0 * 256.0; }
+
+GemmShape make_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
+  GemmShape s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.lda = k;  // row-major NoTrans: A is m x k, B is k x n, C is m x n
+  s.ldb = n;
+  s.ldc = n;
+  return s;
+}
+
+// Largest (|c - exact| - bound) over the checked entries; <= 0 means correct.
+template <class T>
+struct Check {
+  double worst_err = 0, worst_bound = 0;
+  bool ok = true;
+};
+
+template <class T>
+Check<T> verify(const popper_gemm_shape& sh, const std::vector<T>& a, const std::vector<T>& b,
+                const std::vector<T>& c, bool sampled) {
+  Check<T> r;
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const double k = sh.k;
+  const double gamma = k * u / (1 - k * u);
+  auto check_entry = [&](long i, long j) {
+    double exact = 0, mag = 0;
+    for (long p = 0; p < sh.k; ++p) {
+      const double x = double(a[std::size_t(i * sh.k + p)]) * double(b[std::size_t(p * sh.n + j)]);
+      exact += x;
+      mag += std::fabs(x);
+    }
+    const double bound = 2 * gamma * mag + 2 * u * std::fabs(exact) + std::numeric_limits<T>::denorm_min();
+    const double err = std::fabs(double(c[std::size_t(i * sh.n + j)]) - exact);
+    if (!(err <= bound)) r.ok = false;  // also catches NaN
+    if (!(err <= r.worst_err) || err / bound > r.worst_err / std::max(r.worst_bound, 1e-300)) {
+      r.worst_err = err;
+      r.worst_bound = bound;
+    }
+  };
+  if (!sampled) {
+    for (long i = 0; i < sh.m; ++i)
+      for (long j = 0; j < sh.n; ++j) check_entry(i, j);
+  } else {
+    std::uint64_t x = 12345;
+    for (int s = 0; s < 256; ++s) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      const long i = long((x >> 33) % std::uint64_t(sh.m));
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      const long j = long((x >> 33) % std::uint64_t(sh.n));
+      check_entry(i, j);
+    }
+    check_entry(0, 0);
+    check_entry(sh.m - 1, sh.n - 1);
+  }
+  return r;
+}
+
+template <class T>
+void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int threads) {
+  const std::size_t m = std::size_t(sh.m), n = std::size_t(sh.n), k = std::size_t(sh.k);
+  std::vector<T> a(m * k), b(k * n), c(m * n, T(0));
+  bs::fill_uniform(a, 1);
+  bs::fill_uniform(b, 2);
+
+  std::unique_ptr<popper::gemm::BlasHandle> blas;
+  if (tier == Tier::Wrapped) blas = std::make_unique<popper::gemm::BlasHandle>(popper::gemm::BlasOptions{threads, ""});
+  const popper::gemm::cpu::CpuGemmOptions cpu_opts{threads, popper::gemm::cpu::Isa::Auto};
+
+  // One call of the tier on the first `rows` rows of A and C (rows < m only
+  // for the injected extra work, which recomputes a slice of C identically).
+  auto run_rows = [&](std::size_t rows) {
+    const GemmShape s = make_shape(std::int64_t(rows), sh.n, sh.k);
+    std::span<const T> as(a.data(), rows * k);
+    std::span<const T> bsp(b.data(), b.size());
+    std::span<T> cs(c.data(), rows * n);
+    switch (tier) {
+      case Tier::Wrapped: blas->gemm(s, T(1), as, bsp, T(0), cs); break;
+      case Tier::Hand: popper::gemm::cpu::gemm(s, T(1), as, bsp, T(0), cs, cpu_opts); break;
+      case Tier::Reference: popper::gemm::reference::gemm<T>(s, T(1), as, bsp, T(0), cs); break;
+    }
+  };
+
+  std::string label;
+  try {
+    run_rows(m);
+    if (tier == Tier::Reference) {
+      label = "not_verified: the reference is the oracle";
+    } else {
+      const bool sampled = !is_small(sh);
+      const auto chk = verify<T>(sh, a, b, c, sampled);
+      if (!chk.ok) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "incorrect: max err %.3e > bound %.3e", chk.worst_err, chk.worst_bound);
+        state.SkipWithError(msg);
+        return;
+      }
+      label = sampled ? "verified(sampled 256)" : "verified";
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
+    return;
+  }
+
+  // Injected slowdown (hand tier only): an extra call over round(f * m) rows,
+  // i.e. f times the work of the real call, inside the timed region.
+  const double slowdown = tier == Tier::Hand ? bs::injected_slowdown() : 0.0;
+  const double extra_full = std::floor(slowdown);  // fractions >= 1 repeat the whole call
+  auto timed = [&] {
+    run_rows(m);
+    for (int r = 0; r < int(extra_full); ++r) run_rows(m);
+    const std::size_t rest = std::size_t(std::lround((slowdown - extra_full) * double(m)));
+    if (rest > 0) run_rows(std::min(rest, m));
+  };
+
+  for (auto _ : state) {
+    switch (tier) {
+      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
+      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
+      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+    }
+  }
+  state.SetLabel(label);
+  state.counters["flop"] = benchmark::Counter(2.0 * double(m) * double(n) * double(k));
+  state.counters["bytes"] = benchmark::Counter(double(m * k + k * n + m * n) * double(sizeof(T)));
+}
+
+void register_all() {
+  const int iters = bs::fixed_iterations();
+  for (int i = 0; i < POPPER_GEMM_SHAPE_COUNT; ++i) {
+    const popper_gemm_shape sh = POPPER_GEMM_SHAPES[i];
+    for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Reference}) {
+      if (tier == Tier::Reference && !is_small(sh)) continue;  // O(mnk) scalar: small shapes only
+      for (const char* prec : {"f32", "f64"}) {
+        for (int threads : {1, 2}) {
+          if (tier == Tier::Reference && threads != 1) continue;  // single-threaded by design
+          const std::string name = std::string("gemm/") + tier_name(tier) + "/" + sh.name + "/" + prec +
+                                   "/threads:" + std::to_string(threads);
+          benchmark::internal::Benchmark* b =
+              prec[1] == '3'
+                  ? benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_gemm<float>(s, tier, sh, threads); })
+                  : benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_gemm<double>(s, tier, sh, threads); });
+          b->UseRealTime()->Unit(benchmark::kMillisecond);
+          if (iters > 0) b->Iterations(iters);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  // Backends, recorded in the JSON context for the bench tooling.
+  {
+    popper::gemm::BlasHandle probe(popper::gemm::BlasOptions{1, ""});
+    benchmark::AddCustomContext("popper_backend_wrapped", "openblas:" + probe.core_name());
+  }
+  benchmark::AddCustomContext("popper_backend_hand",
+                              std::string("cpu:") + popper::gemm::cpu::to_string(popper::gemm::cpu::detected_isa()));
+  benchmark::AddCustomContext("popper_backend_reference", "reference");
+  if (bs::injected_slowdown() > 0)
+    benchmark::AddCustomContext("popper_injected_slowdown", std::to_string(bs::injected_slowdown()));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

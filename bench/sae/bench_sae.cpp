@@ -1,0 +1,304 @@
+// bench_sae: the reduced SAE Schur operator, two routes.
+//   wrapped: dense route (form A = sum_i S_i + rho I with CBLAS, apply with dsymv /
+//            solve with LAPACKE dpotrf+dpotrs); declines above SAE_DENSE_MAX_BYTES
+//            (and SAE_DENSE_MAX_SOLVE_FLOP for solve) with SkipWithError("not_run: ...").
+//   hand:    matrix-free (five-step rows, deterministic threaded scatter, Jacobi PCG).
+// Names: sae/<tier>/<shape>/f64/threads:<n>. Counters per iteration: items (rows),
+// flop, bytes, bytes_resident (operator storage vs the dense matrix).
+// Apply timings exclude forming the dense matrix (amortized over many applies,
+// which favours the dense route); the dense solve times form + factor + solve.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/bench_support.hpp"
+#include "sae/lib_dense_route.hpp"
+#include "sae/row_pool.hpp"
+#include "sae/schur_pcg.hpp"
+#include "sae/generate.h"
+#include "sae/shapes.h"
+
+namespace {
+namespace bs = popper::bench_support;
+using namespace popper::sae;
+
+constexpr double kRho = SAE_RHO;
+constexpr double kLambda = SAE_LAMBDA;
+constexpr double kSolveTol = 1e-8;
+const double kEps = std::numeric_limits<double>::epsilon();
+
+struct Fixture {
+  std::unique_ptr<SaeSchurSystem> sys;
+  std::vector<double> x, b;
+  double apply_flop = 0, apply_bytes = 0, diag_flop = 0, form_flop = 0, resident = 0;
+};
+
+double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+Fixture& fixture(const sae_shape& sh) {
+  static std::map<std::string, std::unique_ptr<Fixture>> cache;
+  auto& slot = cache[sh.name];
+  if (slot) return *slot;
+  const auto n = static_cast<std::size_t>(sh.rows), K = static_cast<std::size_t>(sh.K),
+             p = static_cast<std::size_t>(sh.p), m = static_cast<std::size_t>(sh.m), q = static_cast<std::size_t>(sh.q);
+  auto phi = std::make_shared<SparsePhiRows>();
+  auto jac = std::make_shared<LocalJacRows>();
+  phi->block.resize(n * m);
+  phi->weight.resize(n * m);
+  jac->values.resize(n * q * p);
+  auto f = std::make_unique<Fixture>();
+  f->x.resize(K * p);
+  f->b.resize(K * p);
+  sae_generate(&sh, phi->block.data(), phi->weight.data(), jac->values.data(), f->x.data(), f->b.data());
+  phi->row_ptr.reserve(n + 1);
+  jac->row_ptr.reserve(n + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    phi->row_ptr.push_back((i + 1) * m);
+    jac->row_ptr.push_back((i + 1) * q * p);
+  }
+  SaeKroneckerRows rows(p, K, phi, jac);
+  auto fr = factor_gauss_newton_blocks(rows, kLambda);
+  if (!fr.ok()) throw popper::Error("bench_sae: factor failed on row " + std::to_string(fr.error().row));
+  const auto& factors = fr.value();
+  f->sys = std::make_unique<SaeSchurSystem>(rows, factors, kRho);
+  const double dn = double(n), dm = double(m), dq = double(q), dp = double(p), dim = double(K * p);
+  // gather 2mp, L 2qp, two triangular solves 2q^2, L^T 2qp, scatter 2mp; plus rho x.
+  f->apply_flop = dn * (4 * dm * dp + 4 * dq * dp + 2 * dq * dq) + dim;
+  f->apply_bytes = dn * (16 * dm + 16 * dq * dp + 8 * dq * dq + 8 * dm * dp + 16 * dm * dp) + 16 * dim;
+  f->diag_flop = dn * (dq * dq * dp + 2 * dq * dp);
+  f->form_flop = dn * (dq * dq * dp + dq * dp * (dp + 1) + dm * (dm + 1) * dp * dp);
+  f->resident = double(rows.resident_bytes()) +
+                double(factors->values.capacity() * sizeof(double) +
+                       (factors->row_ptr.capacity() + factors->q.capacity()) * sizeof(std::size_t));
+  slot = std::move(f);
+  return *slot;
+}
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double e = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) e = std::max(e, std::abs(a[i] - b[i]));
+  return e;
+}
+double inf_norm(const std::vector<double>& a) {
+  double e = 0;
+  for (double v : a) e = std::max(e, std::abs(v));
+  return e;
+}
+double norm2(const std::vector<double>& a) {
+  double s = 0;
+  for (double v : a) s += v * v;
+  return std::sqrt(s);
+}
+
+// Dense route for a shape, formed once per process (kept for apply checks).
+dense_route::DenseSchurMatrix* dense_for(const sae_shape& sh, std::string& why) {
+  static std::map<std::string, std::unique_ptr<dense_route::DenseSchurMatrix>> cache;
+  static std::map<std::string, std::string> declined;
+  if (auto it = declined.find(sh.name); it != declined.end()) {
+    why = it->second;
+    return nullptr;
+  }
+  auto& slot = cache[sh.name];
+  if (slot) return slot.get();
+  try {
+    slot = std::make_unique<dense_route::DenseSchurMatrix>(
+        dense_route::DenseSchurMatrix::form(*fixture(sh).sys, SAE_DENSE_MAX_BYTES));
+  } catch (const popper::Unsupported& e) {
+    declined[sh.name] = why = e.what();
+    return nullptr;
+  }
+  return slot.get();
+}
+
+std::string fmt_err(const char* what, double err, double bound) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s: %.3e > %.3e", what, err, bound);
+  return buf;
+}
+
+void bench_apply(benchmark::State& state, const sae_shape& sh, bool hand, int threads) {
+  Fixture& f = fixture(sh);
+  const SaeSchurSystem& sys = *f.sys;
+  const double dim = double(sys.dim());
+  std::vector<double> y(sys.dim()), y_other(sys.dim());
+  std::string why, label;
+  state.counters["items"] = benchmark::Counter(double(sh.rows));
+  if (!hand) {
+    openblas_set_num_threads(threads);
+    dense_route::DenseSchurMatrix* d = dense_for(sh, why);
+    if (!d) {
+      state.SkipWithError(("not_run: " + why).c_str());
+      return;
+    }
+    d->apply(f.x, y);
+    sys.apply(f.x, y_other, 1u);  // the matrix-free route: an independent implementation
+    const double bound = 1e-8 * inf_norm(y_other);  // rounding is ~1e-14 relative; this catches wrong math only
+    const double err = max_abs_diff(y, y_other);
+    if (!(err <= bound)) {
+      state.SkipWithError(("incorrect: " + fmt_err("|dense - matrix-free|", err, bound)).c_str());
+      return;
+    }
+    for (auto _ : state) {
+      auto call = [&] { d->apply(f.x, y); };
+      bs::popper_bench_call_wrapped(call);
+    }
+    state.SetLabel("verified");
+    state.counters["flop"] = benchmark::Counter(2 * dim * dim);
+    state.counters["bytes"] = benchmark::Counter(4 * dim * dim + 16 * dim);  // lower triangle of A + x, y
+    state.counters["bytes_resident"] = benchmark::Counter(double(d->resident_bytes()));
+    return;
+  }
+  RowThreadPool pool(static_cast<unsigned>(threads));
+  sys.apply(f.x, y, pool);
+  if (dense_route::DenseSchurMatrix* d = dense_for(sh, why)) {
+    openblas_set_num_threads(threads);
+    d->apply(f.x, y_other);
+    const double bound = 1e-8 * inf_norm(y_other);
+    const double err = max_abs_diff(y, y_other);
+    if (!(err <= bound)) {
+      state.SkipWithError(("incorrect: " + fmt_err("|matrix-free - dense|", err, bound)).c_str());
+      return;
+    }
+    label = "verified";
+  } else {
+    // No dense oracle fits: check against the serial row-by-row path (schur_row_apply).
+    for (std::size_t e = 0; e < sys.dim(); ++e) y_other[e] = sys.rho() * f.x[e];
+    SchurScratch scratch;
+    for (std::size_t i = 0; i < sys.rows().rows(); ++i) schur_row_apply(sys.rows(), *sys.factors(), i, f.x, y_other, scratch);
+    if (std::memcmp(y.data(), y_other.data(), y.size() * sizeof(double)) != 0) {
+      state.SkipWithError("incorrect: threaded apply differs from the serial row path");
+      return;
+    }
+    label = "not_verified: dense oracle over budget; bit-identical to serial schur_row_apply";
+  }
+  for (auto _ : state) {
+    auto call = [&] { sys.apply(f.x, y, pool); };
+    bs::popper_bench_call_hand(call);
+  }
+  state.SetLabel(label);
+  state.counters["flop"] = benchmark::Counter(f.apply_flop);
+  state.counters["bytes"] = benchmark::Counter(f.apply_bytes);
+  state.counters["bytes_resident"] = benchmark::Counter(f.resident);
+}
+
+void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int threads) {
+  Fixture& f = fixture(sh);
+  const SaeSchurSystem& sys = *f.sys;
+  const double dim = double(sys.dim());
+  std::vector<double> x(sys.dim()), ax(sys.dim());
+  state.counters["items"] = benchmark::Counter(double(sh.rows));
+  const double dense_flop = f.form_flop + dim * dim * dim / 3 + 4 * dim * dim;
+  const bool dense_fits = dense_route::dense_bytes(sys.dim()) <= SAE_DENSE_MAX_BYTES && dense_flop <= SAE_DENSE_MAX_SOLVE_FLOP;
+  auto residual = [&](const std::vector<double>& xs) {
+    sys.apply(xs, ax, static_cast<unsigned>(threads));
+    for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = f.b[e] - ax[e];
+    return norm2(ax) / norm2(f.b);
+  };
+  if (!hand) {
+    if (!dense_fits) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "not_run: dense solve would need %.2f GiB and %.3g flop (budgets %.0f GiB, %.0e flop)",
+                    gib(dense_route::dense_bytes(sys.dim())), dense_flop, gib(SAE_DENSE_MAX_BYTES), SAE_DENSE_MAX_SOLVE_FLOP);
+      state.SkipWithError(buf);
+      return;
+    }
+    openblas_set_num_threads(threads);
+    auto run = [&] {
+      auto d = dense_route::DenseSchurMatrix::form(sys, SAE_DENSE_MAX_BYTES);
+      if (!d.factor_and_solve(f.b, x)) throw popper::Error("dense route: matrix not PD");
+    };
+    run();
+    // A backward-stable Cholesky leaves a residual ~ dim * eps * kappa-free; 1e-8 is far above it.
+    const double res = residual(x);
+    if (!(res <= 1e-8)) {
+      state.SkipWithError(("incorrect: " + fmt_err("dense solve residual (matrix-free apply)", res, 1e-8)).c_str());
+      return;
+    }
+    for (auto _ : state) bs::popper_bench_call_wrapped(run);
+    state.SetLabel("verified");
+    state.counters["flop"] = benchmark::Counter(dense_flop);
+    state.counters["bytes"] = benchmark::Counter(8 * dim * dim * 3);  // form, factor, solve each sweep A
+    state.counters["bytes_resident"] = benchmark::Counter(dense_route::dense_bytes(sys.dim()));
+    return;
+  }
+  PcgOptions opt;
+  opt.rel_tol = kSolveTol;
+  opt.max_iterations = 5000;
+  opt.threads = static_cast<unsigned>(threads);
+  PcgReport rep = solve_schur_pcg(sys, f.b, x, opt);
+  if (!rep.converged) {
+    state.SkipWithError(("incorrect: PCG did not converge, residual " + std::to_string(rep.rel_residual)).c_str());
+    return;
+  }
+  std::string label;
+  std::string why;
+  if (dense_route::DenseSchurMatrix* d = dense_for(sh, why)) {
+    // Independent check: the residual through the dense CBLAS matrix.
+    openblas_set_num_threads(threads);
+    d->apply(x, ax);
+    for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = f.b[e] - ax[e];
+    const double res = norm2(ax) / norm2(f.b);
+    const double bound = kSolveTol * (1 + 1e-6) + 4 * dim * kEps;
+    if (!(res <= bound)) {
+      state.SkipWithError(("incorrect: " + fmt_err("PCG residual through dense A", res, bound)).c_str());
+      return;
+    }
+    label = "verified";
+  } else {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "not_verified: dense oracle over budget; matrix-free true residual %.3e", rep.rel_residual);
+    label = buf;
+  }
+  for (auto _ : state) {
+    auto call = [&] { rep = solve_schur_pcg(sys, f.b, x, opt); };
+    bs::popper_bench_call_hand(call);
+  }
+  state.SetLabel(label);
+  state.counters["iterations_pcg"] = benchmark::Counter(double(rep.iterations));
+  state.counters["flop"] = benchmark::Counter(double(rep.iterations + 2) * f.apply_flop + f.diag_flop);
+  state.counters["bytes"] = benchmark::Counter(double(rep.iterations + 2) * f.apply_bytes);
+  state.counters["bytes_resident"] = benchmark::Counter(f.resident);
+}
+
+void register_all() {
+  const int iters = bs::fixed_iterations();
+  for (int i = 0; i < sae_shape_count; ++i) {
+    const sae_shape sh = sae_shapes[i];
+    for (bool hand : {false, true}) {
+      for (int threads : {1, 2}) {
+        const std::string name = std::string("sae/") + (hand ? "hand" : "wrapped") + "/" + sh.name + "/f64/threads:" +
+                                 std::to_string(threads);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+          try {
+            if (sh.op == SAE_OP_APPLY) bench_apply(s, sh, hand, threads);
+            else bench_solve(s, sh, hand, threads);
+          } catch (const std::bad_alloc&) {
+            s.SkipWithError("not_run: out of memory");
+          }
+        });
+        b->UseRealTime()->Unit(benchmark::kMillisecond);
+        if (iters > 0) b->Iterations(iters);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::AddCustomContext("popper_backend_wrapped", "openblas:dense-route");
+  benchmark::AddCustomContext("popper_backend_hand", "cpu:matrix-free");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,209 @@
+/* Ceiling tier for GEMM on CUDA: cuBLAS called directly, C style, no wrapper.
+ *
+ *   C = alpha * A * B + beta * C   (row-major A m x k, B k x n; alpha = 1, beta = 0)
+ *
+ * Row-major operands are passed to column-major cuBLAS as C^T = B^T A^T
+ * (operands swapped, m and n swapped), the same mapping the wrapper uses.
+ * Precisions: f32 (FP32 in/out) and f16 (FP16 in, FP32 out), both with
+ * CUBLAS_COMPUTE_32F and CUBLAS_DEFAULT_MATH (no TF32), on an explicit
+ * non-blocking stream bound with cublasSetStream. Timing uses CUDA events
+ * after warm-up; one CSV row per repetition on stdout (bench producer
+ * protocol), progress on stderr. Without a device: "# skipped: no CUDA device". */
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm/shapes.h"
+
+#define MAX_FILTERS 64
+static const double kMinRepSeconds = 0.2;
+
+#define CHECK_CUDA(x)                                                              \
+  do {                                                                             \
+    cudaError_t e_ = (x);                                                          \
+    if (e_ != cudaSuccess) {                                                       \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      exit(1);                                                                     \
+    }                                                                              \
+  } while (0)
+#define CHECK_CUBLAS(x)                                                            \
+  do {                                                                             \
+    cublasStatus_t s_ = (x);                                                       \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                             \
+      fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, (int)s_);  \
+      exit(1);                                                                     \
+    }                                                                              \
+  } while (0)
+
+/* Deterministic fill in [-1, 1): the same LCG as the CPU ceiling. */
+static void fill_host(float* buf, size_t count, unsigned long long seed) {
+  unsigned long long x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (size_t i = 0; i < count; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    buf[i] = (float)((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+}
+
+static void* upload(const float* host, size_t count, int as_half) {
+  void* dev = NULL;
+  if (as_half) {
+    __half* tmp = (__half*)malloc(count * sizeof(__half));
+    if (!tmp) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (size_t i = 0; i < count; ++i) tmp[i] = __float2half(host[i]);
+    CHECK_CUDA(cudaMalloc(&dev, count * sizeof(__half)));
+    CHECK_CUDA(cudaMemcpy(dev, tmp, count * sizeof(__half), cudaMemcpyHostToDevice));
+    free(tmp);
+  } else {
+    CHECK_CUDA(cudaMalloc(&dev, count * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(dev, host, count * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  return dev;
+}
+
+static void run_gemm(cublasHandle_t h, cudaStream_t st, int as_half, int m, int n, int k, const void* a,
+                     const void* b, float* c) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t in = as_half ? CUDA_R_16F : CUDA_R_32F;
+  CHECK_CUBLAS(cublasSetStream(h, st));
+  /* Row-major C = A B  <=>  column-major C^T = B^T A^T. */
+  CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, in, n, a, in, k, &beta, c,
+                            CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+static int selected(const char* name, const char** filters, int nfilters) {
+  if (nfilters == 0) return 1;
+  for (int i = 0; i < nfilters; ++i)
+    if (strcmp(filters[i], name) == 0) return 1;
+  return 0;
+}
+
+static void usage(FILE* to) {
+  fprintf(to,
+          "usage: ceiling_cublas_gemm_raw [--shape NAME]... [--reps N] [--threads T]\n"
+          "                               [--precision f32|f16] [--list-shapes]\n");
+}
+
+int main(int argc, char** argv) {
+  const char* filters[MAX_FILTERS];
+  int nfilters = 0, reps = 5, threads = 1, list = 0;
+  const char* precision = NULL; /* NULL = both */
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (strcmp(arg, "--list-shapes") == 0) {
+      list = 1;
+    } else if (i + 1 < argc && strcmp(arg, "--shape") == 0) {
+      if (nfilters == MAX_FILTERS) { fprintf(stderr, "too many --shape\n"); return 2; }
+      filters[nfilters++] = argv[++i];
+    } else if (i + 1 < argc && strcmp(arg, "--reps") == 0) {
+      reps = atoi(argv[++i]);
+    } else if (i + 1 < argc && strcmp(arg, "--threads") == 0) {
+      threads = atoi(argv[++i]); /* host threads do not apply to the device; recorded in the CSV */
+    } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
+      precision = argv[++i];
+    } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "unknown or incomplete argument: %s\n", arg);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (reps < 1 || threads < 1) { fprintf(stderr, "--reps and --threads must be >= 1\n"); return 2; }
+  if (precision && strcmp(precision, "f32") != 0 && strcmp(precision, "f16") != 0) {
+    fprintf(stderr, "--precision must be f32 or f16\n");
+    return 2;
+  }
+  for (int i = 0; i < nfilters; ++i) {
+    int known = 0;
+    for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) known |= strcmp(filters[i], POPPER_GEMM_SHAPES[s].name) == 0;
+    if (!known) { fprintf(stderr, "unknown shape: %s (see --list-shapes)\n", filters[i]); return 2; }
+  }
+  if (list) {
+    for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s)
+      printf("%s,%d,%d,%d,%s\n", POPPER_GEMM_SHAPES[s].name, POPPER_GEMM_SHAPES[s].m, POPPER_GEMM_SHAPES[s].n,
+             POPPER_GEMM_SHAPES[s].k, POPPER_GEMM_SHAPES[s].set);
+    return 0;
+  }
+
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    printf("# skipped: no CUDA device\n");
+    return 0;
+  }
+  struct cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  fprintf(stderr, "# device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
+
+  cublasHandle_t h;
+  cudaStream_t st;
+  CHECK_CUBLAS(cublasCreate(&h));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CHECK_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+
+  printf("family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,"
+         "bytes_per_iter,verdict\n");
+  for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) {
+    const struct popper_gemm_shape* sh = &POPPER_GEMM_SHAPES[s];
+    if (!selected(sh->name, filters, nfilters)) continue;
+    for (int p = 0; p < 2; ++p) {
+      const int as_half = p == 1;
+      const char* prec = as_half ? "f16" : "f32";
+      if (precision && strcmp(precision, prec) != 0) continue;
+      const size_t na = (size_t)sh->m * (size_t)sh->k, nb = (size_t)sh->k * (size_t)sh->n,
+                   nc = (size_t)sh->m * (size_t)sh->n;
+      float* ha = (float*)malloc(na * sizeof(float));
+      float* hb = (float*)malloc(nb * sizeof(float));
+      if (!ha || !hb) { fprintf(stderr, "out of memory for shape %s\n", sh->name); return 1; }
+      fill_host(ha, na, 1);
+      fill_host(hb, nb, 2);
+      void* da = upload(ha, na, as_half);
+      void* db = upload(hb, nb, as_half);
+      float* dc = NULL;
+      CHECK_CUDA(cudaMalloc((void**)&dc, nc * sizeof(float)));
+      free(ha);
+      free(hb);
+
+      /* Warm-up (also sizes the repetition so one lasts >= kMinRepSeconds). */
+      for (int w = 0; w < 3; ++w) run_gemm(h, st, as_half, sh->m, sh->n, sh->k, da, db, dc);
+      CHECK_CUDA(cudaEventRecord(start, st));
+      run_gemm(h, st, as_half, sh->m, sh->n, sh->k, da, db, dc);
+      CHECK_CUDA(cudaEventRecord(stop, st));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      float one_ms = 0.0f;
+      CHECK_CUDA(cudaEventElapsedTime(&one_ms, start, stop));
+      long iters = one_ms > 0 ? (long)(kMinRepSeconds / (one_ms * 1e-3)) + 1 : 1;
+
+      const double flop = 2.0 * sh->m * sh->n * (double)sh->k;
+      const double bytes = (double)(na + nb) * (as_half ? 2.0 : 4.0) + (double)nc * 4.0;
+      for (int r = 0; r < reps; ++r) {
+        CHECK_CUDA(cudaEventRecord(start, st));
+        for (long it = 0; it < iters; ++it) run_gemm(h, st, as_half, sh->m, sh->n, sh->k, da, db, dc);
+        CHECK_CUDA(cudaEventRecord(stop, st));
+        CHECK_CUDA(cudaEventSynchronize(stop));
+        float ms = 0.0f;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+        const double per_iter = (double)ms * 1e-3 / (double)iters;
+        printf("gemm,ceiling,cublas,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,not_verified\n", sh->name, prec, threads, r, iters,
+               per_iter, flop, bytes);
+        fflush(stdout);
+        fprintf(stderr, "ceiling gemm %s %s rep %d/%d: %.2f TFLOP/s\n", sh->name, prec, r + 1, reps,
+                flop / per_iter * 1e-12);
+      }
+      CHECK_CUDA(cudaFree(da));
+      CHECK_CUDA(cudaFree(db));
+      CHECK_CUDA(cudaFree(dc));
+    }
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  CHECK_CUDA(cudaStreamDestroy(st));
+  CHECK_CUBLAS(cublasDestroy(h));
+  return 0;
+}

@@ -1,0 +1,50 @@
+// `popper peak`: measured FMA throughput and memory bandwidth of this machine,
+// cached in <build>/peak.json (keyed by machine fingerprint) and written into
+// every bench CSV header. Method in popper/bench/peak.hpp.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "commands.hpp"
+#include "popper/bench/machine.hpp"
+#include "popper/bench/peak.hpp"
+#include "popper/error.hpp"
+
+namespace popper::cli {
+
+// <build>/bin/popper -> <build>
+std::string default_build_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "build";
+  return exe.parent_path().parent_path().string();
+}
+
+void add_peak_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("peak", "Measure sustained FMA throughput and triad bandwidth (cached)");
+  auto cache = std::make_shared<std::string>();
+  auto refresh = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("--cache", *cache, "cache file (default <build>/peak.json)");
+  cmd->add_flag("--refresh", *refresh, "measure again even when the cache matches this machine");
+  cmd->add_flag("--json", *json, "print the cached JSON instead of the table");
+  cmd->callback([cache, refresh, json, &exit_code] {
+    try {
+      const std::string path = cache->empty() ? default_build_dir() + "/peak.json" : *cache;
+      const auto machine = bench::probe_machine();
+      const auto p = bench::cached_or_measured_peak(path, machine, *refresh,
+                                                    [](const std::string& s) { std::cerr << s << "\n"; });
+      if (*json) std::cout << bench::peak_to_json(p);
+      else std::cout << bench::format_peak(p) << "cache        " << path << "\n";
+      exit_code = 0;
+    } catch (const Error& e) {
+      std::cerr << "popper peak: " << e.what() << "\n";
+      exit_code = 2;
+    }
+  });
+}
+
+}  // namespace popper::cli

@@ -1,0 +1,274 @@
+// The interleaved three-tier run behind `popper bench compare` (compare.hpp).
+#include "popper/bench/compare.hpp"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "popper/bench/ingest.hpp"
+#include "popper/bench/process.hpp"
+#include "popper/error.hpp"
+
+namespace popper::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string regex_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (std::string(".^$|()[]{}*+?\\").find(ch) != std::string::npos) out.push_back('\\');
+    out.push_back(ch);
+  }
+  return out;
+}
+
+std::string duration_text(double s) {
+  const long t = static_cast<long>(s + 0.5);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  return buf;
+}
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string cmake_cache_value(const std::string& build_dir, const std::string& key) {
+  std::ifstream in(build_dir + "/CMakeCache.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    const auto eq = line.find('=');
+    return eq == std::string::npos ? "" : line.substr(eq + 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> list_family_shapes(const std::string& build_dir, const FamilyDescriptor& fam) {
+  const std::string exe = build_dir + "/bin/" + fam.executable;
+  const auto r = run_process({exe, "--benchmark_list_tests=true"});
+  if (!r.ok()) throw Error(exe + " --benchmark_list_tests failed (" + r.describe() + "); build it first: " + r.err);
+  std::vector<std::string> shapes;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto n = parse_bench_name(line);
+    if (!n || n->family != fam.family) continue;
+    if (std::find(shapes.begin(), shapes.end(), n->shape) == shapes.end()) shapes.push_back(n->shape);
+  }
+  if (shapes.empty()) throw Error(exe + " lists no benchmark named " + fam.family + "/<tier>/<shape>/<precision>/threads:<n>");
+  return shapes;
+}
+
+std::vector<std::string> select_shapes(const std::vector<std::string>& spec, const std::vector<std::string>& all,
+                                       const FamilyDescriptor& fam) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& s) {
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  const std::set<std::string> gate(fam.gate.shapes.begin(), fam.gate.shapes.end());
+  for (const auto& s : spec) {
+    if (s == "gate") {
+      for (const auto& a : all)
+        if (gate.count(a)) add(a);
+    } else if (s == "full") {
+      for (const auto& a : all)
+        if (!gate.count(a)) add(a);
+    } else if (s == "all") {
+      for (const auto& a : all) add(a);
+    } else if (std::find(all.begin(), all.end(), s) != all.end()) {
+      add(s);
+    } else {
+      std::string known;
+      for (const auto& a : all) known += (known.empty() ? "" : ", ") + a;
+      throw Error("unknown shape '" + s + "' for family " + fam.family + " (known: " + known + "; or gate | full | all)");
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> run_metadata(const MachineInfo& m, const std::string& source_dir,
+                                                              const std::string& build_dir, const PeakResult* peak) {
+  auto md = machine_metadata(m, source_dir);
+  const std::string cxx = cmake_cache_value(build_dir, "CMAKE_CXX_COMPILER");
+  std::string version = cxx.empty() ? "" : capture_command("'" + cxx + "' --version | head -n 1");
+  md.emplace_back("compiler", cxx + (version.empty() ? "" : " (" + version + ")"));
+  const std::string bt = cmake_cache_value(build_dir, "CMAKE_BUILD_TYPE");
+  std::string flags = cmake_cache_value(build_dir, "CMAKE_CXX_FLAGS");
+  const std::string bt_flags = cmake_cache_value(build_dir, "CMAKE_CXX_FLAGS_" + [&] {
+    std::string u = bt;
+    for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return u;
+  }());
+  md.emplace_back("build_type", bt.empty() ? "unknown" : bt);
+  md.emplace_back("compiler_flags", flags + (flags.empty() ? "" : " ") + bt_flags);
+  const std::string cuda = cmake_cache_value(build_dir, "POPPER_CUDA");
+  md.emplace_back("cuda", cuda.empty() ? "unknown" : "POPPER_CUDA=" + cuda);
+  if (peak) {
+    for (auto& kv : peak_metadata(*peak)) md.push_back(kv);
+  } else {
+    md.emplace_back("peak_measured", "unknown (run `popper peak`)");
+  }
+  return md;
+}
+
+void apply_peaks(BenchTable& t, const FamilyDescriptor& fam, const PeakResult* peak) {
+  for (auto& r : t.rows) {
+    r.pct_of_peak = -1;
+    if (!peak || r.unit != kUnitSeconds || r.samples.empty()) continue;
+    const auto it = fam.peak.find(r.key.precision);
+    if (it == fam.peak.end()) continue;
+    double denom = peak_for(*peak, it->second, r.key.threads);
+    double value = r.throughput();
+    if (it->second == "bandwidth") value = r.median() > 0 ? r.bytes_per_iter / r.median() : 0;
+    if (denom > 0) r.pct_of_peak = 100.0 * value / denom;
+  }
+}
+
+BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, const MachineInfo& machine,
+                       const PeakResult* peak) {
+  auto say = [&](const std::string& s) {
+    if (opt.progress) opt.progress(s);
+  };
+  const std::string bin = opt.build_dir + "/bin/";
+  const auto all_shapes = list_family_shapes(opt.build_dir, fam);
+  const auto shapes = select_shapes(opt.shapes, all_shapes, fam);
+  const bool want_ceiling = std::find(opt.tiers.begin(), opt.tiers.end(), "ceiling") != opt.tiers.end();
+  std::vector<std::string> suite_tiers;
+  for (const auto& t : opt.tiers)
+    if (t != "ceiling") suite_tiers.push_back(t);
+
+  // Which suite rows exist (e.g. the reference tier only for small shapes).
+  std::set<std::string> listed;
+  {
+    const auto r = run_process({bin + fam.executable, "--benchmark_list_tests=true"});
+    std::istringstream in(r.out);
+    std::string line;
+    while (std::getline(in, line))
+      if (const auto n = parse_bench_name(line)) listed.insert(format_bench_name(*n));
+  }
+
+  struct Step {
+    std::string shape, tier, precision, core_type;  // core_type: "" default env, only for ceilings
+    int threads;
+    std::string ceiling;
+  };
+  std::vector<Step> steps;
+  for (const auto& shape : shapes)
+    for (int threads : opt.threads) {
+      if (want_ceiling)
+        for (const auto& c : fam.ceilings) steps.push_back({shape, "ceiling", "", "", threads, c});
+      for (const auto& prec : opt.precisions)
+        for (const auto& tier : suite_tiers)
+          if (listed.count(format_bench_name({fam.family, tier, shape, prec, threads})))
+            steps.push_back({shape, tier, prec, "", threads, ""});
+    }
+
+  std::vector<std::string> extra_core_types;  // decided after the first default-env ceiling run
+  bool core_types_decided = !(want_ceiling && fam.blas_core_types && opt.blas_core_types);
+  std::string default_core;
+
+  std::vector<BenchRow> rows;
+  const auto t0 = Clock::now();
+  std::size_t done = 0, total = steps.size();
+  auto run_ceiling = [&](const Step& s, const std::string& core_type) {
+    std::vector<std::string> argv = {bin + "ceiling_" + s.ceiling, "--shape", s.shape, "--reps",
+                                     std::to_string(opt.reps), "--threads", std::to_string(s.threads)};
+    std::vector<std::pair<std::string, std::string>> env;
+    if (!core_type.empty()) env.emplace_back("OPENBLAS_CORETYPE", core_type);
+    const auto r = run_process(argv, env);
+    if (!r.ok()) {
+      say("warning: ceiling_" + s.ceiling + (core_type.empty() ? "" : " under OPENBLAS_CORETYPE=" + core_type) +
+          " failed: " + r.describe() + "; its rows are left out");
+      return;
+    }
+    if (r.out.rfind("# skipped", 0) == 0) {
+      say("ceiling_" + s.ceiling + ": " + r.out.substr(0, r.out.find('\n')));
+      return;
+    }
+    auto got = rows_from_ceiling_csv(r.out, "ceiling_" + s.ceiling);
+    for (auto& g : got) {
+      g.work_unit = fam.work_unit;
+      if (std::find(opt.precisions.begin(), opt.precisions.end(), g.key.precision) == opt.precisions.end()) continue;
+      merge_rows(rows, {g});
+      if (core_type.empty() && default_core.empty()) {
+        const auto colon = g.key.backend.find(':');
+        if (colon != std::string::npos) default_core = g.key.backend.substr(colon + 1);
+      }
+    }
+  };
+
+  for (const auto& s : steps) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::string eta = done ? ", ~" + duration_text(elapsed / static_cast<double>(done) * static_cast<double>(total - done)) + " remaining" : "";
+    say("[" + std::to_string(done + 1) + "/" + std::to_string(total) + "] " + fam.family + " " + s.shape + " " +
+        (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) + " " + s.tier +
+        (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") + " — elapsed " + duration_text(elapsed) + eta);
+    if (s.tier == "ceiling") {
+      run_ceiling(s, "");
+      if (!core_types_decided) {
+        core_types_decided = true;
+        for (const auto& ct : runnable_blas_core_types(machine))
+          if (lower(ct) != lower(default_core)) extra_core_types.push_back(ct);
+        if (!extra_core_types.empty()) {
+          std::string list;
+          for (const auto& ct : extra_core_types) list += " " + ct;
+          say("OpenBLAS default core: " + (default_core.empty() ? "unknown" : default_core) +
+              "; also running the ceiling under OPENBLAS_CORETYPE=" + list +
+              (has_isa(machine, "avx512f") ? "" : " (SkylakeX skipped: CPU has no AVX-512F, it would die with SIGILL)"));
+        }
+      }
+      for (const auto& ct : extra_core_types) run_ceiling(s, ct);
+    } else {
+      const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
+      char json_path[] = "/tmp/popper-gbench-XXXXXX";
+      const int fd = ::mkstemp(json_path);
+      if (fd < 0) throw Error("cannot create a temporary file");
+      ::close(fd);
+      char min_time[32];
+      std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
+      const auto r = run_process({bin + fam.executable, "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
+                                  "--benchmark_repetitions=" + std::to_string(opt.reps),
+                                  "--benchmark_report_aggregates_only=false",
+                                  std::string("--benchmark_min_time=") + min_time,
+                                  std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"});
+      std::ifstream in(json_path);
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      ::unlink(json_path);
+      if (!r.ok()) {
+        say("warning: " + fam.executable + " " + name + " failed: " + r.describe() + "; row left out");
+      } else {
+        auto got = rows_from_gbench_json(ss.str(), fam.executable + " " + name, fam.work_unit);
+        if (got.empty()) say("warning: " + fam.executable + " produced no row for " + name);
+        for (const auto& g : got)
+          if (g.verdict.rfind("incorrect", 0) == 0) say("warning: " + name + ": " + g.verdict);
+        merge_rows(rows, got);
+      }
+    }
+    ++done;
+  }
+  say("done in " + duration_text(std::chrono::duration<double>(Clock::now() - t0).count()));
+
+  BenchTable t;
+  t.metadata = run_metadata(machine, opt.source_dir, opt.build_dir, peak);
+  t.set_meta("family", fam.family);
+  t.set_meta("kind", "timing (wall clock, interleaved per shape)");
+  t.set_meta("reps", std::to_string(opt.reps));
+  t.rows = std::move(rows);
+  apply_peaks(t, fam, peak);
+  return t;
+}
+
+}  // namespace popper::bench

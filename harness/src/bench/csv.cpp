@@ -1,0 +1,276 @@
+// Bench CSV writer/reader; schema in csv.hpp and baselines/README.md.
+#include "popper/bench/csv.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "popper/bench/stats.hpp"
+
+namespace popper::bench {
+namespace {
+
+std::string fmt_double(double v) {
+  if (std::isnan(v)) return "na";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
+  return std::string(buf, res.ptr);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(ch);
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// Commas and newlines would break the row; free text gets them replaced.
+std::string clean_text(std::string s) {
+  for (char& ch : s)
+    if (ch == ',' || ch == '\n' || ch == '\r') ch = (ch == ',') ? ';' : ' ';
+  return s;
+}
+
+void check_key_field(const std::string& name, const std::string& v) {
+  if (v.empty() || v.find_first_of(",\n\r") != std::string::npos)
+    throw InvalidArgument("bench row field '" + name + "' is empty or contains ',' or a newline: '" + v + "'");
+}
+
+[[noreturn]] void fail(const std::string& file, std::size_t line, const std::string& what) {
+  throw BenchFileError(file + ":" + std::to_string(line) + ": " + what);
+}
+
+double parse_number(const std::string& text, const std::string& file, std::size_t line, const std::string& col,
+                    bool allow_na) {
+  if (allow_na && text == "na") return std::nan("");
+  double v = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto res = std::from_chars(first, last, v);
+  if (text.empty() || res.ec != std::errc() || res.ptr != last)
+    fail(file, line, "column '" + col + "': '" + text + "' is not a number");
+  return v;
+}
+
+}  // namespace
+
+std::string BenchKey::to_string() const {
+  return family + "/" + tier + "/" + backend + "/" + shape + "/" + precision + "/threads:" + std::to_string(threads) +
+         "/" + cache_mode;
+}
+
+double BenchRow::median() const { return samples.empty() ? std::nan("") : bench::median(samples); }
+
+double BenchRow::throughput() const {
+  if (unit != kUnitSeconds || samples.empty()) return 0;
+  const double m = median();
+  return m > 0 ? work_per_iter / m : 0;
+}
+
+std::optional<std::string> BenchTable::meta(const std::string& key) const {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return v;
+  return std::nullopt;
+}
+
+void BenchTable::set_meta(const std::string& key, const std::string& value) {
+  for (auto& [k, v] : metadata)
+    if (k == key) {
+      v = value;
+      return;
+    }
+  metadata.emplace_back(key, value);
+}
+
+const BenchRow* BenchTable::find(const BenchKey& key) const {
+  for (const auto& r : rows)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+const std::vector<std::string>& bench_columns() {
+  static const std::vector<std::string> cols = {
+      "family", "tier",   "backend", "shape",         "precision",     "threads",        "cache_mode",
+      "unit",   "n",      "min",     "median",        "mean",          "stddev",         "cv",
+      "work_per_iter",    "work_unit", "bytes_per_iter", "throughput", "pct_of_peak",    "verdict",
+      "samples"};
+  return cols;
+}
+
+std::string format_bench_csv(const BenchTable& table) {
+  std::ostringstream out;
+  for (const auto& [k, v] : table.metadata) {
+    if (k.empty() || k.find_first_of(":\n") != std::string::npos)
+      throw InvalidArgument("metadata key '" + k + "' is empty or contains ':' or a newline");
+    std::string value = v;
+    for (char& ch : value)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    out << "# " << k << ": " << value << "\n";
+  }
+  const auto& cols = bench_columns();
+  for (std::size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i];
+  out << "\n";
+  for (const auto& r : table.rows) {
+    const auto& k = r.key;
+    check_key_field("family", k.family);
+    check_key_field("tier", k.tier);
+    check_key_field("backend", k.backend);
+    check_key_field("shape", k.shape);
+    check_key_field("precision", k.precision);
+    check_key_field("cache_mode", k.cache_mode);
+    check_key_field("unit", r.unit);
+    check_key_field("work_unit", r.work_unit);
+    const bool has = !r.samples.empty();
+    const double nan = std::nan("");
+    double mn = nan;
+    if (has) {
+      mn = r.samples[0];
+      for (double s : r.samples) mn = std::min(mn, s);
+    }
+    out << k.family << ',' << k.tier << ',' << k.backend << ',' << k.shape << ',' << k.precision << ','
+        << k.threads << ',' << k.cache_mode << ',' << r.unit << ',' << r.samples.size() << ',' << fmt_double(mn)
+        << ',' << fmt_double(has ? r.median() : nan) << ',' << fmt_double(has ? mean(r.samples) : nan) << ','
+        << fmt_double(has ? stddev(r.samples) : nan) << ','
+        << fmt_double(has ? coefficient_of_variation(r.samples) : nan) << ',' << fmt_double(r.work_per_iter) << ','
+        << r.work_unit << ',' << fmt_double(r.bytes_per_iter) << ','
+        << fmt_double(has && r.unit == kUnitSeconds ? r.throughput() : nan) << ','
+        << fmt_double(r.pct_of_peak >= 0 ? r.pct_of_peak : nan) << ','
+        << (r.verdict.empty() ? std::string("not_verified") : clean_text(r.verdict)) << ',';
+    for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << fmt_double(r.samples[i]);
+    out << "\n";
+  }
+  out << "# end rows=" << table.rows.size() << "\n";
+  return out.str();
+}
+
+BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
+  BenchTable table;
+  std::istringstream in(text);
+  std::string line;
+  std::size_t lineno = 0;
+  bool header_seen = false, end_seen = false;
+  std::size_t end_rows = 0;
+  const auto& cols = bench_columns();
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (end_seen) {
+      if (!line.empty()) fail(file, lineno, "content after the '# end rows=N' trailer");
+      continue;
+    }
+    if (line.empty()) fail(file, lineno, "empty line (the bench CSV has none)");
+    if (line[0] == '#') {
+      if (line.rfind("# end rows=", 0) == 0) {
+        if (!header_seen) fail(file, lineno, "trailer before the header line");
+        end_rows = static_cast<std::size_t>(parse_number(line.substr(11), file, lineno, "rows", false));
+        end_seen = true;
+        continue;
+      }
+      if (header_seen) fail(file, lineno, "metadata line after the header line");
+      const auto colon = line.find(':');
+      if (line.size() < 3 || line[1] != ' ' || colon == std::string::npos)
+        fail(file, lineno, "metadata line must look like '# key: value'");
+      std::string key = line.substr(2, colon - 2);
+      std::string value = line.substr(colon + 1);
+      if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+      table.metadata.emplace_back(key, value);
+      continue;
+    }
+    const auto fields = split(line, ',');
+    if (!header_seen) {
+      if (fields != cols) fail(file, lineno, "header line does not match the bench CSV schema (see baselines/README.md)");
+      header_seen = true;
+      continue;
+    }
+    if (fields.size() != cols.size())
+      fail(file, lineno,
+           "expected " + std::to_string(cols.size()) + " columns, found " + std::to_string(fields.size()));
+    BenchRow r;
+    r.key.family = fields[0];
+    r.key.tier = fields[1];
+    r.key.backend = fields[2];
+    r.key.shape = fields[3];
+    r.key.precision = fields[4];
+    const double threads = parse_number(fields[5], file, lineno, "threads", false);
+    if (threads < 1 || threads != std::floor(threads)) fail(file, lineno, "column 'threads' must be a positive integer");
+    r.key.threads = static_cast<int>(threads);
+    r.key.cache_mode = fields[6];
+    r.unit = fields[7];
+    if (r.unit != kUnitSeconds && r.unit != kUnitInstructions)
+      fail(file, lineno, "column 'unit' must be 'seconds' or 'instructions', found '" + r.unit + "'");
+    for (std::size_t i = 0; i < 7; ++i)
+      if (fields[i].empty()) fail(file, lineno, "column '" + cols[i] + "' is empty");
+    const double n = parse_number(fields[8], file, lineno, "n", false);
+    for (std::size_t i = 9; i <= 13; ++i) parse_number(fields[i], file, lineno, cols[i], true);
+    r.work_per_iter = parse_number(fields[14], file, lineno, "work_per_iter", false);
+    r.work_unit = fields[15];
+    r.bytes_per_iter = parse_number(fields[16], file, lineno, "bytes_per_iter", false);
+    parse_number(fields[17], file, lineno, "throughput", true);
+    const double pct = parse_number(fields[18], file, lineno, "pct_of_peak", true);
+    r.pct_of_peak = std::isnan(pct) ? -1 : pct;
+    r.verdict = fields[19];
+    if (!fields[20].empty())
+      for (const auto& s : split(fields[20], ';')) r.samples.push_back(parse_number(s, file, lineno, "samples", false));
+    if (static_cast<double>(r.samples.size()) != n)
+      fail(file, lineno,
+           "column 'n' says " + fields[8] + " but 'samples' holds " + std::to_string(r.samples.size()) + " values");
+    table.rows.push_back(std::move(r));
+  }
+  if (!header_seen) fail(file, lineno, "no header line: not a bench CSV (or empty)");
+  if (!end_seen) fail(file, lineno, "missing '# end rows=N' trailer: the file is truncated");
+  if (end_rows != table.rows.size())
+    fail(file, lineno,
+         "trailer says rows=" + std::to_string(end_rows) + " but the file holds " + std::to_string(table.rows.size()));
+  return table;
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error("cannot create " + tmp);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const auto w = ::write(fd, text.data() + done, text.size() - done);
+    if (w <= 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error("cannot write " + tmp);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error("cannot flush " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path);
+  }
+}
+
+void write_bench_csv(const std::string& path, const BenchTable& table) {
+  write_text_atomic(path, format_bench_csv(table));
+}
+
+BenchTable read_bench_csv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BenchFileError(path + ": cannot open bench CSV");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_bench_csv(ss.str(), path);
+}
+
+}  // namespace popper::bench

@@ -1,0 +1,89 @@
+// family.yaml reader (schema in family.hpp and baselines/README.md).
+#include "popper/bench/family.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "popper/error.hpp"
+
+namespace popper::bench {
+namespace {
+
+std::vector<std::string> string_list(const YAML::Node& n, const std::string& what, const std::string& path) {
+  if (!n.IsSequence()) throw Error(path + ": '" + what + "' must be a list");
+  std::vector<std::string> out;
+  for (const auto& item : n) out.push_back(item.as<std::string>());
+  return out;
+}
+
+}  // namespace
+
+FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& path) {
+  FamilyDescriptor f;
+  f.path = path;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) throw Error(path + ": a family descriptor is a mapping");
+    static const std::set<std::string> known = {"family", "executable", "ceilings", "blas_core_types",
+                                                "work_unit", "peak", "gate"};
+    for (const auto& kv : root) {
+      const auto key = kv.first.as<std::string>();
+      if (!known.count(key)) throw Error(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
+    }
+    if (!root["family"]) throw Error(path + ": missing 'family'");
+    f.family = root["family"].as<std::string>();
+    f.executable = root["executable"] ? root["executable"].as<std::string>() : "bench_" + f.family;
+    if (root["ceilings"]) f.ceilings = string_list(root["ceilings"], "ceilings", path);
+    if (root["blas_core_types"]) f.blas_core_types = root["blas_core_types"].as<bool>();
+    if (root["work_unit"]) f.work_unit = root["work_unit"].as<std::string>();
+    if (f.work_unit != "flop" && f.work_unit != "items") throw Error(path + ": 'work_unit' must be flop or items");
+    if (root["peak"]) {
+      if (!root["peak"].IsMap()) throw Error(path + ": 'peak' maps precision to fp32 | fp64 | bandwidth");
+      for (const auto& kv : root["peak"]) {
+        const auto v = kv.second.as<std::string>();
+        if (v != "fp32" && v != "fp64" && v != "bandwidth")
+          throw Error(path + ": peak '" + v + "' must be fp32, fp64 or bandwidth");
+        f.peak[kv.first.as<std::string>()] = v;
+      }
+    }
+    if (const auto g = root["gate"]) {
+      if (g["shapes"]) f.gate.shapes = string_list(g["shapes"], "gate.shapes", path);
+      if (g["tiers"]) f.gate.tiers = string_list(g["tiers"], "gate.tiers", path);
+      if (g["precisions"]) f.gate.precisions = string_list(g["precisions"], "gate.precisions", path);
+      if (g["iterations"]) f.gate.iterations = g["iterations"].as<int>();
+      if (f.gate.iterations < 1) throw Error(path + ": gate.iterations must be >= 1");
+    }
+  } catch (const YAML::Exception& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return f;
+}
+
+FamilyDescriptor load_family(const std::string& source_dir, const std::string& family) {
+  const std::string path = source_dir + "/bench/" + family + "/family.yaml";
+  std::ifstream in(path);
+  if (!in)
+    throw Error(path + ": no family descriptor; every bench family needs bench/<family>/family.yaml "
+                       "(see baselines/README.md)");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto f = parse_family_yaml(ss.str(), path);
+  if (f.family != family) throw Error(path + ": 'family' says '" + f.family + "' but the folder is '" + family + "'");
+  return f;
+}
+
+std::vector<std::string> list_families(const std::string& source_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(source_dir + "/bench", ec))
+    if (e.is_directory() && std::filesystem::exists(e.path() / "family.yaml")) out.push_back(e.path().filename());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace popper::bench

@@ -1,0 +1,156 @@
+// Google Benchmark JSON and ceiling CSV -> BenchRow (see ingest.hpp).
+#include "popper/bench/ingest.hpp"
+
+#include <charconv>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace popper::bench {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) out.push_back(cur);
+  if (!s.empty() && s.back() == sep) out.emplace_back();
+  return out;
+}
+
+double to_seconds(double v, const std::string& unit) {
+  if (unit == "ns") return v * 1e-9;
+  if (unit == "us") return v * 1e-6;
+  if (unit == "ms") return v * 1e-3;
+  return v;  // "s"
+}
+
+BenchRow* find_row(std::vector<BenchRow>& rows, const BenchKey& k) {
+  for (auto& r : rows)
+    if (r.key == k) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<BenchName> parse_bench_name(const std::string& name) {
+  auto parts = split(name, '/');
+  while (!parts.empty() && (parts.back() == "real_time" || parts.back() == "manual_time" ||
+                            parts.back().rfind("repeats:", 0) == 0 || parts.back().rfind("min_time:", 0) == 0 ||
+                            parts.back().rfind("iterations:", 0) == 0))
+    parts.pop_back();
+  if (parts.size() != 5 || parts[4].rfind("threads:", 0) != 0) return std::nullopt;
+  BenchName n{parts[0], parts[1], parts[2], parts[3], 1};
+  const std::string t = parts[4].substr(8);
+  int threads = 0;
+  auto res = std::from_chars(t.data(), t.data() + t.size(), threads);
+  if (res.ec != std::errc() || res.ptr != t.data() + t.size() || threads < 1) return std::nullopt;
+  n.threads = threads;
+  for (const auto* p : {&n.family, &n.tier, &n.shape, &n.precision})
+    if (p->empty()) return std::nullopt;
+  return n;
+}
+
+std::string format_bench_name(const BenchName& n) {
+  return n.family + "/" + n.tier + "/" + n.shape + "/" + n.precision + "/threads:" + std::to_string(n.threads);
+}
+
+std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::string& file,
+                                            const std::string& work_unit) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw BenchFileError(file + ": not Google Benchmark JSON: " + e.what());
+  }
+  if (!j.contains("benchmarks") || !j["benchmarks"].is_array())
+    throw BenchFileError(file + ": no 'benchmarks' array: not Google Benchmark JSON");
+  const auto context = j.value("context", nlohmann::json::object());
+  std::vector<BenchRow> rows;
+  for (const auto& b : j["benchmarks"]) {
+    if (b.value("run_type", "iteration") != "iteration") continue;  // aggregates are recomputed from samples
+    const auto name = parse_bench_name(b.value("run_name", b.value("name", "")));
+    if (!name) continue;  // not a protocol row
+    BenchKey key{name->family, name->tier, name->tier, name->shape, name->precision, name->threads, "warm"};
+    const std::string ctx_key = "popper_backend_" + name->tier;
+    if (context.contains(ctx_key) && context[ctx_key].is_string()) key.backend = context[ctx_key].get<std::string>();
+    BenchRow* row = find_row(rows, key);
+    if (!row) {
+      rows.emplace_back();
+      row = &rows.back();
+      row->key = key;
+      row->work_unit = work_unit;
+      row->verdict = "not_verified";
+    }
+    if (b.value("error_occurred", false)) {
+      row->verdict = "incorrect: " + b.value("error_message", std::string("error"));
+      row->samples.clear();
+      continue;
+    }
+    if (row->verdict.rfind("incorrect", 0) == 0) continue;
+    const std::string label = b.value("label", "");
+    row->verdict = label.empty() ? "not_verified: no label" : label;
+    row->samples.push_back(to_seconds(b.value("real_time", 0.0), b.value("time_unit", "ns")));
+    if (b.contains(work_unit) && b[work_unit].is_number()) row->work_per_iter = b[work_unit].get<double>();
+    if (b.contains("bytes") && b["bytes"].is_number()) row->bytes_per_iter = b["bytes"].get<double>();
+  }
+  return rows;
+}
+
+std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::string& file) {
+  static const std::string header =
+      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict";
+  std::vector<BenchRow> rows;
+  std::istringstream in(text);
+  std::string line;
+  std::size_t lineno = 0;
+  bool header_seen = false;
+  auto num = [&](const std::string& s, const char* col) {
+    double v = 0;
+    auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || res.ec != std::errc() || res.ptr != s.data() + s.size())
+      throw BenchFileError(file + ":" + std::to_string(lineno) + ": column '" + col + "': '" + s + "' is not a number");
+    return v;
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    if (!header_seen) {
+      if (line != header) throw BenchFileError(file + ":" + std::to_string(lineno) + ": not a ceiling CSV header");
+      header_seen = true;
+      continue;
+    }
+    const auto f = split(line, ',');
+    if (f.size() != 12)
+      throw BenchFileError(file + ":" + std::to_string(lineno) + ": expected 12 columns, found " +
+                           std::to_string(f.size()));
+    BenchKey key{f[0], f[1], f[2], f[3], f[4], static_cast<int>(num(f[5], "threads")), "warm"};
+    BenchRow* row = find_row(rows, key);
+    if (!row) {
+      rows.emplace_back();
+      row = &rows.back();
+      row->key = key;
+      row->work_per_iter = num(f[9], "flop_per_iter");
+      row->bytes_per_iter = num(f[10], "bytes_per_iter");
+      row->verdict = f[11];
+    }
+    row->samples.push_back(num(f[8], "seconds_per_iter"));
+  }
+  if (!header_seen && !rows.empty()) throw BenchFileError(file + ": no ceiling CSV header");
+  return rows;
+}
+
+void merge_rows(std::vector<BenchRow>& dst, const std::vector<BenchRow>& src) {
+  for (const auto& r : src) {
+    BenchRow* d = find_row(dst, r.key);
+    if (!d) {
+      dst.push_back(r);
+    } else {
+      d->samples.insert(d->samples.end(), r.samples.begin(), r.samples.end());
+      if (r.verdict.rfind("incorrect", 0) == 0) d->verdict = r.verdict;
+    }
+  }
+}
+
+}  // namespace popper::bench

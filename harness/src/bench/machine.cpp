@@ -1,0 +1,160 @@
+// Machine probe and fingerprint (see machine.hpp).
+#include "popper/bench/machine.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace popper::bench {
+
+std::string capture_command(const std::string& command) {
+  FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int rc = ::pclose(p);
+  if (rc != 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+namespace {
+
+// OpenBLAS is probed through dlopen so the harness need not link it; the
+// environment (OPENBLAS_CORETYPE) applies as it would to the bench programs.
+void probe_blas(MachineInfo& m) {
+  m.blas_core = "unknown";
+  for (const char* lib : {"libopenblas.so.0", "libopenblas.so"}) {
+    void* h = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    using Fn = char* (*)();
+    auto core = reinterpret_cast<Fn>(::dlsym(h, "openblas_get_corename"));
+    auto config = reinterpret_cast<Fn>(::dlsym(h, "openblas_get_config"));
+    if (core) m.blas_core = core();
+    if (config) m.blas_config = config();
+    return;  // kept loaded: OpenBLAS does not like being unloaded with live threads
+  }
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c)) out.push_back(static_cast<char>(std::tolower(c)));
+    else if (!out.empty() && out.back() != '-') out.push_back('-');
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "unknown" : out;
+}
+
+std::uint32_t fnv1a(const std::string& s) {
+  std::uint32_t h = 2166136261u;
+  for (char ch : s) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+}  // namespace
+
+MachineInfo probe_machine() {
+  MachineInfo m;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  bool flags_read = false;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+    std::string value = line.substr(colon + 1);
+    if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+    if (key == "model name" && m.cpu_model.empty()) m.cpu_model = value;
+    if (key == "flags" && !flags_read) {
+      std::istringstream fs(value);
+      std::string f;
+      while (fs >> f) flags.insert(f);
+      flags_read = true;
+    }
+  }
+  if (m.cpu_model.empty()) m.cpu_model = "unknown";
+  for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16",
+                        "amx_tile"})
+    if (flags.count(f)) m.isa.emplace_back(f);
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  m.cores = n > 0 ? static_cast<int>(n) : 1;
+  probe_blas(m);
+  const std::string smi = capture_command("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader");
+  if (!smi.empty()) m.gpu = smi;
+  return m;
+}
+
+bool has_isa(const MachineInfo& m, const std::string& flag) {
+  return std::find(m.isa.begin(), m.isa.end(), flag) != m.isa.end();
+}
+
+std::string isa_string(const MachineInfo& m) {
+  std::string s;
+  for (const auto& f : m.isa) s += (s.empty() ? "" : " ") + f;
+  return s;
+}
+
+std::string fingerprint(const MachineInfo& m) {
+  const std::string top_isa = has_isa(m, "avx512f") ? "avx512" : has_isa(m, "avx2") ? "avx2" : "sse";
+  const std::string full = m.cpu_model + "|" + std::to_string(m.cores) + "|" + isa_string(m) + "|" + m.blas_core;
+  char hash[16];
+  std::snprintf(hash, sizeof hash, "%08x", fnv1a(full));
+  return slug(m.cpu_model) + "-" + std::to_string(m.cores) + "c-" + top_isa + "-" + slug(m.blas_core) + "-" + hash;
+}
+
+std::vector<std::pair<std::string, std::string>> machine_metadata(const MachineInfo& m, const std::string& source_dir) {
+  std::vector<std::pair<std::string, std::string>> md;
+  const std::string git = "git -C '" + source_dir + "' ";
+  std::string commit = capture_command(git + "rev-parse HEAD");
+  if (!commit.empty() && !capture_command(git + "status --porcelain --untracked-files=no").empty()) commit += "-dirty";
+  md.emplace_back("commit", commit.empty() ? "unknown" : commit);
+  const std::string branch = capture_command(git + "rev-parse --abbrev-ref HEAD");
+  md.emplace_back("branch", branch.empty() ? "unknown" : branch);
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  md.emplace_back("date", date);
+  md.emplace_back("fingerprint", fingerprint(m));
+  md.emplace_back("cpu_model", m.cpu_model);
+  md.emplace_back("cores", std::to_string(m.cores));
+  md.emplace_back("isa", isa_string(m));
+  md.emplace_back("blas_vendor", "OpenBLAS");
+  md.emplace_back("blas_core", m.blas_core);
+  md.emplace_back("blas_config", m.blas_config);
+  md.emplace_back("gpu", m.gpu);
+  std::string load;
+  if (std::ifstream la("/proc/loadavg"); la) std::getline(la, load);
+  md.emplace_back("loadavg_at_start", load);
+  return md;
+}
+
+std::vector<std::string> runnable_blas_core_types(const MachineInfo& m) {
+  std::vector<std::string> types;
+  if (has_isa(m, "avx2") && has_isa(m, "fma")) {
+    types.emplace_back("Haswell");
+    types.emplace_back("Zen");
+  }
+  if (has_isa(m, "avx512f") && has_isa(m, "avx512bw") && has_isa(m, "avx512dq") && has_isa(m, "avx512vl"))
+    types.emplace_back("SkylakeX");
+  return types;
+}
+
+}  // namespace popper::bench

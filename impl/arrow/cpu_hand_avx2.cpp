@@ -1,0 +1,90 @@
+// The Hand kernel's lane group on AVX2: arrow_atom_solve with V = __m256d,
+// i.e. 4 atoms advance through the same arrow-Schur sequence, one per lane.
+// GCC's vector extensions give __m256d the +,-,*,/ operators, so the body's
+// operation order is the scalar one lane by lane; sqrt and div are IEEE
+// correctly rounded and contraction is off (impl.cmake), hence bit parity
+// with the Structured path and the device.
+#include <immintrin.h>
+
+#include <cfloat>
+
+// __m256d as a template argument drops its vector attributes from the type's
+// spelling (-Wignored-attributes); the lane type is only ever used in this TU.
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+
+#include "arrow/atom_body.hpp"
+#include "arrow/hand_group.hpp"
+
+namespace popper::arrow {
+
+namespace {
+struct Avx2Lane {
+  using V = __m256d;
+  using M = __m256d;  // all-ones / all-zeros per lane
+  static V splat(double x) { return _mm256_set1_pd(x); }
+  static V sqrt(V x) { return _mm256_sqrt_pd(x); }
+  static M pivot_ok(V a) {
+    return _mm256_and_pd(_mm256_cmp_pd(a, splat(DBL_MIN), _CMP_GE_OQ), _mm256_cmp_pd(a, splat(DBL_MAX), _CMP_LE_OQ));
+  }
+  static V blend(M m, V t, V f) { return _mm256_blendv_pd(f, t, m); }
+  static M land(M a, M b) { return _mm256_and_pd(a, b); }
+  static M lnot(M a) { return _mm256_xor_pd(a, all_true()); }
+  static M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
+  static M all_true() { return _mm256_castsi256_pd(_mm256_set1_epi64x(-1)); }
+  // frexp for positive normal lanes by exponent-field surgery (same values as std::frexp).
+  static V frexp(V a, V& expo) {
+    const __m256i bits = _mm256_castpd_si256(a);
+    const __m256i field = _mm256_and_si256(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(0x7ff));
+    // int64 -> double for 0..2047: or into the mantissa of 2^52, subtract 2^52 (exact).
+    const __m256d two52 = _mm256_castsi256_pd(_mm256_set1_epi64x(0x4330000000000000LL));
+    const __m256d f = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(field, _mm256_castpd_si256(two52))), two52);
+    expo = _mm256_sub_pd(f, splat(1022.0));
+    const __m256i mant = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(static_cast<long long>(0x800FFFFFFFFFFFFFULL))),
+                                         _mm256_set1_epi64x(0x3FE0000000000000LL));
+    return _mm256_castsi256_pd(mant);
+  }
+};
+
+template <int DF>
+ArrowAtomStatus<__m256d> run(const HandGroupArgs& a) {
+  auto cv = [](const double* p) { return reinterpret_cast<const __m256d*>(p); };
+  auto mv = [](double* p) { return reinterpret_cast<__m256d*>(p); };
+  ArrowAtomArgs<__m256d> args{a.rows, a.d, a.k, cv(a.D), cv(a.B), cv(a.g), cv(a.C), cv(a.gb),
+                              _mm256_loadu_pd(a.lane_rows), mv(a.L), mv(a.S), mv(a.r), mv(a.dt), mv(a.dbeta)};
+  return arrow_atom_solve<Avx2Lane, DF>(args, a.rho_t, a.rho_beta);
+}
+// Per lane: NaN where any of the n values is Inf/NaN (x * 0 is NaN exactly then).
+__m256d nonfinite_probe(const double* p, std::size_t n) {
+  const __m256d zero = _mm256_setzero_pd();
+  __m256d acc = zero;
+  for (std::size_t e = 0; e < n; ++e) acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_load_pd(p + 4 * e), zero));
+  return _mm256_cmp_pd(acc, acc, _CMP_UNORD_Q);
+}
+}  // namespace
+
+void hand_group_avx2(const HandGroupArgs& a) {
+  // First non-finite field per lane, in ArrowField order (D, B, g_t, hbb, g_b).
+  {
+    const std::size_t n = a.rows, d = a.d, k = a.k;
+    const double* fields[5] = {a.D, a.B, a.g, a.C, a.gb};
+    const std::size_t sizes[5] = {n * d * d, n * d * k, n * d, k * k, k};
+    __m256d field = _mm256_set1_pd(-1.0);
+    for (int f = 4; f >= 0; --f)  // later fields first, so the earliest wins
+      field = _mm256_blendv_pd(field, _mm256_set1_pd(static_cast<double>(f)), nonfinite_probe(fields[f], sizes[f]));
+    _mm256_storeu_pd(a.status + 16, field);
+  }
+  ArrowAtomStatus<__m256d> st;
+  switch (a.d) {
+    case 1: st = run<1>(a); break;
+    case 2: st = run<2>(a); break;
+    case 3: st = run<3>(a); break;
+    case 4: st = run<4>(a); break;
+    default: st = run<0>(a); break;
+  }
+  _mm256_storeu_pd(a.status + 0, st.det_mant);
+  _mm256_storeu_pd(a.status + 4, st.det_exp);
+  _mm256_storeu_pd(a.status + 8, st.fail_row);
+  _mm256_storeu_pd(a.status + 12, st.schur_failed);
+}
+
+}  // namespace popper::arrow

@@ -1,0 +1,138 @@
+// Per-atom failure reports shared by every path, and finalize(): raw kernel
+// outputs -> positional Result<ArrowSolution, ArrowFailure>.
+//
+// Ridge bumps come from Gershgorin discs: for symmetric A,
+//   lambda_min(A) >= lb(A) = min_j (A_jj - sum_{l != j} |A_jl|),
+// so A + b I is PD once lb(A) + b > 0. The margin tau = sqrt(eps) max(1, ||A||_inf)
+// dwarfs Cholesky's backward error (c d eps ||A||, Higham Thm 10.3) for d <= 32,
+// which makes the bumped factorization succeed in floating point too.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "arrow/atom_body.hpp"
+#include "arrow/kernels.hpp"
+
+namespace popper::arrow {
+
+namespace {
+constexpr double kSqrtEps = 1.4901161193847656e-08;  // sqrt(2^-52)
+
+struct Disc {
+  double lower;  // Gershgorin lower bound on lambda_min
+  double norm;   // infinity norm
+};
+// A is n x n column-major; only its lower triangle is read (symmetric).
+Disc gershgorin_lower(const double* A, std::size_t n, std::size_t ld) {
+  Disc g{std::numeric_limits<double>::infinity(), 0.0};
+  for (std::size_t j = 0; j < n; ++j) {
+    double off = 0.0;
+    for (std::size_t l = 0; l < n; ++l)
+      if (l != j) off += std::fabs(l > j ? A[l + j * ld] : A[j + l * ld]);
+    g.lower = std::min(g.lower, A[j + j * ld] - off);
+    g.norm = std::max(g.norm, std::fabs(A[j + j * ld]) + off);
+  }
+  return g;
+}
+// Branch-free scan (exponent field all ones = Inf/NaN) so it vectorizes: it
+// runs over every input of every atom before the kernel.
+bool all_finite(const double* p, std::size_t n) {
+  constexpr std::uint64_t kExp = 0x7FF0000000000000ULL;
+  std::uint64_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t bits;
+    std::memcpy(&bits, p + i, sizeof bits);
+    bad |= static_cast<std::uint64_t>((bits & kExp) == kExp);
+  }
+  return bad == 0;
+}
+}  // namespace
+
+std::optional<ArrowField> first_nonfinite_field(const AtomView& a) {
+  if (!all_finite(a.D, a.rows * a.d * a.d)) return ArrowField::D;
+  if (!all_finite(a.B, a.rows * a.d * a.k)) return ArrowField::B;
+  if (!all_finite(a.g_t, a.rows * a.d)) return ArrowField::g_t;
+  if (!all_finite(a.hbb, a.k * a.k)) return ArrowField::hbb;
+  if (!all_finite(a.g_b, a.k)) return ArrowField::g_b;
+  return std::nullopt;
+}
+
+RidgeBumpRequired row_failure(const AtomView& a, std::size_t row, double rho_t) {
+  // One bump that repairs every row of the atom, so a single re-solve suffices.
+  double bump = 0.0;
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    const Disc g = gershgorin_lower(a.D + i * a.d * a.d, a.d, a.d);
+    const double tau = kSqrtEps * std::max(1.0, g.norm);
+    bump = std::max(bump, tau - (g.lower + rho_t));
+    if (i == row) bump = std::max(bump, tau);
+  }
+  return RidgeBumpRequired{row, bump};
+}
+
+SchurFactorFailed schur_failure(const AtomView& a, double rho_t, double rho_beta) {
+  // Rebuild S = C + rho_beta I - sum Y_i^T Y_i with the same body pieces.
+  const std::size_t d = a.d, k = a.k;
+  std::vector<double> S(k * k), r(k), L(d * d), Y(d * k), u(d), piv(d);
+  arrow_border_init<ScalarLane>(k, a.hbb, a.g_b, rho_beta, S.data(), r.data());
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    bool ok = true;
+    arrow_row_factor<ScalarLane, 0>(d, k, a.D + i * d * d, a.B + i * d * k, a.g_t + i * d, rho_t, true, L.data(),
+                                    Y.data(), u.data(), piv.data(), ok);
+    arrow_schur_update<ScalarLane, 0>(d, k, Y.data(), u.data(), S.data(), r.data());
+  }
+  const Disc g = gershgorin_lower(S.data(), k, k);
+  const double tau = kSqrtEps * std::max(1.0, g.norm);
+  return SchurFactorFailed{std::max(tau - g.lower, tau)};
+}
+
+void RawOutputs::resize_for(const BatchedK1Pack& pack, std::span<const AtomSlice> slices) {
+  const std::size_t B = slices.size();
+  dt.assign(pack.g_t.size(), 0.0);
+  dbeta.assign(pack.g_b.size(), 0.0);
+  det_mant.assign(B, 1.0);
+  det_exp.assign(B, 0.0);
+  fail_row.assign(B, -1.0);
+  schur_failed.assign(B, 0.0);
+  nonfinite.assign(B, -2);
+}
+
+std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const AtomSlice> slices,
+                                  const RawOutputs& out, double rho_t, double rho_beta) {
+  std::vector<ArrowResult> results;
+  results.reserve(slices.size());
+  constexpr double kLn2 = 0.69314718055994530942;
+  for (std::size_t a = 0; a < slices.size(); ++a) {
+    const AtomSlice& s = slices[a];
+    const AtomView v = view_of(pack, s);
+    std::optional<ArrowField> bad_field;
+    if (out.nonfinite[a] == -2)
+      bad_field = first_nonfinite_field(v);
+    else if (out.nonfinite[a] >= 0)
+      bad_field = static_cast<ArrowField>(out.nonfinite[a]);
+    if (bad_field) {
+      results.emplace_back(Failure{ArrowFailure{NonFiniteValue{*bad_field}}});
+    } else if (out.fail_row[a] >= 0.0) {
+      results.emplace_back(Failure{ArrowFailure{row_failure(v, static_cast<std::size_t>(out.fail_row[a]), rho_t)}});
+    } else if (out.schur_failed[a] != 0.0) {
+      results.emplace_back(Failure{ArrowFailure{schur_failure(v, rho_t, rho_beta)}});
+    } else {
+      ArrowSolution sol;
+      const auto t0 = out.dt.begin() + static_cast<std::ptrdiff_t>(s.g_t);
+      sol.delta_t.assign(t0, t0 + static_cast<std::ptrdiff_t>(s.rows * s.d));
+      const auto b0 = out.dbeta.begin() + static_cast<std::ptrdiff_t>(s.beta);
+      sol.delta_beta.assign(b0, b0 + static_cast<std::ptrdiff_t>(s.k));
+      sol.log_det = std::log(out.det_mant[a]) + out.det_exp[a] * kLn2;
+      const bool finite = all_finite(sol.delta_t.data(), sol.delta_t.size()) &&
+                          all_finite(sol.delta_beta.data(), sol.delta_beta.size()) && std::isfinite(sol.log_det);
+      if (finite)
+        results.emplace_back(std::move(sol));
+      else
+        results.emplace_back(Failure{ArrowFailure{NonFiniteValue{ArrowField::result}}});
+    }
+  }
+  return results;
+}
+
+}  // namespace popper::arrow

@@ -1,0 +1,88 @@
+// Pack-level entry points behind solve_batched_k1_border, exposed for the
+// falsifiers and the benchmark (one tier each): the dense oracle, the LAPACK
+// tier, the Structured per-atom path, the Hand SIMD-across-atoms kernel and the
+// CUDA entry that declines to the CPU.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "arrow/arrow.hpp"
+#include "arrow/pack.hpp"
+
+namespace popper::arrow {
+
+namespace reference {
+// Dense (n d + k)^2 Hessian H and right-hand side -g, column-major, unknowns
+// ordered [t_0 .. t_{n-1}, beta]. Symmetric: both triangles are filled.
+void assemble_dense(const AtomView& a, double rho_t, double rho_beta, std::vector<double>& H,
+                    std::vector<double>& rhs);
+// Eigen LLT of the dense Hessian: the oracle.
+ArrowResult solve_dense(const AtomView& a, double rho_t, double rho_beta);
+}  // namespace reference
+
+namespace lapack {
+// The same dense solve through LAPACKE_dpotrf / LAPACKE_dpotrs (the wrapped tier).
+ArrowResult solve_dense(const AtomView& a, double rho_t, double rho_beta);
+}  // namespace lapack
+
+// Per-atom raw outputs of a pack kernel, before failures are classified.
+struct RawOutputs {
+  std::vector<double> dt;        // sum n_a d_a, laid out like pack.g_t
+  std::vector<double> dbeta;     // sum k_a
+  std::vector<double> det_mant;  // [B]  log det = log(det_mant) + det_exp ln 2
+  std::vector<double> det_exp;   // [B]
+  std::vector<double> fail_row;  // [B]  first failing row, -1 if none
+  std::vector<double> schur_failed;  // [B] 1 or 0
+  // [B] first non-finite input field as an ArrowField index, -1 none, -2 not
+  // scanned by the kernel (finalize scans then). Kernels scan while the atom
+  // is in cache, saving a separate pass over the whole pack.
+  std::vector<int> nonfinite;
+  void resize_for(const BatchedK1Pack& pack, std::span<const AtomSlice> slices);
+};
+
+// Structured: the atom body (ScalarLane), one atom at a time, threads across atoms.
+void run_structured(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,
+                    unsigned threads, RawOutputs& out);
+// Hand: atoms grouped by (d, k), 4 per AVX2 register in a compact interleaved
+// workspace; falls back to run_structured when the CPU lacks AVX2.
+void run_hand(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,
+              unsigned threads, RawOutputs& out);
+bool hand_uses_avx2();
+// Load-balance weight of one atom's work (any positive proxy keeps results identical).
+double atom_cost(std::size_t rows, std::size_t d, std::size_t k);
+// Device: fills `out` and returns true, or returns false (declined: no CUDA
+// build, no device, or a device error) without touching the results.
+bool run_cuda(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,
+              RawOutputs& out);
+
+// Classifies each atom (non-finite input, row failure, Schur failure,
+// non-finite result, Ok) and builds the positional results.
+std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const AtomSlice> slices,
+                                  const RawOutputs& out, double rho_t, double rho_beta);
+
+// Pack-level solve with one kernel (Structured, Hand, Reference or Lapack);
+// Auto tries the device first. `declined` reports whether a device attempt
+// declined (false when none was made).
+std::vector<ArrowResult> solve_pack(const BatchedK1Pack& pack, double rho_t, double rho_beta,
+                                    const ArrowSolveOptions& options, bool* declined = nullptr);
+// The CUDA entry: device when usable, else declines to the CPU Hand kernel
+// with identical results. `declined` tells which happened.
+std::vector<ArrowResult> solve_pack_cuda(const BatchedK1Pack& pack, double rho_t, double rho_beta,
+                                         unsigned cpu_threads, bool* declined = nullptr);
+
+// Failure helpers shared by every path (so a failing atom's report does not
+// depend on the path or the class it ran in).
+std::optional<ArrowField> first_nonfinite_field(const AtomView& a);
+RidgeBumpRequired row_failure(const AtomView& a, std::size_t row, double rho_t);
+SchurFactorFailed schur_failure(const AtomView& a, double rho_t, double rho_beta);
+
+// Static contiguous partition of [0, units) over `threads` std::threads,
+// balanced by `cost` (one entry per unit); fn(begin, end) per part.
+template <class Fn>
+void run_partitioned(std::span<const double> cost, unsigned threads, Fn&& fn);
+
+}  // namespace popper::arrow
+
+#include "arrow/partition.inl"

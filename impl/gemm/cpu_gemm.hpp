@@ -1,0 +1,38 @@
+// Hand tier on the CPU: Goto/BLIS-style blocked GEMM.
+//
+//   C = alpha * op(A) * op(B) + beta * C
+//
+// Loop order jc (NC) -> pc (KC) -> ic (MC) -> jr (NR) -> ir (MR). op(B) is
+// packed into KC x NC panels of NR-wide slivers, op(A) into MC x KC panels of
+// MR-tall slivers; layout and transposition are absorbed by packing from the
+// right strides, so one micro-kernel (MR x NR register block, FMA) serves
+// every combination. Threads split the MC x NC macro tiles of C: each C
+// element is owned by exactly one thread and reduced over k in a fixed order,
+// so results are identical for every thread count.
+//
+// ISA: Auto picks the widest the CPU runs (AVX-512 > AVX2+FMA > scalar).
+// Requesting an ISA the CPU lacks throws popper::Unsupported.
+#pragma once
+#include <span>
+
+#include "gemm/gemm.hpp"
+
+namespace popper::gemm::cpu {
+
+enum class Isa { Auto, Scalar, Avx2, Avx512 };
+
+Isa detected_isa();  // the ISA Auto resolves to on this CPU
+const char* to_string(Isa);
+bool cpu_supports(Isa);  // Auto and Scalar: always true
+
+struct CpuGemmOptions {
+  int threads = 1;  // >= 1
+  Isa isa = Isa::Auto;
+};
+
+void gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b,
+          float beta, std::span<float> c, const CpuGemmOptions& = {});
+void gemm(const GemmShape&, double alpha, std::span<const double> a, std::span<const double> b,
+          double beta, std::span<double> c, const CpuGemmOptions& = {});
+
+}  // namespace popper::gemm::cpu

@@ -1,0 +1,431 @@
+// Device tiers of GEMM, host side. Every entry checks its arguments first,
+// then runs on the GPU when one is usable, else declines to cpu::gemm.
+//
+// Row-major operands are handed to column-major cuBLAS as the transposed
+// problem over the same memory:  C^T = op(B)^T op(A)^T, i.e.
+//   cublas(op_b, op_a, n, m, k, alpha, B, ldb, A, lda, beta, C, ldc).
+#include "gemm/cuda_gemm.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/device.hpp"
+#include "gemm/cpu_gemm.hpp"
+#include "popper/error.hpp"
+
+#if POPPER_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "gemm/cuda/hand_gemm_launch.hpp"
+#endif
+
+namespace popper::gemm::cuda {
+namespace {
+
+std::atomic<std::uint64_t> g_handles_created{0};
+
+bool device_usable() { return popper::device::cuda_status().usable(); }
+
+[[noreturn]] void no_device(const char* what) {
+  throw Unsupported(std::string(what) + ": no usable CUDA device (" + popper::device::cuda_status().reason + ")");
+}
+
+struct BatchNeed {
+  std::size_t a, b, c;
+};
+
+BatchNeed check_batched(const GemmShape& s0, const BatchStrides& bs, std::size_t a_len, std::size_t b_len,
+                        std::size_t c_len) {
+  // Shape and ld validity first (lengths of one matrix are checked below).
+  check_gemm_args(s0, static_cast<std::size_t>(-1), static_cast<std::size_t>(-1), static_cast<std::size_t>(-1));
+  if (bs.count < 0 || bs.stride_a < 0 || bs.stride_b < 0 || bs.stride_c < 0) {
+    throw InvalidArgument("gemm_f32_strided_batched: negative batch count or stride");
+  }
+  const GemmShape s = with_tight_ld(s0);
+  const bool reads_ab = s.m > 0 && s.n > 0 && s.k > 0;
+  const auto ra = s.op_a == Op::NoTrans ? required_elements(s.layout, s.m, s.k, s.lda)
+                                        : required_elements(s.layout, s.k, s.m, s.lda);
+  const auto rb = s.op_b == Op::NoTrans ? required_elements(s.layout, s.k, s.n, s.ldb)
+                                        : required_elements(s.layout, s.n, s.k, s.ldb);
+  const auto rc = required_elements(s.layout, s.m, s.n, s.ldc);
+  if (bs.count > 1 && rc > 0 && static_cast<std::size_t>(bs.stride_c) < rc) {
+    throw InvalidArgument("gemm_f32_strided_batched: stride_c " + std::to_string(bs.stride_c) +
+                          " makes the C matrices overlap (one needs " + std::to_string(rc) + ")");
+  }
+  const BatchNeed need{reads_ab ? batched_required(ra, bs.count, bs.stride_a) : 0,
+                       reads_ab ? batched_required(rb, bs.count, bs.stride_b) : 0,
+                       batched_required(rc, bs.count, bs.stride_c)};
+  if (a_len < need.a) throw BufferTooSmall("A", need.a, a_len);
+  if (b_len < need.b) throw BufferTooSmall("B", need.b, b_len);
+  if (c_len < need.c) throw BufferTooSmall("C", need.c, c_len);
+  return need;
+}
+
+#if POPPER_HAVE_CUDA
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check_cublas(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string(what) + ": " + cublasGetStatusString(st));
+}
+cublasOperation_t op_of(Op o) { return o == Op::NoTrans ? CUBLAS_OP_N : CUBLAS_OP_T; }
+cublasMath_t math_of(MathMode m) {
+  switch (m) {
+    case MathMode::Pedantic: return CUBLAS_PEDANTIC_MATH;
+    case MathMode::Tf32: return CUBLAS_TF32_TENSOR_OP_MATH;
+    default: return CUBLAS_DEFAULT_MATH;
+  }
+}
+
+// Column-major arguments of one cuBLAS call for a (possibly row-major) shape.
+struct ColMajorCall {
+  cublasOperation_t ta, tb;
+  int m, n, k, lda, ldb, ldc;
+  bool swap;  // operands A and B exchange places (row-major)
+};
+ColMajorCall to_col_major(const GemmShape& s) {
+  const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
+  if (s.layout == Layout::ColMajor) {
+    return {op_of(s.op_a), op_of(s.op_b), m, n, k, static_cast<int>(s.lda), static_cast<int>(s.ldb),
+            static_cast<int>(s.ldc), false};
+  }
+  return {op_of(s.op_b), op_of(s.op_a), n, m, k, static_cast<int>(s.ldb), static_cast<int>(s.lda),
+          static_cast<int>(s.ldc), true};
+}
+
+// Device copy of a host span (RAII), used by the host-span entry points.
+template <class T>
+struct Staged {
+  DeviceBuffer<T> buf;
+  explicit Staged(std::span<const T> host) : buf(host.size() == 0 ? 1 : host.size()) {
+    if (!host.empty()) buf.upload(host);
+  }
+};
+
+// Folds layout and op into (row, col) strides for the hand kernel.
+detail::StridedOperands strided(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c) {
+  const bool row = s.layout == Layout::RowMajor;
+  detail::StridedOperands o{};
+  o.m = s.m;
+  o.n = s.n;
+  o.k = s.k;
+  o.alpha = alpha;
+  o.beta = beta;
+  o.a = a;
+  o.b = b;
+  o.c = c;
+  const bool a_rowlike = (s.op_a == Op::NoTrans) == row;
+  o.a_rs = a_rowlike ? s.lda : 1;
+  o.a_cs = a_rowlike ? 1 : s.lda;
+  const bool b_rowlike = (s.op_b == Op::NoTrans) == row;
+  o.b_rs = b_rowlike ? s.ldb : 1;
+  o.b_cs = b_rowlike ? 1 : s.ldb;
+  o.c_rs = row ? s.ldc : 1;
+  o.c_cs = row ? 1 : s.ldc;
+  return o;
+}
+#endif
+
+}  // namespace
+
+const char* to_string(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
+
+// IEEE binary16 <-> binary32, round to nearest even (host side, no half type in C++20).
+half_bits float_to_half(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) {  // Inf or NaN
+    return static_cast<half_bits>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (absx >= 0x477ff000u) return static_cast<half_bits>(sign | 0x7c00u);  // rounds to >= 65520: Inf
+  if (absx < 0x38800000u) {                                               // result is subnormal or zero
+    if (absx < 0x33000000u) return static_cast<half_bits>(sign);         // < 2^-25: rounds to 0
+    const std::uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(absx >> 23);  // 14 + (113 - exp)
+    const std::uint32_t q = mant >> shift;
+    const std::uint32_t rem = mant & ((1u << shift) - 1u);
+    const std::uint32_t half = 1u << (shift - 1);
+    const std::uint32_t r = q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
+    return static_cast<half_bits>(sign | r);
+  }
+  // Normal: rebias exponent (127 -> 15) and round 23 -> 10 mantissa bits.
+  const std::uint32_t rebased = absx - 0x38000000u;
+  const std::uint32_t q = rebased >> 13;
+  const std::uint32_t rem = rebased & 0x1fffu;
+  const std::uint32_t r = q + ((rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ? 1u : 0u);
+  return static_cast<half_bits>(sign | r);
+}
+
+float half_to_float(half_bits h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t mant = h & 0x3ffu;
+  std::uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        mant <<= 1;
+        ++e;
+      } while ((mant & 0x400u) == 0);
+      x = sign | (static_cast<std::uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+std::size_t batched_required(std::size_t one_matrix, std::int64_t count, std::int64_t stride) {
+  if (count <= 0 || one_matrix == 0) return 0;
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(count - 1), static_cast<std::size_t>(stride), &total) ||
+      __builtin_add_overflow(total, one_matrix, &total)) {
+    throw InvalidArgument("gemm: batched footprint overflows size_t");
+  }
+  return total;
+}
+
+// ---------------------------------------------------------------- DeviceMemory
+DeviceMemory::DeviceMemory(std::size_t bytes) : bytes_(bytes) {
+  if (!device_usable()) no_device("DeviceMemory");
+#if POPPER_HAVE_CUDA
+  check_cuda(cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes), "cudaMalloc");
+#endif
+}
+
+DeviceMemory::~DeviceMemory() {
+#if POPPER_HAVE_CUDA
+  if (ptr_ != nullptr) cudaFree(ptr_);
+#endif
+}
+
+void DeviceMemory::upload(const void* host, std::size_t bytes) {
+  if (bytes > bytes_) throw BufferTooSmall("device", bytes, bytes_);
+#if POPPER_HAVE_CUDA
+  check_cuda(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+#else
+  (void)host;
+#endif
+}
+
+void DeviceMemory::download(void* host, std::size_t bytes) const {
+  if (bytes > bytes_) throw BufferTooSmall("device", bytes, bytes_);
+#if POPPER_HAVE_CUDA
+  check_cuda(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+#else
+  (void)host;
+#endif
+}
+
+// --------------------------------------------------------------- CublasContext
+CublasContext::CublasContext(MathMode mode) : mode_(mode) {
+#if POPPER_HAVE_CUDA
+  if (!device_usable()) return;  // declined context: every entry runs on the CPU
+  cublasHandle_t h = nullptr;
+  check_cublas(cublasCreate(&h), "cublasCreate");
+  handle_ = h;
+  ++g_handles_created;
+  cudaStream_t st = nullptr;
+  if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess ||
+      cublasSetMathMode(h, math_of(mode)) != CUBLAS_STATUS_SUCCESS) {
+    if (st != nullptr) cudaStreamDestroy(st);
+    cublasDestroy(h);
+    throw Error("CublasContext: stream creation or cublasSetMathMode failed");
+  }
+  stream_ = st;
+#endif
+}
+
+CublasContext::~CublasContext() {
+#if POPPER_HAVE_CUDA
+  if (handle_ != nullptr) {
+    cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+    cublasDestroy(static_cast<cublasHandle_t>(handle_));
+    cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+  }
+#endif
+}
+
+bool CublasContext::on_device() const { return handle_ != nullptr; }
+MathMode CublasContext::math_mode() const { return mode_; }
+StreamHandle CublasContext::stream() const { return stream_; }
+StreamHandle CublasContext::last_bound_stream() const { return last_bound_; }
+std::uint64_t CublasContext::set_stream_calls() const { return set_stream_calls_; }
+std::uint64_t CublasContext::gemm_calls() const { return gemm_calls_; }
+std::uint64_t CublasContext::handles_created() { return g_handles_created.load(); }
+
+void CublasContext::bind_stream() {
+#if POPPER_HAVE_CUDA
+  check_cublas(cublasSetStream(static_cast<cublasHandle_t>(handle_), static_cast<cudaStream_t>(stream_)),
+               "cublasSetStream");
+  last_bound_ = stream_;
+  ++set_stream_calls_;
+#endif
+}
+
+void CublasContext::synchronize() const {
+#if POPPER_HAVE_CUDA
+  if (handle_ != nullptr) check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
+#endif
+}
+
+void CublasContext::gemm_f32_device(const GemmShape& s0, float alpha, DeviceSpan<const float> a,
+                                    DeviceSpan<const float> b, float beta, DeviceSpan<float> c) {
+  check_gemm_args(s0, a.size, b.size, c.size);
+  if (!on_device()) no_device("CublasContext::gemm_f32_device");
+#if POPPER_HAVE_CUDA
+  const GemmShape s = with_tight_ld(s0);
+  if (s.m == 0 || s.n == 0) return;
+  const ColMajorCall cm = to_col_major(s);
+  const void* first = cm.swap ? static_cast<const void*>(b.data) : static_cast<const void*>(a.data);
+  const void* second = cm.swap ? static_cast<const void*>(a.data) : static_cast<const void*>(b.data);
+  bind_stream();
+  check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha, first,
+                            CUDA_R_32F, cm.lda, second, CUDA_R_32F, cm.ldb, &beta, c.data, CUDA_R_32F, cm.ldc,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx(f32)");
+  ++gemm_calls_;
+#else
+  (void)alpha;
+  (void)beta;
+#endif
+}
+
+Backend CublasContext::gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b,
+                                float beta, std::span<float> c) {
+  check_gemm_args(s, a.size(), b.size(), c.size());
+  if (!on_device()) {
+    cpu::gemm(s, alpha, a, b, beta, c);
+    return Backend::Cpu;
+  }
+#if POPPER_HAVE_CUDA
+  Staged<float> da(a), db(b), dc(std::span<const float>(c.data(), c.size()));
+  gemm_f32_device(s, alpha, {da.buf.cspan().data, a.size()}, {db.buf.cspan().data, b.size()}, beta,
+                  {dc.buf.span().data, c.size()});
+  synchronize();
+  if (!c.empty()) dc.buf.download(c);
+#endif
+  return Backend::Cuda;
+}
+
+Backend CublasContext::gemm_f16(const GemmShape& s0, float alpha, std::span<const half_bits> a,
+                                std::span<const half_bits> b, float beta, std::span<float> c) {
+  check_gemm_args(s0, a.size(), b.size(), c.size());
+  if (!on_device()) {
+    std::vector<float> af(a.size()), bf(b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) af[i] = half_to_float(a[i]);
+    for (std::size_t i = 0; i < b.size(); ++i) bf[i] = half_to_float(b[i]);
+    cpu::gemm(s0, alpha, std::span<const float>(af), std::span<const float>(bf), beta, c);
+    return Backend::Cpu;
+  }
+#if POPPER_HAVE_CUDA
+  const GemmShape s = with_tight_ld(s0);
+  Staged<half_bits> da(a), db(b);
+  Staged<float> dc(std::span<const float>(c.data(), c.size()));
+  if (s.m > 0 && s.n > 0) {
+    const ColMajorCall cm = to_col_major(s);
+    const void* pa = da.buf.cspan().data;
+    const void* pb = db.buf.cspan().data;
+    const void* first = cm.swap ? pb : pa;
+    const void* second = cm.swap ? pa : pb;
+    bind_stream();
+    check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha, first,
+                              CUDA_R_16F, cm.lda, second, CUDA_R_16F, cm.ldb, &beta, dc.buf.span().data, CUDA_R_32F,
+                              cm.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx(f16 in, f32 accumulate)");
+    ++gemm_calls_;
+    synchronize();
+  }
+  if (!c.empty()) dc.buf.download(c);
+#endif
+  return Backend::Cuda;
+}
+
+Backend CublasContext::gemm_f32_strided_batched(const GemmShape& s0, const BatchStrides& bs, float alpha,
+                                                std::span<const float> a, std::span<const float> b, float beta,
+                                                std::span<float> c) {
+  check_batched(s0, bs, a.size(), b.size(), c.size());
+  const GemmShape s = with_tight_ld(s0);
+  if (!on_device()) {
+    for (std::int64_t i = 0; i < bs.count; ++i) {
+      const auto sub = [&](auto span, std::int64_t stride) {
+        const auto off = static_cast<std::size_t>(i * stride);
+        return span.subspan(off < span.size() ? off : span.size());
+      };
+      cpu::gemm(s, alpha, sub(a, bs.stride_a), sub(b, bs.stride_b), beta, sub(c, bs.stride_c));
+    }
+    return Backend::Cpu;
+  }
+#if POPPER_HAVE_CUDA
+  Staged<float> da(a), db(b), dc(std::span<const float>(c.data(), c.size()));
+  if (s.m > 0 && s.n > 0 && bs.count > 0) {
+    const ColMajorCall cm = to_col_major(s);
+    const float* pa = da.buf.cspan().data;
+    const float* pb = db.buf.cspan().data;
+    bind_stream();
+    check_cublas(cublasGemmStridedBatchedEx(
+                     static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha, cm.swap ? pb : pa,
+                     CUDA_R_32F, cm.lda, cm.swap ? bs.stride_b : bs.stride_a, cm.swap ? pa : pb, CUDA_R_32F, cm.ldb,
+                     cm.swap ? bs.stride_a : bs.stride_b, &beta, dc.buf.span().data, CUDA_R_32F, cm.ldc, bs.stride_c,
+                     static_cast<int>(bs.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmStridedBatchedEx");
+    ++gemm_calls_;
+    synchronize();
+  }
+  if (!c.empty()) dc.buf.download(c);
+#endif
+  return Backend::Cuda;
+}
+
+// ------------------------------------------------------------------ hand kernel
+void hand_gemm_f32_device(const GemmShape& s0, float alpha, DeviceSpan<const float> a, DeviceSpan<const float> b,
+                          float beta, DeviceSpan<float> c, StreamHandle stream) {
+  check_gemm_args(s0, a.size, b.size, c.size);
+  if (!device_usable()) no_device("hand_gemm_f32_device");
+  if (stream == nullptr) throw InvalidArgument("hand_gemm_f32_device: pass an explicit stream, not the default stream");
+#if POPPER_HAVE_CUDA
+  const GemmShape s = with_tight_ld(s0);
+  check_cuda(static_cast<cudaError_t>(detail::launch_hand_gemm_f32(strided(s, alpha, a.data, b.data, beta, c.data), stream)),
+             "hand_gemm_f32 launch");
+#else
+  (void)alpha;
+  (void)beta;
+#endif
+}
+
+Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b,
+                      float beta, std::span<float> c) {
+  check_gemm_args(s, a.size(), b.size(), c.size());
+  if (!device_usable()) {
+    cpu::gemm(s, alpha, a, b, beta, c);
+    return Backend::Cpu;
+  }
+#if POPPER_HAVE_CUDA
+  cudaStream_t st = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{st};
+  Staged<float> da(a), db(b), dc(std::span<const float>(c.data(), c.size()));
+  hand_gemm_f32_device(s, alpha, {da.buf.cspan().data, a.size()}, {db.buf.cspan().data, b.size()}, beta,
+                       {dc.buf.span().data, c.size()}, st);
+  check_cuda(cudaStreamSynchronize(st), "cudaStreamSynchronize");
+  if (!c.empty()) dc.buf.download(c);
+#endif
+  return Backend::Cuda;
+}
+
+}  // namespace popper::gemm::cuda

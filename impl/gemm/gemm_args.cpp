@@ -1,0 +1,89 @@
+// Argument and buffer checks shared by every GEMM entry point.
+//
+// Stored shapes: A is m x k (NoTrans) or k x m (Trans); B is k x n or n x k;
+// C is m x n. A matrix stored rows x cols with leading dimension ld occupies
+//   RowMajor: (rows-1)*ld + cols      ColMajor: (cols-1)*ld + rows
+// elements, and needs ld >= max(1, cols) (RowMajor) or ld >= max(1, rows).
+#include <limits>
+#include <string>
+
+#include "gemm/gemm.hpp"
+#include "popper/error.hpp"
+
+namespace popper::gemm {
+namespace {
+
+struct Stored {
+  std::int64_t rows, cols;
+};
+
+Stored stored_a(const GemmShape& s) { return s.op_a == Op::NoTrans ? Stored{s.m, s.k} : Stored{s.k, s.m}; }
+Stored stored_b(const GemmShape& s) { return s.op_b == Op::NoTrans ? Stored{s.k, s.n} : Stored{s.n, s.k}; }
+
+std::int64_t inner_extent(Layout layout, Stored st) { return layout == Layout::RowMajor ? st.cols : st.rows; }
+
+std::int64_t tight_ld(Layout layout, Stored st) {
+  const std::int64_t inner = inner_extent(layout, st);
+  return inner > 1 ? inner : 1;
+}
+
+void check_ld(const char* name, Layout layout, Stored st, std::int64_t ld) {
+  const std::int64_t need = tight_ld(layout, st);
+  if (ld < need) {
+    throw InvalidArgument(std::string("gemm: ld") + name + " = " + std::to_string(ld) +
+                          " is below the minimum " + std::to_string(need));
+  }
+}
+
+}  // namespace
+
+GemmShape with_tight_ld(GemmShape s) {
+  if (s.lda == 0) s.lda = tight_ld(s.layout, stored_a(s));
+  if (s.ldb == 0) s.ldb = tight_ld(s.layout, stored_b(s));
+  if (s.ldc == 0) s.ldc = tight_ld(s.layout, Stored{s.m, s.n});
+  return s;
+}
+
+std::size_t required_elements(Layout layout, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  if (rows < 0 || cols < 0 || ld < 0) throw InvalidArgument("gemm: negative extent or leading dimension");
+  if (rows == 0 || cols == 0) return 0;
+  const std::int64_t outer = layout == Layout::RowMajor ? rows : cols;
+  const std::int64_t inner = layout == Layout::RowMajor ? cols : rows;
+  // (outer-1)*ld + inner, with overflow detection: a shape whose footprint
+  // does not fit in size_t cannot be backed by any buffer.
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(outer - 1), static_cast<std::size_t>(ld), &total) ||
+      __builtin_add_overflow(total, static_cast<std::size_t>(inner), &total)) {
+    throw InvalidArgument("gemm: matrix footprint overflows size_t");
+  }
+  return total;
+}
+
+void check_gemm_args(const GemmShape& s0, std::size_t a_len, std::size_t b_len, std::size_t c_len) {
+  if (s0.m < 0 || s0.n < 0 || s0.k < 0) {
+    throw InvalidArgument("gemm: negative dimension (m=" + std::to_string(s0.m) + ", n=" +
+                          std::to_string(s0.n) + ", k=" + std::to_string(s0.k) + ")");
+  }
+  if (s0.lda < 0 || s0.ldb < 0 || s0.ldc < 0) throw InvalidArgument("gemm: negative leading dimension");
+  const GemmShape s = with_tight_ld(s0);
+  const Stored a = stored_a(s), b = stored_b(s), c{s.m, s.n};
+  check_ld("a", s.layout, a, s.lda);
+  check_ld("b", s.layout, b, s.ldb);
+  check_ld("c", s.layout, c, s.ldc);
+  // BLAS interfaces take 32-bit ints; refuse what they cannot express.
+  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+  if (s.m > int_max || s.n > int_max || s.k > int_max || s.lda > int_max || s.ldb > int_max ||
+      s.ldc > int_max) {
+    throw InvalidArgument("gemm: dimension or leading dimension exceeds INT_MAX");
+  }
+  // When m or n is zero nothing is read; when k is zero A and B are not read.
+  const bool reads_ab = s.m > 0 && s.n > 0 && s.k > 0;
+  const std::size_t need_a = reads_ab ? required_elements(s.layout, a.rows, a.cols, s.lda) : 0;
+  const std::size_t need_b = reads_ab ? required_elements(s.layout, b.rows, b.cols, s.ldb) : 0;
+  const std::size_t need_c = required_elements(s.layout, c.rows, c.cols, s.ldc);
+  if (a_len < need_a) throw BufferTooSmall("A", need_a, a_len);
+  if (b_len < need_b) throw BufferTooSmall("B", need_b, b_len);
+  if (c_len < need_c) throw BufferTooSmall("C", need_c, c_len);
+}
+
+}  // namespace popper::gemm

@@ -1,0 +1,98 @@
+// Wrapped tier: OpenBLAS through CBLAS.
+//   C = alpha * op(A) * op(B) + beta * C
+// Row-major is passed as CblasRowMajor (no copies, no transposition by hand);
+// op(X) maps to CblasTrans. Arguments are checked before the library is called.
+#include "gemm/lib_blas.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "popper/error.hpp"
+
+namespace popper::gemm {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+CBLAS_ORDER order_of(Layout l) { return l == Layout::RowMajor ? CblasRowMajor : CblasColMajor; }
+CBLAS_TRANSPOSE trans_of(Op o) { return o == Op::NoTrans ? CblasNoTrans : CblasTrans; }
+
+bool has_avx512_base() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
+}  // namespace
+
+bool cpu_can_run_core_type(const std::string& core_type) {
+  __builtin_cpu_init();
+  const std::string c = lower(core_type);
+  // OpenBLAS x86-64 core types whose kernels use AVX-512.
+  if (c == "skylakex" || c == "cooperlake" || c == "sapphirerapids") {
+    if (!has_avx512_base()) return false;
+    if (c != "skylakex" && !__builtin_cpu_supports("avx512bf16")) return false;
+    return true;
+  }
+  // AVX2+FMA kernels.
+  if (c == "haswell" || c == "zen" || c == "skylake" || c == "excavator") {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }
+  if (c == "sandybridge" || c == "bulldozer" || c == "piledriver" || c == "steamroller") {
+    return __builtin_cpu_supports("avx");
+  }
+  return true;
+}
+
+BlasHandle::BlasHandle(BlasOptions opts) : threads_(opts.threads), previous_threads_(openblas_get_num_threads()) {
+  if (opts.threads < 1) throw InvalidArgument("BlasHandle: threads must be >= 1, got " + std::to_string(opts.threads));
+  if (!opts.core_type.empty()) {
+    if (!cpu_can_run_core_type(opts.core_type)) {
+      throw Unsupported("BlasHandle: core type '" + opts.core_type +
+                        "' needs instructions this CPU lacks (AVX-512); forcing it would fault with SIGILL");
+    }
+    const std::string loaded = core_name();
+    if (lower(loaded) != lower(opts.core_type)) {
+      throw Unsupported("BlasHandle: OpenBLAS loaded core '" + loaded + "', not '" + opts.core_type +
+                        "'; the core type is chosen when the library loads: set OPENBLAS_CORETYPE=" +
+                        opts.core_type + " before the process starts");
+    }
+  }
+  openblas_set_num_threads(threads_);
+}
+
+BlasHandle::~BlasHandle() { openblas_set_num_threads(previous_threads_); }
+
+std::string BlasHandle::core_name() const {
+  const char* name = openblas_get_corename();
+  return name ? std::string(name) : std::string();
+}
+
+int BlasHandle::threads() const { return threads_; }
+
+void BlasHandle::gemm(const GemmShape& s0, float alpha, std::span<const float> a, std::span<const float> b,
+                      float beta, std::span<float> c) const {
+  check_gemm_args(s0, a.size(), b.size(), c.size());
+  const GemmShape s = with_tight_ld(s0);
+  if (s.m == 0 || s.n == 0) return;
+  cblas_sgemm(order_of(s.layout), trans_of(s.op_a), trans_of(s.op_b), static_cast<int>(s.m), static_cast<int>(s.n),
+              static_cast<int>(s.k), alpha, a.data(), static_cast<int>(s.lda), b.data(), static_cast<int>(s.ldb), beta,
+              c.data(), static_cast<int>(s.ldc));
+}
+
+void BlasHandle::gemm(const GemmShape& s0, double alpha, std::span<const double> a, std::span<const double> b,
+                      double beta, std::span<double> c) const {
+  check_gemm_args(s0, a.size(), b.size(), c.size());
+  const GemmShape s = with_tight_ld(s0);
+  if (s.m == 0 || s.n == 0) return;
+  cblas_dgemm(order_of(s.layout), trans_of(s.op_a), trans_of(s.op_b), static_cast<int>(s.m), static_cast<int>(s.n),
+              static_cast<int>(s.k), alpha, a.data(), static_cast<int>(s.lda), b.data(), static_cast<int>(s.ldb), beta,
+              c.data(), static_cast<int>(s.ldc));
+}
+
+}  // namespace popper::gemm

@@ -1,0 +1,129 @@
+// Bench CSV: round trip, atomic write, and rejection of corrupt/truncated files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "popper/bench/csv.hpp"
+
+namespace pb = popper::bench;
+
+namespace {
+
+pb::BenchTable sample_table() {
+  pb::BenchTable t;
+  t.set_meta("commit", "abc123");
+  t.set_meta("fingerprint", "amd-epyc-2c-avx2-zen-00000000");
+  t.set_meta("peak_fp32_avx2_gflops", "101.5 per core, 203 all cores");
+  pb::BenchRow r;
+  r.key = {"gemm", "hand", "cpu:avx2", "square_1k", "f32", 2, "warm"};
+  r.samples = {0.0251, 0.0249, 0.0250};
+  r.work_per_iter = 2.0 * 1024 * 1024 * 1024;
+  r.bytes_per_iter = 12582912;
+  r.pct_of_peak = 41.25;
+  r.verdict = "verified(sampled 256)";
+  t.rows.push_back(r);
+  pb::BenchRow bad;
+  bad.key = {"gemm", "wrapped", "openblas:Zen", "small_64", "f64", 1, "warm"};
+  bad.verdict = "incorrect: max err 1e-3 > bound 1e-12, really";  // comma must not break the row
+  t.rows.push_back(bad);
+  return t;
+}
+
+std::string valid_text() { return pb::format_bench_csv(sample_table()); }
+
+void expect_rejected(const std::string& text, const std::string& needle) {
+  try {
+    pb::parse_bench_csv(text, "f.csv");
+    FAIL() << "accepted corrupt input; expected error containing '" << needle << "'";
+  } catch (const pb::BenchFileError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("f.csv:", 0), 0u) << "error must name the file: " << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(BenchCsv, RoundTripKeepsEveryField) {
+  const auto t = sample_table();
+  const auto back = pb::parse_bench_csv(pb::format_bench_csv(t), "mem");
+  ASSERT_EQ(back.metadata, t.metadata);
+  ASSERT_EQ(back.rows.size(), 2u);
+  const auto& r = back.rows[0];
+  EXPECT_EQ(r.key, t.rows[0].key);
+  EXPECT_EQ(r.samples, t.rows[0].samples);  // shortest round-trip formatting: exact
+  EXPECT_EQ(r.work_per_iter, t.rows[0].work_per_iter);
+  EXPECT_EQ(r.bytes_per_iter, t.rows[0].bytes_per_iter);
+  EXPECT_DOUBLE_EQ(r.pct_of_peak, 41.25);
+  EXPECT_EQ(r.verdict, "verified(sampled 256)");
+  EXPECT_DOUBLE_EQ(r.median(), 0.0250);
+  EXPECT_TRUE(back.rows[1].samples.empty());
+  EXPECT_EQ(back.rows[1].verdict, "incorrect: max err 1e-3 > bound 1e-12; really");
+  EXPECT_LT(back.rows[1].pct_of_peak, 0);
+}
+
+TEST(BenchCsv, AtomicWriteThenRead) {
+  const auto dir = std::filesystem::temp_directory_path() / ("popper-csv-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "bench-gemm.csv").string();
+  pb::write_bench_csv(path, sample_table());
+  const auto back = pb::read_bench_csv(path);
+  EXPECT_EQ(back.rows.size(), 2u);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1) << "temporary file left behind";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BenchCsv, MissingFileIsAnError) {
+  EXPECT_THROW(pb::read_bench_csv("/nonexistent/popper/bench.csv"), pb::BenchFileError);
+}
+
+TEST(BenchCsv, TruncatedFileRejected) {
+  const std::string text = valid_text();
+  const auto end = text.find("# end rows=");
+  expect_rejected(text.substr(0, end), "truncated");
+  // Cut in the middle of the last row: no trailer either.
+  expect_rejected(text.substr(0, end - 7), "f.csv:");
+}
+
+TEST(BenchCsv, TrailerCountMustMatch) {
+  std::string text = valid_text();
+  text.replace(text.find("# end rows=2"), 12, "# end rows=3");
+  expect_rejected(text, "rows=3");
+}
+
+TEST(BenchCsv, WrongColumnCountRejectedWithLine) {
+  std::string text = valid_text();
+  const auto row = text.find("gemm,hand");
+  text.insert(text.find('\n', row), ",extra");
+  expect_rejected(text, "expected 21 columns");
+  expect_rejected(text, ":5:");  // 3 metadata lines, header, then this row
+}
+
+TEST(BenchCsv, NonNumericFieldRejected) {
+  std::string text = valid_text();
+  text.replace(text.find(";0.0249;"), 8, ";0.02x9;");
+  expect_rejected(text, "'samples'");
+}
+
+TEST(BenchCsv, SampleCountMustMatchN) {
+  std::string text = valid_text();
+  text.replace(text.find(";0.025\n"), 7, "\n");
+  expect_rejected(text, "'n' says 3");
+}
+
+TEST(BenchCsv, HeaderMustMatchSchema) {
+  std::string text = valid_text();
+  text.replace(text.find("family,tier"), 11, "family,tear");
+  expect_rejected(text, "header");
+  expect_rejected("", "no header");
+}
+
+TEST(BenchCsv, UnknownUnitRejected) {
+  std::string text = valid_text();
+  text.replace(text.find(",seconds,"), 9, ",minutes,");
+  expect_rejected(text, "unit");
+}

@@ -1,0 +1,196 @@
+// Producer output ingestion, family descriptors, claims, reports, callgrind parsing.
+#include <gtest/gtest.h>
+
+#include "popper/bench/claims.hpp"
+#include "popper/bench/family.hpp"
+#include "popper/bench/gate.hpp"
+#include "popper/bench/ingest.hpp"
+#include "popper/bench/report.hpp"
+#include "popper/error.hpp"
+
+namespace pb = popper::bench;
+
+TEST(BenchIngest, BenchNameFollowsProtocol) {
+  const auto n = pb::parse_bench_name("gemm/hand/square_1k/f32/threads:2/real_time");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->tier, "hand");
+  EXPECT_EQ(n->shape, "square_1k");
+  EXPECT_EQ(n->threads, 2);
+  EXPECT_FALSE(pb::parse_bench_name("gemm/hand/square_1k/f32"));
+  EXPECT_FALSE(pb::parse_bench_name("gemm/hand/square_1k/f32/threads:x"));
+}
+
+TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
+  const std::string json = R"({
+    "context": {"popper_backend_hand": "cpu:avx2"},
+    "benchmarks": [
+      {"name": "gemm/hand/small_64/f32/threads:1/real_time", "run_name": "gemm/hand/small_64/f32/threads:1/real_time",
+       "run_type": "iteration", "repetition_index": 0, "iterations": 100, "real_time": 2.0, "time_unit": "ms",
+       "flop": 524288, "bytes": 49152, "label": "verified"},
+      {"name": "gemm/hand/small_64/f32/threads:1/real_time", "run_name": "gemm/hand/small_64/f32/threads:1/real_time",
+       "run_type": "iteration", "repetition_index": 1, "iterations": 100, "real_time": 4000.0, "time_unit": "us",
+       "flop": 524288, "bytes": 49152, "label": "verified"},
+      {"name": "gemm/hand/small_64/f32/threads:1/real_time_mean", "run_name": "gemm/hand/small_64/f32/threads:1/real_time",
+       "run_type": "aggregate", "aggregate_name": "mean", "real_time": 3.0, "time_unit": "ms"},
+      {"name": "gemm/wrapped/small_64/f32/threads:1/real_time", "run_name": "gemm/wrapped/small_64/f32/threads:1/real_time",
+       "run_type": "iteration", "error_occurred": true, "error_message": "incorrect: max err 1 > bound 0.1"}
+    ]})";
+  const auto rows = pb::rows_from_gbench_json(json, "x.json", "flop");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].key.backend, "cpu:avx2");
+  ASSERT_EQ(rows[0].samples.size(), 2u);  // the aggregate is not a sample
+  EXPECT_DOUBLE_EQ(rows[0].samples[0], 0.002);
+  EXPECT_DOUBLE_EQ(rows[0].samples[1], 0.004);
+  EXPECT_DOUBLE_EQ(rows[0].work_per_iter, 524288);
+  EXPECT_EQ(rows[1].key.backend, "wrapped");  // no context entry: tier name
+  EXPECT_TRUE(rows[1].samples.empty());
+  EXPECT_EQ(rows[1].verdict.rfind("incorrect", 0), 0u);
+  EXPECT_THROW(pb::rows_from_gbench_json("{not json", "x.json", "flop"), pb::BenchFileError);
+}
+
+TEST(BenchIngest, CeilingCsvGroupsRepetitions) {
+  const std::string csv =
+      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict\n"
+      "gemm,ceiling,openblas:Zen,small_64,f32,1,0,1000,1.0e-05,524288,49152,not_verified\n"
+      "gemm,ceiling,openblas:Zen,small_64,f32,1,1,1000,3.0e-05,524288,49152,not_verified\n"
+      "gemm,ceiling,openblas:Zen,small_64,f64,1,0,1000,2.0e-05,524288,98304,not_verified\n";
+  const auto rows = pb::rows_from_ceiling_csv(csv, "c");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(rows[0].median(), 2.0e-05);
+  EXPECT_THROW(pb::rows_from_ceiling_csv(csv + "gemm,ceiling,x,small_64,f32,1,2,1000,abc,1,1,nv\n", "c"),
+               pb::BenchFileError);
+}
+
+TEST(BenchIngest, FamilyDescriptor) {
+  const auto f = pb::parse_family_yaml(
+      "family: gemm\nceilings: [cblas_gemm_raw]\nblas_core_types: true\nwork_unit: flop\n"
+      "peak: {f32: fp32, f64: fp64}\ngate: {shapes: [small_64], iterations: 3}\n",
+      "family.yaml");
+  EXPECT_EQ(f.executable, "bench_gemm");
+  EXPECT_EQ(f.peak.at("f64"), "fp64");
+  EXPECT_EQ(f.gate.iterations, 3);
+  EXPECT_THROW(pb::parse_family_yaml("family: gemm\nceilngs: []\n", "family.yaml"), popper::Error);
+  EXPECT_THROW(pb::parse_family_yaml("family: gemm\npeak: {f32: marketing}\n", "family.yaml"), popper::Error);
+}
+
+TEST(BenchIngest, CallgrindTotals) {
+  EXPECT_DOUBLE_EQ(pb::callgrind_total_ir("version: 1\nevents: Ir\nfn=foo\n1 2\ntotals: 123456\n"), 123456);
+  EXPECT_LT(pb::callgrind_total_ir("garbage"), 0);
+}
+
+namespace {
+
+pb::BenchRow timed(const std::string& tier, const std::string& shape, double seconds) {
+  pb::BenchRow r;
+  r.key = {"gemm", tier, tier == "ceiling" ? "openblas:Zen" : tier, shape, "f32", 1, "warm"};
+  r.samples = {seconds, seconds, seconds};
+  r.work_per_iter = 1e9;
+  r.verdict = "verified";
+  return r;
+}
+
+popper::Contract contract_with(popper::BenchmarkClaim c) {
+  popper::Contract k;
+  k.stem = "gemm-v1";
+  k.benchmarks.push_back(std::move(c));
+  return k;
+}
+
+}  // namespace
+
+TEST(BenchClaims, TimeRatioMetNotMetNotMeasured) {
+  popper::BenchmarkClaim claim;
+  claim.id = "BENCH-GEMM-001";
+  claim.family = "gemm";
+  claim.metric = "time_ratio";
+  claim.numerator = "wrapped";
+  claim.denominator = "ceiling";
+  claim.op = "<";
+  claim.threshold = 1.02;
+  pb::BenchTable t;
+  t.rows = {timed("ceiling", "a", 1.0), timed("wrapped", "a", 1.01), timed("ceiling", "b", 1.0),
+            timed("wrapped", "b", 1.013)};
+  auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].verdict, "met");
+  EXPECT_NE(res[0].detail.find("b/f32/threads:1: 1.013"), std::string::npos) << res[0].detail;
+  t.rows.push_back(timed("ceiling", "c", 1.0));
+  t.rows.push_back(timed("wrapped", "c", 1.05));
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  EXPECT_EQ(res[0].verdict, "not_met");
+  EXPECT_NE(res[0].detail.find("c/f32"), std::string::npos) << res[0].detail;
+  claim.shapes = {"d"};
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  EXPECT_EQ(res[0].verdict, "not_measured");
+  claim.family = "arrow";
+  EXPECT_TRUE(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}).empty());
+}
+
+TEST(BenchClaims, ThroughputRatioAndPeakFraction) {
+  popper::BenchmarkClaim claim;
+  claim.id = "BENCH-GEMM-002";
+  claim.family = "gemm";
+  claim.metric = "throughput_ratio";
+  claim.numerator = "hand";
+  claim.denominator = "ceiling";
+  claim.op = ">=";
+  claim.threshold = 0.9;
+  pb::BenchTable t;
+  t.rows = {timed("ceiling", "a", 1.0), timed("hand", "a", 2.0)};  // hand at half the throughput
+  auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  EXPECT_EQ(res[0].verdict, "not_met");
+  EXPECT_NE(res[0].detail.find("0.5 >= 0.9 fails"), std::string::npos) << res[0].detail;
+  claim.metric = "peak_fraction";
+  claim.denominator.clear();
+  claim.threshold = 0.4;
+  pb::PeakResult peak;
+  peak.cores = 2;
+  peak.fp32_avx2_core = 1e9;  // hand: 1e9 FLOP per 2 s = 0.5e9 FLOP/s = 0.5 of this peak
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, &peak, {{"f32", "fp32"}});
+  EXPECT_EQ(res[0].verdict, "met");
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {{"f32", "fp32"}});
+  EXPECT_EQ(res[0].verdict, "not_measured");
+}
+
+TEST(BenchReport, MarkdownAndSvgShowTiersAndPeak) {
+  pb::BenchTable t;
+  t.set_meta("fingerprint", "fp");
+  t.rows = {timed("ceiling", "square_1k", 0.025), timed("wrapped", "square_1k", 0.0255), timed("hand", "square_1k", 0.05)};
+  const auto md = pb::render_markdown(t, "gemm");
+  EXPECT_NE(md.find("| square_1k | 40.00 (openblas:Zen) | 39.22 | 20.00 | 1.020× | 0.510× |"), std::string::npos) << md;
+  pb::PeakResult peak;
+  peak.cores = 2;
+  peak.fp32_avx2_core = 100e9;
+  const auto svg = pb::render_svg(t, "gemm", &peak, "fp32", "fp64");
+  EXPECT_NE(svg.find("measured peak 100.0 GFLOP/s"), std::string::npos);
+  EXPECT_NE(svg.find(">square_1k<"), std::string::npos);
+  EXPECT_NE(svg.find(">hand<"), std::string::npos);
+  EXPECT_EQ(svg.rfind("</svg>"), svg.size() - 7);
+}
+
+TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
+  // Haswell ceiling is faster, but the wrapped tier ran on Zen: FFI overhead is
+  // measured against the Zen ceiling (1.01), not the best core (1.5).
+  pb::BenchTable t;
+  auto zen = timed("ceiling", "s", 1.5);
+  zen.key.backend = "openblas:Zen";
+  auto haswell = timed("ceiling", "s", 1.0);
+  haswell.key.backend = "openblas:Haswell";
+  auto wrapped = timed("wrapped", "s", 1.515);
+  wrapped.key.backend = "openblas:Zen";
+  t.rows = {zen, haswell, wrapped};
+  EXPECT_EQ(pb::best_row(t, "ceiling", "s", "f32", 1)->key.backend, "openblas:Haswell");
+  const auto md = pb::render_markdown(t, "gemm");
+  EXPECT_NE(md.find("(openblas:Haswell) | 0.66 | — | 1.010× |"), std::string::npos) << md;
+  popper::BenchmarkClaim claim;
+  claim.id = "BENCH-GEMM-001";
+  claim.family = "gemm";
+  claim.metric = "time_ratio";
+  claim.numerator = "wrapped";
+  claim.denominator = "ceiling";
+  claim.op = "<";
+  claim.threshold = 1.02;
+  const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+}
