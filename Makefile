@@ -3,6 +3,9 @@
 #   make validate   check every contract in contracts/
 #   make test       build and run every test (contract tests + harness unit tests)
 #   make audit      run the tests, then write reports/coverage.{json,md} (SKIP_TESTS=1 reuses the last results)
+#   make peak            measure this machine's FMA throughput and memory bandwidth
+#   make bench-compare   three-tier benchmark of FAMILY (default gemm) on SHAPES (gate | full | names)
+#   make bench-regression  CI gate: instruction counts of the gate shapes against baselines/
 #   make fuzz       run the contract-loader fuzzer for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan
 # PRESET picks the CMake preset (default | ci | nocuda); CI uses PRESET=ci (warnings are errors).
@@ -11,9 +14,13 @@ PRESET ?= default
 BUILD_DIR := $(if $(filter default ci,$(PRESET)),build,build-$(PRESET))
 JOBS ?= 2
 FUZZ_SECONDS ?= 300
+FAMILY ?= gemm
+SHAPES ?= gate
+BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
-.PHONY: setup configure build validate test test-run audit graph fuzz asan clean
+.PHONY: setup configure build validate test test-run audit graph fuzz asan clean \
+        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest
 
 setup:
 	scripts/install-deps.sh
@@ -47,6 +54,29 @@ audit: $(if $(SKIP_TESTS),build,test-run)
 
 graph: validate
 	$(POPPER) graph contracts --format mermaid
+
+peak: build
+	$(POPPER) peak
+
+bench-compare: build
+	$(POPPER) bench compare --family $(FAMILY) --shapes $(SHAPES) --out reports $(BENCH_ARGS)
+
+bench-baseline: bench-compare
+	$(POPPER) bench baseline save --from reports/bench-$(FAMILY).csv
+
+# Timed comparison against a saved baseline: make bench-check BASELINE=baselines/<fp>/gemm.csv
+bench-check: build
+	$(POPPER) bench check --baseline $(BASELINE) --current reports/bench-$(FAMILY).csv --rerun
+
+bench-regression: build
+	$(POPPER) bench gate --family $(FAMILY)
+
+bench-gate-baseline: build
+	$(POPPER) bench gate --family $(FAMILY) --no-check
+	$(POPPER) bench baseline save --from reports/bench-$(FAMILY)-gate.csv
+
+bench-gate-selftest: build
+	scripts/bench-gate-selftest.sh $(BUILD_DIR) 10
 
 fuzz:
 	cmake --preset fuzz

@@ -13,7 +13,13 @@ if(NOT POPPER_CUDA STREQUAL "OFF")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no C++20 dialect flag for nvcc
+    # CMake 3.25 does not know nvcc's C++20 flag (CUDA_STANDARD 20 fails at
+    # generate time); nvcc 12+ accepts it, so tell CMake what it is.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(POPPER_HAVE_CUDA ON)
   elseif(POPPER_CUDA STREQUAL "ON")

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "popper/io.hpp"
 #include "popper/bench/check.hpp"
 #include "popper/bench/claims.hpp"
 #include "popper/bench/compare.hpp"
@@ -118,12 +119,12 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         fs::create_directories(o->out);
         const std::string stem = o->out + "/bench-" + fam.family;
         bench::write_bench_csv(stem + ".csv", table);
-        bench::write_text_atomic(stem + ".md", bench::render_markdown(table, fam.family));
+        popper::write_file_atomic(stem + ".md", bench::render_markdown(table, fam.family));
         const auto kind = [&](const char* p) {
           auto it = fam.peak.find(p);
           return it == fam.peak.end() ? std::string() : it->second;
         };
-        bench::write_text_atomic(stem + ".svg", bench::render_svg(table, fam.family, &peak, kind("f32"), kind("f64")));
+        popper::write_file_atomic(stem + ".svg", bench::render_svg(table, fam.family, &peak, kind("f32"), kind("f64")));
         std::cout << bench::render_markdown(table, fam.family);
         std::cerr << "wrote " << stem << ".csv, .md, .svg\n";
         // Contract claims.
@@ -318,7 +319,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         if (fs::exists(target)) {
           fs::path prev = target;
           prev.replace_extension(".prev.csv");
-          bench::write_text_atomic(prev.string(), bench::format_bench_csv(bench::read_bench_csv(target.string())));
+          popper::write_file_atomic(prev.string(), bench::format_bench_csv(bench::read_bench_csv(target.string())));
           std::cerr << "previous baseline kept as " << prev.string() << "\n";
         }
         bench::write_bench_csv(target.string(), table);

@@ -5,14 +5,6 @@ file(GLOB POPPER_ARROW_HOST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/
 set_property(SOURCE ${POPPER_ARROW_HOST_SOURCES} APPEND PROPERTY COMPILE_OPTIONS -ffp-contract=off)
 
 if(POPPER_HAVE_CUDA)
-  # CMake 3.25 has no CUDA20 dialect for nvcc, so CUDA_STANDARD 20 (PopperCuda)
-  # fails at generate time once a .cu exists. Pass the dialect by hand instead.
-  # (Belongs in cmake/PopperCuda.cmake; reported to the lead.)
-  if(CMAKE_VERSION VERSION_LESS 3.26)
-    # Every popper_impl .cu then gets -std=c++20 per source (after CUDA_FLAGS, so it wins).
-    set_target_properties(popper_impl PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED OFF)
-    set_property(SOURCE ${POPPER_IMPL_CUDA_SOURCES} APPEND PROPERTY COMPILE_OPTIONS -std=c++20)
-  endif()
   file(GLOB POPPER_ARROW_CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/cuda/*.cu)
   set_property(SOURCE ${POPPER_ARROW_CUDA_SOURCES} APPEND PROPERTY COMPILE_OPTIONS
     --fmad=false --prec-div=true --prec-sqrt=true)

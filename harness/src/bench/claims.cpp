@@ -1,4 +1,5 @@
 // Contract `benchmarks` claims evaluated on a bench table (rules in claims.hpp).
+#include "popper/io.hpp"
 #include "popper/bench/claims.hpp"
 
 #include <cmath>
@@ -133,7 +134,7 @@ void write_claims_json(const std::string& path, const std::string& family, const
   for (const auto& r : results)
     doc["claims"].push_back({{"contract", r.contract}, {"id", r.id}, {"family", r.family}, {"verdict", r.verdict},
                              {"detail", r.detail}});
-  write_text_atomic(path, doc.dump(2) + "\n");
+  write_file_atomic(path, doc.dump(2) + "\n");
 }
 
 }  // namespace popper::bench

@@ -1,5 +1,6 @@
 // Bench CSV writer/reader; schema in csv.hpp and baselines/README.md.
 #include "popper/bench/csv.hpp"
+#include "popper/io.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -237,32 +238,8 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
   return table;
 }
 
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("cannot create " + tmp);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const auto w = ::write(fd, text.data() + done, text.size() - done);
-    if (w <= 0) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error("cannot write " + tmp);
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error("cannot flush " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path);
-  }
-}
-
 void write_bench_csv(const std::string& path, const BenchTable& table) {
-  write_text_atomic(path, format_bench_csv(table));
+  write_file_atomic(path, format_bench_csv(table));
 }
 
 BenchTable read_bench_csv(const std::string& path) {

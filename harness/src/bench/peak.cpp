@@ -1,4 +1,5 @@
 // Peak FMA throughput and triad bandwidth (method in peak.hpp).
+#include "popper/io.hpp"
 #include "popper/bench/peak.hpp"
 
 #include <immintrin.h>
@@ -314,7 +315,7 @@ std::optional<PeakResult> load_peak_cache(const std::string& path) {
   }
 }
 
-void save_peak_cache(const std::string& path, const PeakResult& p) { write_text_atomic(path, peak_to_json(p)); }
+void save_peak_cache(const std::string& path, const PeakResult& p) { write_file_atomic(path, peak_to_json(p)); }
 
 PeakResult cached_or_measured_peak(const std::string& cache_path, const MachineInfo& m, bool refresh,
                                    const std::function<void(const std::string&)>& progress) {

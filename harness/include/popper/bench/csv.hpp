@@ -69,8 +69,6 @@ std::string format_bench_csv(const BenchTable& table);
 // Parses text; `file` is used in error messages only.
 BenchTable parse_bench_csv(const std::string& text, const std::string& file);
 
-// Atomic write: <path>.tmp.<pid> in the same directory, fsync, rename over path.
-void write_text_atomic(const std::string& path, const std::string& text);
 void write_bench_csv(const std::string& path, const BenchTable& table);
 BenchTable read_bench_csv(const std::string& path);  // throws BenchFileError
 
