@@ -48,6 +48,19 @@ TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
   EXPECT_THROW(pb::rows_from_gbench_json("{not json", "x.json", "flop"), pb::BenchFileError);
 }
 
+TEST(BenchIngest, DeclinedRunIsNotRunNotIncorrect) {
+  const std::string json = R"({"benchmarks": [
+      {"name": "sae/wrapped/apply_p5120/f64/threads:1/real_time", "run_name": "sae/wrapped/apply_p5120/f64/threads:1/real_time",
+       "run_type": "iteration", "error_occurred": true, "error_message": "not_run: dense route needs 800 GiB"},
+      {"name": "sae/wrapped/apply_p5120/f64/threads:1/real_time", "run_name": "sae/wrapped/apply_p5120/f64/threads:1/real_time",
+       "run_type": "iteration", "repetition_index": 1, "iterations": 1, "real_time": 2.0, "time_unit": "ms",
+       "flop": 1, "label": "verified"}]})";
+  const auto rows = pb::rows_from_gbench_json(json, "x.json", "flop");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict, "not_run: dense route needs 800 GiB");
+  EXPECT_TRUE(rows[0].samples.empty()) << "a later repetition must not revive a declined row";
+}
+
 TEST(BenchIngest, CeilingCsvGroupsRepetitions) {
   const std::string csv =
       "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict\n"

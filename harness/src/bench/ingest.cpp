@@ -83,11 +83,16 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
       row->verdict = "not_verified";
     }
     if (b.value("error_occurred", false)) {
-      row->verdict = "incorrect: " + b.value("error_message", std::string("error"));
+      // A kernel that declined (CUTLASS's not_run / not_supported / invalid_problem)
+      // is not a wrong answer; anything else that skipped with an error is.
+      const std::string msg = b.value("error_message", std::string("error"));
+      const bool declined = msg.rfind("not_run", 0) == 0 || msg.rfind("not_supported", 0) == 0 ||
+                            msg.rfind("invalid_problem", 0) == 0;
+      row->verdict = declined ? msg : "incorrect: " + msg;
       row->samples.clear();
       continue;
     }
-    if (row->verdict.rfind("incorrect", 0) == 0) continue;
+    if (row->samples.empty() && row->verdict != "not_verified") continue;  // an earlier repetition errored
     const std::string label = b.value("label", "");
     row->verdict = label.empty() ? "not_verified: no label" : label;
     row->samples.push_back(to_seconds(b.value("real_time", 0.0), b.value("time_unit", "ns")));
