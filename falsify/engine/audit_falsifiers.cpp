@@ -24,7 +24,7 @@ Contract make_contract(const std::string& stem, const Spec& s) {
   c.path = stem + ".yaml";
   c.equations.push_back({"e", "y = x", {}, {}});
   for (int o = 0; o < s.obligations; ++o)
-    c.obligations.push_back({stem + "-PO-" + std::to_string(100 + o), "invariant", "p", "", std::nullopt, "e", {}});
+    c.obligations.push_back({stem + "-PO-" + std::to_string(100 + o), "invariant", "p", "", std::nullopt, "e", {}, {}});
   for (std::size_t t = 0; t < s.covers.size(); ++t) {
     FalsificationTest ft;
     ft.id = "FALSIFY-" + stem + "-" + std::to_string(t);
@@ -105,7 +105,7 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-008", [](const popper::Params&) {
   Contract c;
   c.stem = "probe";
   c.path = "probe.yaml";
-  c.obligations.push_back({"PROBE-PO-001", "invariant", "p", "", std::nullopt, "all", {}});
+  c.obligations.push_back({"PROBE-PO-001", "invariant", "p", "", std::nullopt, "all", {}, {}});
   for (const char* id : {"FALSIFY-PROBE-BOUND", "FALSIFY-PROBE-UNBOUND", "FALSIFY-PROBE-NEEDS"}) {
     FalsificationTest t;
     t.id = id;

@@ -1,5 +1,6 @@
 // Helpers shared by the engine's falsifiers.
 #pragma once
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -22,6 +23,14 @@ inline std::string text_without(const Diagnostics& d, const std::string& prefix)
   std::string s = format_text(d);
   for (std::size_t p; !prefix.empty() && (p = s.find(prefix)) != std::string::npos;) s.erase(p, prefix.size());
   return s;
+}
+
+// The expected text of a golden file. With POPPER_UPDATE_EXPECTED=1 the
+// actual text is written there first (after a deliberate change of the
+// diagnostics; review the diff before committing it).
+inline std::string expected_text(const std::string& path, const std::string& actual) {
+  if (const char* u = std::getenv("POPPER_UPDATE_EXPECTED"); u && std::string(u) == "1") write_file_atomic(path, actual);
+  return read_file(path);
 }
 
 }  // namespace popper::engine_test

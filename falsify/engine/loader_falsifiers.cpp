@@ -14,6 +14,7 @@ using namespace popper;
 using popper::engine_test::has_code;
 using popper::engine_test::source_path;
 using popper::engine_test::text_without;
+using popper::engine_test::expected_text;
 
 namespace {
 
@@ -126,7 +127,7 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-003", [](const popper::Params& p) {
     ASSERT_TRUE(fs::exists(expected)) << "no expectation for " << e.path();
     Diagnostics d;
     load_contract_text(read_file(e.path().string()), e.path().filename().string(), d);
-    EXPECT_EQ(format_text(d), read_file(expected.string())) << "corpus file " << e.path().filename();
+    EXPECT_EQ(format_text(d), expected_text(expected.string(), format_text(d))) << "corpus file " << e.path().filename();
   }
   EXPECT_GE(files, 20) << "the bad corpus shrank";
 });
@@ -179,7 +180,8 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-005", [](const popper::Params& p) {
     ++sets;
     Diagnostics d;
     load_contract_set({e.path().string()}, d);
-    EXPECT_EQ(text_without(d, e.path().string() + "/"), read_file((e.path() / "expected.txt").string()))
+    const std::string actual = text_without(d, e.path().string() + "/");
+    EXPECT_EQ(actual, expected_text((e.path() / "expected.txt").string(), actual))
         << "set " << e.path().filename();
   }
   EXPECT_GE(sets, 3);
@@ -202,7 +204,8 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-006", [](const popper::Params& p) {
     load_contract_set({e.path().string()}, d);
     fs::path expected = e.path();
     expected.replace_extension(".expected");
-    EXPECT_EQ(text_without(d, pv.string() + "/"), read_file(expected.string())) << e.path().filename();
+    const std::string actual = text_without(d, pv.string() + "/");
+    EXPECT_EQ(actual, expected_text(expected.string(), actual)) << e.path().filename();
     EXPECT_NE(format_text(d).find("applies_to 'training_stability'"), std::string::npos);
   }
 });

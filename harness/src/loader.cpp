@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "schema.hpp"
@@ -24,7 +25,7 @@ namespace popper {
 
 namespace {
 
-const std::vector<std::string> kCapabilities = {"cuda", "avx2", "avx512"};
+const std::vector<std::string> kCapabilities = {"cuda", "vulkan", "ggml", "avx2", "avx512", "avx512_bf16"};
 
 // First byte that is not valid UTF-8 (or a NUL), as a position; nullopt if clean.
 std::optional<SourcePos> first_non_text(const std::string& s, const std::string& file) {
@@ -115,6 +116,15 @@ std::vector<std::string> scalars(const YAML::Node& n, const char* key, std::vect
   return out;
 }
 
+std::vector<Mutant> mutants(const YAML::Node& n, const std::string& file) {
+  std::vector<Mutant> out;
+  const YAML::Node v = n["mutants"];
+  if (!v || !v.IsSequence()) return out;
+  for (const auto& m : v)
+    if (m.IsMap()) out.push_back({scalar(m, "id"), scalar(m, "description"), scalar(m, "path"), schema::pos_of(m, file)});
+  return out;
+}
+
 template <class T>
 std::optional<T> number(const YAML::Node& n, const char* key) {
   const YAML::Node v = n[key];
@@ -145,7 +155,8 @@ Contract build_model(const YAML::Node& root, const std::string& file) {
     for (const auto& o : obs) {
       if (!o.IsMap()) continue;
       Obligation ob{scalar(o, "id"), scalar(o, "type"), scalar(o, "property"), scalar(o, "formal"),
-                    number<double>(o, "tolerance"), scalar(o, "applies_to"), schema::pos_of(o, file)};
+                    number<double>(o, "tolerance"), scalar(o, "applies_to"), schema::pos_of(o, file),
+                    scalars(o, "backends")};
       c.obligations.push_back(std::move(ob));
     }
   if (const YAML::Node fts = root["falsification_tests"]; fts && fts.IsSequence())
@@ -159,6 +170,7 @@ Contract build_model(const YAML::Node& root, const std::string& file) {
       ft.if_fails = scalar(t, "if_fails");
       ft.covers = scalars(t, "covers");
       ft.requires_ = scalars(t, "requires");
+      ft.mutants = mutants(t, file);
       if (const YAML::Node p = t["params"]; p && p.IsMap()) ft.params = yaml_to_json(p, kMaxNestingDepth);
       ft.pos = schema::pos_of(t, file);
       c.falsification_tests.push_back(std::move(ft));
@@ -174,6 +186,7 @@ Contract build_model(const YAML::Node& root, const std::string& file) {
       kh.strategy = scalar(h, "strategy");
       kh.harness = scalar(h, "harness");
       kh.requires_ = scalars(h, "requires");
+      kh.mutants = mutants(h, file);
       if (const YAML::Node p = h["params"]; p && p.IsMap()) kh.params = yaml_to_json(p, kMaxNestingDepth);
       if (kh.bound) kh.params["bound"] = *kh.bound;
       kh.pos = schema::pos_of(h, file);
@@ -256,11 +269,29 @@ void check_references(const Contract& c, Diagnostics& diags) {
     for (const auto& r : req)
       if (std::find(kCapabilities.begin(), kCapabilities.end(), r) == kCapabilities.end())
         diags.error("POP-V026", pos,
-                    fmt::format("{} requires unknown capability '{}'; known capabilities are cuda, avx2, avx512", id,
-                                r));
+                    fmt::format("{} requires unknown capability '{}'; known capabilities are {}", id, r,
+                                fmt::join(kCapabilities, ", ")));
   };
   for (const auto& t : c.falsification_tests) check_requires(t.id, t.requires_, t.pos);
   for (const auto& h : c.kani_harnesses) check_requires(h.id, h.requires_, h.pos);
+
+  // Mutants: unique per test; a falsification test without one has shown no power.
+  auto check_mutants = [&](const std::string& id, const std::vector<Mutant>& ms) {
+    std::set<std::string> seen;
+    for (const auto& m : ms)
+      if (!m.id.empty() && !seen.insert(m.id).second)
+        diags.error("POP-V028", m.pos,
+                    fmt::format("{} declares mutant '{}' twice; give each mutant its own id", id, m.id));
+  };
+  for (const auto& t : c.falsification_tests) {
+    check_mutants(t.id, t.mutants);
+    if (t.mutants.empty())
+      diags.warning("POP-V042", t.pos,
+                    fmt::format("{} declares no mutant, so nothing shows it can fail; add 'mutants:' with a broken "
+                                "variant taken from its if_fails",
+                                t.id));
+  }
+  for (const auto& h : c.kani_harnesses) check_mutants(h.id, h.mutants);
 
   for (const auto& b : c.benchmarks) {
     if (b.metric == "peak_fraction" && !b.denominator.empty())

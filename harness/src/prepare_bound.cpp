@@ -3,6 +3,8 @@
 
 namespace popper {
 
+// Order matters: a missing binding is UNBOUND whatever the test requires, so a
+// deleted binding of a `requires: [cuda]` test can never hide as a skip.
 PreparedCall prepare_bound(const Contract& c, const std::string& id, const Registry& registry) {
   PreparedCall call;
   const FalsificationTest* test = c.find_test(id);
@@ -10,14 +12,6 @@ PreparedCall prepare_bound(const Contract& c, const std::string& id, const Regis
   if (!test && !harness) {
     call.reason = id + " is not in " + c.path + " (the generated tests are stale: rebuild)";
     return call;
-  }
-  for (const auto& cap : test ? test->requires_ : harness->requires_) {
-    const CapabilityStatus s = capability(cap);
-    if (!s.available) {
-      call.outcome = Outcome::Skipped;
-      call.reason = "requires " + cap + ": " + s.reason;
-      return call;
-    }
   }
   const Binding* b = registry.find(id);
   if (!b) {
@@ -32,10 +26,43 @@ PreparedCall prepare_bound(const Contract& c, const std::string& id, const Regis
                   std::to_string(b->line);
     return call;
   }
+  for (const auto& cap : test ? test->requires_ : harness->requires_) {
+    const CapabilityStatus s = capability(cap);
+    if (!s.available) {
+      // make gpu-check: a device the test needs must be there.
+      call.outcome = device_required() && is_device_capability(cap) ? Outcome::Failed : Outcome::Skipped;
+      call.reason = "requires " + cap + ": " + s.reason;
+      return call;
+    }
+  }
   call.outcome = Outcome::Passed;
   call.binding = b;
   call.params = Params(id, test ? test->params : harness->params);
+  call.requires_ = test ? test->requires_ : harness->requires_;
   return call;
+}
+
+}  // namespace popper
+
+namespace popper {
+
+RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
+                         const std::vector<std::string>& requires_, const Evidence& ev) {
+  if (body_outcome != Outcome::Passed) return {body_outcome, body_reason};
+  if (device_required() && !ev.declines.empty())
+    return {Outcome::Failed, "a device path declined while POPPER_REQUIRE_DEVICE=1: " + ev.declines.front()};
+  for (const auto& cap : requires_) {
+    if (!is_device_capability(cap)) continue;
+    bool seen = false;
+    for (const auto& b : ev.backends) seen = seen || backend_matches(cap, b.tag);
+    if (seen) continue;
+    std::string why = "requires " + cap + ": the " + cap + " path did not run";
+    for (const auto& d : ev.declines)
+      if (d.rfind(cap + ":", 0) == 0) why = "requires " + cap + ": declined (" + d.substr(cap.size() + 2) + ")";
+    if (ev.backends.empty()) why += "; no backend evidence was recorded";
+    return {device_required() ? Outcome::Failed : Outcome::Skipped, why};
+  }
+  return {Outcome::Passed, body_reason};
 }
 
 }  // namespace popper

@@ -1,5 +1,9 @@
-#include <map>
+#include <dlfcn.h>
 
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 
 #include "popper/binding.hpp"
 
@@ -41,7 +45,120 @@ CapabilityStatus cpu_feature(bool has, const char* name) {
   if (has) return {true, ""};
   return {false, std::string("CPU lacks ") + name};
 }
+
+// The CUDA driver API through dlopen: a device is there when cuInit succeeds
+// and cuDeviceGetCount reports one. Nothing is linked, so this works in any
+// project, with or without a CUDA toolkit.
+CapabilityStatus probe_cuda() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return {false, "no CUDA driver (libcuda.so.1 cannot be loaded)"};
+  using InitFn = int (*)(unsigned);
+  using CountFn = int (*)(int*);
+  auto init = reinterpret_cast<InitFn>(::dlsym(h, "cuInit"));
+  auto count = reinterpret_cast<CountFn>(::dlsym(h, "cuDeviceGetCount"));
+  if (!init || !count) return {false, "libcuda.so.1 lacks cuInit/cuDeviceGetCount"};
+  if (const int rc = init(0); rc != 0) return {false, "no CUDA device: cuInit failed with CUresult " + std::to_string(rc)};
+  int n = 0;
+  if (count(&n) != 0 || n <= 0) return {false, "no CUDA device: the driver reports none"};
+  return {true, ""};  // the handle stays open: the driver dislikes being unloaded
+}
+
+// The Vulkan loader through dlopen: vkCreateInstance, then at least one
+// physical device (lavapipe, Mesa's CPU device, counts: it is a real driver).
+CapabilityStatus probe_vulkan() {
+  void* h = ::dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return {false, "no Vulkan loader (libvulkan.so.1 cannot be loaded)"};
+  struct AppInfo {
+    int sType;
+    const void* pNext;
+    const char* app;
+    std::uint32_t app_version;
+    const char* engine;
+    std::uint32_t engine_version;
+    std::uint32_t api_version;
+  };
+  struct CreateInfo {
+    int sType;
+    const void* pNext;
+    std::uint32_t flags;
+    const AppInfo* app;
+    std::uint32_t layers;
+    const char* const* layer_names;
+    std::uint32_t extensions;
+    const char* const* extension_names;
+  };
+  using Instance = void*;
+  using CreateFn = int (*)(const CreateInfo*, const void*, Instance*);
+  using EnumFn = int (*)(Instance, std::uint32_t*, void**);
+  using DestroyFn = void (*)(Instance, const void*);
+  auto create = reinterpret_cast<CreateFn>(::dlsym(h, "vkCreateInstance"));
+  auto enumerate = reinterpret_cast<EnumFn>(::dlsym(h, "vkEnumeratePhysicalDevices"));
+  auto destroy = reinterpret_cast<DestroyFn>(::dlsym(h, "vkDestroyInstance"));
+  if (!create || !enumerate || !destroy) return {false, "libvulkan.so.1 lacks the instance entry points"};
+  const AppInfo app{0 /*VK_STRUCTURE_TYPE_APPLICATION_INFO*/, nullptr, "popper", 1, "popper", 1, (1u << 22) | (1u << 12)};
+  const CreateInfo ci{1 /*VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO*/, nullptr, 0, &app, 0, nullptr, 0, nullptr};
+  Instance inst = nullptr;
+  if (const int rc = create(&ci, nullptr, &inst); rc != 0)
+    return {false, "no Vulkan device: vkCreateInstance failed with VkResult " + std::to_string(rc)};
+  std::uint32_t n = 0;
+  const int rc = enumerate(inst, &n, nullptr);
+  destroy(inst, nullptr);
+  if (rc != 0 || n == 0) return {false, "no Vulkan device: the loader reports no physical device"};
+  return {true, ""};
+}
+
+struct EvidenceLog {
+  std::mutex mu;
+  Evidence ev;
+};
+EvidenceLog& evidence_log() {
+  static EvidenceLog log;
+  return log;
+}
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == value;
+}
 }  // namespace
+
+void record_backend(const std::string& tag, Dispatch how) {
+  auto& log = evidence_log();
+  std::lock_guard lock(log.mu);
+  for (const auto& b : log.ev.backends)
+    if (b.tag == tag && b.how == how) return;
+  log.ev.backends.push_back({tag, how});
+}
+
+void record_decline(const std::string& device, const std::string& reason) {
+  auto& log = evidence_log();
+  std::lock_guard lock(log.mu);
+  const std::string line = device + ": " + reason;
+  for (const auto& d : log.ev.declines)
+    if (d == line) return;
+  log.ev.declines.push_back(line);
+}
+
+Evidence take_evidence() {
+  auto& log = evidence_log();
+  std::lock_guard lock(log.mu);
+  Evidence out = std::move(log.ev);
+  log.ev.clear();
+  return out;
+}
+
+std::string execution_site() {
+  const char* m = std::getenv("POPPER_CPU_MODEL");
+  return m && *m ? std::string("emulated:") + m : std::string("native");
+}
+
+bool forced_paths_allowed() { return !env_is("POPPER_DISPATCH", "auto"); }
+bool device_required() { return env_is("POPPER_REQUIRE_DEVICE", "1"); }
+bool is_device_capability(const std::string& name) { return name == "cuda" || name == "vulkan"; }
+
+bool backend_matches(const std::string& want, const std::string& tag) {
+  return tag == want || (tag.size() > want.size() && tag.compare(0, want.size(), want) == 0 && tag[want.size()] == ':');
+}
 
 void register_capability(const std::string& name, CapabilityProbe probe) { probes()[name] = std::move(probe); }
 
@@ -53,7 +170,15 @@ CapabilityStatus capability(const std::string& name) {
     return cpu_feature(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"),
                        "AVX-512 F/BW/DQ/VL");
-  if (name == "cuda") return {false, "no CUDA device: no probe registered (popper built without device support)"};
+  if (name == "avx512_bf16") return cpu_feature(__builtin_cpu_supports("avx512bf16"), "AVX512-BF16");
+  if (name == "cuda") {
+    static const CapabilityStatus s = probe_cuda();
+    return s;
+  }
+  if (name == "vulkan") {
+    static const CapabilityStatus s = probe_vulkan();
+    return s;
+  }
   return {false, "unknown capability '" + name + "'"};
 }
 

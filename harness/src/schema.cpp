@@ -77,7 +77,8 @@ const NodeSpec kObligation{Kind::Map,
      {"lean", false, &kLean},
      {"requires", false, &kString},
      {"applies_to_phase", false, &kString},
-     {"parent_contract", false, &kString}},
+     {"parent_contract", false, &kString},
+     {"backends", false, &kStringList, true}},
     nullptr, {}, "a proof obligation"};
 const NodeSpec kObligations{Kind::List, {}, &kObligation, {}, "the proof_obligations list"};
 
@@ -98,6 +99,15 @@ const NodeSpec kEnforcementRule{Kind::Map,
     nullptr, {}, "an enforcement rule"};
 const NodeSpec kEnforcement{Kind::NamedMap, {}, &kEnforcementRule, {}, "the enforcement mapping"};
 
+// popper: a named, deliberately broken variant of the kernel or its input
+// that the test must detect (`popper audit --mutants`).
+const NodeSpec kMutant{Kind::Map,
+    {{"id", true, &kString},
+     {"description", true, &kString},
+     {"path", false, &kString}},
+    nullptr, {}, "a mutant"};
+const NodeSpec kMutants{Kind::List, {}, &kMutant, {}, "a list of mutants"};
+
 const NodeSpec kFalsificationTest{Kind::Map,
     {{"id", true, &kString},
      {"rule", true, &kString},
@@ -106,7 +116,8 @@ const NodeSpec kFalsificationTest{Kind::Map,
      {"if_fails", true, &kString},
      {"covers", false, &kStringList, true},
      {"params", false, &kAny, true},
-     {"requires", false, &kStringList, true}},
+     {"requires", false, &kStringList, true},
+     {"mutants", false, &kMutants, true}},
     nullptr, {}, "a falsification test"};
 const NodeSpec kFalsificationTests{Kind::List, {}, &kFalsificationTest, {}, "the falsification_tests list"};
 
@@ -119,7 +130,8 @@ const NodeSpec kKaniHarness{Kind::Map,
      {"solver", false, &kString},
      {"harness", false, &kString},
      {"params", false, &kAny, true},
-     {"requires", false, &kStringList, true}},
+     {"requires", false, &kStringList, true},
+     {"mutants", false, &kMutants, true}},
     nullptr, {}, "a kani harness"};
 const NodeSpec kKaniHarnesses{Kind::List, {}, &kKaniHarness, {}, "the kani_harnesses list"};
 

@@ -1,6 +1,9 @@
-// popper::run_bound inside GoogleTest: resolve the id in its contract, check
-// `requires`, run the binding, and record the outcome as test properties
-// (popper_id, popper_outcome, popper_reason) that `popper audit` reads.
+// popper::run_bound inside GoogleTest: resolve the id in its contract, look up
+// its binding, check `requires`, run the binding, judge the evidence it
+// recorded, and write the outcome as test properties that `popper audit`
+// reads: popper_id, popper_outcome, popper_reason, popper_backends
+// ("tag=auto|forced,..."), popper_declines, popper_where, popper_mutant and
+// popper_mutant_hits.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,6 +12,7 @@
 
 #include "popper/binding.hpp"
 #include "popper/loader.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper {
 
@@ -34,10 +38,28 @@ const Loaded& load_cached(const std::string& path) {
   return *slot;
 }
 
-void record(const std::string& id, Outcome o, const std::string& reason) {
+std::string join_backends(const Evidence& ev) {
+  std::string out;
+  for (const auto& b : ev.backends)
+    out += (out.empty() ? "" : ",") + b.tag + (b.how == Dispatch::Forced ? "=forced" : "=auto");
+  return out;
+}
+
+void record(const std::string& id, Outcome o, const std::string& reason, const Evidence& ev) {
   ::testing::Test::RecordProperty("popper_id", id);
   ::testing::Test::RecordProperty("popper_outcome", to_string(o));
   if (!reason.empty()) ::testing::Test::RecordProperty("popper_reason", reason);
+  if (!ev.backends.empty()) ::testing::Test::RecordProperty("popper_backends", join_backends(ev));
+  if (!ev.declines.empty()) {
+    std::string d;
+    for (const auto& x : ev.declines) d += (d.empty() ? "" : "; ") + x;
+    ::testing::Test::RecordProperty("popper_declines", d);
+  }
+  ::testing::Test::RecordProperty("popper_where", execution_site());
+  if (!mutant::active_name().empty()) {
+    ::testing::Test::RecordProperty("popper_mutant", mutant::active_name());
+    ::testing::Test::RecordProperty("popper_mutant_hits", std::to_string(mutant::hit_count().load()));
+  }
 }
 
 void skip_with(const std::string& why) { GTEST_SKIP() << why; }
@@ -45,15 +67,17 @@ void skip_with(const std::string& why) { GTEST_SKIP() << why; }
 }  // namespace
 
 RunResult run_bound(const std::string& contract_path, const std::string& id) {
+  take_evidence();  // nothing recorded outside this test counts for it
+  mutant::hit_count().store(0);
   const Loaded& loaded = load_cached(contract_path);
   if (!loaded.errors.empty()) {
     ADD_FAILURE() << "contract " << contract_path << " does not validate:\n" << loaded.errors;
-    record(id, Outcome::Failed, "contract does not validate");
+    record(id, Outcome::Failed, "contract does not validate", {});
     return {Outcome::Failed, "contract does not validate"};
   }
   PreparedCall call = prepare_bound(loaded.contract, id);
   if (!call.ready()) {
-    record(id, call.outcome, call.reason);
+    record(id, call.outcome, call.reason, {});
     if (call.outcome == Outcome::Failed)
       ADD_FAILURE() << call.reason;
     else
@@ -70,13 +94,17 @@ RunResult run_bound(const std::string& contract_path, const std::string& id) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const bool failed = ::testing::Test::HasFailure();
   const bool skipped = info && info->result() && info->result()->Skipped();
-  const Outcome o = failed ? Outcome::Failed : skipped ? Outcome::Skipped : Outcome::Passed;
   std::string reason;
   if (skipped && info->result())
     for (int i = 0; i < info->result()->total_part_count(); ++i)
       if (info->result()->GetTestPartResult(i).skipped()) reason = info->result()->GetTestPartResult(i).message();
-  record(id, o, reason);
-  return {o, reason};
+  const Evidence ev = take_evidence();
+  const RunResult judged =
+      judge_evidence(failed ? Outcome::Failed : skipped ? Outcome::Skipped : Outcome::Passed, reason, call.requires_, ev);
+  record(id, judged.outcome, judged.reason, ev);
+  if (!failed && judged.outcome == Outcome::Failed) ADD_FAILURE() << judged.reason;
+  if (!skipped && judged.outcome == Outcome::Skipped) skip_with(judged.reason);
+  return judged;
 }
 
 }  // namespace popper

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "arrow/hand_group.hpp"
+#include "common/cpu_features.hpp"
 #include "arrow/kernels.hpp"
 
 namespace popper::arrow {
@@ -120,8 +121,7 @@ void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, c
 }  // namespace
 
 bool hand_uses_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return popper::cpu::auto_isa() != popper::cpu::Isa::Scalar;
 }
 
 void run_hand(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,

@@ -32,16 +32,6 @@ namespace {
 
 using detail::KernelSpec;
 
-bool has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-bool has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
-
 // Portable fallback: 4 x 4 register tile in plain C++.
 template <class T>
 void scalar_kernel(std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t ldc, T alpha, T beta) {
@@ -82,14 +72,6 @@ KernelSpec<double> spec_for<double>(Isa isa) {
     case Isa::Avx2: return detail::avx2_f64();
     default: return scalar_spec<double>();
   }
-}
-
-Isa resolve(Isa requested) {
-  if (requested == Isa::Auto) return detected_isa();
-  if (!cpu_supports(requested)) {
-    throw Unsupported(std::string("cpu::gemm: ISA ") + to_string(requested) + " is not supported by this CPU");
-  }
-  return requested;
 }
 
 // Matrix view X(r, c) = p[r*rs + c*cs].
@@ -257,7 +239,7 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
                const CpuGemmOptions& opts) {
   check_gemm_args(s0, a.size(), b.size(), c.size());
   if (opts.threads < 1) throw InvalidArgument("cpu::gemm: threads must be >= 1, got " + std::to_string(opts.threads));
-  const KernelSpec<T> ks = spec_for<T>(resolve(opts.isa));
+  const KernelSpec<T> ks = spec_for<T>(popper::cpu::resolve(opts.isa, "cpu::gemm"));
   const GemmShape s = with_tight_ld(s0);
   if (s.m == 0 || s.n == 0) return;
 
@@ -280,32 +262,6 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
 }
 
 }  // namespace
-
-bool cpu_supports(Isa isa) {
-  switch (isa) {
-    case Isa::Auto:
-    case Isa::Scalar: return true;
-    case Isa::Avx2: return has_avx2();
-    case Isa::Avx512: return has_avx512();
-  }
-  return false;
-}
-
-Isa detected_isa() {
-  if (has_avx512()) return Isa::Avx512;
-  if (has_avx2()) return Isa::Avx2;
-  return Isa::Scalar;
-}
-
-const char* to_string(Isa isa) {
-  switch (isa) {
-    case Isa::Auto: return "auto";
-    case Isa::Scalar: return "scalar";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
-  }
-  return "?";
-}
 
 void gemm(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b, float beta,
           std::span<float> c, const CpuGemmOptions& opts) {

@@ -10,20 +10,21 @@
 // element is owned by exactly one thread and reduced over k in a fixed order,
 // so results are identical for every thread count.
 //
-// ISA: Auto picks the widest the CPU runs (AVX-512 > AVX2+FMA > scalar).
-// Requesting an ISA the CPU lacks throws popper::Unsupported.
+// ISA: Auto picks the widest the CPU runs (AVX-512 > AVX2+FMA > scalar),
+// capped by POPPER_ISA_MAX (common/cpu_features.hpp). Requesting an ISA the
+// CPU lacks throws popper::Unsupported.
 #pragma once
 #include <span>
 
+#include "common/cpu_features.hpp"
 #include "gemm/gemm.hpp"
 
 namespace popper::gemm::cpu {
 
-enum class Isa { Auto, Scalar, Avx2, Avx512 };
-
-Isa detected_isa();  // the ISA Auto resolves to on this CPU
-const char* to_string(Isa);
-bool cpu_supports(Isa);  // Auto and Scalar: always true
+using popper::cpu::Isa;
+using popper::cpu::to_string;
+inline Isa detected_isa() { return popper::cpu::auto_isa(); }  // the ISA Auto resolves to
+inline bool cpu_supports(Isa isa) { return popper::cpu::supports(isa); }
 
 struct CpuGemmOptions {
   int threads = 1;  // >= 1

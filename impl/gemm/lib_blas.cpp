@@ -4,6 +4,8 @@
 // op(X) maps to CblasTrans. Arguments are checked before the library is called.
 #include "gemm/lib_blas.hpp"
 
+#include "common/cpu_features.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -22,11 +24,6 @@ std::string lower(std::string s) {
 CBLAS_ORDER order_of(Layout l) { return l == Layout::RowMajor ? CblasRowMajor : CblasColMajor; }
 CBLAS_TRANSPOSE trans_of(Op o) { return o == Op::NoTrans ? CblasNoTrans : CblasTrans; }
 
-bool has_avx512_base() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
 
 }  // namespace
 
@@ -35,13 +32,13 @@ bool cpu_can_run_core_type(const std::string& core_type) {
   const std::string c = lower(core_type);
   // OpenBLAS x86-64 core types whose kernels use AVX-512.
   if (c == "skylakex" || c == "cooperlake" || c == "sapphirerapids") {
-    if (!has_avx512_base()) return false;
-    if (c != "skylakex" && !__builtin_cpu_supports("avx512bf16")) return false;
+    if (!popper::cpu::supports(popper::cpu::Isa::Avx512)) return false;
+    if (c != "skylakex" && !popper::cpu::has_avx512_bf16()) return false;
     return true;
   }
   // AVX2+FMA kernels.
   if (c == "haswell" || c == "zen" || c == "skylake" || c == "excavator") {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return popper::cpu::supports(popper::cpu::Isa::Avx2);
   }
   if (c == "sandybridge" || c == "bulldozer" || c == "piledriver" || c == "steamroller") {
     return __builtin_cpu_supports("avx");

@@ -1,6 +1,8 @@
 // Portable row kernels and the one-time dispatch (see row_kernels.hpp).
 #include "sae/row_kernels.hpp"
 
+#include "common/cpu_features.hpp"
+
 namespace popper::sae {
 
 void axpy_scalar(double a, const double* x, double* y, std::size_t n) {
@@ -31,8 +33,7 @@ void rows_dot_scalar(const double* l, std::size_t q, std::size_t n, const double
 
 const RowKernels& row_kernels() {
   static const RowKernels k = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return RowKernels{axpy_avx2, dot_avx2, rows_dot_avx2, axpy4_avx2, "avx2"};
+    if (popper::cpu::auto_isa() != popper::cpu::Isa::Scalar) return RowKernels{axpy_avx2, dot_avx2, rows_dot_avx2, axpy4_avx2, "avx2"};
     return RowKernels{axpy_scalar, dot_scalar, rows_dot_scalar, axpy4_scalar, "scalar"};
   }();
   return k;

@@ -93,8 +93,11 @@ struct Registrar {
   }
 };
 
-// Capabilities named by a test's `requires:`. Built-in probes cover CPU
-// features; device probes (e.g. "cuda") are registered by the code that knows.
+// Capabilities named by a test's `requires:`. Built-in probes: CPU features
+// (avx2, avx512, avx512_bf16) and devices found through their drivers, without
+// linking them: cuda (libcuda.so.1: cuInit, cuDeviceGetCount) and vulkan
+// (libvulkan.so.1: a physical device). A project may register its own probe
+// for any name (POPPER_CAPABILITY), which replaces the built-in one.
 struct CapabilityStatus {
   bool available;
   std::string reason;  // why not, when unavailable
@@ -106,6 +109,48 @@ struct CapabilityRegistrar {
   CapabilityRegistrar(const char* name, CapabilityProbe probe) { register_capability(name, std::move(probe)); }
 };
 
+// Evidence: what actually executed inside the running bound test. A falsifier
+// records the backend of every kernel call it judges, as the kernel reports
+// it (a device entry that declined reports the CPU):
+//   tags: "cpu:scalar" "cpu:avx2" "cpu:avx512" "openblas:<core>" "cuda:sm_90"
+//         "vulkan:<device>" "ggml-cpu" "reference" ...
+// `Forced` marks a path chosen by a dispatch override rather than by the
+// kernel's own detection. run_bound writes the set as the result properties
+// popper_backends / popper_declines / popper_where, which the audit reads: a
+// `requires: [cuda]` test with no cuda evidence is skipped, never passed, and
+// an obligation with `backends:` is covered only by evidence on each.
+enum class Dispatch { Auto, Forced };
+void record_backend(const std::string& tag, Dispatch how = Dispatch::Auto);
+// A device entry that declined to the CPU. Never evidence for the device;
+// with POPPER_REQUIRE_DEVICE=1 (make gpu-check) it fails the test.
+void record_decline(const std::string& device, const std::string& reason);
+
+struct BackendEvidence {
+  std::string tag;
+  Dispatch how = Dispatch::Auto;
+};
+struct Evidence {
+  std::vector<BackendEvidence> backends;  // unique by (tag, how), in first-seen order
+  std::vector<std::string> declines;      // "cuda: <reason>"
+  void clear() { backends.clear(), declines.clear(); }
+};
+// The evidence recorded since the last take (run_bound takes it per test).
+Evidence take_evidence();
+// "native", or "emulated:<model>" when POPPER_CPU_MODEL names the CPU model an
+// emulator presents (set by the CPU-matrix legs, make test-cpus).
+std::string execution_site();
+// Whether falsifiers may force CPU paths other than the one the kernels pick
+// by themselves: true by default; false when POPPER_DISPATCH=auto (the
+// CPU-matrix legs, so each leg proves exactly its own CPU's path).
+bool forced_paths_allowed();
+// POPPER_REQUIRE_DEVICE=1: declines and unmet device requirements fail.
+bool device_required();
+// Capabilities that name a device: a test requiring one needs evidence from it.
+bool is_device_capability(const std::string& name);
+// Does evidence tag `tag` satisfy the backend requirement `want`? ("cuda"
+// matches "cuda" and "cuda:sm_90"; "cpu:avx2" matches only "cpu:avx2...".)
+bool backend_matches(const std::string& want, const std::string& tag);
+
 // What running one contract test id produced.
 enum class Outcome { Passed, Failed, Skipped, Unbound };
 const char* to_string(Outcome o);
@@ -116,17 +161,26 @@ struct RunResult {
 
 struct Contract;
 
-// Resolves `id` in a loaded contract without running anything: Failed (not in
-// the contract, or bound with the wrong macro), Skipped (an unmet `requires`),
-// Unbound (no registration; the reason starts with "UNBOUND"), or ready to
-// run (binding != nullptr, outcome Passed until it runs).
+// Resolves `id` in a loaded contract without running anything, in this
+// order: Failed (not in the contract), Unbound (no registration; the reason
+// starts with "UNBOUND"), Failed (bound with the wrong macro), Skipped (an
+// unmet `requires`; Failed for a device under POPPER_REQUIRE_DEVICE=1), or
+// ready to run (binding != nullptr, outcome Passed until it runs).
 struct PreparedCall {
   Outcome outcome = Outcome::Failed;
   std::string reason;
   const Binding* binding = nullptr;
   Params params;
+  std::vector<std::string> requires_;
   bool ready() const { return binding != nullptr; }
 };
+
+// After the body ran: the verdict the evidence allows. A pass of a test that
+// requires a device but recorded no evidence from it becomes Skipped ("ran
+// on a decline"), or Failed when a device is required; a recorded decline
+// fails under POPPER_REQUIRE_DEVICE=1.
+RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
+                         const std::vector<std::string>& requires_, const Evidence& ev);
 PreparedCall prepare_bound(const Contract& c, const std::string& id, const Registry& registry = Registry::instance());
 
 // Loads the contract (cached per path), resolves `id` to a falsification test

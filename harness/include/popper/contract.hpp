@@ -24,6 +24,16 @@ struct Equation {
   SourcePos pos;
 };
 
+// popper extension: a broken variant a test must detect. `path` names the one
+// backend path it breaks (e.g. "cpu:avx2"), so a run that never takes that
+// path reports it "not reached" rather than survived.
+struct Mutant {
+  std::string id;
+  std::string description;
+  std::string path;
+  SourcePos pos;
+};
+
 struct Obligation {
   std::string id;          // <PREFIX>-PO-NNN (popper requires it; pv has none)
   std::string type;        // one of pv's obligation types
@@ -32,6 +42,10 @@ struct Obligation {
   std::optional<double> tolerance;
   std::string applies_to;  // an equation name, or "all"
   SourcePos pos;
+  // popper: backends that each need passing evidence before the obligation is
+  // covered ("cpu", "cuda", "cpu:avx2", ...; a tag matches itself and its
+  // "<tag>:..." refinements). Empty: any passing backer covers it.
+  std::vector<std::string> backends;
 };
 
 struct FalsificationTest {
@@ -43,6 +57,7 @@ struct FalsificationTest {
   std::vector<std::string> covers;    // popper: obligation ids this test backs
   nlohmann::json params = nlohmann::json::object();  // popper: handed to the falsifier
   std::vector<std::string> requires_; // popper: capabilities ("cuda", "avx512", ...)
+  std::vector<Mutant> mutants;        // popper: what the test must detect
   SourcePos pos;
 };
 
@@ -55,6 +70,7 @@ struct KaniHarness {
   std::string harness;
   nlohmann::json params = nlohmann::json::object();
   std::vector<std::string> requires_;
+  std::vector<Mutant> mutants;
   SourcePos pos;
 };
 

@@ -1,0 +1,128 @@
+/* What every ceiling program shares: arguments, timing, the deterministic fill
+ * and the CSV rows of the bench producer protocol (baselines/README.md).
+ *
+ *   ceiling_<name> [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes]
+ *
+ * stdout: the header line, then one row per repetition
+ *   family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,
+ *   flop_per_iter,bytes_per_iter,verdict
+ * stderr: progress. A program that cannot run here prints "# skipped: <why>"
+ * as its first stdout line and exits 0. Header-only (static functions), C11. */
+#ifndef POPPER_CEILING_CLI_H
+#define POPPER_CEILING_CLI_H
+
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CEILING_MAX_FILTERS 64
+
+struct ceiling_args {
+  const char* filters[CEILING_MAX_FILTERS];
+  int nfilters;
+  int reps;      /* >= 1 */
+  int threads;   /* >= 1 */
+  int list;      /* --list-shapes */
+  const char* precision; /* NULL: every precision */
+};
+
+/* Seconds on CLOCK_MONOTONIC. */
+static double ceiling_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Iterations per repetition so that one repetition lasts at least 0.2 s,
+ * given the time of one warm call. */
+static long ceiling_iterations(double one_call_seconds) {
+  const double min_rep = 0.2;
+  long iters = one_call_seconds > 0 ? (long)(min_rep / one_call_seconds) + 1 : 1;
+  return iters < 1 ? 1 : iters;
+}
+
+/* Deterministic fill in [-1, 1): the 64-bit LCG the bench suites also use
+ * (bench/common/bench_support.hpp fill_uniform), so every tier sees the same data. */
+static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long seed) {
+  unsigned long long x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (size_t i = 0; i < count; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double v = (double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+    if (is_f64) ((double*)buf)[i] = v;
+    else ((float*)buf)[i] = (float)v;
+  }
+}
+
+/* 0: run; 1: --help printed (exit 0); 2: bad arguments, message printed (exit 2). */
+static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, const char* program) {
+  memset(a, 0, sizeof *a);
+  a->reps = 5;
+  a->threads = 1;
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (strcmp(arg, "--list-shapes") == 0) {
+      a->list = 1;
+    } else if (i + 1 < argc && strcmp(arg, "--shape") == 0) {
+      if (a->nfilters == CEILING_MAX_FILTERS) { fprintf(stderr, "%s: too many --shape\n", program); return 2; }
+      a->filters[a->nfilters++] = argv[++i];
+    } else if (i + 1 < argc && strcmp(arg, "--reps") == 0) {
+      a->reps = atoi(argv[++i]);
+    } else if (i + 1 < argc && strcmp(arg, "--threads") == 0) {
+      a->threads = atoi(argv[++i]);
+    } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
+      a->precision = argv[++i];
+    } else {
+      const int help = strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+      if (!help) fprintf(stderr, "%s: unknown or incomplete argument: %s\n", program, arg);
+      fprintf(help ? stdout : stderr,
+              "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes]\n", program);
+      return help ? 1 : 2;
+    }
+  }
+  if (a->reps < 1 || a->threads < 1) {
+    fprintf(stderr, "%s: --reps and --threads must be >= 1\n", program);
+    return 2;
+  }
+  return 0;
+}
+
+static int ceiling_shape_selected(const struct ceiling_args* a, const char* shape) {
+  if (a->nfilters == 0) return 1;
+  for (int i = 0; i < a->nfilters; ++i)
+    if (strcmp(a->filters[i], shape) == 0) return 1;
+  return 0;
+}
+
+static int ceiling_precision_selected(const struct ceiling_args* a, const char* precision) {
+  return a->precision == NULL || strcmp(a->precision, precision) == 0;
+}
+
+/* Every --shape must name a known shape: returns 0, or prints and returns 2. */
+static int ceiling_check_shapes(const struct ceiling_args* a, const char* const* known, int count, const char* program) {
+  for (int i = 0; i < a->nfilters; ++i) {
+    int found = 0;
+    for (int s = 0; s < count; ++s) found |= strcmp(a->filters[i], known[s]) == 0;
+    if (!found) {
+      fprintf(stderr, "%s: unknown shape: %s (see --list-shapes)\n", program, a->filters[i]);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static void ceiling_print_header(void) {
+  printf("family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,"
+         "bytes_per_iter,verdict\n");
+}
+
+static void ceiling_print_row(const char* family, const char* backend, const char* shape, const char* precision,
+                              int threads, int rep, long iterations, double seconds_per_iter, double work_per_iter,
+                              double bytes_per_iter, const char* verdict) {
+  printf("%s,ceiling,%s,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,%s\n", family, backend, shape, precision, threads, rep,
+         iterations, seconds_per_iter, work_per_iter, bytes_per_iter, verdict);
+  fflush(stdout);
+}
+
+#endif

@@ -1,0 +1,89 @@
+// CPU features through the compiler's cpuid builtins (cpu_features.hpp).
+#include "common/cpu_features.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "popper/error.hpp"
+
+namespace popper::cpu {
+namespace {
+
+struct Probe {
+  bool avx2 = false, avx512 = false, bf16 = false;
+  Probe() {
+    __builtin_cpu_init();
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+  }
+};
+const Probe& probe() {
+  static const Probe p;
+  return p;
+}
+
+Isa cap_from_env() {
+  const char* v = std::getenv("POPPER_ISA_MAX");
+  if (!v || !*v) return Isa::Avx512;
+  const std::string s(v);
+  if (s == "scalar") return Isa::Scalar;
+  if (s == "avx2") return Isa::Avx2;
+  if (s == "avx512") return Isa::Avx512;
+  throw InvalidArgument("POPPER_ISA_MAX='" + s + "': use scalar, avx2 or avx512");
+}
+
+}  // namespace
+
+bool supports(Isa isa) {
+  switch (isa) {
+    case Isa::Auto:
+    case Isa::Scalar: return true;
+    case Isa::Avx2: return probe().avx2;
+    case Isa::Avx512: return probe().avx512;
+  }
+  return false;
+}
+
+bool has_avx512_bf16() { return probe().bf16; }
+
+Isa detected_isa() { return probe().avx512 ? Isa::Avx512 : probe().avx2 ? Isa::Avx2 : Isa::Scalar; }
+
+Isa auto_isa() {
+  static const Isa isa = [] {
+    const Isa cap = cap_from_env(), det = detected_isa();
+    return static_cast<int>(cap) < static_cast<int>(det) ? cap : det;
+  }();
+  return isa;
+}
+
+bool auto_isa_overridden() { return auto_isa() != detected_isa(); }
+
+const char* to_string(Isa isa) {
+  switch (isa) {
+    case Isa::Auto: return "auto";
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+std::string backend_tag(Isa isa) { return std::string("cpu:") + to_string(isa == Isa::Auto ? auto_isa() : isa); }
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out{Isa::Scalar};
+  if (supports(Isa::Avx2)) out.push_back(Isa::Avx2);
+  if (supports(Isa::Avx512)) out.push_back(Isa::Avx512);
+  return out;
+}
+
+Isa resolve(Isa requested, const char* who) {
+  if (requested == Isa::Auto) return auto_isa();
+  if (!supports(requested))
+    throw Unsupported(std::string(who) + ": ISA " + to_string(requested) + " is not supported by this CPU");
+  return requested;
+}
+
+}  // namespace popper::cpu
