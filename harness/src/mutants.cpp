@@ -28,10 +28,11 @@ MutantResult judge_mutant_run(const std::string& test_id, const std::string& jso
     doc = nullptr;
   }
   const nlohmann::json* tc = nullptr;
-  if (doc.is_object() && doc.contains("testsuites"))
+  if (doc.is_object() && doc.contains("testsuites") && doc["testsuites"].is_array())
     for (const auto& suite : doc["testsuites"])
-      for (const auto& t : suite.value("testsuite", nlohmann::json::array()))
-        if (t.value("popper_id", "") == test_id) tc = &t;
+      if (suite.contains("testsuite") && suite["testsuite"].is_array())
+        for (const auto& t : suite["testsuite"])
+          if (t.value("popper_id", "") == test_id) tc = &t;
   if (!tc) {
     r.outcome = process_ok ? "not_run" : "killed";
     r.detail = process_ok ? "the test binary ran no test named " + test_id

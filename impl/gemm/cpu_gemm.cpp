@@ -26,6 +26,7 @@
 
 #include "gemm/cpu_gemm_kernels.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gemm::cpu {
 namespace {
@@ -191,7 +192,7 @@ void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int threads) {
         if (nthreads > 1) sync.arrive_and_wait();  // previous panel no longer in use
         pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, slivers * t / nthreads, slivers * (t + 1) / nthreads, bpack.get());
         if (nthreads > 1) sync.arrive_and_wait();  // panel complete
-        const T beta = pc == 0 ? pr.beta : T(1);
+        const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
         const std::int64_t s_begin = slivers * in / ways_n, s_end = slivers * (in + 1) / ways_n;
         if (s_begin == s_end) continue;
         for (std::int64_t ib = im; ib < n_ic; ib += ways_m) {
