@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "popper/binding.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper {
 
@@ -103,7 +104,7 @@ AuditReport audit(const AuditInputs& in) {
       named.insert(id);
       if (r.outcome == "failed") failures.add(id, fmt::format("{} failed: {}", id, md_cell(r.reason, 300)));
       if (r.outcome == "unbound") failures.add(id, fmt::format("{} is UNBOUND: nothing is bound to it, so nothing was tested", id));
-      if (r.outcome == "not_run") failures.add(id, fmt::format("{} did not run: it is bound but no result file holds it", id));
+      if (r.outcome == "not_run" && !POPPER_MUTANT("audit-ignores-not-run")) failures.add(id, fmt::format("{} did not run: it is bound but no result file holds it", id));
       std::size_t killed = 0;
       nlohmann::json mj = nlohmann::json::array();
       for (const auto& d : declared) {
@@ -183,7 +184,7 @@ AuditReport audit(const AuditInputs& in) {
         const IdResult r = outcome_of(id);
         for (const auto& d : r.declines)
           if (std::find(declines.begin(), declines.end(), d) == declines.end()) declines.push_back(d);
-        if (r.outcome == "passed") {
+        if (r.outcome == "passed" || (POPPER_MUTANT("audit-counts-skips") && r.outcome == "skipped")) {
           passed.push_back(id);
           for (const auto& [tag, sites] : r.backends)
             for (const auto& s : sites)
@@ -194,7 +195,8 @@ AuditReport audit(const AuditInputs& in) {
         }
       }
       std::vector<std::string> missing;
-      for (const auto& want : o.backends) {
+      const std::vector<std::string> wanted = POPPER_MUTANT("audit-ignores-backends") ? std::vector<std::string>{} : o.backends;
+      for (const auto& want : wanted) {
         bool seen = false;
         for (const auto& [tag, sites] : evidence) seen = seen || backend_matches(want, tag);
         if (!seen) {
@@ -317,7 +319,7 @@ AuditReport audit(const AuditInputs& in) {
   }
 
   for (const auto& id : in.bound_ids)
-    if (!named.count(id)) rep.orphans.push_back(id);
+    if (!named.count(id) && !POPPER_MUTANT("audit-no-orphans")) rep.orphans.push_back(id);
   std::sort(rep.orphans.begin(), rep.orphans.end());
   rep.orphans.erase(std::unique(rep.orphans.begin(), rep.orphans.end()), rep.orphans.end());
   for (const auto& id : rep.orphans)
@@ -331,7 +333,7 @@ AuditReport audit(const AuditInputs& in) {
   for (const auto& [id, sentence] : failures.items) {
     const Waiver* live = nullptr;
     for (const auto& w : in.waivers)
-      if (w.id == id && w.expires >= today) live = &w;
+      if (w.id == id && (w.expires >= today || POPPER_MUTANT("audit-expired-waiver-still-excuses"))) live = &w;
     if (live) {
       used.insert(live->id);
       rep.waived.push_back(fmt::format("{} (waived until {}: {})", sentence, live->expires, live->reason));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "popper/bench/process.hpp"
 #include "popper/error.hpp"
 #include "popper/scaffold.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper {
 
@@ -41,7 +43,7 @@ MutantResult judge_mutant_run(const std::string& test_id, const std::string& jso
   }
   const bool failed = (tc->contains("failures") && !(*tc)["failures"].empty()) || tc->value("popper_outcome", "") == "failed";
   const std::string outcome = tc->value("popper_outcome", "not_run");
-  const long hits = std::stol(tc->value("popper_mutant_hits", std::string("0")));
+  const long hits = std::strtol(tc->value("popper_mutant_hits", std::string("0")).c_str(), nullptr, 10);
   if (failed) {
     r.outcome = "killed";
     std::string why = tc->value("popper_reason", "");
@@ -52,7 +54,7 @@ MutantResult judge_mutant_run(const std::string& test_id, const std::string& jso
     r.outcome = "not_run";
     r.detail = tc->value("popper_reason", outcome);
   } else {
-    r.outcome = hits > 0 ? "survived" : "not_reached";
+    r.outcome = hits > 0 ? "survived" : POPPER_MUTANT("mutants-unreached-counts-killed") ? "killed" : "not_reached";
     r.detail = hits > 0 ? "passed with the mutant active (" + std::to_string(hits) + " hits)"
                         : "passed; the mutation point was never reached";
   }
