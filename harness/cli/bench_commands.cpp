@@ -54,10 +54,6 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--build-dir", o.build_dir, "build tree holding bin/ (default: the one this popper lives in)");
 }
 
-std::string gate_baseline_path(const std::string& source_dir, const std::string& fp, const std::string& family) {
-  return source_dir + "/baselines/" + fp + "/" + family + "-gate.csv";
-}
-
 // bench-gemm.csv -> gemm.csv, bench-gemm-gate.csv -> gemm-gate.csv
 std::string baseline_name(const std::string& from) {
   std::string name = fs::path(from).filename().string();
@@ -188,6 +184,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
               bench::GateOptions g;
               g.build_dir = build;
               g.progress = progress;
+              g.env = bench::gate_environment(g.valgrind, build);
               return bench::measure_gate_row(g, fam, row.key);
             }
             bench::CompareOptions co;
@@ -221,74 +218,141 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     struct Opt {
       CommonOptions common;
       std::string family = "gemm";
-      std::string out, baseline;
+      std::string out, baseline, against;
       bool no_check = false;
+      int jobs = 2;
       std::vector<std::string> only_shapes, only_tiers, only_precisions;
     };
     auto o = std::make_shared<Opt>();
     add_common(cmd, o->common);
-    cmd->add_option("--family", o->family, "bench family");
+    cmd->add_option("--family", o->family, "bench family, or all");
     cmd->add_option("--out", o->out, "CSV to write (default reports/bench-<family>-gate.csv)");
-    cmd->add_option("--baseline", o->baseline, "baseline (default baselines/<fingerprint>/<family>-gate.csv)");
+    cmd->add_option("--baseline", o->baseline, "baseline CSV (default baselines/<gate key>/<family>-gate.csv)");
+    cmd->add_option("--against", o->against,
+                    "without a committed baseline for this gate key, build REF (a commit; auto = the last commit "
+                    "that changed baselines/) in the build tree and compare in the same run");
     cmd->add_flag("--no-check", o->no_check, "only measure and write the CSV");
+    cmd->add_option("--jobs", o->jobs, "build jobs for --against");
     cmd->add_option("--shapes", o->only_shapes, "restrict to these gate shapes (baseline rows filtered alike)");
     cmd->add_option("--tiers", o->only_tiers, "restrict to these tiers, e.g. hand");
     cmd->add_option("--precision", o->only_precisions, "restrict to these precisions, e.g. f32");
     cmd->callback([o, &exit_code] {
       try {
         const std::string build = o->common.build();
-        auto fam = bench::load_family(o->common.source_dir, o->family);
+        const std::vector<std::string> families =
+            o->family == "all" ? bench::list_families(o->common.source_dir) : std::vector<std::string>{o->family};
+        if (families.size() > 1 && (!o->out.empty() || !o->baseline.empty()))
+          throw Error("--out and --baseline name one family's files; use them with one --family");
         const auto only_shapes = split_list(o->only_shapes), only_tiers = split_list(o->only_tiers),
                    only_precisions = split_list(o->only_precisions);
         auto keep = [](const std::vector<std::string>& filter, const std::string& v) {
           return filter.empty() || std::find(filter.begin(), filter.end(), v) != filter.end();
         };
-        auto restrict_to = [&](std::vector<std::string>& list, const std::vector<std::string>& filter, const char* what) {
-          for (const auto& f : filter)
-            if (std::find(list.begin(), list.end(), f) == list.end())
-              throw Error(std::string("--") + what + " " + f + " is not in " + fam.path + " gate");
-          std::erase_if(list, [&](const std::string& v) { return !keep(filter, v); });
-        };
-        restrict_to(fam.gate.shapes, only_shapes, "shapes");
-        restrict_to(fam.gate.tiers, only_tiers, "tiers");
-        restrict_to(fam.gate.precisions, only_precisions, "precision");
-        const auto machine = bench::probe_machine();
         bench::GateOptions g;
         g.build_dir = build;
         g.progress = progress;
-        auto table = bench::run_gate(g, fam);
-        const auto peak = bench::load_peak_cache(build + "/peak.json");
-        auto md = bench::run_metadata(machine, o->common.source_dir, build,
-                                      peak && peak->fingerprint == bench::fingerprint(machine) ? &*peak : nullptr);
-        for (auto& kv : table.metadata) md.push_back(kv);
-        table.metadata = md;
-        const std::string out = o->out.empty() ? "reports/bench-" + fam.family + "-gate.csv" : o->out;
-        if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
-        bench::write_bench_csv(out, table);
-        std::cerr << "wrote " << out << "\n";
-        if (o->no_check) {
-          exit_code = 0;
-          return;
+        g.env = bench::gate_environment(g.valgrind, build);
+        const bench::GateKey key = bench::probe_gate_key(g);
+        std::cerr << "gate key: " << key.id() << " (cpu path " << key.cpu_isa << " under valgrind, OpenBLAS "
+                  << key.openblas_core << ")\n";
+        if (key.cpu_isa != "avx512")
+          std::cerr << "note: valgrind's CPU has no AVX-512, so the gate counts the " << key.cpu_isa
+                    << " paths; AVX-512 paths are judged only by the timed check (popper bench check)\n";
+        std::string ref_build, ref_sha;
+        int worst = 0;
+        for (const auto& family : families) {
+          auto fam = bench::load_family(o->common.source_dir, family);
+          auto restrict_to = [&](std::vector<std::string>& list, const std::vector<std::string>& filter, const char* what) {
+            for (const auto& f : filter)
+              if (std::find(list.begin(), list.end(), f) == list.end())
+                throw Error(std::string("--") + what + " " + f + " is not in " + fam.path + " gate");
+            std::erase_if(list, [&](const std::string& v) { return !keep(filter, v); });
+          };
+          restrict_to(fam.gate.shapes, only_shapes, "shapes");
+          restrict_to(fam.gate.tiers, only_tiers, "tiers");
+          restrict_to(fam.gate.precisions, only_precisions, "precision");
+          const auto machine = bench::probe_machine();
+          auto run = bench::run_gate(g, fam);
+          const auto peak = bench::load_peak_cache(build + "/peak.json");
+          auto md = bench::run_metadata(machine, o->common.source_dir, build,
+                                        peak && peak->fingerprint == bench::fingerprint(machine) ? &*peak : nullptr);
+          for (auto& kv : key.metadata()) md.push_back(kv);
+          for (auto& kv : run.table.metadata) md.push_back(kv);
+          run.table.metadata = md;
+          const std::string out = o->out.empty() ? "reports/bench-" + fam.family + "-gate.csv" : o->out;
+          if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
+          bench::write_bench_csv(out, run.table);
+          bench::write_functions(bench::functions_path(out), run.functions);
+          std::cerr << "wrote " << out << "\n";
+          if (o->no_check) continue;
+
+          // The baseline: given, committed for this key, or the base commit measured now.
+          bench::BenchTable base;
+          std::map<std::string, bench::FunctionCounts> base_functions;
+          std::string base_name;
+          const std::string committed = o->common.source_dir + "/baselines/" + key.id() + "/" + fam.family + "-gate.csv";
+          const std::string base_path = !o->baseline.empty() ? o->baseline : committed;
+          if (fs::exists(base_path)) {
+            base = bench::read_bench_csv(base_path);
+            base_functions = bench::read_functions(bench::functions_path(base_path));
+            base_name = base_path;
+            if (const auto k = base.meta("gate_key"); o->baseline.empty() && k && *k != key.id())
+              throw Error(base_path + " says gate_key " + *k + ", not " + key.id() + ": it was copied, not recorded");
+          } else if (!o->baseline.empty()) {
+            throw Error("no baseline at " + o->baseline);
+          } else if (!o->against.empty()) {
+            if (ref_build.empty()) {
+              bench::RefBuildOptions rb;
+              rb.source_dir = o->common.source_dir;
+              rb.build_dir = build;
+              rb.ref = o->against == "auto" ? bench::default_reference(o->common.source_dir) : o->against;
+              rb.families = families;
+              rb.jobs = o->jobs;
+              rb.progress = progress;
+              std::cerr << "gate: no committed baseline for key " << key.id() << "; measuring the base commit "
+                        << rb.ref << " in this run\n";
+              ref_build = bench::build_reference(rb, &ref_sha);
+            }
+            if (!fs::exists(ref_build + "/bin/" + fam.executable)) {
+              std::cerr << "gate: " << fam.family << " does not exist at " << ref_sha.substr(0, 12)
+                        << ": its rows are NEW, nothing to compare\n";
+            } else {
+              bench::GateOptions gr = g;
+              gr.build_dir = ref_build;
+              auto ref_run = bench::run_gate(gr, fam);
+              base = std::move(ref_run.table);
+              base_functions = std::move(ref_run.functions);
+            }
+            base_name = "commit " + ref_sha + " (built and measured in this run)";
+          } else {
+            std::cerr << "popper bench gate: no gate baseline for key " << key.id() << " (" << committed << ")\n"
+                      << "  record one:  popper bench gate --family " << fam.family
+                      << " --no-check && popper bench baseline save --from " << out << "\n"
+                      << "  or compare with the base commit measured now:  popper bench gate --family " << fam.family
+                      << " --against auto\n";
+            worst = std::max(worst, 2);
+            continue;
+          }
+          std::erase_if(base.rows, [&](const bench::BenchRow& r) {
+            return !keep(only_shapes, r.key.shape) || !keep(only_tiers, r.key.tier) ||
+                   !keep(only_precisions, r.key.precision);
+          });
+          // Counts are exact: a row beyond the threshold is a regression by itself (no re-run needed).
+          const auto report = bench::check_tables(base, run.table, {}, {});
+          std::cout << "family " << fam.family << ", baseline: " << base_name << "\n" << bench::format_check_report(report);
+          for (const auto& rc : report.rows) {
+            if (rc.change == bench::Change::Unchanged || rc.change == bench::Change::New ||
+                rc.change == bench::Change::Missing)
+              continue;
+            const std::string k = rc.key.to_string();
+            const auto moved = bench::top_function_changes(base_functions[k], run.functions[k]);
+            if (moved.empty()) continue;
+            std::cout << "  " << k << ": functions that moved most\n";
+            for (const auto& line : moved) std::cout << "    " << line << "\n";
+          }
+          worst = std::max(worst, report.exit_code());
         }
-        const std::string base_path = o->baseline.empty()
-                                          ? gate_baseline_path(o->common.source_dir, bench::fingerprint(machine), fam.family)
-                                          : o->baseline;
-        if (!fs::exists(base_path)) {
-          std::cerr << "popper bench gate: no baseline for this machine at " << base_path
-                    << "\n  create it: popper bench gate --family " << fam.family
-                    << " --no-check && popper bench baseline save --from " << out << "\n";
-          exit_code = 2;
-          return;
-        }
-        auto base = bench::read_bench_csv(base_path);
-        std::erase_if(base.rows, [&](const bench::BenchRow& r) {
-          return !keep(only_shapes, r.key.shape) || !keep(only_tiers, r.key.tier) ||
-                 !keep(only_precisions, r.key.precision);
-        });
-        bench::Rerun rerun = [g, fam](const bench::BenchRow& row) { return bench::measure_gate_row(g, fam, row.key); };
-        const auto report = bench::check_tables(base, table, {}, rerun);
-        std::cout << "baseline: " << base_path << "\n" << bench::format_check_report(report);
-        exit_code = report.exit_code();
+        exit_code = worst;
       } catch (const std::exception& e) {
         std::cerr << "popper bench gate: " << e.what() << "\n";
         exit_code = 2;
@@ -311,8 +375,12 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     cmd->callback([o, &exit_code] {
       try {
         const auto table = bench::read_bench_csv(o->from);  // validates before anything is replaced
-        const auto fp = table.meta("fingerprint");
+        // A gate baseline is keyed by what decides its counts; a timed one by the machine.
+        auto fp = table.meta("gate_key");
+        if (!fp) fp = table.meta("fingerprint");
         if (!fp || fp->empty()) throw Error(o->from + ": no '# fingerprint:' metadata; not produced by popper bench");
+        if (const auto inj = table.meta("injected_slowdown"))
+          throw Error(o->from + " was recorded with POPPER_BENCH_INJECT_SLOWDOWN=" + *inj + ": not a baseline");
         const fs::path folder = fs::path(o->dir) / *fp;
         fs::create_directories(folder);
         const fs::path target = folder / baseline_name(o->from);
@@ -323,6 +391,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
           std::cerr << "previous baseline kept as " << prev.string() << "\n";
         }
         bench::write_bench_csv(target.string(), table);
+        if (fs::exists(bench::functions_path(o->from)))
+          popper::write_file_atomic(bench::functions_path(target.string()), popper::read_file(bench::functions_path(o->from)));
         std::cout << "saved " << target.string() << " (" << table.rows.size() << " rows)\n";
         exit_code = 0;
       } catch (const std::exception& e) {

@@ -20,6 +20,7 @@ const char* to_string(Change c) {
     case Change::Improvement: return "IMPROVEMENT";
     case Change::Missing: return "MISSING";
     case Change::Skipped: return "SKIPPED";
+    case Change::New: return "NEW";
   }
   return "?";
 }
@@ -149,6 +150,15 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       }
       report.rows.push_back(rc);
     }
+    for (const auto& c : current.rows)
+      if (!baseline.find(c.key)) {
+        RowCheck rc;
+        rc.key = c.key;
+        rc.ratio = std::nan("");
+        rc.change = Change::New;
+        rc.note = "not in the baseline";
+        report.rows.push_back(rc);
+      }
     return report;
   }
 
@@ -213,7 +223,7 @@ std::string format_check_report(const CheckReport& report) {
   out << "summary: " << report.count(Change::Regression) << " regression, " << report.count(Change::Missing)
       << " missing, " << report.count(Change::Warning) << " warning, " << report.count(Change::Unchanged)
       << " unchanged, " << report.count(Change::Improvement) << " improvement, " << report.count(Change::Skipped)
-      << " skipped\n";
+      << " skipped, " << report.count(Change::New) << " new\n";
   return out.str();
 }
 

@@ -7,6 +7,7 @@
 //   r < 1 - warning                      IMPROVEMENT
 //   otherwise                            UNCHANGED
 //   in baseline, not in current          MISSING      (exit 1)
+//   in current, not in baseline          NEW          (reported, no baseline to judge it by)
 // Significant: one-sided Mann–Whitney U of current samples against
 // (1 + regression) * baseline samples at level alpha, i.e. "slower by more
 // than the threshold" is the alternative. Instruction-count rows are
@@ -25,7 +26,7 @@
 
 namespace popper::bench {
 
-enum class Change { Regression, Warning, Unchanged, Improvement, Missing, Skipped };
+enum class Change { Regression, Warning, Unchanged, Improvement, Missing, Skipped, New };
 const char* to_string(Change c);
 
 struct Thresholds {
