@@ -321,6 +321,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
               gr.build_dir = ref_build;
               auto ref_run = bench::run_gate(gr, fam);
               base = std::move(ref_run.table);
+              base.metadata = run.table.metadata;  // same machine, same gate key, same run
+              base.set_meta("commit", ref_sha);
               base_functions = std::move(ref_run.functions);
             }
             base_name = "commit " + ref_sha + " (built and measured in this run)";
