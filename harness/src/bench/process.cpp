@@ -14,7 +14,6 @@
 #include <map>
 #include <thread>
 
-extern char** environ;
 
 namespace popper::bench {
 namespace {
