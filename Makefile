@@ -23,7 +23,7 @@ BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
 .PHONY: setup configure build validate test test-run audit graph fuzz asan clean gpu-check \
-        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest
+        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest
 
 setup:
 	scripts/install-deps.sh
@@ -86,6 +86,10 @@ bench-gate-baseline: build
 
 bench-gate-selftest: build
 	scripts/bench-gate-selftest.sh $(BUILD_DIR) 10
+
+# The timed check's self-test (long; wants a quiet machine): clean pairs, injected 25% and 10%.
+bench-check-selftest: build
+	scripts/bench-check-selftest.sh $(BUILD_DIR) 10
 
 # A machine with a GPU: device tests with declines forbidden (a decline fails),
 # then the device bench tier. Exits 1 at once without a device.
