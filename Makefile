@@ -22,7 +22,7 @@ SHAPES ?= gate
 BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
-.PHONY: setup configure build validate test test-run audit graph fuzz asan clean gpu-check \
+.PHONY: setup configure build validate test test-cpus test-run audit graph fuzz asan clean gpu-check \
         peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest
 
 setup:
@@ -42,17 +42,27 @@ validate: configure
 	$(POPPER) validate contracts
 
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE cpu-matrix
+
+# The CPU matrix: the test binaries as other CPUs run them (qemu-user), beside
+# the native run, each kernel picking its own path. Legs: POPPER_CPU_MODELS.
+test-cpus: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L cpu-matrix
 
 # Runs the tests but keeps going on failure, so the audit can report it.
 test-run: build
-	-ctest --test-dir $(BUILD_DIR) --output-on-failure
+	-ctest --test-dir $(BUILD_DIR) --output-on-failure -LE cpu-matrix
 
 # The audit runs every test under each of its mutants (--mutants) and exits 1
 # on any failure its report lists (waivers: waivers.yaml, id + reason + expiry).
+# Results of the CPU-matrix legs (make test-cpus), when present, join the
+# evidence: per obligation, which CPU paths passed where.
+CPU_LEGS = $(wildcard $(BUILD_DIR)/results/cpu-*-contract_tests.json)
+CPU_MUTANTS = $(wildcard $(BUILD_DIR)/results/cpu-*-mutants.json)
 audit: $(if $(SKIP_TESTS),build,test-run)
 	$(POPPER) audit --contracts contracts --mutants \
-	  --results $(BUILD_DIR)/results/contract_tests.json \
+	  --results $(BUILD_DIR)/results/contract_tests.json $(CPU_LEGS) \
+	  $(if $(CPU_MUTANTS),--mutant-results $(CPU_MUTANTS)) \
 	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests \
 	  $(if $(wildcard reports/bench-claims.json),--bench-claims reports/bench-claims.json) \
 	  $(if $(WAIVERS),--waivers $(WAIVERS)) \

@@ -97,13 +97,14 @@ template <class T>
 void agree_on_bench_shapes(const popper::Params& p, std::uint64_t offset) {
   const double factor = p.number("tol_factor");
   const int scale_full = static_cast<int>(p.integer("scale_full"));
+  const int scale_full_k = static_cast<int>(p.integer("scale_full_k"));
   std::mt19937_64 rng(p.seed() + offset);
   const BlasHandle blas;
   for (int i = 0; i < POPPER_GEMM_SHAPE_COUNT; ++i) {
     const auto& sh = POPPER_GEMM_SHAPES[i];
     const bool full = std::string(sh.set) == "full";
     const std::int64_t m = full ? sh.m / scale_full : sh.m, n = full ? sh.n / scale_full : sh.n,
-                       k = full ? sh.k / scale_full : sh.k;
+                       k = full ? sh.k / scale_full_k : sh.k;
     const GemmShape s = with_tight_ld({Layout::RowMajor, Op::NoTrans, Op::NoTrans, m, n, k, 0, 0, 0});
     const Operands<T> o = random_operands<T>(s, rng);
     // |A||B| through the wrapper in double (fast; rounding is covered by the factor).

@@ -160,7 +160,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   struct MutantsOptions {
     std::vector<std::string> contracts{"contracts"};
     std::string test_binary, exec_prefix, site = "native", out = "reports/mutants.json";
-    std::vector<std::string> env;
+    std::vector<std::string> env, paths;
     int jobs = 2;
     double timeout = 600;
   };
@@ -171,6 +171,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   mc->add_option("--exec-prefix", m->exec_prefix, "command to run the binary under, e.g. 'qemu-x86_64 -cpu Haswell'");
   mc->add_option("--site", m->site, "where this runs: native, emulated:<model>")->capture_default_str();
   mc->add_option("--env", m->env, "extra environment K=V for every run");
+  mc->add_option("--paths", m->paths, "only mutants whose path is one of these, e.g. cpu:avx2");
   mc->add_option("--jobs", m->jobs, "runs in parallel")->check(CLI::Range(1, 64));
   mc->add_option("--timeout", m->timeout, "seconds before a run counts as a hang (detected)");
   mc->add_option("-o,--output", m->out, "results file")->capture_default_str();
@@ -189,6 +190,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       mo.site = m->site;
       mo.jobs = m->jobs;
       mo.timeout_seconds = m->timeout;
+      mo.paths = m->paths;
       mo.progress = progress;
       for (const auto& kv : m->env) {
         const auto eq = kv.find('=');

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -68,10 +69,15 @@ std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOpt
   std::vector<Job> jobs;
   for (const auto& c : set.contracts) {
     const std::string suite = test_identifier(c.stem);
+    auto wanted = [&](const Mutant& m) {
+      return opt.paths.empty() || std::find(opt.paths.begin(), opt.paths.end(), m.path) != opt.paths.end();
+    };
     for (const auto& t : c.falsification_tests)
-      for (const auto& m : t.mutants) jobs.push_back({c.stem, suite, t.id, m.id, m.path});
+      for (const auto& m : t.mutants)
+        if (wanted(m)) jobs.push_back({c.stem, suite, t.id, m.id, m.path});
     for (const auto& h : c.kani_harnesses)
-      for (const auto& m : h.mutants) jobs.push_back({c.stem, suite, h.id, m.id, m.path});
+      for (const auto& m : h.mutants)
+        if (wanted(m)) jobs.push_back({c.stem, suite, h.id, m.id, m.path});
   }
   if (::access(opt.test_binary.c_str(), X_OK) != 0)
     throw Error("popper audit --mutants: cannot run the test binary " + opt.test_binary);

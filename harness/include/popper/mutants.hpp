@@ -27,6 +27,9 @@ struct MutantRunOptions {
   std::string site = "native";
   int jobs = 2;
   double timeout_seconds = 600;
+  // Only mutants whose `path` is one of these (a CPU-matrix leg runs the
+  // mutants of the path its CPU takes); empty = every mutant.
+  std::vector<std::string> paths;
   std::function<void(const std::string&)> progress;
 };
 
