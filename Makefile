@@ -1,11 +1,13 @@
 # The verbs popper users type. Each builds what it needs.
 #   make setup      install dependencies (Debian) and configure
 #   make validate   check every contract in contracts/
-#   make test       build and run every test (contract tests + harness unit tests)
+#   make test       build and run every test (contract tests + harness unit tests, mutants, gate self-test)
+#   make test-cpus  the CPU matrix: the tests natively and under qemu-user Nehalem and Haswell
 #   make audit      run the tests, then write reports/coverage.{json,md} (SKIP_TESTS=1 reuses the last results)
 #   make peak            measure this machine's FMA throughput and memory bandwidth
 #   make bench-compare   three-tier benchmark of FAMILY (default gemm) on SHAPES (gate | full | names)
 #   make bench-regression  CI gate: instruction counts of the gate shapes against baselines/ (or the base commit)
+#   make bench-check     timed check of reports/bench-FAMILY.csv against BASELINE (interval verdicts)
 #   make gpu-check  on a machine with a GPU: every device test and bench tier, declines forbidden
 #   make fuzz       run the contract-loader fuzzer for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan

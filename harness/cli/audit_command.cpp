@@ -3,6 +3,8 @@
 //              [--require-claims] [--min-coverage X] [-o DIR]
 // popper mutants --test-binary BIN [--contracts DIR] [--exec-prefix CMD] [--site NAME] [--env K=V]... -o FILE
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -111,6 +113,10 @@ void add_audit_command(CLI::App& app, int& exit_code) {
         }
         MutantRunOptions mo;
         mo.test_binary = o->test_binary;
+        // Natively the tests also force the narrower CPU paths (unless
+        // POPPER_DISPATCH=auto); the site says so, beside the matrix legs' own.
+        const char* dispatch = std::getenv("POPPER_DISPATCH");
+        mo.site = dispatch && std::string_view(dispatch) == "auto" ? "native" : "native forced";
         mo.jobs = o->jobs;
         mo.progress = progress;
         auto native = run_mutants(in.contracts, mo);

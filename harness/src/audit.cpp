@@ -134,8 +134,16 @@ AuditReport audit(const AuditInputs& in) {
       tests.push_back({{"id", id}, {"kind", kind}, {"outcome", r.outcome}, {"reason", r.reason},
                        {"backends", evidence_json(r.backends)}, {"declines", r.declines}, {"sites", r.sites},
                        {"mutants", mj}, {"power", power_text}});
+      // A path-specific mutant shows where it was caught (which leg of the CPU matrix).
+      std::string md_power = power_text;
+      for (const auto& m : mj) {
+        if (m["path"].get<std::string>().empty() || m["by_site"].empty()) continue;
+        std::vector<std::string> sites;
+        for (const auto& [site, o] : m["by_site"].items()) sites.push_back(site + " " + o.get<std::string>());
+        md_power += fmt::format("; {} ({}): {}", m["id"].get<std::string>(), m["path"].get<std::string>(), fmt::join(sites, ", "));
+      }
       md_rows += fmt::format("| {} | {} | {} | {} | {} | {} |\n", id, kind, r.outcome, md_cell(evidence_text(r.backends)),
-                             power_text, md_cell(r.reason, 160));
+                             md_cell(md_power, 400), md_cell(r.reason, 160));
     };
     for (const auto& t : c.falsification_tests) {
       const IdResult r = outcome_of(t.id);
