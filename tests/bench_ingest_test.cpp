@@ -1,10 +1,12 @@
 // Producer output ingestion, family descriptors, claims, reports, callgrind parsing.
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include "popper/bench/claims.hpp"
 #include "popper/bench/family.hpp"
 #include "popper/bench/gate.hpp"
 #include "popper/bench/ingest.hpp"
+#include "popper/bench/interval.hpp"
 #include "popper/bench/report.hpp"
 #include "popper/error.hpp"
 
@@ -201,6 +203,29 @@ TEST(BenchReport, MarkdownAndSvgShowTiersAndPeak) {
   EXPECT_NE(svg.find(">square_1k<"), std::string::npos);
   EXPECT_NE(svg.find(">hand<"), std::string::npos);
   EXPECT_EQ(svg.rfind("</svg>"), svg.size() - 7);
+  // Each bar carries its error bar: a wider spread between trials draws a longer one.
+  const auto bar_length = [&](double spread) {
+    pb::BenchTable u;
+    u.rows = {timed("hand", "s", 0.05, spread)};
+    const auto s = pb::render_svg(u, "gemm", nullptr, "fp32", "fp64");
+    const auto at = s.find("<path d=\"M");
+    EXPECT_NE(at, std::string::npos) << s;
+    double x0, y_low, h, x1, y1, y_high;  // M x0 y_low H .. M x1 y_low V y_high
+    EXPECT_EQ(std::sscanf(s.c_str() + at, "<path d=\"M%lf %lfH%lfM%lf %lfV%lf", &x0, &y_low, &h, &x1, &y1, &y_high), 6);
+    return y_low - y_high;
+  };
+  EXPECT_GT(bar_length(0.2), 10 * bar_length(0.005));
+}
+
+TEST(BenchInterval, MedianIntervalCoversTheMedianAndWidensWithTrialSpread) {
+  const auto row = timed("hand", "s", 2.0, 0.1);
+  const auto ci = pb::median_interval(pb::TrialSamples{&row.samples, &row.trials});
+  EXPECT_DOUBLE_EQ(ci.ratio, 2.0);
+  EXPECT_LE(ci.lo, 2.0);
+  EXPECT_GE(ci.hi, 2.0);
+  EXPECT_LT(ci.lo, 1.95);  // the 10% trial spread shows
+  EXPECT_GT(ci.hi, 2.05);
+  EXPECT_EQ(ci.df, 2);
 }
 
 TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {

@@ -147,6 +147,14 @@ RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, d
   return summarize(logs, median(*num.samples) / median(*den.samples), alpha, df);
 }
 
+RatioInterval median_interval(const TrialSamples& s, double alpha, int resamples, std::uint64_t seed) {
+  static const std::vector<double> one{1.0};
+  static const std::vector<int> trial0{0};
+  RatioInterval r = ratio_interval(s, TrialSamples{&one, &trial0}, alpha, resamples, seed);
+  r.df = trial_count(s) - 1;
+  return r;
+}
+
 RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha, int resamples,
                                     std::uint64_t seed) {
   check_nonempty(num, "numerator");

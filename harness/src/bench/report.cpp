@@ -1,6 +1,7 @@
 // Markdown table and SVG chart of a bench table (definitions in report.hpp).
 #include "popper/bench/report.hpp"
 
+#include "popper/bench/interval.hpp"
 #include "popper/bench/stats.hpp"
 
 #include <algorithm>
@@ -162,7 +163,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << width / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">"
-    << xml_escape(family) << ": ceiling vs wrapped vs hand (" << unit << ", median)</text>\n";
+    << xml_escape(family) << ": ceiling vs wrapped vs hand (" << unit << ", median; bars: 95% interval over trials)</text>\n";
   if (auto fp = t.meta("fingerprint"))
     o << "<text x=\"" << width / 2 << "\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">" << xml_escape(*fp) << " — "
       << xml_escape(t.meta("date").value_or("")) << "</text>\n";
@@ -206,7 +207,19 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
           o << "<rect x=\"" << bx << "\" y=\"" << y << "\" width=\"" << bar_w - 2 << "\" height=\"" << plot_bottom - y
             << "\" fill=\"" << color << "\"><title>" << tier << " " << shape << " " << lab << " " << unit
             << "</title></rect>\n";
-          o << "<text x=\"" << bx + bar_w / 2 - 1 << "\" y=\"" << y - 3 << "\" text-anchor=\"middle\" font-size=\"9\">"
+          // Error bar: the 95% interval of the median over trials (two-level bootstrap).
+          double label_y = y - 3;
+          if (r->samples.size() >= 2) {
+            const RatioInterval ci = median_interval(TrialSamples{&r->samples, &r->trials});
+            if (ci.lo > 0 && ci.hi > 0) {
+              const double med = r->median(), cx = bx + bar_w / 2 - 1;
+              const double ylo = ypos(v * med / ci.hi), yhi = std::max(plot_top - 10, ypos(v * med / ci.lo));
+              o << "<path d=\"M" << cx - 3 << " " << ylo << "H" << cx + 3 << "M" << cx << " " << ylo << "V" << yhi << "M"
+                << cx - 3 << " " << yhi << "H" << cx + 3 << "\" stroke=\"black\" fill=\"none\"/>\n";
+              label_y = std::min(label_y, yhi - 3);
+            }
+          }
+          o << "<text x=\"" << bx + bar_w / 2 - 1 << "\" y=\"" << label_y << "\" text-anchor=\"middle\" font-size=\"9\">"
             << lab << "</text>\n";
         }
         bx += bar_w;

@@ -38,6 +38,11 @@ RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, d
 RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha = 0.05,
                                     int resamples = 2000, std::uint64_t seed = 1);
 
+// Interval of one row's median itself (the same two-level bootstrap, against
+// a constant): what the report's error bars show. `ratio` is the median.
+RatioInterval median_interval(const TrialSamples& s, double alpha = 0.05, int resamples = 2000,
+                              std::uint64_t seed = 1);
+
 // One-sided p-values: the evidence that the true ratio is above (below) c.
 // 1 when the interval is not testable.
 double p_ratio_above(const RatioInterval& r, double c);
