@@ -182,6 +182,33 @@ TEST(BenchCheck, DifferentFingerprintComparesOnlyNormalizedRatios) {
   EXPECT_EQ(pb::check_tables(base, base).mode, pb::CheckMode::Absolute);
 }
 
+TEST(BenchCheck, WholeMachineSlowdownIsJudgedAgainstTheSameRunCeiling) {
+  // Same machine, but everything (the vendor library included) is 30% slower:
+  // the load changed, not the code. Judged relative to the ceiling: unchanged.
+  const auto base = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
+                                trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto loaded = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet),
+                                  trial_row("hand", "cpu", 2.6, kQuiet)});
+  const auto rep = pb::check_tables(base, loaded, pb::CheckOptions{});
+  EXPECT_EQ(rep.mode, pb::CheckMode::Normalized);
+  EXPECT_NE(rep.mode_reason.find("1.300x"), std::string::npos) << rep.mode_reason;
+  ASSERT_EQ(rep.rows.size(), 1u);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
+  // A slower hand kernel on the loaded machine is still a regression.
+  const auto slower = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet),
+                                  trial_row("hand", "cpu", 3.4, kQuiet)});
+  EXPECT_EQ(pb::check_tables(base, slower, pb::CheckOptions{}).rows[0].change, pb::Change::Regression);
+  // Only the hand kernel slower (the ceiling steady): absolute mode, REGRESSION.
+  const auto hand_only = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
+                                     trial_row("hand", "cpu", 2.6, kQuiet)});
+  const auto rep2 = pb::check_tables(base, hand_only, pb::CheckOptions{});
+  EXPECT_EQ(rep2.mode, pb::CheckMode::Absolute);
+  EXPECT_EQ(rep2.rows[1].change, pb::Change::Regression) << pb::format_check_report(rep2);
+  pb::CheckOptions absolute;
+  absolute.normalize_on_drift = false;
+  EXPECT_EQ(pb::check_tables(base, loaded, absolute).mode, pb::CheckMode::Absolute);
+}
+
 TEST(BenchInterval, StudentTAndHolmAndPower) {
   EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);   // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
   EXPECT_NEAR(pb::student_t_upper(0.0, 3), 0.5, 1e-12);

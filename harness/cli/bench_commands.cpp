@@ -327,7 +327,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
       CommonOptions common;
       std::string baseline, current, against, family;
       std::vector<std::string> shapes{"gate"}, threads{"1,2"}, precisions{"f32,f64"};
-      bool rerun = false, strict = false;
+      bool rerun = false, strict = false, absolute = false;
       int trials = 6, jobs = 2;
       double budget = 900;
       bench::Thresholds th;
@@ -346,6 +346,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     cmd->add_flag("--rerun", o->rerun, "re-measure NOISY and REGRESSION rows (with the baseline's environment) while the budget lasts");
     cmd->add_option("--budget", o->budget, "seconds re-measuring may take");
     cmd->add_flag("--strict", o->strict, "NOISY rows fail too");
+    cmd->add_flag("--absolute", o->absolute,
+                  "compare absolute times even when the ceiling rows show the machine itself got slower or faster");
     cmd->add_option("--alpha", o->th.alpha, "family-wise error rate over the table (Holm)");
     cmd->add_option("--regression-threshold", o->th.regression, "fraction slower that is a regression (0.10)");
     cmd->add_option("--warning-threshold", o->th.warning, "fraction slower that is a warning (0.05)");
@@ -374,6 +376,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         bench::CheckOptions copt;
         copt.thresholds = o->th;
         copt.budget_seconds = o->budget;
+        copt.normalize_on_drift = !o->absolute;
         if (o->rerun) {
           // Re-measure under the baseline's recorded environment, in new trials.
           const auto env = parse_environment(base.meta("environment").value_or(""));

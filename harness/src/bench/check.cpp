@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <utility>
 #include <sstream>
 
 #include "popper/bench/interval.hpp"
@@ -84,6 +86,23 @@ std::optional<BenchRow> normalized(const std::map<std::string, double>& best, co
     out.samples[i] /= it != best.end() ? it->second : overall->second;
   }
   return out;
+}
+
+// Geometric mean of current/baseline median over the ceiling rows both tables
+// hold, and how many; nullopt with none.
+std::optional<std::pair<double, int>> ceiling_drift(const BenchTable& baseline, const BenchTable& current) {
+  double log_sum = 0;
+  int n = 0;
+  for (const auto& b : baseline.rows) {
+    if (b.key.tier != "ceiling" || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0) continue;
+    for (const auto& c : current.rows)
+      if (c.key == b.key && c.unit == b.unit && !c.samples.empty() && c.median() > 0) {
+        log_sum += std::log(c.median() / b.median());
+        ++n;
+      }
+  }
+  if (n == 0) return std::nullopt;
+  return std::make_pair(std::exp(log_sum / n), n);
 }
 
 // A pair of rows to judge: the (possibly normalized) samples of each side.
@@ -165,6 +184,18 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
                                  fc.value_or("none") +
                                  "): each timed sample is divided by its own trial's best ceiling and those ratios "
                                  "are compared, never absolute times";
+  if (report.mode == CheckMode::Absolute && opt.normalize_on_drift) {
+    if (const auto drift = ceiling_drift(baseline, current); drift && std::fabs(std::log(drift->first)) > std::log1p(t.warning)) {
+      report.mode = CheckMode::Normalized;
+      char buf[400];
+      std::snprintf(buf, sizeof buf,
+                    "same machine, but its vendor-library rows (untouched by any change to this repository) are %.3fx "
+                    "their baseline time (geometric mean of %d ceiling rows): the machine itself is %s than when the "
+                    "baseline was recorded, so each timed sample is divided by its own trial's best ceiling",
+                    drift->first, drift->second, drift->first > 1 ? "slower" : "faster");
+      report.mode_reason = buf;
+    }
+  }
   BenchTable cur_table = current;
   const auto started = std::chrono::steady_clock::now();
   for (int round = 0;; ++round) {

@@ -75,6 +75,11 @@ struct CheckOptions {
   Remeasure remeasure;      // for NOISY and REGRESSION timed rows
   double budget_seconds = 0;  // re-measuring stops when this is spent
   int max_rounds = 3;
+  // Same machine, but the vendor library's own rows (which no change to this
+  // repository touches) moved beyond the warning threshold: the machine itself
+  // is faster or slower than when the baseline was recorded (load, clock), so
+  // rows are compared relative to their trial's ceiling. false keeps absolute.
+  bool normalize_on_drift = true;
 };
 
 CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const Thresholds& t = {},
