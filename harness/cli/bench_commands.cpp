@@ -25,6 +25,7 @@
 namespace popper::cli {
 
 std::string default_build_dir();  // peak_command.cpp
+void add_bench_threshold_command(CLI::App& bench, int& exit_code);  // threshold_command.cpp
 
 namespace {
 
@@ -70,6 +71,7 @@ std::string baseline_name(const std::string& from) {
 void add_bench_commands(CLI::App& app, int& exit_code) {
   auto* bench = app.add_subcommand("bench", "Three-tier benchmarks, regression checks, baselines");
   bench->require_subcommand(1);
+  add_bench_threshold_command(*bench, exit_code);
 
   // ---- compare ----
   {
