@@ -78,6 +78,12 @@ bench-gate-baseline: build
 bench-gate-selftest: build
 	scripts/bench-gate-selftest.sh $(BUILD_DIR) 10
 
+# Routing threshold from the bench CSV (nsa: config/nsa-router.yaml, read by the NSA router).
+MARGIN ?= 1.2
+.PHONY: bench-threshold
+bench-threshold: build
+	$(POPPER) bench threshold --family $(FAMILY) --margin $(MARGIN) --csv reports/bench-$(FAMILY).csv
+
 fuzz:
 	cmake --preset fuzz
 	cmake --build build-fuzz -j$(JOBS) --target popper_fuzz_contract

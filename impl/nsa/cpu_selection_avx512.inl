@@ -7,8 +7,8 @@
 // BF16 is one zmm of 16 dword pairs; a 16x16 dword transpose turns the tile
 // into 16 vectors "pair p of every key", which every head of the task
 // multiplies with its broadcast query pair p: the tile is loaded once for all
-// heads. P.V: per Dv chunk, h x NV zmm accumulators live across all keys and
-// are stored once.
+// heads. P.V: blocks of 64 keys whose V rows stay in L1 while each Dv chunk's
+// h x NV zmm accumulators run over them.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -164,30 +164,39 @@ float max_of(const float* x, std::int64_t len) {
   return _mm512_reduce_max_ps(m);
 }
 
-// Pass 2 over the accumulators of NH heads, NV zmm of Dv each, per Dv chunk.
+// Pass 2: blocks of kValueBlock keys (their V rows stay in L1 while every Dv
+// chunk uses them); per chunk NH x NV zmm accumulators, carried from block to
+// block through O itself in FP32, so each output lane is one sequential FMA
+// chain over the keys in selection order.
+constexpr int kValueBlock = 64;
+
 template <int NH, int NV>
 void weighted_values(const RowTask& t, const KernelParams& kp, const float* s, std::int64_t ld) {
   const int dv = kp.dim_v;
-  for (int c0 = 0; c0 < dv; c0 += 16 * NV) {
-    __m512 acc[NH][NV];
-    __mmask16 vm[NV];
-    for (int x = 0; x < NV; ++x) {
-      vm[x] = lanes(std::max(0, dv - (c0 + 16 * x)));
-      for (int h = 0; h < NH; ++h) acc[h][x] = _mm512_setzero_ps();
-    }
-    KeyCursor values(t.spans, t.n_spans, t.v, t.v_stride, false);
-    const bf16* row = nullptr;
-    for (std::int64_t i = 0; values.fill(&row, 1) == 1; ++i) {
-      __m512 vv[NV];
-      for (int x = 0; x < NV; ++x) vv[x] = widen(_mm256_maskz_loadu_epi16(vm[x], row + c0 + 16 * x));
-      for (int h = 0; h < NH; ++h) {
-        const __m512 pw = _mm512_set1_ps(s[h * ld + i]);
-        for (int x = 0; x < NV; ++x) acc[h][x] = _mm512_fmadd_ps(pw, vv[x], acc[h][x]);
+  KeyCursor values(t.spans, t.n_spans, t.v, t.v_stride, false);
+  const bf16* rows[kValueBlock];
+  std::int64_t i0 = 0;
+  for (int n = values.fill(rows, kValueBlock); n > 0; i0 += n, n = values.fill(rows, kValueBlock)) {
+    for (int c0 = 0; c0 < dv; c0 += 16 * NV) {
+      __m512 acc[NH][NV];
+      __mmask16 vm[NV];
+      for (int x = 0; x < NV; ++x) {
+        vm[x] = lanes(std::max(0, dv - (c0 + 16 * x)));
+        for (int h = 0; h < NH; ++h)
+          acc[h][x] = i0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(vm[x], t.o[h] + c0 + 16 * x);
       }
+      for (int i = 0; i < n; ++i) {
+        __m512 vv[NV];
+        for (int x = 0; x < NV; ++x) vv[x] = widen(_mm256_maskz_loadu_epi16(vm[x], rows[i] + c0 + 16 * x));
+        for (int h = 0; h < NH; ++h) {
+          const __m512 pw = _mm512_set1_ps(s[h * ld + i0 + i]);
+          for (int x = 0; x < NV; ++x) acc[h][x] = _mm512_fmadd_ps(pw, vv[x], acc[h][x]);
+        }
+      }
+      for (int h = 0; h < NH; ++h)
+        for (int x = 0; x < NV; ++x)
+          if (vm[x]) _mm512_mask_storeu_ps(t.o[h] + c0 + 16 * x, vm[x], acc[h][x]);
     }
-    for (int h = 0; h < NH; ++h)
-      for (int x = 0; x < NV; ++x)
-        if (vm[x]) _mm512_mask_storeu_ps(t.o[h] + c0 + 16 * x, vm[x], acc[h][x]);
   }
 }
 

@@ -8,7 +8,7 @@
 //   pass 1:  S[h][i] = scale * (q_h . k_{j_i}),  m_h = max_i S[h][i],
 //            lse_h = m_h + log(sum_i exp(S[h][i] - m_h))
 //   pass 2:  P[h][i] = exp(S[h][i] - lse_h)   (pass 1's lse, for every tile)
-//            o_h = sum_i P[h][i] v_{j_i}      (FP32, accumulated per Dv chunk in registers, stored once)
+//            o_h = sum_i P[h][i] v_{j_i}      (FP32 FMA chains over the keys in selection order)
 #pragma once
 #include <cstdint>
 
