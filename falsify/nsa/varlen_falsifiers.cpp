@@ -37,9 +37,10 @@ struct Case {
 Case make_case(std::mt19937_64& rng, int index) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   Case c;
-  const int groups = pick(1, 2), hg = pick(1, 3);
-  const int dims[] = {8, 24, 64};
-  const int d = dims[pick(0, 2)];
+  const int head_counts[] = {1, 2, 3, 9};  // 9: more heads than one task holds (tasks of 8)
+  const int groups = pick(1, 2), hg = head_counts[pick(0, 3)];
+  const int dims[] = {8, 24, 37, 64};
+  const int d = dims[pick(0, 3)];
   c.layout = {groups * hg, groups, d, pick(0, 1) ? d : 16};
   c.block_mode = index % 2 == 0;
   const int block_sizes[] = {2, 4, 8, 16};
