@@ -56,8 +56,6 @@ struct Fixture {
   std::vector<SequenceInput> sequences;
   std::vector<std::int64_t> span_offsets;
   std::vector<Span> spans;
-  // The first sequence alone: the injected-slowdown work unit (1/4 of a call).
-  tb::Workload quarter;
 };
 
 // One fixture at a time (a process usually runs one benchmark; the full list would not fit in memory).
@@ -78,15 +76,6 @@ std::shared_ptr<Fixture> fixture_for(const popper_nsa_shape& s) {
   }
   f->span_offsets = w.pack.offsets;
   f->spans = w.pack.spans;
-  auto& qt = f->quarter;
-  qt.layout = l;
-  qt.cu_q = {0, w.cu_q[1]};
-  qt.cu_k = {0, w.cu_k[1]};
-  const std::vector<std::int64_t> off(w.pack.offsets.begin(), w.pack.offsets.begin() + w.cu_q[1] + 1);
-  qt.pack = pack_explicit_spans(qt.batch(), 1, off, std::span(w.pack.spans).first(std::size_t(off.back())));
-  qt.q.assign(w.q.begin(), w.q.begin() + std::ptrdiff_t(w.cu_q[1]) * l.heads * l.dim);
-  qt.k.assign(w.k.begin(), w.k.begin() + std::ptrdiff_t(w.cu_k[1]) * l.dim);
-  qt.v.assign(w.v.begin(), w.v.begin() + std::ptrdiff_t(w.cu_k[1]) * l.dim_v);
   cached = f;
   return f;
 }
@@ -94,7 +83,7 @@ std::shared_ptr<Fixture> fixture_for(const popper_nsa_shape& s) {
 void bench_nsa(benchmark::State& state, Tier tier, popper_nsa_shape sh, int threads) {
   const auto f = fixture_for(sh);
   const auto& w = f->w;
-  std::vector<float> o(w.o_size()), lse(w.lse_size()), o2(f->quarter.o_size());
+  std::vector<float> o(w.o_size()), lse(w.lse_size());
   auto run = [&](const tb::Workload& x, std::span<float> out_o, std::span<float> out_lse) {
     switch (tier) {
       case Tier::Wrapped: selection_attention_fallback(x.problem(), {out_o, out_lse}, FallbackOptions{threads}); break;
@@ -141,15 +130,8 @@ void bench_nsa(benchmark::State& state, Tier tier, popper_nsa_shape sh, int thre
     state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
     return;
   }
-  // Injected slowdown (hand only): whole extra calls, plus the first sequence (1/4 of a call) per 0.25.
-  const double slow = tier == Tier::Hand ? bs::injected_slowdown() : 0.0;
-  const int extra_calls = static_cast<int>(std::floor(slow));
-  const int extra_quarters = static_cast<int>(std::lround((slow - extra_calls) * POPPER_NSA_SEQS));
-  auto timed = [&] {
-    run(w, o, lse);
-    for (int i = 0; i < extra_calls; ++i) run(w, o, lse);
-    for (int i = 0; i < extra_quarters; ++i) run(f->quarter, o2, {});
-  };
+  // Injected slowdown lives in popper_bench_call_hand (whole extra calls), not here.
+  auto timed = [&] { run(w, o, lse); };
   for (auto _ : state) {
     switch (tier) {
       case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
@@ -194,7 +176,6 @@ int main(int argc, char** argv) {
   }
   benchmark::AddCustomContext("popper_backend_pack", "cpu:memcpy");
   benchmark::AddCustomContext("popper_backend_reference", "reference");
-  if (bs::injected_slowdown() > 0) benchmark::AddCustomContext("popper_injected_slowdown", std::to_string(bs::injected_slowdown()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
