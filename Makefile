@@ -99,6 +99,12 @@ bench-gate-baseline: build
 bench-gate-selftest: build
 	scripts/bench-gate-selftest.sh $(BUILD_DIR) 10
 
+# Routing threshold from the bench CSV (nsa: config/nsa-router.yaml, read by the NSA router).
+MARGIN ?= 1.2
+.PHONY: bench-threshold
+bench-threshold: build
+	$(POPPER) bench threshold --family $(FAMILY) --margin $(MARGIN) --csv reports/bench-$(FAMILY).csv
+
 # The timed check's self-test (long; wants a quiet machine): clean pairs, injected 25% and 10%.
 bench-check-selftest: build
 	scripts/bench-check-selftest.sh $(BUILD_DIR) 10

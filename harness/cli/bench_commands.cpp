@@ -31,6 +31,7 @@
 namespace popper::cli {
 
 std::string default_build_dir();  // peak_command.cpp
+void add_bench_threshold_command(CLI::App& bench, int& exit_code);  // threshold_command.cpp
 
 namespace {
 
@@ -197,6 +198,7 @@ std::pair<bench::BenchTable, bench::BenchTable> duet(const std::string& src, con
 void add_bench_commands(CLI::App& app, int& exit_code) {
   auto* bench = app.add_subcommand("bench", "Three-tier benchmarks, regression checks, baselines");
   bench->require_subcommand(1);
+  add_bench_threshold_command(*bench, exit_code);
 
   // ---- compare ----
   {
@@ -228,7 +230,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     cmd->add_option("--contracts", o->contracts, "contract folder whose benchmarks claims are evaluated");
     cmd->add_flag("--no-core-types", o->no_core_types, "run the ceiling only under the default OpenBLAS core");
     cmd->add_flag("--refresh-peak", o->refresh_peak, "re-measure the machine peak");
-    cmd->callback([o, &exit_code] {
+    cmd->callback([o, cmd, &exit_code] {
       try {
         const auto started = std::chrono::steady_clock::now();
         const std::string build = o->common.build();
@@ -241,6 +243,12 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         co.shapes = split_list(o->shapes);
         co.tiers = split_list(o->tiers);
         co.precisions = split_list(o->precisions);
+        // Without --precision: the precisions the family measures (its peak map), so
+        // a bf16-only family (nsa) is not silently reduced to its ceiling rows.
+        if (cmd->get_option("--precision")->count() == 0 && !fam.peak.empty()) {
+          co.precisions.clear();
+          for (const auto& [prec, unit] : fam.peak) co.precisions.push_back(prec);
+        }
         co.threads.clear();
         for (const auto& t : split_list(o->threads)) co.threads.push_back(std::stoi(t));
         co.min_time = o->min_time;

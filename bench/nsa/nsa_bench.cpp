@@ -1,0 +1,184 @@
+// bench_nsa: the NSA selection attention suite (bench producer protocol).
+// Names nsa/<tier>/<shape>/bf16/threads:<n>, shapes from bench/nsa/shapes.h,
+// workload from bench/nsa/workload.h (the ceiling builds the same one):
+//
+//   wrapped    the fallback: gather + dense attention through OpenBLAS SGEMM
+//   hand       the group-centric kernel (its own CPU path: cpu:avx512bf16 here)
+//   pack       varlen packing apart from the kernels: pack_sequences of the 4
+//              sequences into cu_seqlens buffers + the span pack of every row
+//   reference  the FP64 oracle (gate shapes only)
+//
+// Counters per call: flop = 2 N H L (D + Dv) (QK^T and PV), bytes = Q, the
+// selected K/V rows, O. Before timing, hand and wrapped outputs are compared
+// with the FP64 reference on 8 rows spread over the batch (MAE <= 1e-3 and the
+// contract's elementwise bound): label "verified(sampled 8 rows)", or the
+// benchmark is skipped with "incorrect: ...".
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/bench_support.hpp"
+#include "nsa/nsa.hpp"
+#include "nsa/shapes.h"
+#include "nsa/testbed.hpp"
+#include "nsa/workload.h"
+
+namespace {
+
+using namespace popper::nsa;
+namespace bs = popper::bench_support;
+namespace tb = popper::nsa::testbed;
+
+enum class Tier { Wrapped, Hand, Pack, Reference };
+
+const char* tier_name(Tier t) {
+  switch (t) {
+    case Tier::Wrapped: return "wrapped";
+    case Tier::Hand: return "hand";
+    case Tier::Pack: return "pack";
+    case Tier::Reference: return "reference";
+  }
+  return "?";
+}
+
+[[gnu::noinline]] void popper_bench_call_pack(const std::function<void()>& f) {
+  f();
+  benchmark::ClobberMemory();
+}
+
+struct Fixture {
+  std::string name;
+  tb::Workload w;
+  // The same batch as separate sequences (what the pack tier packs) and the spans it packs.
+  std::vector<SequenceInput> sequences;
+  std::vector<std::int64_t> span_offsets;
+  std::vector<Span> spans;
+};
+
+// One fixture at a time (a process usually runs one benchmark; the full list would not fit in memory).
+std::shared_ptr<Fixture> fixture_for(const popper_nsa_shape& s) {
+  static std::shared_ptr<Fixture> cached;
+  if (cached && cached->name == s.name) return cached;
+  cached.reset();
+  auto f = std::make_shared<Fixture>();
+  f->name = s.name;
+  f->w = tb::make_workload(s);
+  const auto& w = f->w;
+  const HeadLayout& l = w.layout;
+  for (int b = 0; b < POPPER_NSA_SEQS; ++b) {
+    const std::int32_t q0 = w.cu_q[b], nq = w.cu_q[b + 1] - q0, k0 = w.cu_k[b], nk = w.cu_k[b + 1] - k0;
+    f->sequences.push_back({nq, nk, std::span(w.q).subspan(std::size_t(q0) * l.heads * l.dim, std::size_t(nq) * l.heads * l.dim),
+                            std::span(w.k).subspan(std::size_t(k0) * l.dim, std::size_t(nk) * l.dim),
+                            std::span(w.v).subspan(std::size_t(k0) * l.dim_v, std::size_t(nk) * l.dim_v)});
+  }
+  f->span_offsets = w.pack.offsets;
+  f->spans = w.pack.spans;
+  cached = f;
+  return f;
+}
+
+void bench_nsa(benchmark::State& state, Tier tier, popper_nsa_shape sh, int threads) {
+  const auto f = fixture_for(sh);
+  const auto& w = f->w;
+  std::vector<float> o(w.o_size()), lse(w.lse_size());
+  auto run = [&](const tb::Workload& x, std::span<float> out_o, std::span<float> out_lse) {
+    switch (tier) {
+      case Tier::Wrapped: selection_attention_fallback(x.problem(), {out_o, out_lse}, FallbackOptions{threads}); break;
+      case Tier::Hand: selection_attention_hand(x.problem(), {out_o, out_lse}, HandOptions{threads}); break;
+      case Tier::Reference: {
+        const auto r = reference::selection_attention(x.problem());
+        for (std::size_t i = 0; i < r.o.size(); ++i) out_o[i] = static_cast<float>(r.o[i]);
+        break;
+      }
+      case Tier::Pack: break;
+    }
+  };
+  auto pack = [&] {
+    PackedBatch packed = pack_sequences(w.layout, f->sequences);
+    SpanPack spans = pack_explicit_spans(packed.batch(), 1, f->span_offsets, f->spans);
+    return std::make_pair(std::move(packed), std::move(spans));
+  };
+  std::string label;
+  try {
+    if (tier == Tier::Pack) {
+      const auto [packed, spans] = pack();
+      const bool same = packed.cu_seqlens_q == w.cu_q && packed.cu_seqlens_k == w.cu_k && packed.k == w.k &&
+                        packed.q == w.q && packed.v == w.v && spans.offsets == w.pack.offsets &&
+                        spans.spans.size() == w.pack.spans.size();
+      if (!same) {
+        state.SkipWithError("incorrect: the packed batch differs from the workload");
+        return;
+      }
+      label = "verified";
+    } else {
+      run(w, o, lse);
+      if (tier == Tier::Reference) {
+        label = "not_verified: the reference is the oracle";
+      } else {
+        const auto acc = tb::compare(w.problem(), o, lse, tb::spread_rows(w.cu_q.back(), 8), 2.0);
+        if (!acc.within_bound || acc.mae > 1e-3 || !(acc.out_abs_sum > 0)) {
+          state.SkipWithError(("incorrect: " + acc.describe()).c_str());
+          return;
+        }
+        label = "verified(sampled 8 rows)";
+      }
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
+    return;
+  }
+  // Injected slowdown lives in popper_bench_call_hand (whole extra calls), not here.
+  auto timed = [&] { run(w, o, lse); };
+  for (auto _ : state) {
+    switch (tier) {
+      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
+      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
+      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+      case Tier::Pack: popper_bench_call_pack([&] { benchmark::DoNotOptimize(pack()); }); break;
+    }
+  }
+  state.SetLabel(label);
+  const double packed_bytes = 2.0 * double(w.q.size() + w.k.size() + w.v.size());
+  state.counters["flop"] = benchmark::Counter(tier == Tier::Pack ? 0.0 : popper_nsa_flop(&sh));
+  state.counters["bytes"] = benchmark::Counter(tier == Tier::Pack ? packed_bytes : popper_nsa_bytes(&sh));
+}
+
+void register_all() {
+  const int iters = bs::fixed_iterations();
+  for (int i = 0; i < POPPER_NSA_SHAPE_COUNT; ++i) {
+    const popper_nsa_shape sh = POPPER_NSA_SHAPES[i];
+    const bool gate = std::string(sh.set) == "gate";
+    for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Pack, Tier::Reference})
+      for (int threads : {1, 2}) {
+        if (tier == Tier::Reference && (!gate || threads != 1)) continue;  // FP64 scalar: small shapes, one thread
+        if (tier == Tier::Pack && threads != 1) continue;                   // packing is single-threaded
+        const std::string name = std::string("nsa/") + tier_name(tier) + "/" + sh.name + "/bf16/threads:" + std::to_string(threads);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_nsa(s, tier, sh, threads); });
+        b->UseRealTime()->Unit(benchmark::kMillisecond);
+        if (iters > 0) b->Iterations(iters);
+      }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  {
+    // Backends as the entries report them, from one tiny call each.
+    const auto w = tb::make_workload(POPPER_NSA_SHAPES[0]);
+    std::vector<float> o(w.o_size());
+    benchmark::AddCustomContext("popper_backend_hand", selection_attention_hand(w.problem(), {o, {}}).backend);
+    benchmark::AddCustomContext("popper_backend_wrapped", selection_attention_fallback(w.problem(), {o, {}}).backend);
+  }
+  benchmark::AddCustomContext("popper_backend_pack", "cpu:memcpy");
+  benchmark::AddCustomContext("popper_backend_reference", "reference");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
