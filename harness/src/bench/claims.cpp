@@ -65,11 +65,21 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
         listed_seen.insert(g.shape);
         const std::string gname = group_name(g.shape, g.precision, g.threads);
         const BenchRow* num = best_row(table, claim.numerator, g.shape, g.precision, g.threads);
-        // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core).
-        const BenchRow* den = claim.metric == "peak_fraction" || !num
-                                  ? nullptr
-                                  : matching_row(table, claim.denominator, g.shape, g.precision, g.threads,
-                                                 num->key.backend);
+        // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
+        // unless the claim names the denominator's precision or backend (then the best such row).
+        const std::string den_prec = claim.denominator_precision.empty() ? g.precision : claim.denominator_precision;
+        const BenchRow* den = nullptr;
+        if (claim.metric != "peak_fraction" && num) {
+          if (claim.denominator_backend.empty() && claim.denominator_precision.empty()) {
+            den = matching_row(table, claim.denominator, g.shape, g.precision, g.threads, num->key.backend);
+          } else {
+            for (const auto& r : table.rows)
+              if (r.key.tier == claim.denominator && r.key.shape == g.shape && r.key.precision == den_prec &&
+                  r.key.threads == g.threads && !r.samples.empty() && r.unit == kUnitSeconds &&
+                  r.key.backend.rfind(claim.denominator_backend, 0) == 0 && (!den || r.median() < den->median()))
+                den = &r;
+          }
+        }
         // A tier that ran but produced a wrong result cannot meet a performance claim.
         for (const auto& r : table.rows)
           if (r.key.shape == g.shape && r.key.precision == g.precision && r.key.threads == g.threads &&
@@ -84,7 +94,11 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
         else if (claim.metric == "peak_fraction" && num && peak) {
           const auto it = peak_kind.find(g.precision);
           const double p = it == peak_kind.end() ? 0 : peak_for(*peak, it->second, g.threads);
-          if (p > 0) value = num->throughput() / p;
+          // A bandwidth peak is compared with bytes moved per second, not with work per second.
+          const double achieved = it != peak_kind.end() && it->second == "bandwidth"
+                                      ? (num->median() > 0 ? num->bytes_per_iter / num->median() : 0)
+                                      : num->throughput();
+          if (p > 0) value = achieved / p;
         }
         if (std::isnan(value)) {
           unmeasured.push_back(gname);
