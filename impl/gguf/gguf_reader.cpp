@@ -13,6 +13,7 @@
 
 #include "gguf/gguf.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gguf {
 
@@ -100,7 +101,9 @@ Value read_value(Cursor& c, ValueType t, bool in_array) {
       const auto elem = static_cast<ValueType>(et);
       if (elem == ValueType::Array) c.fail("nested arrays are not supported");
       const auto n = c.get<std::uint64_t>("array count");
-      if (n > c.remaining() / min_size(elem)) c.fail("array of " + std::to_string(n) + " items cannot fit in the file");
+      // Mutation point (gguf-reader-unchecked-array): allocate before checking the items fit.
+      if (!POPPER_MUTANT("gguf-reader-unchecked-array") && n > c.remaining() / min_size(elem))
+        c.fail("array of " + std::to_string(n) + " items cannot fit in the file");
       std::vector<Value> items;
       items.reserve(static_cast<std::size_t>(n));
       for (std::uint64_t i = 0; i < n; ++i) items.push_back(read_value(c, elem, true));

@@ -12,6 +12,7 @@
 
 #include "gguf/gguf.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gguf {
 namespace {
@@ -154,7 +155,8 @@ void emit(const Sink& out, std::uint32_t align, const std::vector<std::pair<std:
     put<std::uint64_t>(counted, offset);
     offset = align_up(offset + t.data.size(), align);
   }
-  pad_to(align_up(written, align));
+  // Mutation point (gguf-writer-no-data-padding): no alignment before the data section.
+  if (!POPPER_MUTANT("gguf-writer-no-data-padding")) pad_to(align_up(written, align));
   const std::uint64_t data_start = written;
   offset = 0;
   for (const auto& t : tensors) {

@@ -49,6 +49,22 @@ void gemv_rows_scalar(const GemvRows& a, std::size_t r0, std::size_t r1) {
   }
 }
 
+// The mutant of FALSIFY-Q4K-005: the scalar path with an FP32 row accumulator.
+void gemv_rows_fp32_accumulator(const GemvRows& a, std::size_t r0, std::size_t r1) {
+  for (std::size_t r = r0; r < r1; ++r) {
+    const Block* row = a.w + r * static_cast<std::size_t>(a.nb);
+    float acc = 0;
+    for (std::int64_t b = 0; b < a.nb; ++b) {
+      std::uint8_t sc[kSubBlocks], m[kSubBlocks];
+      detail::decode_scales_mins(row[b].scales, sc, m, a.mut);
+      std::int32_t s1 = 0;
+      for (int i = 0; i < kBlockWeights; ++i) s1 += sc[i / 32] * quant(row[b], i) * a.xq[b * kBlockWeights + i];
+      acc += static_cast<float>(detail::block_value(row[b], a.scale[b], s1, detail::min_term(m, a.sub_sum + b * kSubBlocks)));
+    }
+    a.y[r] = acc;
+  }
+}
+
 void dequantize_scalar(const Block* blocks, std::size_t count, float* out, Mutation mut) {
   for (std::size_t b = 0; b < count; ++b) {
     const Block& blk = blocks[b];
@@ -88,8 +104,10 @@ void quantize_activations(std::span<const float> x, FixedPointActivations& out) 
                               "] is not finite");
       amax = std::max(amax, std::fabs(static_cast<double>(v)));
     }
-    const double inv = amax > 0 ? FixedPointActivations::kMax / amax : 0.0;
-    out.scale[b] = amax / FixedPointActivations::kMax;
+    // Mutation point (q4k-gemv-coarse-activations): 6-bit instead of 14-bit fixed point.
+    const double top = POPPER_MUTANT("q4k-gemv-coarse-activations") ? 31.0 : double(FixedPointActivations::kMax);
+    const double inv = amax > 0 ? top / amax : 0.0;
+    out.scale[b] = amax / top;
     for (int j = 0; j < kSubBlocks; ++j) {
       std::int32_t sum = 0;
       for (int l = 0; l < kSubBlockWeights; ++l) {
@@ -123,8 +141,12 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
     std::fill(y.begin(), y.begin() + rows, 0.0f);
     return;
   }
-  parallel::run(static_cast<std::size_t>(rows), opts.threads,
-                [&](std::size_t r0, std::size_t r1, int) { fn(args, r0, r1); });
+  // Mutation point (q4k-gemv-worker-dependent): workers after the first use an FP32 accumulator.
+  const bool worker_dependent = POPPER_MUTANT("q4k-gemv-worker-dependent");
+  parallel::run(static_cast<std::size_t>(rows), opts.threads, [&](std::size_t r0, std::size_t r1, int worker) {
+    if (worker_dependent && worker > 0) gemv_rows_fp32_accumulator(args, r0, r1);
+    else fn(args, r0, r1);
+  });
 }
 
 void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,

@@ -5,6 +5,7 @@
 
 #include "common/device.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 #include "q4k/device_q4k.hpp"
 
 #if POPPER_HAVE_CUDA
@@ -38,7 +39,9 @@ device::Execution gemv_cuda(std::span<const Block> w, std::int64_t rows, std::in
   check_gemv_args(rows, cols, w.size(), x.size(), y.size());
   const auto& st = device::cuda_status();
   if (!st.usable()) {
-    cpu::gemv(w, rows, cols, x, y, fallback);
+    // Mutation point (q4k-decline-drops-last-row): the fallback forgets the last row.
+    const std::int64_t served = POPPER_MUTANT("q4k-decline-drops-last-row") && rows > 0 ? rows - 1 : rows;
+    cpu::gemv(w, served, cols, x, y, fallback);
     return {cpu::backend_tag(fallback.isa), "cuda", st.reason};
   }
 #if POPPER_HAVE_CUDA

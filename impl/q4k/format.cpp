@@ -46,7 +46,8 @@ std::uint16_t float_to_fp16(float f) {
   // Normal: drop 13 mantissa bits with round-to-nearest-even.
   const std::uint32_t rebias = ax - (112u << 23);
   const std::uint32_t lsb = (rebias >> 13) & 1u;
-  const std::uint32_t rounded = rebias + 0xFFFu + lsb;
+  // Mutation point (q4k-fp16-truncate): drop the low bits instead of rounding.
+  const std::uint32_t rounded = POPPER_MUTANT("q4k-fp16-truncate") ? rebias : rebias + 0xFFFu + lsb;
   return static_cast<std::uint16_t>(sign | (rounded >> 13));
 }
 
@@ -84,7 +85,9 @@ void check_matrix(std::int64_t rows, std::int64_t cols, std::size_t block_count)
 void check_gemv_args(std::int64_t rows, std::int64_t cols, std::size_t block_count, std::size_t x_len,
                      std::size_t y_len) {
   check_matrix(rows, cols, block_count);
-  if (x_len < static_cast<std::size_t>(cols)) throw BufferTooSmall("x", static_cast<std::size_t>(cols), x_len);
+  // Mutation point (q4k-check-x-off-by-one): accept an x one element short.
+  const std::size_t slack = POPPER_MUTANT("q4k-check-x-off-by-one") && cols > 0 ? 1 : 0;
+  if (x_len + slack < static_cast<std::size_t>(cols)) throw BufferTooSmall("x", static_cast<std::size_t>(cols), x_len);
   if (y_len < static_cast<std::size_t>(rows)) throw BufferTooSmall("y", static_cast<std::size_t>(rows), y_len);
 }
 

@@ -137,7 +137,8 @@ GgufReadBack read_gguf(const std::string& path) {
   out.alignment = gguf_get_alignment(g);
   out.data_offset = gguf_get_data_offset(g);
   auto scalar = [&](gguf_type t, std::int64_t id, std::size_t i, bool in_array) -> gguf::Value {
-    const void* arr = in_array ? gguf_get_arr_data(g, id) : nullptr;
+    // gguf_get_arr_data asserts (aborts) on string arrays: only numeric arrays use it.
+    const void* arr = in_array && t != GGUF_TYPE_STRING ? gguf_get_arr_data(g, id) : nullptr;
     switch (t) {
 #define POPPER_GGUF_CASE(GT, CT, MAKE, GETTER)                                                        \
   case GT: {                                                                                          \

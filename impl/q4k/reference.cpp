@@ -35,7 +35,7 @@ struct Fit {
   double s = 0, mn = 0;
 };
 
-Fit fit_sub_block(const float* x) {
+Fit fit_sub_block(const float* x, bool no_search) {
   float lo = 0, hi = x[0];
   for (int i = 0; i < kSubBlockWeights; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
   if (hi <= lo) return {0, -static_cast<double>(lo)};  // constant, non-positive block: w = -mn exactly
@@ -44,7 +44,7 @@ Fit fit_sub_block(const float* x) {
   constexpr double n = kSubBlockWeights;
   double sx = 0;
   for (int i = 0; i < kSubBlockWeights; ++i) sx += x[i];
-  for (int t = -kSteps; t <= kSteps; ++t) {
+  for (int t = no_search ? 0 : -kSteps; t <= (no_search ? 0 : kSteps); ++t) {
     const float iscale = static_cast<float>((15.0 + 0.1 * t) / (static_cast<double>(hi) - lo));
     int q[kSubBlockWeights];
     double sq = 0, sqq = 0, sqx = 0;
@@ -99,11 +99,11 @@ double sub_block_sse(const float* x, float D, float M) {
   return sse;
 }
 
-void quantize_block(const float* x, Block& out) {
+void quantize_block(const float* x, Block& out, bool no_search) {
   Fit fit[kSubBlocks];
   double smax = 0, mmax = 0;
   for (int j = 0; j < kSubBlocks; ++j) {
-    fit[j] = fit_sub_block(x + kSubBlockWeights * j);
+    fit[j] = fit_sub_block(x + kSubBlockWeights * j, no_search);
     smax = std::max(smax, fit[j].s);
     mmax = std::max(mmax, fit[j].mn);
   }
@@ -120,8 +120,9 @@ void quantize_block(const float* x, Block& out) {
     const int m0 = dmin > 0 ? static_cast<int>(std::clamp(std::nearbyint(fit[j].mn / dmin), 0.0, 63.0)) : 0;
     int best_sc = sc0, best_m = m0;
     double best = std::numeric_limits<double>::infinity();
-    for (int a = std::max(0, sc0 - 1); a <= std::min(63, sc0 + 1); ++a)
-      for (int b = std::max(0, m0 - 1); b <= std::min(63, m0 + 1); ++b) {
+    const int reach = no_search ? 0 : 1;
+    for (int a = std::max(0, sc0 - reach); a <= std::min(63, sc0 + reach); ++a)
+      for (int b = std::max(0, m0 - reach); b <= std::min(63, m0 + reach); ++b) {
         const double e = sub_block_sse(xj, d * static_cast<float>(a), dmin * static_cast<float>(b));
         if (e < best) best = e, best_sc = a, best_m = b;
       }
@@ -142,10 +143,14 @@ void quantize_block(const float* x, Block& out) {
 
 void quantize_row(std::span<const float> x, std::span<Block> out) {
   check_row_args(x.size(), out.size(), "reference::quantize_row");
-  for (std::size_t i = 0; i < x.size(); ++i)
-    if (!std::isfinite(x[i]))
-      throw InvalidArgument("q4k::reference::quantize_row: input " + std::to_string(i) + " is not finite");
-  for (std::size_t b = 0; b < x.size() / kBlockWeights; ++b) quantize_block(x.data() + b * kBlockWeights, out[b]);
+  // Mutation points: q4k-quant-accepts-nan (no finiteness check), q4k-quant-no-search (first candidate only).
+  if (!POPPER_MUTANT("q4k-quant-accepts-nan"))
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!std::isfinite(x[i]))
+        throw InvalidArgument("q4k::reference::quantize_row: input " + std::to_string(i) + " is not finite");
+  const bool no_search = POPPER_MUTANT("q4k-quant-no-search");
+  for (std::size_t b = 0; b < x.size() / kBlockWeights; ++b)
+    quantize_block(x.data() + b * kBlockWeights, out[b], no_search);
 }
 
 void dequantize_row(std::span<const Block> blocks, std::span<float> out) {

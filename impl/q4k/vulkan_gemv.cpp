@@ -6,6 +6,7 @@
 
 #include "common/vulkan_runtime.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 #include "q4k/device_q4k.hpp"
 
 namespace popper::q4k {
@@ -86,9 +87,11 @@ device::Execution VulkanMatrix::gemv(std::span<const float> x, std::span<float> 
   if (rows_ == 0) return {vulkan::backend_tag(), "", ""};
   const std::size_t xb = static_cast<std::size_t>(cols_) * sizeof(float);
   const std::size_t yb = static_cast<std::size_t>(rows_) * sizeof(float);
-  if (!state_->x || state_->x->size() != std::max<std::size_t>(xb, 4)) state_->x = std::make_unique<vulkan::Buffer>(std::max<std::size_t>(xb, 4));
+  // Mutation point (q4k-vulkan-stale-x): reuse an existing x buffer without uploading.
+  const bool fresh = !state_->x || state_->x->size() != std::max<std::size_t>(xb, 4);
+  if (fresh) state_->x = std::make_unique<vulkan::Buffer>(std::max<std::size_t>(xb, 4));
   if (!state_->y || state_->y->size() != yb) state_->y = std::make_unique<vulkan::Buffer>(yb);
-  state_->x->upload(x.data(), xb);
+  if (fresh || !POPPER_MUTANT("q4k-vulkan-stale-x")) state_->x->upload(x.data(), xb);
   const std::uint32_t push[2] = {static_cast<std::uint32_t>(rows_), static_cast<std::uint32_t>(cols_)};
   const auto r = static_cast<std::uint32_t>(rows_);
   const std::uint32_t gx = std::min(r, kMaxGroupsX), gy = (r + gx - 1) / gx;
