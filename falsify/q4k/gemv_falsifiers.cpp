@@ -74,7 +74,7 @@ template <class Run>
 void check_device(const popper::Params& p, const char* device, Run run) {
   for (const auto& s : p.list("shapes")) {
     const auto rows = s.integer("rows"), cols = s.integer("cols");
-    const auto prob = tb::make_problem(rows, cols, p.seed() + static_cast<std::uint64_t>(rows));
+    const auto prob = tb::make_random_problem(rows, cols, p.seed() + static_cast<std::uint64_t>(rows));
     std::vector<float> emulated(static_cast<std::size_t>(rows)), y(emulated.size(), -1.0f);
     popper::accum::gemv_q4k(prob.w.blocks, rows, cols, prob.x, emulated, popper::accum::Order::Warp32, 2);
     const popper::device::Execution e = run(prob, y);

@@ -172,7 +172,7 @@ POPPER_FALSIFIER("FALSIFY-Q4K-014", [](const popper::Params& p) {
   std::printf("[FALSIFY-Q4K-014] max_r |y - y_ref| / sum|w x|:\n");
   for (const auto& s : p.list("shapes")) {
     const auto rows = s.integer("rows"), cols = s.integer("cols");
-    const auto prob = testbed::make_problem(rows, cols, p.seed());
+    const auto prob = testbed::make_random_problem(rows, cols, p.seed());
     const auto stats = testbed::row_stats(prob);
     std::vector<float> y(static_cast<std::size_t>(rows));
     cpu::gemv(prob.w.blocks, rows, cols, prob.x, y);

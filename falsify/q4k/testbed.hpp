@@ -74,6 +74,22 @@ inline Problem make_problem(std::int64_t rows, std::int64_t cols, std::uint64_t 
   return p;
 }
 
+// W of random blocks (random codes and 6-bit scales; d, dmin in [0, 0.01)): weights of magnitude ~1 without
+// the cost of quantizing, for tests where W's values only need to be valid Q4_K.
+inline Problem make_random_problem(std::int64_t rows, std::int64_t cols, std::uint64_t seed, XKind kind = XKind::Uniform) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> scale(0.0f, 0.01f);
+  Problem p{Matrix{rows, cols, std::vector<Block>(static_cast<std::size_t>(rows * (cols / kBlockWeights)))},
+            make_x(cols, seed ^ 0x9E3779B97F4A7C15ULL, kind)};
+  for (auto& b : p.w.blocks) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(&b);
+    for (int i = 0; i < kBlockBytes; ++i) bytes[i] = static_cast<std::uint8_t>(rng());
+    b.d = float_to_fp16(scale(rng));
+    b.dmin = float_to_fp16(scale(rng));
+  }
+  return p;
+}
+
 // Per row: the FP64 reference and the magnitudes the bounds scale with.
 struct RowStats {
   std::vector<double> y_ref;    // sum w x (FP64)

@@ -242,6 +242,10 @@ CpuMatVec::CpuMatVec(std::span<const Block> w, std::int64_t rows, std::int64_t c
   ggml_build_forward_expand(m.graph, m.y);
 
   ggml_backend_buffer_type_t wbuft = ggml_backend_get_default_buffer_type(m.backend);
+  // ggml's CPU_REPACK layout for Q4_K (q4_K_8x8) needs AVX2 and rows in groups of 8; its
+  // set_tensor dereferences a missing repack type otherwise, so ask only when it applies.
+  const bool avx2_variant = rt.status.cpu_variant != "x64" && rt.status.cpu_variant != "sse42";
+  repack = repack && avx2_variant && rows % 8 == 0;
   if (repack && rt.extra_bufts)
     for (ggml_backend_buffer_type_t* b = rt.extra_bufts(rt.cpu_dev); b && *b; ++b)
       if (std::strcmp(ggml_backend_buft_name(*b), "CPU_REPACK") == 0) wbuft = *b, m.repacked = true;

@@ -68,7 +68,8 @@ GgufReadBack read_gguf(const std::string& path);
 
 // y = W x on ggml's CPU backend through its graph API. With `repack`, W is
 // placed in the backend's CPU_REPACK buffer type (the interleaved layout
-// llama.cpp uses for weights) when the backend offers it for this shape.
+// llama.cpp uses for weights) when it applies to the shape (an AVX2 variant,
+// rows % 8 == 0); backend() says which layout W got.
 class CpuMatVec {
  public:
   CpuMatVec(std::span<const Block> w, std::int64_t rows, std::int64_t cols, int threads, bool repack);
