@@ -30,7 +30,7 @@ struct RowAcc {
 void add_block(const Block& blk, const std::int16_t* xq, const double* scaled_sub_sum, double s_b, Mutation mut,
                const ScaleShuffles& shuf, RowAcc& acc) {
   alignas(16) std::uint8_t sm[16];
-  decode_scales_mins(blk.scales, sm, sm + 8, mut);
+  decode_scales_mins_words(blk, sm, mut);
   const __m128i sm128 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
   const __m256i smy = _mm256_broadcastsi128_si256(sm128);
   const __m256i low4 = _mm256_set1_epi16(15);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "q4k/q4k.hpp"
 
@@ -35,6 +36,20 @@ inline void decode_scales_mins(const std::uint8_t* s, std::uint8_t* sc, std::uin
       m[j] = m[7 - j], m[7 - j] = u;
     }
   if (mut == Mutation::ZeroScale0) sc[0] = 0;
+}
+
+// The same decode on 32-bit words: 16 bytes [sc_0..sc_7, m_0..m_7] (the hot path;
+// the mutation tests take the byte decoder above).
+inline void decode_scales_mins_words(const Block& blk, std::uint8_t* sm, Mutation mut) {
+  if (mut != Mutation::None) {
+    decode_scales_mins(blk.scales, sm, sm + 8, mut);
+    return;
+  }
+  std::uint32_t u[3];
+  std::memcpy(u, blk.scales, sizeof u);
+  const std::uint32_t w[4] = {u[0] & 0x3F3F3F3Fu, (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4),
+                              u[1] & 0x3F3F3F3Fu, ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4)};
+  std::memcpy(sm, w, sizeof w);
 }
 
 // Computes y[r] for r in [r0, r1): W rows of nb blocks, activations in 14-bit

@@ -9,25 +9,6 @@
 
 namespace popper::q4k {
 
-float fp16_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1Fu;
-  const std::uint32_t man = h & 0x3FFu;
-  std::uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (man << 13);  // inf / NaN (payload kept)
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (man << 13);  // rebias 15 -> 127
-  } else if (man == 0) {
-    bits = sign;  // +-0
-  } else {
-    // Subnormal half: man * 2^-24, exactly representable as a normal float.
-    const float v = static_cast<float>(man) * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  return std::bit_cast<float>(bits);
-}
-
 std::uint16_t float_to_fp16(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);

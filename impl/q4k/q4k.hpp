@@ -19,6 +19,7 @@
 // rows * cols / 256 blocks: row r is blocks [r * cols/256, (r+1) * cols/256).
 // That is ggml's layout for a tensor with ne[0] = cols, ne[1] = rows.
 #pragma once
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -40,9 +41,19 @@ struct Block {
 };
 static_assert(sizeof(Block) == kBlockBytes, "Q4_K block must be 144 bytes");
 
-// IEEE binary16 <-> binary32. fp16_to_float is exact for all 65536 patterns;
-// float_to_fp16 rounds to nearest even (overflow to infinity, NaN kept NaN).
-float fp16_to_float(std::uint16_t h);
+// IEEE binary16 <-> binary32. fp16_to_float is exact for all 65536 patterns
+// (inline: the kernels call it per block); float_to_fp16 rounds to nearest
+// even (overflow to infinity, NaN kept NaN).
+inline float fp16_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1Fu;
+  const std::uint32_t man = h & 0x3FFu;
+  if (exp == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (man << 13));   // inf / NaN (payload kept)
+  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (man << 13));  // rebias 15 -> 127
+  // Zero or subnormal half: man * 2^-24, exact in binary32.
+  const float v = static_cast<float>(man) * 0x1p-24f;
+  return sign ? -v : v;
+}
 std::uint16_t float_to_fp16(float f);
 
 // The 6-bit sub-block scale and min j (0..7) from the 12 packed bytes.
