@@ -79,7 +79,9 @@ void check_device(const popper::Params& p, const char* device, Run run) {
     popper::accum::gemv_q4k(prob.w.blocks, rows, cols, prob.x, emulated, popper::accum::Order::Warp32, 2);
     const popper::device::Execution e = run(prob, y);
     record(e);
-    ASSERT_TRUE(e.ran_on(device)) << device << " was required but the entry declined: " << e.decline_reason;
+    // A decline is not a failure of the kernel: the harness reports the test
+    // skipped (no evidence from the device), or failed under POPPER_REQUIRE_DEVICE=1.
+    if (!e.ran_on(device)) return;
     const std::size_t at = first_difference(y, emulated);
     EXPECT_EQ(at, y.size()) << device << " " << rows << "x" << cols << ": row " << at << " = " << y[at]
                             << " but the Warp32 order gives " << emulated[at];
@@ -99,6 +101,7 @@ POPPER_FALSIFIER("FALSIFY-Q4K-007", [](const popper::Params& p) {
   check_device(p, "vulkan", [](const tb::Problem& prob, std::vector<float>& y) {
     return gemv_vulkan(prob.w.blocks, prob.rows(), prob.cols(), prob.x, y);
   });
+  if (!popper::vulkan::status().usable()) return;
   // A resident matrix reused with a new x must see the new x.
   const auto prob = tb::make_problem(40, 512, p.seed());
   VulkanMatrix m(prob.w.blocks, prob.rows(), prob.cols());
