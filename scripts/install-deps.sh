@@ -21,6 +21,7 @@ packages=(
   # CPU Vulkan device, so the shaders run here), GLSL -> SPIR-V compiler, vulkaninfo
   libvulkan-dev mesa-vulkan-drivers glslc vulkan-tools
   curl ca-certificates               # llama.cpp (ggml) packages from the npm registry, below
+  qemu-user                          # the CPU matrix: tests as other x86-64 CPUs run them
 )
 
 missing=()

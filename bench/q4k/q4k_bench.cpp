@@ -136,14 +136,7 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   const double bytes = q4k::gemv_bytes(rows, cols);
   const std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : read_bandwidth(std::size_t(bytes), threads, 5);
 
-  // Injected slowdown (hand tier only): an extra call over round(f * rows) rows.
-  const double slowdown = tier == Tier::Hand ? bs::injected_slowdown() : 0.0;
-  auto timed = [&] {
-    run_rows(rows);
-    for (int r = 0; r < int(std::floor(slowdown)); ++r) run_rows(rows);
-    const auto rest = std::int64_t(std::lround((slowdown - std::floor(slowdown)) * double(rows)));
-    if (rest > 0) run_rows(std::min(rest, rows));
-  };
+  auto timed = [&] { run_rows(rows); };  // the injected slowdown is popper_bench_call_hand's
   const auto t0 = Clock::now();
   for (auto _ : state) {
     switch (tier) {
@@ -190,8 +183,6 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("popper_backend_wrapped", g.usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu");
   benchmark::AddCustomContext("popper_backend_hand", q4k::cpu::backend_tag(q4k::cpu::Isa::Auto));
   benchmark::AddCustomContext("popper_backend_reference", "reference");
-  if (bs::injected_slowdown() > 0)
-    benchmark::AddCustomContext("popper_injected_slowdown", std::to_string(bs::injected_slowdown()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
