@@ -215,6 +215,17 @@ struct Context {
       if (chosen < 0) return fail("no physical device with Vulkan 1.1 and a compute queue");
     }
     physical = devices[static_cast<std::size_t>(chosen)];
+    // A CPU device (lavapipe) JIT-compiles shaders for the CPU it detects; under
+    // qemu-user (the CPU-matrix legs set POPPER_CPU_MODEL) that code was seen to
+    // fault (SIGILL on -cpu Nehalem), and those legs exist for the CPU paths, so
+    // there the CPU device declines unless POPPER_VULKAN_DEVICE asks for it.
+    if (const char* model = std::getenv("POPPER_CPU_MODEL"); model && *model && !std::getenv("POPPER_VULKAN_DEVICE")) {
+      VkPhysicalDeviceProperties p;
+      api.vkGetPhysicalDeviceProperties(physical, &p);
+      if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        return fail(std::string("the chosen device is a CPU device (") + p.deviceName + ") and this CPU is emulated (" +
+                    model + "): its shader JIT does not run under qemu-user");
+    }
     queue_family = static_cast<std::uint32_t>(compute_family(physical));
 
     auto sub = vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
