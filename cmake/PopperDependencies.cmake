@@ -19,3 +19,5 @@ if(TARGET yaml-cpp::yaml-cpp)
 else()
   set(POPPER_YAML_TARGET yaml-cpp)
 endif()
+include(PopperVulkan)  # POPPER_HAVE_VULKAN: GLSL compute shaders -> SPIR-V (glslc), loader opened at run time
+include(PopperGgml)    # POPPER_HAVE_GGML: llama.cpp (ggml) packages as Q4_K oracle and q4k ceiling

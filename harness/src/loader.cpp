@@ -213,6 +213,8 @@ Contract build_model(const YAML::Node& root, const std::string& file) {
       bc.metric = scalar(b, "metric");
       bc.numerator = scalar(b, "numerator");
       bc.denominator = scalar(b, "denominator");
+      bc.denominator_precision = scalar(b, "denominator_precision");
+      bc.denominator_backend = scalar(b, "denominator_backend");
       bc.op = scalar(b, "op");
       bc.threshold = number<double>(b, "threshold").value_or(0.0);
       bc.shapes = scalars(b, "shapes");

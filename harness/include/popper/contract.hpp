@@ -95,6 +95,8 @@ struct BenchmarkClaim {
   std::string metric;
   std::string numerator;
   std::string denominator;            // empty for peak_fraction
+  std::string denominator_precision;  // empty = the numerator row's precision (e.g. q4k vs an f32 SGEMV)
+  std::string denominator_backend;    // empty = any; else the denominator row's backend starts with it
   std::string op;                     // "<", "<=", ">", ">="
   double threshold = 0;
   std::vector<std::string> shapes;    // empty = every shape of the family

@@ -84,13 +84,28 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                   r.verdict.rfind("incorrect", 0) == 0)
                 failures.push_back(g.name() + ": " + r.key.tier + " " + r.verdict);
             const BenchRow* num = best_verified(table, claim.numerator, shape, prec, th);
-            const BenchRow* den = claim.metric == "peak_fraction" || !num
-                                      ? nullptr
-                                      : best_verified(table, claim.denominator, shape, prec, th, num->key.backend);
+            // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
+            // unless the claim names the denominator's precision or backend (q4k vs an f32 SGEMV):
+            // then the best verified row of that precision whose backend starts with the name.
+            const BenchRow* den = nullptr;
+            if (claim.metric != "peak_fraction" && num) {
+              if (claim.denominator_backend.empty() && claim.denominator_precision.empty()) {
+                den = best_verified(table, claim.denominator, shape, prec, th, num->key.backend);
+              } else {
+                const std::string den_prec = claim.denominator_precision.empty() ? prec : claim.denominator_precision;
+                for (const auto& r : table.rows)
+                  if (r.key.tier == claim.denominator && r.key.shape == shape && r.key.precision == den_prec &&
+                      r.key.threads == th && !r.samples.empty() && r.unit == kUnitSeconds && verified(r) &&
+                      r.key.backend.rfind(claim.denominator_backend, 0) == 0 && (!den || r.median() < den->median()))
+                    den = &r;
+              }
+            }
             double p = 0;
+            bool bandwidth_peak = false;
             if (claim.metric == "peak_fraction" && num && peak) {
               const auto it = peak_kind.find(prec);
               p = it == peak_kind.end() ? 0 : peak_for(*peak, it->second, th);
+              bandwidth_peak = it != peak_kind.end() && it->second == "bandwidth";
             }
             if (!num || (claim.metric != "peak_fraction" && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
               missing.push_back(g.name());
@@ -110,7 +125,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             } else {  // peak_fraction = work / (time * peak)
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});
-              const double scale = num->work_per_iter / p;
+              // A bandwidth peak is compared with bytes moved per second, not with work per second.
+              const double scale = (bandwidth_peak ? num->bytes_per_iter : num->work_per_iter) / p;
               value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
             }
             const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);

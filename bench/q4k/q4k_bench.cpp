@@ -1,0 +1,191 @@
+// bench_q4k: the wrapped (ggml's CPU backend through popper::q4k::ggml::CpuMatVec,
+// repacked weights as llama.cpp serves them), hand (popper::q4k::cpu::gemv) and
+// reference tiers over bench/q4k/shapes.h.
+//
+//   y = W x,  W rows x cols in Q4_K,  FLOP = 2 rows cols,  bytes = W + x + y
+//
+// Before timing, every tier's y is checked against the FP64 reference on up to
+// 256 rows: the hand tier within its derived bound (falsify/q4k/testbed.hpp),
+// every tier's error max_r |y - y_ref| / sum|w x| written into the row's label
+// ("verified(err 3.9e-06)"), so a faster but less accurate tier shows as such.
+// After timing, the physical bound (q4k/bandwidth_bound.hpp): a repetition
+// faster than this machine can read the same bytes on the same threads is
+// reported "invalid: ..." (the row then counts as incorrect).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/bench_support.hpp"
+#include "common/parallel.hpp"
+#include "popper/error.hpp"
+#include "q4k/bandwidth_bound.hpp"
+#include "q4k/cpu_q4k.hpp"
+#include "q4k/lib_ggml.hpp"
+#include "q4k/reference.hpp"
+#include "q4k/shapes.h"
+#include "q4k/testbed.hpp"
+
+namespace {
+
+namespace bs = popper::bench_support;
+namespace q4k = popper::q4k;
+namespace tb = popper::q4k::testbed;
+using Clock = std::chrono::steady_clock;
+
+enum class Tier { Wrapped, Hand, Reference };
+const char* tier_name(Tier t) { return t == Tier::Wrapped ? "wrapped" : t == Tier::Hand ? "hand" : "reference"; }
+
+bool is_gate(const popper_q4k_shape& s) { return std::strcmp(s.set, "gate") == 0; }
+
+// Read bandwidth of `bytes` on `threads` workers (bytes per second per
+// repetition): a plain streaming sum, the least any kernel must spend to read them.
+std::vector<double> read_bandwidth(std::size_t bytes, int threads, int reps) {
+  const std::size_t n = std::max<std::size_t>(bytes / sizeof(std::uint64_t), 1024);
+  std::vector<std::uint64_t> buf(n);
+  for (std::size_t i = 0; i < n; ++i) buf[i] = i * 0x9E3779B97F4A7C15ULL;
+  std::vector<double> out;
+  volatile std::uint64_t sink = 0;
+  for (int r = 0; r < reps + 1; ++r) {
+    std::vector<std::uint64_t> partial(static_cast<std::size_t>(std::max(threads, 1)), 0);
+    const auto t0 = Clock::now();
+    popper::parallel::run(n / 8, threads, [&](std::size_t b, std::size_t e, int w) {
+      std::uint64_t acc[8] = {};
+      for (std::size_t i = b; i < e; ++i)
+        for (int k = 0; k < 8; ++k) acc[k] += buf[8 * i + static_cast<std::size_t>(k)];
+      std::uint64_t s = 0;
+      for (auto a : acc) s += a;
+      partial[static_cast<std::size_t>(w)] = s;
+    });
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (auto p : partial) sink = sink + p;
+    if (r > 0) out.push_back(double(n / 8 * 8 * sizeof(std::uint64_t)) / dt);  // the first pass warms up
+  }
+  (void)sink;
+  return out;
+}
+
+struct Inputs {
+  q4k::Matrix w;
+  std::vector<float> x;
+};
+Inputs make_inputs(const popper_q4k_shape& sh) {
+  Inputs in{q4k::Matrix{sh.rows, sh.cols, std::vector<q4k::Block>(std::size_t(sh.rows) * std::size_t(sh.cols / 256))},
+            std::vector<float>(std::size_t(sh.cols))};
+  popper_q4k_fill_blocks(reinterpret_cast<unsigned char*>(in.w.blocks.data()), in.w.blocks.size(), POPPER_Q4K_SEED);
+  bs::fill_uniform(in.x, POPPER_Q4K_SEED + 1);
+  return in;
+}
+
+void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int threads) {
+  const Inputs in = make_inputs(sh);
+  const auto rows = std::int64_t(sh.rows), cols = std::int64_t(sh.cols);
+  std::vector<float> y(std::size_t(rows), 0.0f);
+  std::vector<double> yd(std::size_t(rows), 0.0);
+  std::unique_ptr<q4k::ggml::CpuMatVec> mv;
+  std::string label;
+  try {
+    if (tier == Tier::Wrapped) mv = std::make_unique<q4k::ggml::CpuMatVec>(in.w.blocks, rows, cols, threads, true);
+  } catch (const popper::Unsupported& e) {
+    state.SkipWithError((std::string("not_run: ") + e.what()).c_str());
+    return;
+  }
+  const q4k::cpu::CpuOptions opts{threads, q4k::cpu::Isa::Auto};
+  auto run_rows = [&](std::int64_t r) {
+    switch (tier) {
+      case Tier::Wrapped: mv->run(in.x, y); break;
+      case Tier::Hand: q4k::cpu::gemv(in.w.blocks, r, cols, in.x, y, opts); break;
+      case Tier::Reference: q4k::reference::gemv(in.w.blocks, r, cols, in.x, yd); break;
+    }
+  };
+
+  try {
+    run_rows(rows);
+    if (tier == Tier::Reference) {
+      label = "not_verified: the reference is the oracle";
+    } else {
+      std::vector<std::int64_t> sample;
+      for (std::int64_t r = 0; r < rows; r += std::max<std::int64_t>(1, rows / 256)) sample.push_back(r);
+      const tb::Problem prob{in.w, in.x};
+      const auto stats = tb::row_stats(prob, sample);
+      std::vector<float> ys;
+      for (auto r : sample) ys.push_back(y[std::size_t(r)]);
+      if (tier == Tier::Hand) {
+        const auto c = tb::compare(ys, stats, [&](std::size_t k) { return tb::hand_bound(stats, k, cols); });
+        if (!c.ok) {
+          state.SkipWithError(("incorrect: " + c.message).c_str());
+          return;
+        }
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "verified(err %.2e%s)", tb::scaled_error(ys, stats),
+                    sample.size() < std::size_t(rows) ? " sampled 256 rows" : "");
+      label = buf;
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
+    return;
+  }
+
+  const double bytes = q4k::gemv_bytes(rows, cols);
+  const std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : read_bandwidth(std::size_t(bytes), threads, 5);
+
+  auto timed = [&] { run_rows(rows); };  // the injected slowdown is popper_bench_call_hand's
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    switch (tier) {
+      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
+      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
+      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+    }
+  }
+  const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
+  const double sample[1] = {per_iter};
+  const auto verdict = q4k::bandwidth_verdict(bytes, sample, read);
+  if (!verdict.valid) {
+    state.SkipWithError(verdict.text.c_str());
+    return;
+  }
+  state.SetLabel(label);
+  state.counters["flop"] = benchmark::Counter(2.0 * double(rows) * double(cols));
+  state.counters["bytes"] = benchmark::Counter(bytes);
+}
+
+void register_all() {
+  const int iters = bs::fixed_iterations();
+  for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) {
+    const popper_q4k_shape sh = POPPER_Q4K_SHAPES[i];
+    for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Reference}) {
+      if (tier == Tier::Reference && !is_gate(sh)) continue;  // FP64 scalar: small shapes only
+      for (int threads : {1, 2}) {
+        if (tier == Tier::Reference && threads != 1) continue;
+        const std::string name =
+            std::string("q4k/") + tier_name(tier) + "/" + sh.name + "/q4k/threads:" + std::to_string(threads);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_q4k(s, tier, sh, threads); });
+        b->UseRealTime()->Unit(benchmark::kMillisecond);
+        if (iters > 0) b->Iterations(iters);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  const auto& g = q4k::ggml::status();
+  benchmark::AddCustomContext("popper_backend_wrapped", g.usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu");
+  benchmark::AddCustomContext("popper_backend_hand", q4k::cpu::backend_tag(q4k::cpu::Isa::Auto));
+  benchmark::AddCustomContext("popper_backend_reference", "reference");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

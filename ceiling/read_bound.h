@@ -1,0 +1,84 @@
+/* The physical bound of a memory-bound ceiling row, in C (the rule of
+ * impl/q4k/bandwidth_bound.hpp, which the C++ tiers use and
+ * contracts/q4k-gemv-v1.yaml FALSIFY-Q4K-013 tests):
+ *   read bandwidth B_r of the row's byte count on the same threads, measured
+ *   over `reps` repetitions; the row is invalid when bytes / median(t) exceeds
+ *   max(B_r) * max(B_r) / min(B_r).
+ * Header-only (static functions), C11 + POSIX threads. */
+#ifndef POPPER_CEILING_READ_BOUND_H
+#define POPPER_CEILING_READ_BOUND_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ceiling_cli.h"
+
+struct ceiling_read_slice {
+  const uint64_t* p;
+  size_t n;
+  uint64_t sum;
+};
+
+static void* ceiling_read_slice_run(void* arg) {
+  struct ceiling_read_slice* s = (struct ceiling_read_slice*)arg;
+  uint64_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i + 8 <= s->n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += s->p[i + (size_t)k];
+  s->sum = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+  return NULL;
+}
+
+/* Bound in bytes per second (0 when it cannot be measured). */
+static double ceiling_read_bound(double bytes, int threads, int reps) {
+  const size_t n = (size_t)(bytes / 8.0) < 1024 ? 1024 : (size_t)(bytes / 8.0);
+  uint64_t* buf = (uint64_t*)malloc(n * sizeof *buf);
+  if (!buf) return 0;
+  for (size_t i = 0; i < n; ++i) buf[i] = i * 0x9E3779B97F4A7C15ULL;
+  if (threads < 1) threads = 1;
+  if (threads > 64) threads = 64;
+  double lo = 0, hi = 0;
+  volatile uint64_t sink = 0;
+  for (int r = 0; r < reps + 1; ++r) {
+    pthread_t tid[64];
+    struct ceiling_read_slice s[64];
+    const double t0 = ceiling_now();
+    for (int t = 0; t < threads; ++t) {
+      const size_t b = n * (size_t)t / (size_t)threads, e = n * (size_t)(t + 1) / (size_t)threads;
+      s[t].p = buf + b;
+      s[t].n = e - b;
+      s[t].sum = 0;
+      pthread_create(&tid[t], NULL, ceiling_read_slice_run, &s[t]);
+    }
+    for (int t = 0; t < threads; ++t) pthread_join(tid[t], NULL);
+    const double dt = ceiling_now() - t0;
+    for (int t = 0; t < threads; ++t) sink = sink + s[t].sum;
+    if (r == 0 || dt <= 0) continue; /* the first pass warms up */
+    const double bw = (double)(n - n % 8) * 8.0 / dt;
+    if (lo == 0 || bw < lo) lo = bw;
+    if (bw > hi) hi = bw;
+  }
+  (void)sink;
+  free(buf);
+  return lo > 0 ? hi * (hi / lo) : hi;
+}
+
+static int ceiling_cmp_double(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* Writes "incorrect: invalid: ..." into verdict when the median of the
+ * seconds-per-iteration samples beats the bound; returns 1 then, else 0. */
+static int ceiling_bound_check(double bytes, double* seconds, int n, double bound, char* verdict, size_t size) {
+  if (n <= 0 || bound <= 0) return 0;
+  qsort(seconds, (size_t)n, sizeof *seconds, ceiling_cmp_double);
+  const double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+  const double achieved = median > 0 ? bytes / median : 0;
+  if (achieved <= bound) return 0;
+  snprintf(verdict, size, "incorrect: invalid: %.2f GB/s exceeds the read bound %.2f GB/s", achieved * 1e-9, bound * 1e-9);
+  return 1;
+}
+
+#endif

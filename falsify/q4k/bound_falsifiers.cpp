@@ -1,0 +1,40 @@
+// FALSIFY-Q4K-013: the bandwidth-bound verdict of the q4k bench rows.
+#include <gtest/gtest.h>
+
+#include "popper/binding.hpp"
+#include "q4k/bandwidth_bound.hpp"
+#include "q4k/q4k.hpp"
+
+namespace {
+
+using namespace popper::q4k;
+
+POPPER_FALSIFIER("FALSIFY-Q4K-013", [](const popper::Params&) {
+  // Byte count: W, x and y.
+  EXPECT_EQ(gemv_bytes(16384, 4096), 16384.0 * 4096 * 0.5625 + 4.0 * 4096 + 4.0 * 16384);
+  EXPECT_EQ(gemv_bytes(0, 0), 0.0);
+
+  const double bytes = 1e9;
+  const std::vector<double> read = {40e9, 50e9};  // bound = 50 * 50/40 = 62.5 GB/s
+  // Median 1/60 s -> 60 GB/s: below the bound, valid; one fast outlier does not change the median.
+  const std::vector<double> ok_times = {1.0 / 60, 1.0 / 55, 1.0 / 200, 1.0 / 58, 1.0 / 61};
+  auto v = bandwidth_verdict(bytes, ok_times, read);
+  EXPECT_TRUE(v.valid) << v.text;
+  EXPECT_NEAR(v.bound, 62.5e9, 1);
+  EXPECT_NEAR(v.achieved, 60e9, 1e-3 * 60e9);
+  // Median 1/70 s -> 70 GB/s: faster than the hardware can read, invalid.
+  const std::vector<double> fast = {1.0 / 70, 1.0 / 71, 1.0 / 69};
+  v = bandwidth_verdict(bytes, fast, read);
+  EXPECT_FALSE(v.valid);
+  EXPECT_EQ(v.text.rfind("invalid:", 0), 0u) << v.text;
+  // Exactly at the bound: valid.
+  const std::vector<double> at = {1.0 / 62.5};
+  EXPECT_TRUE(bandwidth_verdict(bytes, at, read).valid);
+  // No read measurement: nothing to judge.
+  EXPECT_TRUE(bandwidth_verdict(bytes, fast, {}).valid);
+  // No samples: valid with zero rate.
+  EXPECT_TRUE(bandwidth_verdict(bytes, {}, read).valid);
+  popper::record_backend("reference");
+});
+
+}  // namespace

@@ -1,0 +1,39 @@
+// Bandwidth-bound verdict (bandwidth_bound.hpp).
+#include "q4k/bandwidth_bound.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "popper/mutant.hpp"
+#include "q4k/q4k.hpp"
+
+namespace popper::q4k {
+
+double gemv_bytes(std::int64_t rows, std::int64_t cols) {
+  return static_cast<double>(matrix_bytes(rows, cols)) + 4.0 * static_cast<double>(cols) + 4.0 * static_cast<double>(rows);
+}
+
+BandwidthVerdict bandwidth_verdict(double bytes, std::span<const double> seconds, std::span<const double> read) {
+  BandwidthVerdict v;
+  if (seconds.empty()) return v;
+  std::vector<double> t(seconds.begin(), seconds.end());
+  std::sort(t.begin(), t.end());
+  // Mutation point (q4k-bound-uses-min-time): judge the fastest sample instead of the median.
+  const double typical = POPPER_MUTANT("q4k-bound-uses-min-time")
+                             ? t.front()
+                             : (t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]));
+  v.achieved = typical > 0 ? bytes / typical : 0;
+  if (read.empty()) return v;
+  const auto [lo, hi] = std::minmax_element(read.begin(), read.end());
+  v.bound = *lo > 0 ? *hi * (*hi / *lo) : *hi;
+  if (v.achieved > v.bound) {
+    v.valid = false;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "invalid: %.2f GB/s exceeds the read bound %.2f GB/s", v.achieved * 1e-9, v.bound * 1e-9);
+    v.text = buf;
+  }
+  return v;
+}
+
+}  // namespace popper::q4k

@@ -1,0 +1,62 @@
+// Hand tier on the CPU (contracts/q4k-gemv-v1.yaml): Q4_K GEMV with
+// on-the-fly dequantization in the integer domain, and a vectorized
+// dequantization.
+//
+// GEMV y = W x. The activation x is put in 14-bit fixed point once per call,
+// per super-block b (the 256 columns one weight block covers):
+//   s_b = max_{i in b} |x_i| / 8191,   xq_i = round(x_i / s_b) in [-8191, 8191]
+// Then for row r and block b, with the block's d, dmin, sc_j, m_j, q_i:
+//   S1 = sum_j sc_j sum_{i in j} q_i xq_i      exact in int32 (|S1| <= 256*15*63*8191 < 2^31)
+//   S2 = sum_j m_j  sum_{i in j} xq_i          exact in int32
+//   y_r = sum_b s_b (d S1 - dmin S2)           in FP64, blocks in order; rounded to FP32 once
+// so the only approximation is the fixed-point activation (|x_i - s_b xq_i| <= s_b/2)
+// plus a few FP64 roundings: the bound in the contract. S1 and S2 are exact
+// integers whatever the lane order, so scalar, AVX2 and AVX-512 give the same
+// bits, and rows are split over threads whole, so any thread count does too.
+//
+// ISA: Auto picks the widest the CPU runs (AVX-512 [+VNNI] > AVX2 > scalar),
+// capped by POPPER_ISA_MAX; an ISA the CPU lacks throws popper::Unsupported.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/cpu_features.hpp"
+#include "q4k/q4k.hpp"
+
+namespace popper::q4k::cpu {
+
+using popper::cpu::Isa;
+
+struct CpuOptions {
+  int threads = 1;  // >= 1
+  Isa isa = Isa::Auto;
+};
+
+// x in 14-bit fixed point per 256-column block (see above).
+struct FixedPointActivations {
+  static constexpr int kMax = 8191;
+  std::int64_t cols = 0;
+  std::vector<std::int16_t> q;        // cols values
+  std::vector<double> scale;          // s_b, cols / 256 values
+  std::vector<std::int32_t> sub_sum;  // sum of q over each 32-value sub-block, cols / 32 values
+  std::vector<double> scaled_sub_sum; // s_b * sub_sum (for the vector kernels)
+};
+// cols = x.size() (a multiple of 256); throws InvalidArgument for non-finite x.
+void quantize_activations(std::span<const float> x, FixedPointActivations& out);
+
+// y = W x. Checks sizes (check_gemv_args) and the ISA before any work.
+void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
+          std::span<float> y, const CpuOptions& opts = {});
+// Same with x already in fixed point (reused across GEMVs that share x).
+void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const FixedPointActivations& x,
+          std::span<float> y, const CpuOptions& opts = {});
+
+// Vectorized dequantization, bit-identical to reference::dequantize_row.
+void dequantize_row(std::span<const Block> blocks, std::span<float> out, Isa isa = Isa::Auto);
+
+// The evidence tag of the path an ISA request runs ("cpu:avx512", "cpu:avx512+vnni", "cpu:avx2", "cpu:scalar").
+std::string backend_tag(Isa isa);
+
+}  // namespace popper::q4k::cpu

@@ -1,0 +1,89 @@
+// Internal interface between the ISA-neutral driver (cpu_gemv.cpp) and the
+// ISA translation units (cpu_gemv_avx2.cpp, cpu_gemv_avx512.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "q4k/q4k.hpp"
+
+namespace popper::q4k::cpu::detail {
+
+// Deliberate kernel faults for the mutation tests (contracts/q4k-gemv-v1.yaml
+// `mutants:`). The driver decides once per call (POPPER_MUTANT is live only in
+// popper_impl_mutants) and passes the value down, so no kernel loop compares strings.
+enum class Mutation : std::uint8_t {
+  None,
+  ReverseSubBlocks,  // q4k-gemv-reverse-subblocks: sub-block j paired with the scale of 7 - j
+  ZeroScale0,        // q4k-gemv-zero-scale: scale of sub-block 0 read as 0
+  ScaleHiMisdecode,  // q4k-scale-hi-misdecode: high bits of sc_4..7 taken from the min's byte
+};
+
+// The 6-bit scales and mins of one block (format in q4k.hpp), with the mutation applied.
+inline void decode_scales_mins(const std::uint8_t* s, std::uint8_t* sc, std::uint8_t* m, Mutation mut) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = static_cast<std::uint8_t>(s[j] & 63);
+    m[j] = static_cast<std::uint8_t>(s[j + 4] & 63);
+    const int hi_src = mut == Mutation::ScaleHiMisdecode ? j + 4 : j;
+    sc[j + 4] = static_cast<std::uint8_t>((s[j + 8] & 15) | ((s[hi_src] >> 6) << 4));
+    m[j + 4] = static_cast<std::uint8_t>((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+  }
+  if (mut == Mutation::ReverseSubBlocks)
+    for (int j = 0; j < 4; ++j) {
+      const std::uint8_t t = sc[j];
+      sc[j] = sc[7 - j], sc[7 - j] = t;
+      const std::uint8_t u = m[j];
+      m[j] = m[7 - j], m[7 - j] = u;
+    }
+  if (mut == Mutation::ZeroScale0) sc[0] = 0;
+}
+
+// The same decode on 32-bit words: 16 bytes [sc_0..sc_7, m_0..m_7] (the hot path;
+// the mutation tests take the byte decoder above).
+inline void decode_scales_mins_words(const Block& blk, std::uint8_t* sm, Mutation mut) {
+  if (mut != Mutation::None) {
+    decode_scales_mins(blk.scales, sm, sm + 8, mut);
+    return;
+  }
+  std::uint32_t u[3];
+  std::memcpy(u, blk.scales, sizeof u);
+  const std::uint32_t w[4] = {u[0] & 0x3F3F3F3Fu, (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4),
+                              u[1] & 0x3F3F3F3Fu, ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4)};
+  std::memcpy(sm, w, sizeof w);
+}
+
+// Computes y[r] for r in [r0, r1): W rows of nb blocks, activations in 14-bit
+// fixed point (xq: nb*256 values, scale: nb, sub_sum: nb*8).
+struct GemvRows {
+  const Block* w;
+  std::int64_t nb;
+  const std::int16_t* xq;
+  const double* scale;
+  const std::int32_t* sub_sum;
+  const double* scaled_sub_sum;  // s_b * sub_sum, nb*8
+  float* y;
+  Mutation mut;
+};
+using GemvRowsFn = void (*)(const GemvRows&, std::size_t r0, std::size_t r1);
+void gemv_rows_avx2(const GemvRows&, std::size_t r0, std::size_t r1);
+void gemv_rows_avx512(const GemvRows&, std::size_t r0, std::size_t r1);
+void gemv_rows_avx512_vnni(const GemvRows&, std::size_t r0, std::size_t r1);
+bool cpu_has_avx512_vnni();
+
+// One row's contribution of block b given the exact integer sums.
+inline double block_value(const Block& blk, double s_b, std::int32_t s1, std::int32_t s2) {
+  return s_b * (static_cast<double>(fp16_to_float(blk.d)) * s1 - static_cast<double>(fp16_to_float(blk.dmin)) * s2);
+}
+
+// S2 = sum_j m_j * sub_sum_j.
+inline std::int32_t min_term(const std::uint8_t* m, const std::int32_t* sub_sum) {
+  std::int32_t s2 = 0;
+  for (int j = 0; j < kSubBlocks; ++j) s2 += static_cast<std::int32_t>(m[j]) * sub_sum[j];
+  return s2;
+}
+
+using DequantFn = void (*)(const Block* blocks, std::size_t count, float* out, Mutation mut);
+void dequantize_avx2(const Block* blocks, std::size_t count, float* out, Mutation mut);
+void dequantize_avx512(const Block* blocks, std::size_t count, float* out, Mutation mut);
+
+}  // namespace popper::q4k::cpu::detail
