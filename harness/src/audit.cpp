@@ -123,7 +123,7 @@ AuditReport audit(const AuditInputs& in) {
       }
       if (in.have_mutants && is_test && declared.empty())
         failures.add(id + "/mutants", fmt::format("{} declares no mutant, so nothing shows it can fail", id));
-      if (!declared.empty()) ++with_mutants.num;
+      if (is_test && !declared.empty()) ++with_mutants.num;
       if (is_test) ++with_mutants.den;
       power.num += killed;
       power.den += declared.size();
