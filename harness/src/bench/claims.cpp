@@ -83,8 +83,12 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
           value = num->throughput() / den->throughput();
         else if (claim.metric == "peak_fraction" && num && peak) {
           const auto it = peak_kind.find(g.precision);
-          const double p = it == peak_kind.end() ? 0 : peak_for(*peak, it->second, g.threads);
-          if (p > 0) value = num->throughput() / p;
+          const std::string kind = it == peak_kind.end() ? "" : it->second;
+          const double p = kind.empty() ? 0 : row_peak(*peak, kind, g.threads, num->work_per_iter, num->bytes_per_iter);
+          // A bandwidth peak is compared with bytes/s (as apply_peaks does), any other with work/s.
+          const double achieved = kind == "bandwidth" ? (num->median() > 0 ? num->bytes_per_iter / num->median() : 0)
+                                                      : num->throughput();
+          if (p > 0) value = achieved / p;
         }
         if (std::isnan(value)) {
           unmeasured.push_back(gname);
