@@ -391,17 +391,8 @@ void bench_fused(benchmark::State& state, const popper_fused_shape sh, Tier tier
     state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
     return;
   }
-  // Injected slowdown (hand tier only): the call repeated floor(f) times more,
-  // plus one more call on a fraction frac(f) of the calls (deterministically spread).
-  const double slowdown = tier == Tier::Hand ? bs::injected_slowdown() : 0.0;
-  long call = 0;
-  auto timed = [&] {
-    c->run();
-    for (int r = 0; r < static_cast<int>(slowdown); ++r) c->run();
-    const double frac = slowdown - std::floor(slowdown);
-    ++call;
-    if (std::floor(static_cast<double>(call) * frac) > std::floor(static_cast<double>(call - 1) * frac)) c->run();
-  };
+  // Injected slowdown (POPPER_BENCH_INJECT_SLOWDOWN) is applied centrally by popper_bench_call_hand.
+  auto timed = [&] { c->run(); };
   for (auto _ : state) {
     if (tier == Tier::Hand) bs::popper_bench_call_hand(timed);
     else bs::popper_bench_call_wrapped(timed);
@@ -455,7 +446,6 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("popper_openblas_coretype_dropped", was);
   }
   benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto));
-  if (bs::injected_slowdown() > 0) benchmark::AddCustomContext("popper_injected_slowdown", std::to_string(bs::injected_slowdown()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
