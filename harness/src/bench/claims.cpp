@@ -101,11 +101,12 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               }
             }
             double p = 0;
-            bool bandwidth_peak = false;
+            std::string kind;
             if (claim.metric == "peak_fraction" && num && peak) {
               const auto it = peak_kind.find(prec);
-              p = it == peak_kind.end() ? 0 : peak_for(*peak, it->second, th);
-              bandwidth_peak = it != peak_kind.end() && it->second == "bandwidth";
+              kind = it == peak_kind.end() ? "" : it->second;
+              // roofline: the row's own min(FP32 peak, bandwidth x work / bytes)
+              p = kind.empty() ? 0 : row_peak(*peak, kind, th, num->work_per_iter, num->bytes_per_iter);
             }
             if (!num || (claim.metric != "peak_fraction" && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
               missing.push_back(g.name());
@@ -125,8 +126,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             } else {  // peak_fraction = work / (time * peak)
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});
-              // A bandwidth peak is compared with bytes moved per second, not with work per second.
-              const double scale = (bandwidth_peak ? num->bytes_per_iter : num->work_per_iter) / p;
+              // A bandwidth peak is compared with bytes/s (as apply_peaks does), any other with work/s.
+              const double scale = (kind == "bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
               value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
             }
             const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);

@@ -131,7 +131,7 @@ void apply_peaks(BenchTable& t, const FamilyDescriptor& fam, const PeakResult* p
     if (!peak || r.unit != kUnitSeconds || r.samples.empty()) continue;
     const auto it = fam.peak.find(r.key.precision);
     if (it == fam.peak.end()) continue;
-    double denom = peak_for(*peak, it->second, r.key.threads);
+    double denom = row_peak(*peak, it->second, r.key.threads, r.work_per_iter, r.bytes_per_iter);
     double value = r.throughput();
     if (it->second == "bandwidth") value = r.median() > 0 ? r.bytes_per_iter / r.median() : 0;
     if (denom > 0) r.pct_of_peak = 100.0 * value / denom;

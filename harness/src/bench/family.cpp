@@ -46,8 +46,8 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
       if (!root["peak"].IsMap()) throw Error(path + ": 'peak' maps precision to fp32 | fp64 | bandwidth");
       for (const auto& kv : root["peak"]) {
         const auto v = kv.second.as<std::string>();
-        if (v != "fp32" && v != "fp64" && v != "bandwidth")
-          throw Error(path + ": peak '" + v + "' must be fp32, fp64 or bandwidth");
+        if (v != "fp32" && v != "fp64" && v != "bandwidth" && v != "roofline")
+          throw Error(path + ": peak '" + v + "' must be fp32, fp64, bandwidth or roofline");
         f.peak[kv.first.as<std::string>()] = v;
       }
     }

@@ -345,6 +345,19 @@ double peak_for(const PeakResult& p, const std::string& kind, int threads) {
   return std::min(all, core * threads);
 }
 
+double roofline_bound(const PeakResult& p, int threads, double work_per_iter, double bytes_per_iter) {
+  const double flops = peak_for(p, "fp32", threads), bw = peak_for(p, "bandwidth", threads);
+  if (flops <= 0 || bw <= 0 || work_per_iter <= 0) return 0;
+  if (bytes_per_iter <= 0) return flops;
+  return std::min(flops, bw * work_per_iter / bytes_per_iter);
+}
+
+double row_peak(const PeakResult& p, const std::string& kind, int threads, double work_per_iter,
+                double bytes_per_iter) {
+  if (kind == "roofline") return roofline_bound(p, threads, work_per_iter, bytes_per_iter);
+  return peak_for(p, kind, threads);
+}
+
 std::vector<std::pair<std::string, std::string>> peak_metadata(const PeakResult& p) {
   auto g = [](double v) {
     char b[32];

@@ -50,6 +50,13 @@ PeakResult cached_or_measured_peak(const std::string& cache_path, const MachineI
                                    const std::function<void(const std::string&)>& progress = {});
 
 double peak_for(const PeakResult& p, const std::string& kind, int threads);
+// Roofline bound of one row (family peak kind "roofline"): min(FP32 peak,
+// bandwidth x work / bytes), in work per second; 0 when unknown.
+double roofline_bound(const PeakResult& p, int threads, double work_per_iter, double bytes_per_iter);
+// The value a row's pct_of_peak and a peak_fraction claim divide by the peak
+// of `kind`: bytes/s for bandwidth, work/s otherwise; and that peak (roofline per row).
+double row_peak(const PeakResult& p, const std::string& kind, int threads, double work_per_iter,
+                double bytes_per_iter);
 
 std::vector<std::pair<std::string, std::string>> peak_metadata(const PeakResult& p);
 std::string format_peak(const PeakResult& p);  // human-readable lines
