@@ -17,6 +17,7 @@ packages=(
   libopenblas-dev liblapacke-dev     # CBLAS + LAPACKE: wrapped and ceiling tiers
   clang libclang-rt-14-dev           # libFuzzer target and sanitizers
   valgrind                           # instruction-count regression gate
+  qemu-user                          # the CPU matrix: tests as other x86-64 CPUs run them
 )
 
 missing=()

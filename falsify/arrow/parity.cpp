@@ -63,6 +63,8 @@ POPPER_FALSIFIER("FALSIFY-ARROW-001", [](const popper::Params& p) {
     EXPECT_LE(st.worst_logdet, tol) << "log det parity, seed " << seed;
     EXPECT_LE(st.worst_hand_vs_structured, hand_tol) << "hand vs structured, seed " << seed;
   }
+  if (!::testing::Test::HasFailure())
+    for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Lapack, ArrowKernel::Auto}) tb::record(kern);
 });
 
 POPPER_FALSIFIER("FALSIFY-ARROW-002", [](const popper::Params& p) {
@@ -90,6 +92,8 @@ POPPER_FALSIFIER("FALSIFY-ARROW-002", [](const popper::Params& p) {
     RC_ASSERT(st.worst_hand_vs_structured <= hand_tol);
   });
   EXPECT_TRUE(ok);
+  if (ok)
+    for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Lapack, ArrowKernel::Auto}) tb::record(kern);
 });
 
 // Exhaustive over small shapes: the Hand kernel is bit-identical to the
@@ -111,4 +115,8 @@ POPPER_HARNESS("KANI-ARROW-001", [](const popper::Params& p) {
       }
     }
   EXPECT_EQ(checked, kMaxRowDim * kmax * 5);
+  if (!::testing::Test::HasFailure()) {
+    tb::record(ArrowKernel::Hand);
+    tb::record(ArrowKernel::Structured);
+  }
 });

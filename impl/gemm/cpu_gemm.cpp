@@ -26,6 +26,7 @@
 
 #include "gemm/cpu_gemm_kernels.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gemm::cpu {
 namespace {
@@ -43,7 +44,8 @@ void scalar_kernel(std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t
     ap += MR;
     bp += NR;
   }
-  for (int i = 0; i < MR; ++i)
+  const int rows = POPPER_MUTANT("gemm-scalar-edge-row") ? MR - 1 : MR;  // the scalar path loses a row
+  for (int i = 0; i < rows; ++i)
     for (int j = 0; j < NR; ++j) {
       T& cij = c[i * ldc + j];
       cij = beta == T(0) ? alpha * acc[i][j] : alpha * acc[i][j] + beta * cij;
@@ -191,7 +193,7 @@ void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int threads) {
         if (nthreads > 1) sync.arrive_and_wait();  // previous panel no longer in use
         pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, slivers * t / nthreads, slivers * (t + 1) / nthreads, bpack.get());
         if (nthreads > 1) sync.arrive_and_wait();  // panel complete
-        const T beta = pc == 0 ? pr.beta : T(1);
+        const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
         const std::int64_t s_begin = slivers * in / ways_n, s_end = slivers * (in + 1) / ways_n;
         if (s_begin == s_end) continue;
         for (std::int64_t ib = im; ib < n_ic; ib += ways_m) {

@@ -6,12 +6,14 @@
 #include <cstdint>
 
 #include "gemm/cpu_gemm_kernels.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gemm::cpu::detail {
 namespace {
 
 struct VecF32 {
   using reg = __m256;
+  static constexpr const char* tail_mutant = "gemm-avx2-tail-mask";
   static constexpr int width = 8;
   static reg zero() { return _mm256_setzero_ps(); }
   static reg load(const float* p) { return _mm256_load_ps(p); }
@@ -25,6 +27,7 @@ struct VecF32 {
 
 struct VecF64 {
   using reg = __m256d;
+  static constexpr const char* tail_mutant = "gemm-avx2-tail-mask";
   static constexpr int width = 4;
   static reg zero() { return _mm256_setzero_pd(); }
   static reg load(const double* p) { return _mm256_load_pd(p); }

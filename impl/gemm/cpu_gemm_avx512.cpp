@@ -7,12 +7,14 @@
 #include <cstdint>
 
 #include "gemm/cpu_gemm_kernels.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gemm::cpu::detail {
 namespace {
 
 struct VecF32 {
   using reg = __m512;
+  static constexpr const char* tail_mutant = "gemm-avx512-tail-mask";
   static constexpr int width = 16;
   static reg zero() { return _mm512_setzero_ps(); }
   static reg load(const float* p) { return _mm512_load_ps(p); }
@@ -26,6 +28,7 @@ struct VecF32 {
 
 struct VecF64 {
   using reg = __m512d;
+  static constexpr const char* tail_mutant = "gemm-avx512-tail-mask";
   static constexpr int width = 8;
   static reg zero() { return _mm512_setzero_pd(); }
   static reg load(const double* p) { return _mm512_load_pd(p); }

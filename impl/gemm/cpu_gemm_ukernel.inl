@@ -2,7 +2,8 @@
 // inside its own anonymous namespace (so each ISA gets its own copy).
 // Requires: a struct Vec with  using reg; static constexpr int width;
 //   zero(), load(const T*), loadu(const T*), storeu(T*, reg), bcast(const T*),
-//   fma(a, b, c) = a*b + c, mul(a, b), set1(T).
+//   fma(a, b, c) = a*b + c, mul(a, b), set1(T), and tail_mutant: the id of the
+//   mutant that drops the last lane of the tile's last vector (this ISA only).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
 
 template <class T, class Vec, int MR, int NV>
@@ -36,6 +37,12 @@ void micro_kernel(std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t 
     bp += NR;
   }
 
+  if (POPPER_MUTANT(Vec::tail_mutant)) {  // a tail mask one lane short, on this ISA's path only
+    alignas(64) T lanes[Vec::width];
+    Vec::storeu(lanes, acc[MR - 1][NV - 1]);
+    lanes[Vec::width - 1] = T(0);
+    acc[MR - 1][NV - 1] = Vec::loadu(lanes);
+  }
   const typename Vec::reg va = Vec::set1(alpha);
   if (beta == T(0)) {
 #pragma GCC unroll 16

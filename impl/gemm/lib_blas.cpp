@@ -5,6 +5,7 @@
 #include "gemm/lib_blas.hpp"
 
 #include "common/cpu_features.hpp"
+#include "popper/mutant.hpp"
 
 #include <cblas.h>
 
@@ -63,7 +64,10 @@ BlasHandle::BlasHandle(BlasOptions opts) : threads_(opts.threads), previous_thre
   openblas_set_num_threads(threads_);
 }
 
-BlasHandle::~BlasHandle() { openblas_set_num_threads(previous_threads_); }
+BlasHandle::~BlasHandle() {
+  if (POPPER_MUTANT("blas-handle-no-restore")) return;
+  openblas_set_num_threads(previous_threads_);
+}
 
 std::string BlasHandle::core_name() const {
   const char* name = openblas_get_corename();
