@@ -9,7 +9,7 @@
 #   make bench-regression  CI gate: instruction counts of the gate shapes against baselines/ (or the base commit)
 #   make bench-check     timed check of reports/bench-FAMILY.csv against BASELINE (interval verdicts)
 #   make gpu-check  on a machine with a GPU: every device test and bench tier, declines forbidden
-#   make fuzz       run the contract-loader fuzzer for FUZZ_SECONDS (default 300)
+#   make fuzz       fuzz the full validate path (both profiles, text/json/sarif writers, migrate) for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan
 # PRESET picks the CMake preset (default | ci | nocuda); CI uses PRESET=ci (warnings are errors).
 
@@ -123,6 +123,7 @@ fuzz:
 	cmake --build build-fuzz -j$(JOBS) --target popper_fuzz_contract
 	mkdir -p build-fuzz/corpus
 	cp tests/corpus/good/*.yaml tests/corpus/bad/*.yaml tests/corpus/pv/*.yaml contracts/*.yaml build-fuzz/corpus/
+	find tests/corpus/pv-public -name '*.yaml' -exec cp {} build-fuzz/corpus/ \;
 	build-fuzz/bin/popper_fuzz_contract -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
 	  -rss_limit_mb=2048 -print_final_stats=1 build-fuzz/corpus
 

@@ -9,6 +9,7 @@ void add_validate_command(CLI::App& app, int& exit_code);
 void add_scaffold_command(CLI::App& app, int& exit_code);
 void add_audit_command(CLI::App& app, int& exit_code);
 void add_graph_command(CLI::App& app, int& exit_code);
+void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> strict
 void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | baseline save
 void add_peak_command(CLI::App& app, int& exit_code);
 }  // namespace popper::cli

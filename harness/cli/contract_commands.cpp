@@ -5,15 +5,17 @@
 #include "popper/graph.hpp"
 #include "popper/io.hpp"
 #include "popper/loader.hpp"
+#include "popper/profile.hpp"
 #include "popper/scaffold.hpp"
 
 namespace popper::cli {
 
 namespace {
-// I/O and usage problems (missing paths, empty directories) exit 2; contract errors exit 1.
+// I/O and usage problems (missing paths, empty directories, a bad .popper.yaml) exit 2; contract errors exit 1.
 int exit_code_for(const Diagnostics& d) {
   for (const auto& x : d.all())
-    if (x.severity == Severity::Error && (x.code == "POP-V001" || x.code == "POP-V040")) return 2;
+    if (x.severity == Severity::Error && (x.code == "POP-V001" || x.code == "POP-V040" || x.code == "POP-V009"))
+      return 2;
   return d.has_errors() ? 1 : 0;
 }
 }  // namespace
@@ -22,12 +24,21 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("validate", "Check contracts: schema, references, ids, depends_on");
   auto paths = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("text");
+  auto profile = std::make_shared<std::string>();
+  auto no_recurse = std::make_shared<bool>(false);
   cmd->add_option("paths", *paths, "contract files or directories (default: contracts)");
   cmd->add_option("--format", *format, "text | json | sarif")->check(CLI::IsMember({"text", "json", "sarif"}));
-  cmd->callback([paths, format, &exit_code] {
+  cmd->add_option("--profile", *profile,
+                  "strict | pv (default: the nearest .popper.yaml's profile, else strict)")
+      ->check(CLI::IsMember({"strict", "pv"}));
+  cmd->add_flag("--no-recurse", *no_recurse, "read only the *.yaml directly in each directory, not its subdirectories");
+  cmd->callback([paths, format, profile, no_recurse, &exit_code] {
     if (paths->empty()) paths->push_back("contracts");
     Diagnostics diags;
-    const ContractSet set = load_contract_set(*paths, diags);
+    LoadOptions options;
+    if (!profile->empty()) options.profile = parse_profile(*profile);
+    options.recurse = !*no_recurse;
+    const ContractSet set = load_contract_set(*paths, diags, options);
     if (*format == "json") {
       std::cout << format_json(diags);
     } else if (*format == "sarif") {

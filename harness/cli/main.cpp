@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   popper::cli::add_scaffold_command(app, exit_code);
   popper::cli::add_audit_command(app, exit_code);
   popper::cli::add_graph_command(app, exit_code);
+  popper::cli::add_migrate_command(app, exit_code);
   popper::cli::add_bench_commands(app, exit_code);
   popper::cli::add_peak_command(app, exit_code);
   try {

@@ -1,6 +1,8 @@
 // Contract loading: read (size-capped), check the text is text, pre-scan the
-// nesting depth (so the YAML parser never recurses deeply), parse, check the
-// schema, build the model, then resolve references within the contract.
+// nesting depth (so the YAML parser never recurses deeply), parse one
+// document, walk the schema, build the model, then check references within
+// the contract and, for a set, across contracts. The profile (strict | pv)
+// changes what the rule table reports, never the path the text takes.
 #include "popper/loader.hpp"
 
 #include <algorithm>
@@ -8,17 +10,20 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
-#include "schema.hpp"
-#include "yaml_json.hpp"
+#include "checks.hpp"
+#include "model.hpp"
+#include "parse.hpp"
 #include "popper/mutant.hpp"
+#include "rules.hpp"
+#include "schema.hpp"
+#include "utf8.hpp"
 
 namespace fs = std::filesystem;
 
@@ -26,16 +31,13 @@ namespace popper {
 
 namespace {
 
-const std::vector<std::string> kCapabilities = {"cuda", "vulkan", "ggml", "avx2", "avx512", "avx512_bf16"};
-
-// First byte that is not valid UTF-8 (or a NUL), as a position; nullopt if clean.
+// First byte that is not valid UTF-8 (or a NUL or control byte), as a position; nullopt if clean.
 std::optional<SourcePos> first_non_text(const std::string& s, const std::string& file) {
   int line = 1, col = 1;
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len != 0 && c != 0 && i + len <= s.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    const std::size_t len = utf8::sequence_length(s, i);
+    bool ok = len != 0 && c != 0;
     if (ok && c < 0x20 && c != '\n' && c != '\t' && c != '\r') ok = false;  // control characters
     if (!ok) return SourcePos{file, line, col};
     if (c == '\n') {
@@ -95,351 +97,243 @@ std::optional<SourcePos> too_deep(const std::string& s, const std::string& file,
   return std::nullopt;
 }
 
-std::string scalar(const YAML::Node& n, const char* key) {
-  const YAML::Node v = n[key];
-  if (POPPER_MUTANT("loader-unchecked-node-type") && v) return v.as<std::string>();  // throws on a list or map
-  return v && v.IsScalar() ? v.Scalar() : std::string();
+// The line of the "---" that starts the document whose first node is at `at`.
+SourcePos document_start(const std::string& text, const YAML::Mark& at, const std::string& file) {
+  std::size_t p = at.pos > 0 ? std::min<std::size_t>(static_cast<std::size_t>(at.pos), text.size()) : 0;
+  int line = at.line + 1;
+  while (true) {
+    const std::size_t bol = p == 0 ? 0 : text.rfind('\n', p - 1) == std::string::npos ? 0 : text.rfind('\n', p - 1) + 1;
+    if (text.compare(bol, 3, "---") == 0) return {file, line, 1};
+    if (bol == 0) break;
+    p = bol - 1;
+    --line;
+  }
+  return {file, at.line + 1, 1};
 }
 
-std::vector<std::string> scalars(const YAML::Node& n, const char* key, std::vector<SourcePos>* pos = nullptr,
-                                 const std::string& file = {}) {
-  std::vector<std::string> out;
-  const YAML::Node v = n[key];
-  if (v && v.IsScalar()) {
-    out.push_back(v.Scalar());
-    if (pos) pos->push_back(schema::pos_of(v, file));
-  }
-  if (!v || !v.IsSequence()) return out;
-  for (const auto& e : v)
-    if (e.IsScalar()) {
-      out.push_back(e.Scalar());
-      if (pos) pos->push_back(schema::pos_of(e, file));
-    }
-  return out;
+// A pv binding registry (contracts/<project>/binding.yaml) maps equations to
+// functions; it lives among pv contracts but is not one.
+bool is_pv_binding_registry(const YAML::Node& root, const std::string& file) {
+  if (fs::path(file).filename() == "binding.yaml") return true;
+  return root.IsMap() && !root["metadata"] && root["bindings"];
 }
 
-std::vector<Mutant> mutants(const YAML::Node& n, const std::string& file) {
-  std::vector<Mutant> out;
-  const YAML::Node v = n["mutants"];
-  if (!v || !v.IsSequence()) return out;
-  for (const auto& m : v)
-    if (m.IsMap()) out.push_back({scalar(m, "id"), scalar(m, "description"), scalar(m, "path"), schema::pos_of(m, file)});
-  return out;
+std::string io_reason(const std::error_code& ec) {
+  if (ec == std::errc::too_many_symbolic_link_levels)
+    return "a symbolic link loop (the link leads back to itself); fix or remove the link";
+  if (ec == std::errc::no_such_file_or_directory) return "no such file or directory; check the path";
+  if (ec == std::errc::permission_denied) return "permission denied; check the file's permissions";
+  return ec.message();
 }
 
-template <class T>
-std::optional<T> number(const YAML::Node& n, const char* key) {
-  const YAML::Node v = n[key];
-  if (!v || !v.IsScalar()) return std::nullopt;
-  try {
-    return v.as<T>();
-  } catch (const YAML::Exception&) {
-    return std::nullopt;
+// Why `p` cannot be read, naming symbolic-link loops and dangling links as such.
+std::string unreadable_reason(const fs::path& p) {
+  std::error_code ec, lec;
+  const auto lst = fs::symlink_status(p, lec);
+  (void)fs::status(p, ec);
+  if (!lec && fs::is_symlink(lst)) {
+    if (ec == std::errc::too_many_symbolic_link_levels) return io_reason(ec);
+    std::error_code rec;
+    const fs::path target = fs::read_symlink(p, rec);
+    if (ec == std::errc::no_such_file_or_directory)
+      return fmt::format("a dangling symbolic link (to '{}', which does not exist); fix or remove the link",
+                         utf8::cut(target.string(), 200));
   }
-}
-
-Contract build_model(const YAML::Node& root, const std::string& file) {
-  Contract c;
-  c.path = file;
-  c.stem = fs::path(file).stem().string();
-  if (const YAML::Node md = root["metadata"]; md && md.IsMap()) {
-    c.version = scalar(md, "version");
-    c.description = scalar(md, "description");
-    c.depends_on = scalars(md, "depends_on", &c.depends_on_pos, file);
-  }
-  if (const YAML::Node eqs = root["equations"]; eqs && eqs.IsMap())
-    for (auto it = eqs.begin(); it != eqs.end(); ++it) {
-      if (!it->first.IsScalar() || !it->second.IsMap()) continue;
-      c.equations.push_back({it->first.Scalar(), scalar(it->second, "formula"), scalars(it->second, "invariants"),
-                             schema::pos_of(it->first, file)});
-    }
-  if (const YAML::Node obs = root["proof_obligations"]; obs && obs.IsSequence())
-    for (const auto& o : obs) {
-      if (!o.IsMap()) continue;
-      Obligation ob{scalar(o, "id"), scalar(o, "type"), scalar(o, "property"), scalar(o, "formal"),
-                    number<double>(o, "tolerance"), scalar(o, "applies_to"), schema::pos_of(o, file),
-                    scalars(o, "backends")};
-      c.obligations.push_back(std::move(ob));
-    }
-  if (const YAML::Node fts = root["falsification_tests"]; fts && fts.IsSequence())
-    for (const auto& t : fts) {
-      if (!t.IsMap()) continue;
-      FalsificationTest ft;
-      ft.id = scalar(t, "id");
-      ft.rule = scalar(t, "rule");
-      ft.prediction = scalar(t, "prediction");
-      ft.test = scalar(t, "test");
-      ft.if_fails = scalar(t, "if_fails");
-      ft.covers = scalars(t, "covers");
-      ft.requires_ = scalars(t, "requires");
-      ft.mutants = mutants(t, file);
-      if (const YAML::Node p = t["params"]; p && p.IsMap()) ft.params = yaml_to_json(p, kMaxNestingDepth);
-      ft.pos = schema::pos_of(t, file);
-      c.falsification_tests.push_back(std::move(ft));
-    }
-  if (const YAML::Node khs = root["kani_harnesses"]; khs && khs.IsSequence())
-    for (const auto& h : khs) {
-      if (!h.IsMap()) continue;
-      KaniHarness kh;
-      kh.id = scalar(h, "id");
-      kh.obligation = scalar(h, "obligation");
-      kh.property = scalar(h, "property");
-      kh.bound = number<std::int64_t>(h, "bound");
-      kh.strategy = scalar(h, "strategy");
-      kh.harness = scalar(h, "harness");
-      kh.requires_ = scalars(h, "requires");
-      kh.mutants = mutants(h, file);
-      if (const YAML::Node p = h["params"]; p && p.IsMap()) kh.params = yaml_to_json(p, kMaxNestingDepth);
-      if (kh.bound) kh.params["bound"] = *kh.bound;
-      kh.pos = schema::pos_of(h, file);
-      c.kani_harnesses.push_back(std::move(kh));
-    }
-  if (const YAML::Node qg = root["qa_gate"]; qg && qg.IsMap()) {
-    QaGate g;
-    g.id = scalar(qg, "id");
-    g.name = scalar(qg, "name");
-    g.checks = scalars(qg, "checks", &g.check_pos, file);
-    g.pass_criteria = scalar(qg, "pass_criteria");
-    g.pos = schema::pos_of(qg, file);
-    c.qa_gate = std::move(g);
-  }
-  if (const YAML::Node bs = root["benchmarks"]; bs && bs.IsSequence())
-    for (const auto& b : bs) {
-      if (!b.IsMap()) continue;
-      BenchmarkClaim bc;
-      bc.id = scalar(b, "id");
-      bc.claim = scalar(b, "claim");
-      bc.family = scalar(b, "family");
-      bc.metric = scalar(b, "metric");
-      bc.numerator = scalar(b, "numerator");
-      bc.denominator = scalar(b, "denominator");
-      bc.denominator_precision = scalar(b, "denominator_precision");
-      bc.denominator_backend = scalar(b, "denominator_backend");
-      bc.op = scalar(b, "op");
-      bc.threshold = number<double>(b, "threshold").value_or(0.0);
-      bc.shapes = scalars(b, "shapes");
-      if (bc.shapes.size() == 1 && bc.shapes[0] == "all") bc.shapes.clear();
-      bc.precision = scalar(b, "precision");
-      if (auto t = number<int>(b, "threads")) bc.threads = *t;
-      bc.pos = schema::pos_of(b, file);
-      c.benchmarks.push_back(std::move(bc));
-    }
-  return c;
-}
-
-// References inside one contract.
-void check_references(const Contract& c, Diagnostics& diags) {
-  static const std::regex kObligationId(R"(^[A-Z][A-Z0-9]*(-[A-Z0-9]+)*-PO-[0-9]{3,}$)");
-  std::vector<std::string> equation_names;
-  for (const auto& e : c.equations) equation_names.push_back(e.name);
-  std::vector<std::string> obligation_ids;
-  for (const auto& o : c.obligations) obligation_ids.push_back(o.id);
-
-  for (const auto& o : c.obligations) {
-    if (!o.id.empty() && !std::regex_match(o.id, kObligationId))
-      diags.error("POP-V025", o.pos,
-                  fmt::format("obligation id '{}' does not have the form <PREFIX>-PO-NNN; rename it, e.g. "
-                              "'GEMM-PO-001'",
-                              o.id));
-    if (!o.applies_to.empty() && o.applies_to != "all" && !c.find_equation(o.applies_to) &&
-        !POPPER_MUTANT("loader-applies-to-unchecked")) {
-      const std::string hint = schema::did_you_mean(o.applies_to, equation_names);
-      diags.error("POP-V020", o.pos,
-                  fmt::format("obligation {} applies_to '{}', which names no equation of this contract; {}",
-                              o.id.empty() ? "'" + o.property + "'" : o.id, o.applies_to,
-                              hint.empty() ? "add that equation or name an existing one"
-                                           : "did you mean '" + hint + "'?"));
-    }
-  }
-  for (const auto& h : c.kani_harnesses)
-    if (!h.obligation.empty() && !c.find_obligation(h.obligation)) {
-      const std::string hint = schema::did_you_mean(h.obligation, obligation_ids);
-      diags.error("POP-V021", h.pos,
-                  fmt::format("harness {} names obligation '{}', which no proof obligation of this contract has as "
-                              "its id; {}",
-                              h.id, h.obligation,
-                              hint.empty() ? "give the obligation that id or name an existing one"
-                                           : "did you mean '" + hint + "'?"));
-    }
-  for (const auto& t : c.falsification_tests)
-    for (const auto& cov : t.covers)
-      if (!c.find_obligation(cov))
-        diags.error("POP-V023", t.pos,
-                    fmt::format("test {} covers '{}', which is not an obligation id of this contract; {}", t.id, cov,
-                                schema::did_you_mean(cov, obligation_ids).empty()
-                                    ? "name an existing obligation id"
-                                    : "did you mean '" + schema::did_you_mean(cov, obligation_ids) + "'?"));
-
-  auto check_requires = [&](const std::string& id, const std::vector<std::string>& req, const SourcePos& pos) {
-    for (const auto& r : req)
-      if (std::find(kCapabilities.begin(), kCapabilities.end(), r) == kCapabilities.end())
-        diags.error("POP-V026", pos,
-                    fmt::format("{} requires unknown capability '{}'; known capabilities are {}", id, r,
-                                fmt::join(kCapabilities, ", ")));
-  };
-  for (const auto& t : c.falsification_tests) check_requires(t.id, t.requires_, t.pos);
-  for (const auto& h : c.kani_harnesses) check_requires(h.id, h.requires_, h.pos);
-
-  // Mutants: unique per test; a falsification test without one has shown no power.
-  auto check_mutants = [&](const std::string& id, const std::vector<Mutant>& ms) {
-    std::set<std::string> seen;
-    for (const auto& m : ms)
-      if (!m.id.empty() && !seen.insert(m.id).second)
-        diags.error("POP-V028", m.pos,
-                    fmt::format("{} declares mutant '{}' twice; give each mutant its own id", id, m.id));
-  };
-  for (const auto& t : c.falsification_tests) {
-    check_mutants(t.id, t.mutants);
-    if (t.mutants.empty())
-      diags.warning("POP-V042", t.pos,
-                    fmt::format("{} declares no mutant, so nothing shows it can fail; add 'mutants:' with a broken "
-                                "variant taken from its if_fails",
-                                t.id));
-  }
-  for (const auto& h : c.kani_harnesses) check_mutants(h.id, h.mutants);
-
-  for (const auto& b : c.benchmarks) {
-    if (b.metric == "peak_fraction" && !b.denominator.empty())
-      diags.error("POP-V027", b.pos,
-                  fmt::format("benchmark {} uses metric peak_fraction, which divides by the measured peak; remove "
-                              "'denominator'",
-                              b.id));
-    if ((b.metric == "time_ratio" || b.metric == "throughput_ratio") && b.denominator.empty())
-      diags.error("POP-V027", b.pos,
-                  fmt::format("benchmark {} uses metric {} but has no 'denominator' tier; add one", b.id, b.metric));
-  }
-
-  if (c.qa_gate) {
-    for (std::size_t i = 0; i < c.qa_gate->checks.size(); ++i) {
-      const std::string& chk = c.qa_gate->checks[i];
-      const bool found = c.find_equation(chk) || c.find_test(chk) || c.find_harness(chk) ||
-                         std::any_of(c.benchmarks.begin(), c.benchmarks.end(),
-                                     [&](const BenchmarkClaim& b) { return b.id == chk; });
-      if (!found)
-        diags.error("POP-V022", c.qa_gate->check_pos[i],
-                    fmt::format("qa_gate check '{}' names neither an equation nor a test id of this contract; {}",
-                                chk,
-                                schema::did_you_mean(chk, equation_names).empty()
-                                    ? "name an equation, a falsification test, a harness or a benchmark id"
-                                    : "did you mean '" + schema::did_you_mean(chk, equation_names) + "'?"));
-    }
-  }
-
-  // An obligation nothing backs can never be covered: say so early.
-  for (const auto& o : c.obligations) {
-    if (o.id.empty()) continue;
-    const bool backed =
-        std::any_of(c.falsification_tests.begin(), c.falsification_tests.end(),
-                    [&](const FalsificationTest& t) {
-                      return std::find(t.covers.begin(), t.covers.end(), o.id) != t.covers.end();
-                    }) ||
-        std::any_of(c.kani_harnesses.begin(), c.kani_harnesses.end(),
-                    [&](const KaniHarness& h) { return h.obligation == o.id; });
-    if (!backed)
-      diags.warning("POP-V041", o.pos,
-                    fmt::format("obligation {} is backed by no test ('covers' of a falsification test or a harness "
-                                "'obligation'); it will count as uncovered",
-                                o.id));
-  }
+  return io_reason(ec ? ec : lec);
 }
 
 }  // namespace
 
-LoadResult load_contract_text(const std::string& text, const std::string& file, Diagnostics& diags) {
-  LoadResult r;
+namespace parse {
+
+std::optional<YAML::Node> contract_root(const std::string& text, const std::string& file, Diagnostics& diags) {
   const SourcePos top{file, 1, 1};
   if (text.size() > kMaxContractBytes && !POPPER_MUTANT("loader-no-size-cap")) {
     diags.error("POP-V002", {file, 0, 0},
                 fmt::format("file is {} bytes, over the {} byte limit for a contract; split it into several "
                             "contracts",
                             text.size(), kMaxContractBytes));
-    return r;
+    return std::nullopt;
   }
   if (auto bad = first_non_text(text, file)) {
     diags.error("POP-V003", *bad, "not a text file: invalid UTF-8, a NUL or a control byte here; save the contract "
                                   "as UTF-8 YAML");
-    return r;
+    return std::nullopt;
   }
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     diags.error("POP-V004", top, "the contract is empty; start from contracts/SCHEMA.md (it needs at least metadata)");
-    return r;
+    return std::nullopt;
   }
   if (auto deep = too_deep(text, file, kMaxNestingDepth)) {
     diags.error("POP-V006", *deep,
                 fmt::format("nesting deeper than {} levels; a contract needs at most 6, so flatten this value",
                             kMaxNestingDepth));
-    return r;
+    return std::nullopt;
   }
-  YAML::Node root;
+  std::vector<YAML::Node> docs;
   try {
-    root = YAML::Load(text);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     const SourcePos p = e.mark.line >= 0 ? SourcePos{file, e.mark.line + 1, e.mark.column + 1} : top;
     diags.error("POP-V005", p, fmt::format("YAML syntax error: {}; fix the YAML here", e.msg));
-    return r;
+    return std::nullopt;
   }
-  if (root.IsNull()) {
+  // Documents with content; empty ones (a stray "---") hold nothing to lose.
+  std::vector<YAML::Node> content;
+  for (const auto& d : docs)
+    if (!d.IsNull()) content.push_back(d);
+  if (content.size() > 1 && !POPPER_MUTANT("loader-first-document-only")) {
+    diags.error("POP-V008", document_start(text, content[1].Mark(), file),
+                fmt::format("a second YAML document starts here ({} in this file); a contract file holds one "
+                            "document, so split it into one file per contract",
+                            content.size()));
+    return std::nullopt;
+  }
+  if (content.empty()) {
     diags.error("POP-V004", top, "the contract holds no YAML content (only comments?); it needs at least metadata");
-    return r;
+    return std::nullopt;
   }
+  const YAML::Node root = content[0];
   if (!root.IsMap()) {
     diags.error("POP-V007", schema::pos_of(root, file),
                 "the top level of a contract must be a mapping (metadata:, equations:, ...), not a list or a scalar");
-    return r;
+    return std::nullopt;
   }
+  return root;
+}
+
+}  // namespace parse
+
+LoadResult load_contract_text(const std::string& text, const std::string& file, Diagnostics& diags, Profile profile) {
+  LoadResult r;
   const std::size_t before = diags.error_count();
-  if (!schema::check(root, schema::contract_root(), file, {kMaxNestingDepth, kMaxNodes}, diags)) return r;
-  r.contract = build_model(root, file);
-  check_references(r.contract, diags);
+  const auto root = parse::contract_root(text, file, diags);
+  if (!root) return r;
+  if (!schema::check(*root, schema::contract_root(), file, {kMaxNestingDepth, kMaxNodes}, profile, diags)) return r;
+  r.contract = model::build(*root, file, profile);
+  checks::references(r.contract, diags);
+  checks::pv_rules(r.contract, diags);
   r.ok = diags.error_count() == before;
   return r;
 }
 
-LoadResult load_contract_file(const std::string& path, Diagnostics& diags) {
+namespace {
+
+std::optional<std::string> read_contract_file(const std::string& path, Diagnostics& diags) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec) {
-    diags.error("POP-V001", {path, 0, 0}, fmt::format("cannot read the file: {}", ec.message()));
-    return {};
+    diags.error("POP-V001", {path, 0, 0}, "cannot read the file: " + unreadable_reason(path));
+    return std::nullopt;
   }
   if (size > kMaxContractBytes) {
     diags.error("POP-V002", {path, 0, 0},
                 fmt::format("file is {} bytes, over the {} byte limit for a contract; split it into several "
                             "contracts",
                             size, kMaxContractBytes));
-    return {};
+    return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     diags.error("POP-V001", {path, 0, 0}, "cannot open the file for reading; check the path and its permissions");
-    return {};
+    return std::nullopt;
   }
   std::ostringstream ss;
   ss << in.rdbuf();
-  return load_contract_text(ss.str(), path, diags);
+  return ss.str();
 }
 
-std::vector<std::string> expand_contract_paths(const std::vector<std::string>& paths, Diagnostics& diags) {
+LoadResult load_file_as(const std::string& path, Diagnostics& diags, Profile profile) {
+  const auto text = read_contract_file(path, diags);
+  if (!text) return {};
+  // A pv binding registry sits among pv contracts (and stays there after a
+  // migration); say it is skipped rather than reject it as a bad contract.
+  Diagnostics scratch;
+  if (const auto root = parse::contract_root(*text, path, scratch); root && is_pv_binding_registry(*root, path)) {
+    diags.warning("POP-V045", {path, 1, 1}, "a pv binding registry (equations mapped to functions), not a contract: "
+                                            "skipped");
+    LoadResult skipped;
+    skipped.ok = true;
+    return skipped;
+  }
+  return load_contract_text(*text, path, diags, profile);
+}
+
+}  // namespace
+
+LoadResult load_contract_file(const std::string& path, Diagnostics& diags, std::optional<Profile> profile) {
+  ProfileResolver resolver(profile);
+  return load_file_as(path, diags, resolver.profile_for(path, diags));
+}
+
+std::vector<std::string> expand_contract_paths(const std::vector<std::string>& paths, Diagnostics& diags,
+                                               bool recurse) {
+  if (POPPER_MUTANT("paths-no-recurse")) recurse = false;
   std::vector<std::string> files;
+  std::set<std::string> seen_files;  // canonical: a file reached twice (through a link) loads once
+  auto is_contract_name = [](const fs::path& p) {
+    const auto ext = p.extension().string();
+    return ext == ".yaml" || ext == ".yml";
+  };
+  auto add_file = [&](const fs::path& p) {
+    std::error_code ec;
+    const fs::path canon = fs::weakly_canonical(p, ec);
+    if (seen_files.insert(ec ? p.string() : canon.string()).second) files.push_back(p.string());
+  };
   for (const auto& p : paths) {
     std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      std::vector<std::string> found;
-      for (const auto& e : fs::directory_iterator(p, ec)) {
-        const auto ext = e.path().extension().string();
-        if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml")) found.push_back(e.path().string());
-      }
-      std::sort(found.begin(), found.end());
-      if (found.empty())
-        diags.error("POP-V040", {p, 0, 0},
-                    "no contracts here: the directory holds no *.yaml or *.yml file; point popper at a contracts/ "
-                    "folder");
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(p, ec)) {
-      files.push_back(p);
-    } else {
-      diags.error("POP-V001", {p, 0, 0}, "no such file or directory; check the path");
+    const auto st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) {
+      diags.error("POP-V001", {p, 0, 0}, unreadable_reason(p));
+      continue;
     }
+    if (!fs::is_directory(st)) {
+      add_file(p);
+      continue;
+    }
+    // Depth-first, each directory's entries in name order. Directories are
+    // entered once by canonical path, so a link back to an ancestor cannot loop.
+    std::size_t before = files.size();
+    std::set<std::string> entered;
+    std::function<void(const fs::path&, int)> walk = [&](const fs::path& dir, int depth) {
+      std::error_code dec;
+      const fs::path canon = fs::weakly_canonical(dir, dec);
+      if (!entered.insert(dec ? dir.string() : canon.string()).second || depth > 64) return;
+      std::vector<fs::directory_entry> entries;
+      for (fs::directory_iterator it(dir, dec), end; !dec && it != end; it.increment(dec)) entries.push_back(*it);
+      if (dec) {
+        diags.error("POP-V001", {dir.string(), 0, 0}, "cannot list the directory: " + io_reason(dec));
+        return;
+      }
+      std::sort(entries.begin(), entries.end(),
+                [](const fs::directory_entry& a, const fs::directory_entry& b) { return a.path() < b.path(); });
+      std::vector<fs::path> subdirs;
+      for (const auto& e : entries) {
+        std::error_code sec;
+        const auto est = fs::status(e.path(), sec);
+        if (sec) {
+          // A loop or a dangling link among contracts: say so (other broken names are not contracts).
+          if (is_contract_name(e.path()) || sec == std::errc::too_many_symbolic_link_levels)
+            diags.error("POP-V001", {e.path().string(), 0, 0}, unreadable_reason(e.path()));
+          continue;
+        }
+        if (fs::is_directory(est)) {
+          const std::string name = e.path().filename().string();
+          if (recurse && !name.empty() && name[0] != '.') subdirs.push_back(e.path());
+        } else if (fs::is_regular_file(est) && is_contract_name(e.path()) &&
+                   e.path().filename().string()[0] != '.') {  // hidden files (.popper.yaml) are not contracts
+          add_file(e.path());
+        }
+      }
+      for (const auto& d : subdirs) walk(d, depth + 1);
+    };
+    walk(p, 0);
+    if (files.size() == before)
+      diags.error("POP-V040", {p, 0, 0},
+                  recurse ? "no contracts here: the directory (and its subdirectories) holds no *.yaml or *.yml file; "
+                            "point popper at a contracts/ folder"
+                          : "no contracts here: the directory holds no *.yaml or *.yml file (subdirectories were not "
+                            "searched: --no-recurse); point popper at a contracts/ folder");
   }
   return files;
 }
@@ -450,10 +344,11 @@ const Contract* ContractSet::find_stem(const std::string& stem) const {
   return nullptr;
 }
 
-ContractSet load_contract_set(const std::vector<std::string>& paths, Diagnostics& diags) {
+ContractSet load_contract_set(const std::vector<std::string>& paths, Diagnostics& diags, const LoadOptions& options) {
   ContractSet set;
-  for (const auto& f : expand_contract_paths(paths, diags)) {
-    LoadResult r = load_contract_file(f, diags);
+  ProfileResolver resolver(options.profile);
+  for (const auto& f : expand_contract_paths(paths, diags, options.recurse)) {
+    LoadResult r = load_file_as(f, diags, resolver.profile_for(f, diags));
     if (!r.contract.stem.empty()) set.contracts.push_back(std::move(r.contract));
   }
   check_contract_set(set, diags);
@@ -461,37 +356,72 @@ ContractSet load_contract_set(const std::vector<std::string>& paths, Diagnostics
 }
 
 void check_contract_set(const ContractSet& set, Diagnostics& diags) {
+  using rules::Rule;
   // Ids are unique across the whole set: a result names an id, not a file.
-  std::map<std::string, SourcePos> first_seen;
-  auto claim_id = [&](const std::string& id, const SourcePos& pos) {
+  struct Seen {
+    SourcePos pos;
+    const Contract* owner;
+  };
+  std::map<std::string, Seen> first_seen;
+  auto claim_id = [&](const Contract& c, const std::string& id, const SourcePos& pos, Rule same_contract_rule) {
     if (id.empty()) return;
-    auto [it, inserted] = first_seen.emplace(id, pos);
-    if (!inserted)
-      diags.error("POP-V030", pos,
-                  fmt::format("id '{}' is already used at {}:{}; ids must be unique across all contracts, so rename "
-                              "one",
-                              id, it->second.file, it->second.line));
+    auto [it, inserted] = first_seen.emplace(id, Seen{pos, &c});
+    if (inserted) return;
+    const bool same = it->second.owner == &c;
+    const Rule rule = same ? same_contract_rule : Rule::DuplicateId;
+    rules::report(diags, c.profile, rule, pos,
+                  same ? fmt::format("id '{}' is already used at {}:{} in this contract; rename one", schema::quoted(id),
+                                     it->second.pos.file, it->second.pos.line)
+                  : c.profile == Profile::Strict
+                      ? fmt::format("id '{}' is already used at {}:{}; ids must be unique across all contracts, so "
+                                    "rename one",
+                                    schema::quoted(id), it->second.pos.file, it->second.pos.line)
+                      : fmt::format("id '{}' is also used at {}:{}; pv scopes ids per contract, but popper binds "
+                                    "tests and reports results by id, so rename one before binding them",
+                                    schema::quoted(id), it->second.pos.file, it->second.pos.line));
   };
   for (const auto& c : set.contracts) {
-    for (const auto& o : c.obligations) claim_id(o.id, o.pos);
-    for (const auto& t : c.falsification_tests) claim_id(t.id, t.pos);
-    for (const auto& h : c.kani_harnesses) claim_id(h.id, h.pos);
-    for (const auto& b : c.benchmarks) claim_id(b.id, b.pos);
+    for (const auto& o : c.obligations) claim_id(c, o.id, o.pos, Rule::DuplicateIdInContract);
+    for (const auto& t : c.falsification_tests) claim_id(c, t.id, t.pos, Rule::DuplicateTestId);
+    for (const auto& h : c.kani_harnesses) claim_id(c, h.id, h.pos, Rule::DuplicateHarnessId);
+    for (const auto& b : c.benchmarks) claim_id(c, b.id, b.pos, Rule::DuplicateIdInContract);
   }
 
-  // depends_on resolves to a contract in the set, and the graph is acyclic.
-  std::vector<std::string> stems;
-  for (const auto& c : set.contracts) stems.push_back(c.stem);
-  for (const auto& c : set.contracts)
+  // Stems name contracts (depends_on, parent_contract): two files with one stem are ambiguous.
+  std::map<std::string, const Contract*> by_stem;
+  for (const auto& c : set.contracts) {
+    auto [it, inserted] = by_stem.emplace(c.stem, &c);
+    if (!inserted)
+      diags.error("POP-V036", {c.path, 1, 1},
+                  fmt::format("another contract in this set has the stem '{}' ({}); depends_on names contracts by "
+                              "stem, so rename one",
+                              schema::quoted(c.stem), it->second->path));
+  }
+
+  // depends_on and parent_contract resolve to contracts in the set; depends_on is acyclic.
+  for (const auto& c : set.contracts) {
+    std::vector<std::string> others;
+    for (const auto& d : set.contracts)
+      if (&d != &c || POPPER_MUTANT("did-you-mean-self")) others.push_back(d.stem);
     for (std::size_t i = 0; i < c.depends_on.size(); ++i)
       if (!set.find_stem(c.depends_on[i])) {
-        const std::string hint = schema::did_you_mean(c.depends_on[i], stems);
-        diags.error("POP-V031", c.depends_on_pos[i],
-                    fmt::format("depends_on names '{}', but no contract {}.yaml was loaded; {}", c.depends_on[i],
-                                c.depends_on[i],
-                                hint.empty() ? "add that contract or remove the dependency"
-                                             : "did you mean '" + hint + "'?"));
+        const std::string hint = schema::did_you_mean(c.depends_on[i], others);
+        rules::report(diags, c.profile, Rule::DependsOnMissing, c.depends_on_pos[i],
+                      fmt::format("depends_on names '{}', but no contract {}.yaml was loaded; {}",
+                                  schema::quoted(c.depends_on[i]), schema::quoted(c.depends_on[i]),
+                                  hint.empty() ? "add that contract or remove the dependency"
+                                               : "did you mean '" + hint + "'?"));
       }
+    for (const auto& o : c.obligations)
+      if (!o.parent_contract.empty() && (!set.find_stem(o.parent_contract) || o.parent_contract == c.stem)) {
+        const std::string hint = schema::did_you_mean(o.parent_contract, others);
+        rules::report(diags, c.profile, Rule::ParentContractMissing, o.parent_contract_pos,
+                      fmt::format("obligation {} refines parent_contract '{}', but no contract {}.yaml was loaded; {}",
+                                  o.id.empty() ? "'" + schema::quoted(o.property) + "'" : o.id,
+                                  schema::quoted(o.parent_contract), schema::quoted(o.parent_contract),
+                                  hint.empty() ? "load the contract it refines" : "did you mean '" + hint + "'?"));
+      }
+  }
   enum class Mark { White, Grey, Black };
   std::map<std::string, Mark> mark;
   std::vector<std::string> stack;
@@ -508,8 +438,8 @@ void check_contract_set(const ContractSet& set, Diagnostics& diags) {
         for (auto it = from; it != stack.end(); ++it) cycle += *it + " -> ";
         cycle += d->stem;
         if (reported.insert(cycle).second)
-          diags.error("POP-V032", c.depends_on_pos[i],
-                      fmt::format("depends_on forms a cycle: {}; remove one of these dependencies", cycle));
+          rules::report(diags, c.profile, Rule::DependsOnCycle, c.depends_on_pos[i],
+                        fmt::format("depends_on forms a cycle: {}; remove one of these dependencies", cycle));
       } else if (mark[d->stem] == Mark::White) {
         dfs(*d);
       }

@@ -11,6 +11,9 @@
 
 namespace popper {
 
+// How a contract is read (popper/profile.hpp): popper's strict reading or pv's.
+enum class Profile { Strict, Pv };
+
 struct SourcePos {
   std::string file;
   int line = 0;  // 1-based; 0 when unknown
@@ -46,6 +49,17 @@ struct Obligation {
   // covered ("cpu", "cuda", "cpu:avx2", ...; a tag matches itself and its
   // "<tag>:..." refinements). Empty: any passing backer covers it.
   std::vector<std::string> backends;
+  // pv: the id was derived (pv obligations have none): <PREFIX>-PO-<position>.
+  bool id_derived = false;
+  bool type_defaulted = false;           // pv: no `type`, read as invariant
+  SourcePos applies_to_pos{};            // the value of applies_to
+  std::string requires_ref{};            // pv DbC, postconditions: the precondition it links to
+  SourcePos requires_pos{};
+  std::string applies_to_phase{};        // pv DbC, loop types: a kernel_structure phase name
+  SourcePos applies_to_phase_pos{};
+  std::string parent_contract{};         // pv DbC, subcontracts: the contract refined
+  SourcePos parent_contract_pos{};
+  bool has_formal = false;
 };
 
 struct FalsificationTest {
@@ -59,11 +73,14 @@ struct FalsificationTest {
   std::vector<std::string> requires_; // popper: capabilities ("cuda", "avx512", ...)
   std::vector<Mutant> mutants;        // popper: what the test must detect
   SourcePos pos;
+  bool has_prediction = false;        // pv: prediction and if_fails may be absent
+  bool has_if_fails = false;
+  std::vector<SourcePos> covers_pos{};
 };
 
 struct KaniHarness {
   std::string id;
-  std::string obligation;             // an obligation id
+  std::string obligation;             // an obligation id (pv: as resolved, see obligation_written)
   std::string property;
   std::optional<std::int64_t> bound;
   std::string strategy;
@@ -72,6 +89,9 @@ struct KaniHarness {
   std::vector<std::string> requires_;
   std::vector<Mutant> mutants;
   SourcePos pos;
+  std::string obligation_written{};   // the text as written (pv may name property text or a position)
+  bool has_bound = false;             // `bound` given (valid or not)
+  SourcePos obligation_pos{};
 };
 
 struct QaGate {
@@ -105,6 +125,13 @@ struct BenchmarkClaim {
   SourcePos pos;
 };
 
+// pv: a named enforcement rule; its `check` often names the test that enforces it.
+struct EnforcementRule {
+  std::string name;
+  std::string check;
+  SourcePos pos;
+};
+
 struct Contract {
   std::string path;                   // as given
   std::string stem;                   // file name without .yaml: what depends_on names
@@ -118,6 +145,14 @@ struct Contract {
   std::vector<KaniHarness> kani_harnesses;
   std::optional<QaGate> qa_gate;
   std::vector<BenchmarkClaim> benchmarks;
+  // How it was read, and what pv's rules look at.
+  Profile profile = Profile::Strict;
+  std::string kind = "kernel";        // metadata.kind; `registry: true` on a kernel makes it registry
+  bool has_references = false;        // metadata.references present and non-empty
+  bool has_equations_key = false;
+  SourcePos metadata_pos{};
+  std::vector<std::string> phases{};  // kernel_structure.phases[].name
+  std::vector<EnforcementRule> enforcement{};
 
   const FalsificationTest* find_test(const std::string& id) const;
   const KaniHarness* find_harness(const std::string& id) const;

@@ -2,11 +2,13 @@
 // size and nesting are capped, and every problem becomes a Diagnostic.
 #pragma once
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "popper/contract.hpp"
 #include "popper/diagnostics.hpp"
+#include "popper/profile.hpp"
 
 namespace popper {
 
@@ -14,26 +16,39 @@ inline constexpr std::size_t kMaxContractBytes = 4u << 20;  // 4 MiB: contracts 
 inline constexpr int kMaxNestingDepth = 64;                 // the schema needs 6
 inline constexpr long kMaxNodes = 200000;                   // aliases can expand a small file exponentially
 
-// Parses one contract from text (file is used for positions only). Returns
-// nullopt-equivalent (a Contract with empty stem) on fatal errors.
+// Parses one contract from text (file is used for positions and the stem)
+// under `profile`. ok is false when the contract has errors; a contract with
+// an empty stem is unusable (the text could not be read as a contract).
 struct LoadResult {
-  bool ok = false;  // false: fatal problem, see diagnostics; contract unusable
+  bool ok = false;
   Contract contract;
 };
-LoadResult load_contract_text(const std::string& text, const std::string& file, Diagnostics& diags);
-LoadResult load_contract_file(const std::string& path, Diagnostics& diags);
+LoadResult load_contract_text(const std::string& text, const std::string& file, Diagnostics& diags,
+                              Profile profile = Profile::Strict);
+// `profile` unset: the nearest .popper.yaml decides (strict without one).
+LoadResult load_contract_file(const std::string& path, Diagnostics& diags,
+                              std::optional<Profile> profile = std::nullopt);
 
-// Expands paths (files and directories; a directory means its *.yaml/*.yml,
-// non-recursive) into contract files. An empty directory is a diagnostic.
-std::vector<std::string> expand_contract_paths(const std::vector<std::string>& paths, Diagnostics& diags);
+struct LoadOptions {
+  std::optional<Profile> profile;  // unset: each contract's .popper.yaml decides (strict without one)
+  bool recurse = true;             // a directory means its *.yaml / *.yml at any depth
+};
+
+// Expands paths (files and directories) into contract files, sorted per
+// directory. Directories are walked recursively unless told not to; symbolic
+// links to directories are not followed (so no loop can trap the walk). An
+// empty directory, a missing path and a symbolic-link loop are diagnostics.
+std::vector<std::string> expand_contract_paths(const std::vector<std::string>& paths, Diagnostics& diags,
+                                               bool recurse = true);
 
 // All contracts loaded from `paths`, with cross-contract checks applied
-// (unique ids, depends_on resolves and is acyclic).
+// (unique ids, depends_on and parent_contract resolve, depends_on acyclic).
 struct ContractSet {
   std::vector<Contract> contracts;
   const Contract* find_stem(const std::string& stem) const;
 };
-ContractSet load_contract_set(const std::vector<std::string>& paths, Diagnostics& diags);
+ContractSet load_contract_set(const std::vector<std::string>& paths, Diagnostics& diags,
+                              const LoadOptions& options = {});
 // The cross-contract checks alone, for contracts already in memory.
 void check_contract_set(const ContractSet& set, Diagnostics& diags);
 
