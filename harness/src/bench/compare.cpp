@@ -13,6 +13,7 @@
 
 #include "popper/bench/ingest.hpp"
 #include "popper/bench/process.hpp"
+#include "popper/bench/vendors.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -35,11 +36,6 @@ std::string duration_text(double s) {
   if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
   else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
   return buf;
-}
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
 }
 
 std::string cmake_cache_value(const std::string& build_dir, const std::string& key) {
@@ -175,22 +171,28 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
             steps.push_back({shape, tier, prec, "", threads, ""});
     }
 
-  std::vector<std::string> extra_core_types;  // decided after the first default-env ceiling run
-  bool core_types_decided = !(want_ceiling && fam.blas_core_types && opt.blas_core_types);
-  std::string default_core;
+  // Ceiling vendors and their configurations (vendors.hpp), planned before any timing.
+  CeilingPlan plan;
+  if (want_ceiling) {
+    PlanOptions po;
+    po.enumerate = opt.blas_core_types;
+    const char* configs = std::getenv("POPPER_CEILING_CONFIGS");
+    po.screen = !(configs && std::string(configs) == "all");
+    po.progress = say;
+    plan = plan_ceiling(fam, machine, opt.build_dir, po);
+    for (const auto& w : plan.warnings) say(w.message);
+  }
 
   std::vector<BenchRow> rows;
   const auto t0 = Clock::now();
   std::size_t done = 0, total = steps.size();
-  auto run_ceiling = [&](const Step& s, const std::string& core_type) {
+  auto run_ceiling = [&](const Step& s, const VendorConfig& cfg) {
     std::vector<std::string> argv = {bin + "ceiling_" + s.ceiling, "--shape", s.shape, "--reps",
                                      std::to_string(opt.reps), "--threads", std::to_string(s.threads)};
-    std::vector<std::pair<std::string, std::string>> env;
-    if (!core_type.empty()) env.emplace_back("OPENBLAS_CORETYPE", core_type);
-    const auto r = run_process(argv, env);
+    const auto r = run_process(argv, cfg.env_set(s.threads), cfg.env_unset());
     if (!r.ok()) {
-      say("warning: ceiling_" + s.ceiling + (core_type.empty() ? "" : " under OPENBLAS_CORETYPE=" + core_type) +
-          " failed: " + r.describe() + "; its rows are left out");
+      say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
+          "; its rows are left out");
       return;
     }
     if (r.out.rfind("# skipped", 0) == 0) {
@@ -202,10 +204,6 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
       g.work_unit = fam.work_unit;
       if (std::find(opt.precisions.begin(), opt.precisions.end(), g.key.precision) == opt.precisions.end()) continue;
       merge_rows(rows, {g});
-      if (core_type.empty() && default_core.empty()) {
-        const auto colon = g.key.backend.find(':');
-        if (colon != std::string::npos) default_core = g.key.backend.substr(colon + 1);
-      }
     }
   };
 
@@ -216,20 +214,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
         (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) + " " + s.tier +
         (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") + " — elapsed " + duration_text(elapsed) + eta);
     if (s.tier == "ceiling") {
-      run_ceiling(s, "");
-      if (!core_types_decided) {
-        core_types_decided = true;
-        for (const auto& ct : runnable_blas_core_types(machine))
-          if (lower(ct) != lower(default_core)) extra_core_types.push_back(ct);
-        if (!extra_core_types.empty()) {
-          std::string list;
-          for (const auto& ct : extra_core_types) list += " " + ct;
-          say("OpenBLAS default core: " + (default_core.empty() ? "unknown" : default_core) +
-              "; also running the ceiling under OPENBLAS_CORETYPE=" + list +
-              (has_isa(machine, "avx512f") ? "" : " (SkylakeX skipped: CPU has no AVX-512F, it would die with SIGILL)"));
-        }
-      }
-      for (const auto& ct : extra_core_types) run_ceiling(s, ct);
+      for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg);
     } else {
       const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
       char json_path[] = "/tmp/popper-gbench-XXXXXX";
@@ -267,6 +252,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   t.set_meta("kind", "timing (wall clock, interleaved per shape)");
   t.set_meta("reps", std::to_string(opt.reps));
   t.rows = std::move(rows);
+  if (want_ceiling) record_plan(plan, t);
   apply_peaks(t, fam, peak);
   return t;
 }
