@@ -18,7 +18,8 @@ void run_partitioned(std::span<const double> cost, unsigned threads, Fn&& fn) {
   int workers = threads == 0 ? popper::parallel::hardware_threads() : static_cast<int>(threads);
   double total = 0.0;
   for (double c : cost) total += std::max(c, 0.0);
-  workers = std::max(1, std::min(workers, static_cast<int>(std::floor(total / kMinCostPerThread))));
+  if (!popper::parallel::exact_threads())
+    workers = std::max(1, std::min(workers, static_cast<int>(std::floor(total / kMinCostPerThread))));
   if (workers <= 1) {
     fn(std::size_t{0}, units);
     return;

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -42,6 +43,23 @@ BlasThreadsScope::BlasThreadsScope(int threads) : previous_(openblas_get_num_thr
   openblas_set_num_threads(threads < 1 ? 1 : threads);
 }
 BlasThreadsScope::~BlasThreadsScope() { openblas_set_num_threads(previous_); }
+
+namespace {
+std::atomic<int>& exact_scopes() {
+  static std::atomic<int> n{0};
+  return n;
+}
+}  // namespace
+
+bool exact_threads() {
+  static const bool from_env = [] {
+    const char* v = std::getenv("POPPER_EXACT_THREADS");
+    return v && *v && *v != '0';
+  }();
+  return from_env || exact_scopes().load(std::memory_order_relaxed) > 0;
+}
+ScopedExactThreads::ScopedExactThreads() { exact_scopes().fetch_add(1); }
+ScopedExactThreads::~ScopedExactThreads() { exact_scopes().fetch_sub(1); }
 
 int hardware_threads() {
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);

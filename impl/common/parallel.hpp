@@ -39,6 +39,19 @@ int hardware_threads();
 // contiguous and split where the cumulative cost crosses w/W of the total.
 void run_weighted(const std::vector<double>& cost, int threads, const RangeBody& body);
 
+// The size rules above, switched off: while a ScopedExactThreads lives (any
+// thread), kernels use exactly the thread count they were asked for, so a
+// falsifier of thread-count independence is never vacuous on a small input.
+// POPPER_EXACT_THREADS=1 in the environment does the same for a process.
+bool exact_threads();
+class ScopedExactThreads {
+ public:
+  ScopedExactThreads();
+  ~ScopedExactThreads();
+  ScopedExactThreads(const ScopedExactThreads&) = delete;
+  ScopedExactThreads& operator=(const ScopedExactThreads&) = delete;
+};
+
 // Sets OpenBLAS's thread count for the scope and restores it after (RAII):
 // wrapped tiers that loop over independent problems run the library on one
 // thread and parallelise across problems, as a user would.

@@ -249,7 +249,9 @@ void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;
   const bool by_rows = row_units >= 2 * requested || row_units >= col_units;
   const std::int64_t units = by_rows ? row_units : col_units;
-  const int by_size = static_cast<int>(std::max(1.0, std::floor(flop / kMinFlopPerThread)));
+  const int by_size = popper::parallel::exact_threads()
+                          ? requested
+                          : static_cast<int>(std::max(1.0, std::floor(flop / kMinFlopPerThread)));
   const int threads = static_cast<int>(std::min<std::int64_t>({requested, by_size, units}));
   if (threads <= 1) {
     run_serial(pr, ks, bl);

@@ -19,6 +19,7 @@ double dot_scalar(const double* a, const double* b, std::size_t n) {
     s2 += a[j + 2] * b[j + 2];
     s3 += a[j + 3] * b[j + 3];
   }
+  if (j < n && mutant_scalar_dot_drops_tail()) return (s0 + s1) + (s2 + s3);
   for (; j < n; ++j) s0 += a[j] * b[j];
   return (s0 + s1) + (s2 + s3);
 }
@@ -31,6 +32,14 @@ void rows_dot_scalar(const double* l, std::size_t q, std::size_t n, const double
   for (std::size_t c = 0; c < q; ++c) w[c] = dot_scalar(l + c * n, u, n);
 }
 
+bool mutant_scalar_dot_drops_tail() {
+  static const bool on = POPPER_MUTANT("sae-scalar-dot-drops-tail");
+  return on;
+}
+bool mutant_avx2_rows_dot_lane() {
+  static const bool on = POPPER_MUTANT("sae-avx2-rows-dot-lane");
+  return on;
+}
 bool mutant_avx512_rows_dot_lane() {
   static const bool on = POPPER_MUTANT("sae-avx512-rows-dot-lane");
   return on;

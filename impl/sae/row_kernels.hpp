@@ -44,8 +44,12 @@ double dot_avx512(const double* a, const double* b, std::size_t n);
 void axpy4_avx512(const double* a, const double* const* x, double* y, std::size_t n);
 void rows_dot_avx512(const double* l, std::size_t q, std::size_t n, const double* u, double* w);
 
-// Mutation point of the AVX-512 path ("sae-avx512-rows-dot-lane": the
-// rows_dot reduction drops its last lane); asked only when that path runs.
+// Mutation points, one per path, each asked only when its path runs:
+//   "sae-scalar-dot-drops-tail"  dot_scalar drops the n % 4 remainder
+//   "sae-avx2-rows-dot-lane"     rows_dot_avx2's reduction drops its last lane
+//   "sae-avx512-rows-dot-lane"   rows_dot_avx512's reduction drops its last lane
+bool mutant_scalar_dot_drops_tail();
+bool mutant_avx2_rows_dot_lane();
 bool mutant_avx512_rows_dot_lane();
 
 }  // namespace popper::sae

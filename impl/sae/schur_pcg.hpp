@@ -49,7 +49,7 @@ class SaeSchurSystem {
   // Rows per batch (their t_i fill about kBatchBytes, so an apply is a few
   // parallel regions, not one per 64 rows) and the tile sizes of the scatter:
   // never derived from the thread count.
-  static constexpr std::size_t kBatchBytes = std::size_t{2} << 20;
+  static constexpr std::size_t kBatchBytes = std::size_t{512} << 10;  // an L2's worth of t_i
   static constexpr std::size_t kTileCols = 512;
   static constexpr std::size_t kTileBlocks = 4;  // number of block ranges
   static constexpr double kMinBytesPerThread = 1024.0 * 1024.0;

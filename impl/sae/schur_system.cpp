@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/parallel.hpp"
 #include "sae/row_kernels.hpp"
 #include "sae/row_pool.hpp"
 #include "sae/schur_pcg.hpp"
@@ -32,6 +33,7 @@ std::size_t SaeSchurSystem::batch_rows() const {
 }
 
 unsigned SaeSchurSystem::workers_for(unsigned threads) const {
+  if (popper::parallel::exact_threads()) return std::max(1u, threads);
   const auto& f = *factors_;
   const double bytes = 8.0 * static_cast<double>(rows_.local_jac()->values.size() + f.values.size()) +
                        16.0 * static_cast<double>(rows_.a_phi()->weight.size()) + 16.0 * static_cast<double>(dim());
