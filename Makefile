@@ -1,11 +1,14 @@
 # The verbs popper users type. Each builds what it needs.
 #   make setup      install dependencies (Debian) and configure
 #   make validate   check every contract in contracts/
-#   make test       build and run every test (contract tests + harness unit tests)
+#   make test       build and run every test (contract tests + harness unit tests, mutants, gate self-test)
+#   make test-cpus  the CPU matrix: the tests natively and under qemu-user Nehalem and Haswell
 #   make audit      run the tests, then write reports/coverage.{json,md} (SKIP_TESTS=1 reuses the last results)
 #   make peak            measure this machine's FMA throughput and memory bandwidth
 #   make bench-compare   three-tier benchmark of FAMILY (default gemm) on SHAPES (gate | full | names)
-#   make bench-regression  CI gate: instruction counts of the gate shapes against baselines/
+#   make bench-regression  CI gate: instruction counts of the gate shapes against baselines/ (or the base commit)
+#   make bench-check     timed check of reports/bench-FAMILY.csv against BASELINE (interval verdicts)
+#   make gpu-check  on a machine with a GPU: every device test and bench tier, declines forbidden
 #   make fuzz       run the contract-loader fuzzer for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan
 # PRESET picks the CMake preset (default | ci | nocuda); CI uses PRESET=ci (warnings are errors).
@@ -15,12 +18,14 @@ BUILD_DIR := $(if $(filter default ci,$(PRESET)),build,build-$(PRESET))
 JOBS ?= 2
 FUZZ_SECONDS ?= 300
 FAMILY ?= gemm
+GATE_FAMILY ?= all
+WAIVERS := $(wildcard waivers.yaml)
 SHAPES ?= gate
 BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
-.PHONY: setup configure build validate test test-run audit graph fuzz asan clean \
-        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest
+.PHONY: setup configure build validate test test-cpus test-run audit graph fuzz asan clean gpu-check \
+        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest
 
 setup:
 	scripts/install-deps.sh
@@ -39,17 +44,30 @@ validate: configure
 	$(POPPER) validate contracts
 
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE cpu-matrix
+
+# The CPU matrix: the test binaries as other CPUs run them (qemu-user), beside
+# the native run, each kernel picking its own path. Legs: POPPER_CPU_MODELS.
+test-cpus: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L cpu-matrix
 
 # Runs the tests but keeps going on failure, so the audit can report it.
 test-run: build
-	-ctest --test-dir $(BUILD_DIR) --output-on-failure
+	-ctest --test-dir $(BUILD_DIR) --output-on-failure -LE cpu-matrix
 
+# The audit runs every test under each of its mutants (--mutants) and exits 1
+# on any failure its report lists (waivers: waivers.yaml, id + reason + expiry).
+# Results of the CPU-matrix legs (make test-cpus), when present, join the
+# evidence: per obligation, which CPU paths passed where.
+CPU_LEGS = $(wildcard $(BUILD_DIR)/results/cpu-*-contract_tests.json)
+CPU_MUTANTS = $(wildcard $(BUILD_DIR)/results/cpu-*-mutants.json)
 audit: $(if $(SKIP_TESTS),build,test-run)
-	$(POPPER) audit --contracts contracts \
-	  --results $(BUILD_DIR)/results/contract_tests.json \
+	$(POPPER) audit --contracts contracts --mutants \
+	  --results $(BUILD_DIR)/results/contract_tests.json $(CPU_LEGS) \
+	  $(if $(CPU_MUTANTS),--mutant-results $(CPU_MUTANTS)) \
 	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests \
 	  $(if $(wildcard reports/bench-claims.json),--bench-claims reports/bench-claims.json) \
+	  $(if $(WAIVERS),--waivers $(WAIVERS)) \
 	  -o reports
 
 graph: validate
@@ -68,15 +86,31 @@ bench-baseline: bench-compare
 bench-check: build
 	$(POPPER) bench check --baseline $(BASELINE) --current reports/bench-$(FAMILY).csv --rerun
 
+# The committed baseline for this build's gate key when there is one, else the
+# base commit (the last one that changed baselines/) built and measured now.
 bench-regression: build
-	$(POPPER) bench gate --family $(FAMILY)
+	$(POPPER) bench gate --family $(GATE_FAMILY) --against auto
 
 bench-gate-baseline: build
-	$(POPPER) bench gate --family $(FAMILY) --no-check
-	$(POPPER) bench baseline save --from reports/bench-$(FAMILY)-gate.csv
+	for f in $$(if [ "$(GATE_FAMILY)" = all ]; then ls bench/*/family.yaml | xargs -n1 dirname | xargs -n1 basename; else echo $(GATE_FAMILY); fi); do \
+	  $(POPPER) bench gate --family $$f --no-check --out reports/bench-$$f-gate.csv && \
+	  $(POPPER) bench baseline save --from reports/bench-$$f-gate.csv || exit 1; done
 
 bench-gate-selftest: build
 	scripts/bench-gate-selftest.sh $(BUILD_DIR) 10
+
+# The timed check's self-test (long; wants a quiet machine): clean pairs, injected 25% and 10%.
+bench-check-selftest: build
+	scripts/bench-check-selftest.sh $(BUILD_DIR) 10
+
+# A machine with a GPU: device tests with declines forbidden (a decline fails),
+# then the device bench tier. Exits 1 at once without a device.
+gpu-check: build
+	@if ! nvidia-smi -L >/dev/null 2>&1; then echo "gpu-check: no CUDA device (nvidia-smi -L failed): nothing to check here" >&2; exit 1; fi
+	POPPER_REQUIRE_DEVICE=1 $(BUILD_DIR)/bin/popper_contract_tests --gtest_output=json:$(BUILD_DIR)/results/gpu_check.json
+	$(POPPER) audit --contracts contracts --results $(BUILD_DIR)/results/gpu_check.json \
+	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests -o reports/gpu-check
+	POPPER_REQUIRE_DEVICE=1 $(POPPER) bench compare --family gemm --shapes gate --tiers ceiling,wrapped,hand --out reports/gpu-check
 
 fuzz:
 	cmake --preset fuzz

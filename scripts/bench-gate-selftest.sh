@@ -1,44 +1,69 @@
 #!/usr/bin/env bash
-# Self-test of the CI bench gate (popper bench gate, callgrind instruction counts):
-#   1. RUNS clean runs against the committed baseline must give zero REGRESSION;
-#   2. with POPPER_BENCH_INJECT_SLOWDOWN=0.25 the hand tier must be flagged
-#      REGRESSION (exit 1).
-# usage: scripts/bench-gate-selftest.sh [BUILD_DIR] [RUNS]
-#   QUICK=1 restricts both parts to one row (hand, small_128, f32) for ctest.
+# Self-test of the CI bench gate (popper bench gate, callgrind instruction
+# counts), for every bench family, needing no committed baseline:
+#   1. record a baseline of this build in a temporary folder;
+#   2. RUNS clean runs against it must give zero REGRESSION;
+#   3. with POPPER_BENCH_INJECT_SLOWDOWN=0.25 every hand row must be REGRESSION.
+# usage: scripts/bench-gate-selftest.sh [BUILD_DIR] [RUNS] [FAMILY...]
+#   QUICK=1 restricts each family to one hand row (its first gate shape and
+#   precision), for ctest.
 set -u
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
 RUNS="${2:-10}"
+shift $(( $# > 2 ? 2 : $# ))
 POPPER="${POPPER:-$BUILD/bin/popper}"
+FAMILIES=("$@")
+[ ${#FAMILIES[@]} -eq 0 ] && FAMILIES=($(ls bench/*/family.yaml | xargs -n1 dirname | xargs -n1 basename))
 OUT="$(mktemp -d /tmp/popper-gate-selftest.XXXXXX)"
 trap 'rm -rf "$OUT"' EXIT
-FILTER=()
-INJECTED_FILTER=(--tiers hand)
-if [ "${QUICK:-0}" = 1 ]; then
-  FILTER=(--shapes small_128 --tiers hand --precision f32)
-  INJECTED_FILTER=(--shapes small_128 --tiers hand --precision f32)
-fi
+start=$(date +%s)
+failures=0
 
-false_alarms=0
-for i in $(seq 1 "$RUNS"); do
-  "$POPPER" bench gate --family gemm --build-dir "$BUILD" --out "$OUT/clean-$i.csv" "${FILTER[@]}" \
-      > "$OUT/clean-$i.txt" 2> "$OUT/clean-$i.err"
-  rc=$?
-  if [ $rc -eq 2 ]; then cat "$OUT/clean-$i.err" >&2; echo "gate selftest: gate could not run" >&2; exit 2; fi
-  if [ $rc -ne 0 ] || grep -q '^REGRESSION' "$OUT/clean-$i.txt"; then
-    false_alarms=$((false_alarms + 1)); cat "$OUT/clean-$i.txt"
+first_of() {  # first list item of a family.yaml gate key
+  sed -n "/^gate:/,\$p" "bench/$1/family.yaml" | grep -m1 "^  $2:" | sed 's/.*\[\([^],]*\).*/\1/' | tr -d ' '
+}
+
+for fam in "${FAMILIES[@]}"; do
+  FILTER=()
+  INJECTED=(--tiers hand)
+  if [ "${QUICK:-0}" = 1 ]; then
+    FILTER=(--shapes "$(first_of "$fam" shapes)" --tiers hand --precision "$(first_of "$fam" precisions)")
+    INJECTED=("${FILTER[@]}")
   fi
-  echo "clean run $i/$RUNS: exit $rc, $(grep '^summary:' "$OUT/clean-$i.txt")"
-done
-echo "false alarms: $false_alarms of $RUNS clean runs"
+  echo "== $fam: recording a baseline of this build"
+  if ! "$POPPER" bench gate --family "$fam" --build-dir "$BUILD" --out "$OUT/$fam-base.csv" --no-check "${FILTER[@]}" \
+       > "$OUT/$fam-base.txt" 2> "$OUT/$fam-base.err"; then
+    cat "$OUT/$fam-base.err" >&2; echo "gate selftest: $fam: the gate could not run" >&2; exit 2
+  fi
+  false_alarms=0
+  for i in $(seq 1 "$RUNS"); do
+    "$POPPER" bench gate --family "$fam" --build-dir "$BUILD" --baseline "$OUT/$fam-base.csv" \
+        --out "$OUT/$fam-clean-$i.csv" "${FILTER[@]}" > "$OUT/$fam-clean-$i.txt" 2> "$OUT/$fam-clean-$i.err"
+    rc=$?
+    if [ $rc -eq 2 ]; then cat "$OUT/$fam-clean-$i.err" >&2; echo "gate selftest: $fam: gate error" >&2; exit 2; fi
+    if [ $rc -ne 0 ] || grep -q '^REGRESSION' "$OUT/$fam-clean-$i.txt"; then
+      false_alarms=$((false_alarms + 1)); cat "$OUT/$fam-clean-$i.txt"
+    fi
+    echo "$fam clean run $i/$RUNS: exit $rc, $(grep '^summary:' "$OUT/$fam-clean-$i.txt")"
+  done
+  echo "$fam: false alarms: $false_alarms of $RUNS clean runs"
+  [ "$false_alarms" -eq 0 ] || failures=$((failures + 1))
 
-POPPER_BENCH_INJECT_SLOWDOWN=0.25 "$POPPER" bench gate --family gemm --build-dir "$BUILD" \
-    --out "$OUT/injected.csv" "${INJECTED_FILTER[@]}" > "$OUT/injected.txt" 2> "$OUT/injected.err"
-rc=$?
-cat "$OUT/injected.txt"
-if [ $rc -ne 1 ] || ! grep -q '^REGRESSION' "$OUT/injected.txt"; then
-  echo "gate selftest: FAIL — injected 25% slowdown not flagged (exit $rc)" >&2; exit 1
-fi
-echo "injected 25% slowdown: flagged REGRESSION (exit 1)"
-[ "$false_alarms" -eq 0 ] || { echo "gate selftest: FAIL — $false_alarms false alarm(s)" >&2; exit 1; }
+  POPPER_BENCH_INJECT_SLOWDOWN=0.25 "$POPPER" bench gate --family "$fam" --build-dir "$BUILD" \
+      --baseline "$OUT/$fam-base.csv" --out "$OUT/$fam-injected.csv" "${INJECTED[@]}" \
+      > "$OUT/$fam-injected.txt" 2> "$OUT/$fam-injected.err"
+  rc=$?
+  hand_rows=$(grep -cE '^[A-Z]+ +[^ ]+/hand/' "$OUT/$fam-injected.txt")
+  flagged=$(grep -cE '^REGRESSION +[^ ]+/hand/' "$OUT/$fam-injected.txt")
+  grep -E '^(REGRESSION|WARNING|UNCHANGED|IMPROVEMENT|MISSING) ' "$OUT/$fam-injected.txt"
+  if [ $rc -ne 1 ] || [ "$flagged" -ne "$hand_rows" ] || [ "$hand_rows" -eq 0 ]; then
+    echo "gate selftest: FAIL — $fam: injected 25% slowdown flagged on $flagged of $hand_rows hand rows (exit $rc)" >&2
+    failures=$((failures + 1))
+  else
+    echo "$fam: injected 25% slowdown: REGRESSION on $flagged of $hand_rows hand rows (exit 1)"
+  fi
+done
+echo "gate selftest: ${#FAMILIES[@]} families, $RUNS clean runs each, $(( $(date +%s) - start )) s"
+[ "$failures" -eq 0 ] || { echo "gate selftest: FAIL ($failures)" >&2; exit 1; }
 echo "gate selftest: PASS"

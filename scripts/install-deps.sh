@@ -18,6 +18,7 @@ packages=(
   libblis-openmp-dev                 # BLIS: second GEMM ceiling vendor (optional at configure: POPPER_BLIS)
   clang libclang-rt-14-dev           # libFuzzer target and sanitizers
   valgrind                           # instruction-count regression gate
+  qemu-user                          # the CPU matrix: tests as other x86-64 CPUs run them
 )
 
 missing=()

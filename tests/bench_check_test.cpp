@@ -1,24 +1,42 @@
-// Regression classification: boundaries, significance, MISSING, re-run,
-// missing baseline, and the different-fingerprint (normalized) mode.
+// Regression classification: count boundaries, trial-aware timed verdicts
+// (REGRESSION / NOISY / UNCHANGED), the effect-size fallback, re-measuring,
+// MISSING, baselines, and the different-fingerprint (normalized) mode.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "popper/bench/check.hpp"
+#include "popper/bench/interval.hpp"
 
 namespace pb = popper::bench;
 
 namespace {
 
 pb::BenchRow row(const std::string& tier, const std::string& backend, std::vector<double> samples,
-                 const std::string& unit = pb::kUnitSeconds, const std::string& shape = "small_64") {
+                 std::vector<int> trials = {}, const std::string& unit = pb::kUnitSeconds,
+                 const std::string& shape = "small_64") {
   pb::BenchRow r;
   r.key = {"gemm", tier, backend, shape, "f32", 1, "warm"};
   r.unit = unit;
   r.samples = std::move(samples);
+  r.trials = std::move(trials);
   r.work_per_iter = 1e6;
   r.verdict = "verified";
   return r;
+}
+
+// Samples of several trials: trial t is centred on center * level[t], with a
+// tiny spread inside the trial (the between-trial variation dominates).
+pb::BenchRow trial_row(const std::string& tier, const std::string& backend, double center,
+                       const std::vector<double>& level, int reps = 3, const std::string& shape = "small_64") {
+  std::vector<double> s;
+  std::vector<int> t;
+  for (std::size_t k = 0; k < level.size(); ++k)
+    for (int i = 0; i < reps; ++i) {
+      s.push_back(center * level[k] * (1 + 0.001 * (i - reps / 2)));
+      t.push_back(static_cast<int>(k));
+    }
+  return row(tier, backend, s, t, pb::kUnitSeconds, shape);
 }
 
 pb::BenchTable table(const std::string& fp, std::vector<pb::BenchRow> rows) {
@@ -28,24 +46,20 @@ pb::BenchTable table(const std::string& fp, std::vector<pb::BenchRow> rows) {
   return t;
 }
 
-// One instruction-count row per table: deterministic, so the ratio alone decides.
 pb::Change classify_counts(double base, double cur) {
-  const auto b = table("m", {row("hand", "cpu", {base}, pb::kUnitInstructions)});
-  const auto c = table("m", {row("hand", "cpu", {cur}, pb::kUnitInstructions)});
+  const auto b = table("m", {row("hand", "cpu", {base}, {}, pb::kUnitInstructions)});
+  const auto c = table("m", {row("hand", "cpu", {cur}, {}, pb::kUnitInstructions)});
   const auto rep = pb::check_tables(b, c);
   EXPECT_EQ(rep.rows.size(), 1u);
   return rep.rows.at(0).change;
 }
 
-std::vector<double> spread(double center, int n = 5) {
-  std::vector<double> v;
-  for (int i = 0; i < n; ++i) v.push_back(center * (1 + 0.002 * (i - n / 2)));
-  return v;
-}
+const std::vector<double> kQuiet = {1.00, 1.01, 0.99, 1.005, 0.995};  // 1% between trials
+const std::vector<double> kLoud = {0.80, 1.25, 0.95, 1.30, 0.85};     // 20% between trials
 
 }  // namespace
 
-TEST(BenchCheck, RatioBoundaries) {
+TEST(BenchCheck, CountRatioBoundaries) {
   EXPECT_EQ(classify_counts(1000, 1049), pb::Change::Unchanged);    // 4.9% slower
   EXPECT_EQ(classify_counts(1000, 1051), pb::Change::Warning);      // 5.1%
   EXPECT_EQ(classify_counts(1000, 1099), pb::Change::Warning);      // 9.9%
@@ -54,51 +68,78 @@ TEST(BenchCheck, RatioBoundaries) {
   EXPECT_EQ(classify_counts(1000, 949), pb::Change::Improvement);   // 5.1% faster
 }
 
-TEST(BenchCheck, ClassifyRatioNeedsSignificanceForRegression) {
-  EXPECT_EQ(pb::classify_ratio(1.101, true), pb::Change::Regression);
-  EXPECT_EQ(pb::classify_ratio(1.101, false), pb::Change::Warning);
-  EXPECT_EQ(pb::classify_ratio(1.5, false), pb::Change::Warning);
+TEST(BenchCheck, TimedVerdictsComeFromTheTrialInterval) {
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto slow = pb::check_tables(base, table("m", {trial_row("hand", "cpu", 1.25, kQuiet)}));
+  EXPECT_EQ(slow.rows[0].change, pb::Change::Regression) << pb::format_check_report(slow);
+  EXPECT_GT(slow.rows[0].lo, 1.10) << "REGRESSION means the interval clears the threshold";
+  EXPECT_EQ(slow.exit_code(), 1);
+  const auto same = pb::check_tables(base, table("m", {trial_row("hand", "cpu", 1.0, kQuiet)}));
+  EXPECT_EQ(same.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(same);
+  EXPECT_EQ(same.exit_code(), 0);
+  // Median 15% slower, but trials vary by 20%: cannot be decided at the threshold.
+  const auto loud_base = table("m", {trial_row("hand", "cpu", 1.0, kLoud)});
+  const auto noisy = pb::check_tables(loud_base, table("m", {trial_row("hand", "cpu", 1.15, kLoud)}));
+  EXPECT_EQ(noisy.rows[0].change, pb::Change::Noisy) << pb::format_check_report(noisy);
+  EXPECT_EQ(noisy.exit_code(), 0);
+  EXPECT_EQ(noisy.exit_code(true), 1) << "--strict fails on NOISY";
 }
 
-TEST(BenchCheck, TimedRegressionNeedsSeparatedSamples) {
-  const auto base = table("m", {row("hand", "cpu", spread(1.0))});
-  // 20% slower with tight spread: every current sample beats 1.1 x every baseline one -> p = 1/252.
-  const auto slow = pb::check_tables(base, table("m", {row("hand", "cpu", spread(1.2))}));
-  EXPECT_EQ(slow.rows[0].change, pb::Change::Regression);
-  EXPECT_NEAR(slow.rows[0].p_value, 1.0 / 252, 1e-12);
-  EXPECT_EQ(slow.exit_code(), 1);
-  // Median 15% slower but the samples straddle 1.1 x baseline: not significant -> WARNING.
-  const auto noisy = pb::check_tables(base, table("m", {row("hand", "cpu", {0.9, 1.0, 1.15, 1.3, 1.4})}));
-  EXPECT_NEAR(noisy.rows[0].ratio, 1.15, 1e-12);
-  EXPECT_EQ(noisy.rows[0].change, pb::Change::Warning);
-  EXPECT_EQ(noisy.exit_code(), 0);
+TEST(BenchCheck, RepetitionsOfOneProcessAreNotIndependentTrials) {
+  // Five repetitions in one process each: a 15% shift that a rank test on the
+  // samples would call certain. With one trial a side there is no noise
+  // estimate: the effect size decides, and the note says so.
+  const auto base = table("m", {row("hand", "cpu", {1.0, 1.001, 0.999, 1.0005, 0.9995}, {0, 0, 0, 0, 0})});
+  const auto cur = table("m", {row("hand", "cpu", {1.15, 1.151, 1.149, 1.1505, 1.1495}, {0, 0, 0, 0, 0})});
+  const auto rep = pb::check_tables(base, cur);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Regression);
+  EXPECT_NE(rep.rows[0].note.find("effect size only"), std::string::npos) << rep.rows[0].note;
+}
+
+TEST(BenchCheck, RemeasuringResolvesNoisyRows) {
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto cur = table("m", {trial_row("hand", "cpu", 1.0, {0.8, 1.3})});  // two wild trials
+  pb::CheckOptions opt;
+  int calls = 0;
+  opt.remeasure = [&](const std::vector<pb::BenchKey>& keys) {
+    ++calls;
+    std::vector<pb::BenchRow> more;
+    for (const auto& k : keys) {
+      auto r = trial_row("hand", "cpu", 1.0, kQuiet);
+      r.key = k;
+      for (auto& t : r.trials) t += 10 * calls;  // new trial ids
+      more.push_back(r);
+    }
+    return std::optional<std::vector<pb::BenchRow>>(more);
+  };
+  const auto first = pb::check_tables(base, cur);
+  EXPECT_EQ(first.rows[0].change, pb::Change::Noisy) << pb::format_check_report(first);
+  const auto rep = pb::check_tables(base, cur, opt);
+  EXPECT_GE(calls, 1);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
 }
 
 TEST(BenchCheck, MissingRowFailsTheCheck) {
-  const auto base = table("m", {row("hand", "cpu", spread(1.0)), row("wrapped", "openblas:Zen", spread(1.0))});
-  const auto cur = table("m", {row("hand", "cpu", spread(1.0))});
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet), trial_row("wrapped", "openblas:Zen", 1.0, kQuiet)});
+  const auto cur = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
   const auto rep = pb::check_tables(base, cur);
   EXPECT_EQ(rep.count(pb::Change::Missing), 1);
   EXPECT_EQ(rep.count(pb::Change::Unchanged), 1);
   EXPECT_EQ(rep.exit_code(), 1);
-  // A row present but without samples (e.g. incorrect) is missing too.
   auto empty = row("wrapped", "openblas:Zen", {});
   empty.verdict = "incorrect: max err";
-  const auto rep2 = pb::check_tables(base, table("m", {row("hand", "cpu", spread(1.0)), empty}));
+  const auto rep2 = pb::check_tables(base, table("m", {trial_row("hand", "cpu", 1.0, kQuiet), empty}));
   EXPECT_EQ(rep2.count(pb::Change::Missing), 1);
 }
 
-TEST(BenchCheck, RerunConfirmsOrClears) {
-  const auto base = table("m", {row("hand", "cpu", spread(1.0))});
-  const auto cur = table("m", {row("hand", "cpu", spread(1.3))});
-  int calls = 0;
+TEST(BenchCheck, CountRegressionConfirmedOrClearedByRerun) {
+  const auto base = table("m", {row("hand", "cpu", {1000}, {}, pb::kUnitInstructions)});
+  const auto cur = table("m", {row("hand", "cpu", {1300}, {}, pb::kUnitInstructions)});
   const auto cleared = pb::check_tables(base, cur, {}, [&](const pb::BenchRow& r) {
-    ++calls;
     auto again = r;
-    again.samples = spread(1.01);
+    again.samples = {1001};
     return std::optional<pb::BenchRow>(again);
   });
-  EXPECT_EQ(calls, 1);
   EXPECT_EQ(cleared.rows[0].change, pb::Change::Unchanged);
   EXPECT_NE(cleared.rows[0].note.find("not confirmed"), std::string::npos);
   const auto confirmed = pb::check_tables(base, cur, {}, [&](const pb::BenchRow& r) { return std::optional<pb::BenchRow>(r); });
@@ -106,29 +147,50 @@ TEST(BenchCheck, RerunConfirmsOrClears) {
   EXPECT_NE(confirmed.rows[0].note.find("confirmed on re-run"), std::string::npos);
 }
 
-TEST(BenchCheck, NoBaselineIsAnErrorThatSaysHowToCreateOne) {
+TEST(BenchCheck, BaselinesMustExistAndBeClean) {
   try {
     pb::read_baseline("/nonexistent/baselines/x/gemm.csv");
     FAIL() << "a missing baseline must be an error";
   } catch (const pb::NoBaseline& e) {
     EXPECT_NE(std::string(e.what()).find("popper bench baseline save"), std::string::npos) << e.what();
   }
+  auto t = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  t.set_meta("injected_slowdown", "0.25");
+  const std::string path = std::string(POPPER_BINARY_DIR) + "/injected-baseline.csv";
+  pb::write_bench_csv(path, t);
+  EXPECT_THROW(pb::read_baseline(path), pb::BenchFileError) << "a baseline recorded with an injected slowdown";
 }
 
 TEST(BenchCheck, DifferentFingerprintComparesOnlyNormalizedRatios) {
-  // Machine B is twice as fast in absolute terms, but hand/ceiling is the same: UNCHANGED.
-  const auto base = table("machine-a", {row("ceiling", "openblas:Haswell", spread(1.0)), row("hand", "cpu", spread(2.0))});
-  const auto same_ratio = table("machine-b", {row("ceiling", "openblas:Zen", spread(0.5)), row("hand", "cpu", spread(1.0))});
+  const auto base = table("machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
+                                        trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto same_ratio = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet),
+                                              trial_row("hand", "cpu", 1.0, kQuiet)});
   const auto rep = pb::check_tables(base, same_ratio);
   EXPECT_EQ(rep.mode, pb::CheckMode::Normalized);
   ASSERT_EQ(rep.rows.size(), 1u);  // the ceiling is the normalizer, not a compared row
-  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged);
-  EXPECT_NEAR(rep.rows[0].ratio, 1.0, 1e-9);
-  // Absolutely faster (1.2 < 2.0) yet 20% worse relative to its ceiling: REGRESSION.
-  const auto worse = table("machine-b", {row("ceiling", "openblas:Zen", spread(0.5)), row("hand", "cpu", spread(1.2))});
-  const auto rep2 = pb::check_tables(base, worse);
-  EXPECT_EQ(rep2.rows[0].change, pb::Change::Regression);
-  EXPECT_NEAR(rep2.rows[0].ratio, 1.2, 1e-9);
-  // Same fingerprint: absolute mode.
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
+  EXPECT_NEAR(rep.rows[0].ratio, 1.0, 0.01);
+  const auto worse = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet),
+                                         trial_row("hand", "cpu", 1.3, kQuiet)});
+  EXPECT_EQ(pb::check_tables(base, worse).rows[0].change, pb::Change::Regression);
+  // No ceiling to normalize by: MISSING, which fails (never a silent skip).
+  const auto no_ceiling = table("machine-b", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto rep3 = pb::check_tables(base, no_ceiling);
+  EXPECT_EQ(rep3.rows[0].change, pb::Change::Missing);
+  EXPECT_EQ(rep3.exit_code(), 1);
   EXPECT_EQ(pb::check_tables(base, base).mode, pb::CheckMode::Absolute);
+}
+
+TEST(BenchInterval, StudentTAndHolmAndPower) {
+  EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);   // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
+  EXPECT_NEAR(pb::student_t_upper(0.0, 3), 0.5, 1e-12);
+  EXPECT_NEAR(pb::student_t_upper(-1.0, 1), 0.75, 1e-9);       // Cauchy: P(T > -1) = 3/4
+  const auto r = pb::holm({0.01, 0.04, 0.03, 0.5}, 0.05);      // thresholds 0.0125, 0.0167, 0.025, 0.05
+  EXPECT_EQ(r, (std::vector<bool>{true, false, false, false}));
+  EXPECT_EQ(pb::holm({0.001, 0.001}, 0.05), (std::vector<bool>{true, true}));
+  const int quiet = pb::trials_for_power(0.01, 1.20, 1.10, 0.05, 0.8);
+  const int loud = pb::trials_for_power(0.10, 1.20, 1.10, 0.05, 0.8);
+  EXPECT_GE(quiet, 2);
+  EXPECT_GT(loud, quiet) << "more noise needs more trials";
 }

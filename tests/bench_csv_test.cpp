@@ -99,7 +99,7 @@ TEST(BenchCsv, WrongColumnCountRejectedWithLine) {
   std::string text = valid_text();
   const auto row = text.find("gemm,hand");
   text.insert(text.find('\n', row), ",extra");
-  expect_rejected(text, "expected 21 columns");
+  expect_rejected(text, "expected 22 columns");
   expect_rejected(text, ":5:");  // 3 metadata lines, header, then this row
 }
 
@@ -111,8 +111,19 @@ TEST(BenchCsv, NonNumericFieldRejected) {
 
 TEST(BenchCsv, SampleCountMustMatchN) {
   std::string text = valid_text();
-  text.replace(text.find(";0.025\n"), 7, "\n");
+  const auto row = text.find("gemm,hand");
+  const auto last_sample = text.rfind(";0.025,", text.find('\n', row));
+  text.erase(last_sample, 6);  // drop the last sample, keep its trial: n and samples disagree
   expect_rejected(text, "'n' says 3");
+}
+
+TEST(BenchCsv, TrialsColumnMustMatchSamples) {
+  std::string text = valid_text();
+  const auto row = text.find("gemm,hand");
+  const auto eol = text.find('\n', row);
+  const auto comma = text.rfind(',', eol);
+  text.replace(comma + 1, eol - comma - 1, "0;1");  // two trials for three samples
+  expect_rejected(text, "'trials' has 2 entries for 3 samples");
 }
 
 TEST(BenchCsv, HeaderMustMatchSchema) {

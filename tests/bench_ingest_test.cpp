@@ -94,10 +94,16 @@ TEST(BenchIngest, CallgrindTotals) {
 
 namespace {
 
-pb::BenchRow timed(const std::string& tier, const std::string& shape, double seconds) {
+// Three trials of two samples each, within +-0.05% of `seconds` (tight intervals).
+pb::BenchRow timed(const std::string& tier, const std::string& shape, double seconds, double trial_spread = 0.0005) {
   pb::BenchRow r;
   r.key = {"gemm", tier, tier == "ceiling" ? "openblas:Zen" : tier, shape, "f32", 1, "warm"};
-  r.samples = {seconds, seconds, seconds};
+  const double level[3] = {1.0, 1.0 + trial_spread, 1.0 - trial_spread};
+  for (int t = 0; t < 3; ++t)
+    for (int i = 0; i < 2; ++i) {
+      r.samples.push_back(seconds * level[t]);
+      r.trials.push_back(t);
+    }
   r.work_per_iter = 1e9;
   r.verdict = "verified";
   return r;
@@ -124,20 +130,35 @@ TEST(BenchClaims, TimeRatioMetNotMetNotMeasured) {
   pb::BenchTable t;
   t.rows = {timed("ceiling", "a", 1.0), timed("wrapped", "a", 1.01), timed("ceiling", "b", 1.0),
             timed("wrapped", "b", 1.013)};
-  auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  const std::vector<std::string> ab = {"a", "b"};
+  auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, ab);
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_EQ(res[0].verdict, "met");
+  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
   EXPECT_NE(res[0].detail.find("b/f32/threads:1: 1.013"), std::string::npos) << res[0].detail;
+  // "shapes: all" is the family's whole list: a shape not run leaves it partially measured.
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b", "x"});
+  EXPECT_EQ(res[0].verdict, "partially_measured") << res[0].detail;
+  // Only verified rows count.
+  auto unverified = t;
+  unverified.rows[3].verdict = "not_verified: no oracle";
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", unverified, nullptr, {}, ab);
+  EXPECT_EQ(res[0].verdict, "partially_measured") << res[0].detail;
+  // An interval that straddles the threshold decides nothing.
+  auto straddle = t;
+  straddle.rows[3] = timed("wrapped", "b", 1.02, 0.03);
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", straddle, nullptr, {}, ab);
+  EXPECT_EQ(res[0].verdict, "inconclusive") << res[0].detail;
+  ASSERT_EQ(res[0].inconclusive_groups.size(), 1u);
   t.rows.push_back(timed("ceiling", "c", 1.0));
   t.rows.push_back(timed("wrapped", "c", 1.05));
-  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b", "c"});
   EXPECT_EQ(res[0].verdict, "not_met");
   EXPECT_NE(res[0].detail.find("c/f32"), std::string::npos) << res[0].detail;
   claim.shapes = {"d"};
-  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, ab);
   EXPECT_EQ(res[0].verdict, "not_measured");
   claim.family = "arrow";
-  EXPECT_TRUE(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}).empty());
+  EXPECT_TRUE(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, ab).empty());
 }
 
 TEST(BenchClaims, ThroughputRatioAndPeakFraction) {
@@ -151,18 +172,18 @@ TEST(BenchClaims, ThroughputRatioAndPeakFraction) {
   claim.threshold = 0.9;
   pb::BenchTable t;
   t.rows = {timed("ceiling", "a", 1.0), timed("hand", "a", 2.0)};  // hand at half the throughput
-  auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
   EXPECT_EQ(res[0].verdict, "not_met");
-  EXPECT_NE(res[0].detail.find("0.5 >= 0.9 fails"), std::string::npos) << res[0].detail;
+  EXPECT_NE(res[0].detail.find("a/f32/threads:1: 0.5 ["), std::string::npos) << res[0].detail;
   claim.metric = "peak_fraction";
   claim.denominator.clear();
   claim.threshold = 0.4;
   pb::PeakResult peak;
   peak.cores = 2;
   peak.fp32_avx2_core = 1e9;  // hand: 1e9 FLOP per 2 s = 0.5e9 FLOP/s = 0.5 of this peak
-  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, &peak, {{"f32", "fp32"}});
-  EXPECT_EQ(res[0].verdict, "met");
-  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {{"f32", "fp32"}});
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, &peak, {{"f32", "fp32"}}, {"a"});
+  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {{"f32", "fp32"}}, {"a"});
   EXPECT_EQ(res[0].verdict, "not_measured");
 }
 
@@ -204,6 +225,6 @@ TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   claim.denominator = "ceiling";
   claim.op = "<";
   claim.threshold = 1.02;
-  const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {});
+  const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"s"});
   EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
 }

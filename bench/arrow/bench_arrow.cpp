@@ -35,7 +35,6 @@ constexpr double kRelTol = 1e-10;  // ARROW-PO-001
 
 struct Fixture {
   BatchedK1Pack pack;
-  BatchedK1Pack slowdown_part;  // first fraction of the atoms, for POPPER_BENCH_INJECT_SLOWDOWN
   double rows = 0, flop = 0, bytes = 0;
 };
 
@@ -55,26 +54,6 @@ std::shared_ptr<Fixture> make_fixture(const arrow_shape& sh) {
   f->flop = f->rows * arrow_row_flops(sh.d, sh.k);
   f->bytes = arrow_inputs_bytes(&in);
   arrow_inputs_free(&in);
-  // The injected-slowdown workload: a prefix of the class (fractional part of
-  // the requested slowdown); whole multiples re-run the full class.
-  const double slow = popper::bench_support::injected_slowdown();
-  const double frac = slow - std::floor(slow);
-  if (frac > 0.0) {
-    const auto atoms = static_cast<std::size_t>(std::lround(frac * static_cast<double>(f->pack.atoms())));
-    const auto slices = index_pack(f->pack);
-    std::vector<ArrowSystem> part;
-    for (std::size_t a = 0; a < atoms; ++a) {
-      const AtomView v = view_of(f->pack, slices[a]);
-      ArrowSystem s{v.rows, v.d, v.k,
-                    std::vector<double>(v.D, v.D + v.rows * v.d * v.d),
-                    std::vector<double>(v.B, v.B + v.rows * v.d * v.k),
-                    std::vector<double>(v.g_t, v.g_t + v.rows * v.d),
-                    std::vector<double>(v.hbb, v.hbb + v.k * v.k),
-                    std::vector<double>(v.g_b, v.g_b + v.k)};
-      part.push_back(std::move(s));
-    }
-    f->slowdown_part = pack_systems(part);
-  }
   return f;
 }
 
@@ -121,18 +100,9 @@ void run(benchmark::State& state, std::shared_ptr<Fixture> f, ArrowKernel kernel
     auto res = solve_pack(f->pack, kRhoT, kRhoBeta, opt);
     benchmark::DoNotOptimize(res.data());
   };
-  const double slow = popper::bench_support::injected_slowdown();
-  auto hand_call = [&] {
-    call();
-    for (int extra = 0; extra < static_cast<int>(slow); ++extra) call();
-    if (f->slowdown_part.atoms() > 0) {
-      auto res = solve_pack(f->slowdown_part, kRhoT, kRhoBeta, opt);
-      benchmark::DoNotOptimize(res.data());
-    }
-  };
   for (auto _ : state) {
     if (kernel == ArrowKernel::Hand)
-      popper::bench_support::popper_bench_call_hand(hand_call);
+      popper::bench_support::popper_bench_call_hand(call);
     else if (kernel == ArrowKernel::Lapack)
       popper::bench_support::popper_bench_call_wrapped(call);
     else

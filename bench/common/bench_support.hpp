@@ -6,8 +6,12 @@
 //    valgrind --tool=callgrind --toggle-collect='*popper_bench_call_hand*'.
 //  - fixed_iterations(): POPPER_BENCH_ITERATIONS=N pins Google Benchmark's
 //    iteration count (1.7 has no "Nx" min-time syntax) for the gate.
-//  - injected_slowdown(): POPPER_BENCH_INJECT_SLOWDOWN=<fraction> asks the
-//    hand tier to do that much extra work per call (to test the gate).
+//  - injected_slowdown(): POPPER_BENCH_INJECT_SLOWDOWN=<fraction f> makes the
+//    hand tier do f times its own work: popper_bench_call_hand repeats the
+//    kernel call once whenever the accumulated debt reaches a whole call, so
+//    over N calls it runs N + floor(N f) of them. The extra work is the
+//    kernel itself, so it scales with the kernel in every family and thread
+//    configuration (N = 4 or 8 gate iterations makes f = 0.25 exact).
 #pragma once
 #include <benchmark/benchmark.h>
 
@@ -23,10 +27,21 @@ namespace popper::bench_support {
 // (which would make callgrind attribute every tier to one name).
 inline volatile int popper_bench_last_tier = 0;
 
+// Fraction of extra work the hand tier must do (0 when unset or invalid).
+inline double injected_slowdown() {
+  const char* v = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN");
+  if (!v || !*v) return 0;
+  const double f = std::strtod(v, nullptr);
+  return f > 0 && f < 100 ? f : 0;
+}
+
 template <class F>
 [[gnu::noinline]] void popper_bench_call_hand(F& f) {
   popper_bench_last_tier = 1;
   f();
+  static const double slowdown = injected_slowdown();
+  static double debt = 0;
+  for (debt += slowdown; debt >= 1.0; debt -= 1.0) f();  // the injected work: whole extra calls
   benchmark::ClobberMemory();
 }
 template <class F>
@@ -48,14 +63,6 @@ inline int fixed_iterations() {
   if (!v || !*v) return 0;
   const long n = std::strtol(v, nullptr, 10);
   return n > 0 && n < 1000000 ? static_cast<int>(n) : 0;
-}
-
-// Fraction of extra work the hand tier must do (0 when unset or invalid).
-inline double injected_slowdown() {
-  const char* v = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN");
-  if (!v || !*v) return 0;
-  const double f = std::strtod(v, nullptr);
-  return f > 0 && f < 100 ? f : 0;
 }
 
 // Deterministic fill in [-1, 1): the same LCG as the ceiling programs.

@@ -150,16 +150,7 @@ void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int th
     return;
   }
 
-  // Injected slowdown (hand tier only): an extra call over round(f * m) rows,
-  // i.e. f times the work of the real call, inside the timed region.
-  const double slowdown = tier == Tier::Hand ? bs::injected_slowdown() : 0.0;
-  const double extra_full = std::floor(slowdown);  // fractions >= 1 repeat the whole call
-  auto timed = [&] {
-    run_rows(m);
-    for (int r = 0; r < int(extra_full); ++r) run_rows(m);
-    const std::size_t rest = std::size_t(std::lround((slowdown - extra_full) * double(m)));
-    if (rest > 0) run_rows(std::min(rest, m));
-  };
+  auto timed = [&] { run_rows(m); };
 
   for (auto _ : state) {
     switch (tier) {
@@ -208,8 +199,6 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("popper_backend_hand",
                               std::string("cpu:") + popper::gemm::cpu::to_string(popper::gemm::cpu::detected_isa()));
   benchmark::AddCustomContext("popper_backend_reference", "reference");
-  if (bs::injected_slowdown() > 0)
-    benchmark::AddCustomContext("popper_injected_slowdown", std::to_string(bs::injected_slowdown()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

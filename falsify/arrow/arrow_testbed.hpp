@@ -19,6 +19,8 @@
 #include "arrow/arrow.hpp"
 #include "arrow/kernels.hpp"
 #include "arrow/pack.hpp"
+#include "common/cpu_features.hpp"
+#include "popper/binding.hpp"
 
 namespace popper::arrow::testbed {
 
@@ -111,6 +113,18 @@ inline bool bit_equal(const ArrowResult& a, const ArrowResult& b) {
   for (std::size_t i = 0; i < x.delta_beta.size(); ++i)
     if (!same(x.delta_beta[i], y.delta_beta[i])) return false;
   return same(x.log_det, y.log_det);
+}
+
+// Evidence for a kernel whose results were judged: the path it ran on; a CPU
+// path is "forced" when the kernel was asked for by name (Structured on a SIMD
+// CPU) or when the ISA cap lowered the automatic choice.
+inline void record(ArrowKernel kernel) {
+  const std::string tag = backend_of(kernel);
+  const bool cpu = tag.rfind("cpu:", 0) == 0;
+  const bool forced = cpu && (popper::cpu::auto_isa_overridden() ||
+                              (kernel == ArrowKernel::Structured && popper::cpu::auto_isa() != popper::cpu::Isa::Scalar));
+  if (forced && !popper::forced_paths_allowed()) return;
+  popper::record_backend(tag, forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
 }
 
 inline std::vector<ArrowResult> solve(const std::vector<ArrowSystem>& sys, ArrowKernel kernel, unsigned threads = 1,

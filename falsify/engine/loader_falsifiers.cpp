@@ -105,6 +105,17 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-002", [](const popper::Params&) {
     const int edits = *rc::gen::inRange(1, 8);
     for (int e = 0; e < edits; ++e) {
       const auto at = static_cast<std::size_t>(*rc::gen::inRange<std::size_t>(0, s.size()));
+      // Structural edits too: the value after a "key: " becomes a list or a
+      // mapping (well-formed YAML of the wrong type, which byte edits rarely make).
+      if (*rc::gen::inRange(0, 3) == 0) {
+        const auto colon = s.find(": ", at);
+        if (colon != std::string::npos) {
+          const auto eol = s.find('\n', colon);
+          s.replace(colon + 2, (eol == std::string::npos ? s.size() : eol) - colon - 2,
+                    *rc::gen::element(std::string("[x, 1]"), std::string("{k: v}"), std::string("[]")));
+        }
+        continue;
+      }
       switch (*rc::gen::inRange(0, 4)) {
         case 0: s.insert(at, 1, *rc::gen::elementOf(std::string(":-[]{}&*!|>'\"#%@`\n\t ,?"))); break;
         case 1: if (at < s.size()) s.erase(at, 1); break;

@@ -142,6 +142,11 @@ POPPER_FALSIFIER("FALSIFY-GEMM-004", [](const popper::Params& p) {
     }
   });
   EXPECT_TRUE(ok);
+  if (ok) {  // the host entry points that refused (device entries check on the host before any device work)
+    popper::record_backend("reference");
+    popper::record_backend(openblas_tag(blas));
+    record_cpu_path(cpu::Isa::Auto);
+  }
 });
 
 // Buffer lengths enumerated for one operand: every length 0..bound, plus the

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 
 #include "gemm/cpu_gemm.hpp"
 #include "gemm/cuda_gemm.hpp"
@@ -16,7 +17,8 @@ namespace {
 using namespace popper::gemm;
 using namespace popper::gemm::testing;
 
-// A GEMM implementation under test, for one precision.
+// A GEMM implementation under test, for one precision. `record` writes the
+// evidence of what the last call ran on; it is called once the call is judged.
 template <class T>
 using Impl = std::function<void(const GemmShape&, T, std::span<const T>, std::span<const T>, T, std::span<T>)>;
 
@@ -24,6 +26,7 @@ template <class T>
 struct Named {
   std::string name;
   Impl<T> fn;
+  std::function<void()> record;
 };
 
 // Runs every (layout, op_a, op_b, shape, pad, alpha/beta) case through each impl.
@@ -50,6 +53,7 @@ void check_grid(const popper::Params& p, const std::vector<Named<T>>& impls, std
                 const Verdict v = check_result<T>(s, c, ref, o.c, absprod, alpha, beta, factor);
                 EXPECT_TRUE(v.ok) << impl.name << ": " << v.message << " (seed " << p.seed() << ")";
                 if (!v.ok) return;  // one precise report beats hundreds
+                impl.record();
                 ++cases;
               }
             }
@@ -59,22 +63,29 @@ void check_grid(const popper::Params& p, const std::vector<Named<T>>& impls, std
 
 template <class T>
 std::vector<Named<T>> blas_impls(const BlasHandle& h) {
-  return {{"BlasHandle", [&h](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b, T be,
-                               std::span<T> c) { h.gemm(s, al, a, b, be, c); }}};
+  // Mutant: the wrapper passes tight leading dimensions, ignoring the caller's.
+  const bool ignore_ld = popper::mutant::active("gemm-blas-ignores-ld");
+  const std::string tag = openblas_tag(h);
+  return {{"BlasHandle",
+           [&h, ignore_ld](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b, T be, std::span<T> c) {
+             GemmShape call = s;
+             if (ignore_ld) call.lda = call.ldb = call.ldc = 0;
+             h.gemm(call, al, a, b, be, c);
+           },
+           [tag] { popper::record_backend(tag); }}};
 }
 
 template <class T>
 std::vector<Named<T>> hand_impls(const std::vector<std::int64_t>& threads) {
   std::vector<Named<T>> out;
-  for (const auto isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-    if (!cpu::cpu_supports(isa)) continue;
+  for (const auto isa : isas_to_test())
     for (const auto t : threads) {
       const cpu::CpuGemmOptions opts{static_cast<int>(t), isa};
       out.push_back({std::string("cpu::gemm isa=") + cpu::to_string(isa) + " threads=" + std::to_string(t),
                      [opts](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b, T be,
-                            std::span<T> c) { cpu::gemm(s, al, a, b, be, c, opts); }});
+                            std::span<T> c) { cpu::gemm(s, al, a, b, be, c, opts); },
+                     [isa] { record_cpu_path(isa); }});
     }
-  }
   return out;
 }
 
@@ -100,6 +111,8 @@ void check_beta_zero(const popper::Params& p, const std::vector<Named<T>>& impls
   const double factor = p.number("tol_factor");
   std::mt19937_64 rng(p.seed() + seed_offset);
   const T nan = std::numeric_limits<T>::quiet_NaN();
+  // Mutant: an implementation that computes beta * C even when beta = 0.
+  const bool reads_c = popper::mutant::active("gemm-beta-zero-reads-c");
   for (const auto layout : kLayouts)
     for (const auto op_a : kOps)
       for (const auto op_b : kOps)
@@ -115,8 +128,12 @@ void check_beta_zero(const popper::Params& p, const std::vector<Named<T>>& impls
           for (const auto& impl : impls) {
             std::vector<T> c = o.c;
             impl.fn(s, T(1.5), o.a, o.b, T(0), c);
+            if (reads_c)
+              for (std::int64_t i = 0; i < d.m; ++i)
+                for (std::int64_t j = 0; j < d.n; ++j) c[c_index(s, i, j)] += T(0) * o.c[c_index(s, i, j)];
             const Verdict v = check_result<T>(s, c, ref, o.c, absprod, 1.5, 0.0, factor);
             EXPECT_TRUE(v.ok) << impl.name << ": NaN in C leaked with beta = 0: " << v.message;
+            if (v.ok) impl.record();
             std::vector<T> c1 = o.c;  // control: beta = 1 reads C
             impl.fn(s, T(1.5), o.a, o.b, T(1), c1);
             EXPECT_TRUE(std::isnan(c1[c_index(s, 0, 0)])) << impl.name << ": control with beta = 1 did not read C";
@@ -128,29 +145,41 @@ POPPER_FALSIFIER("FALSIFY-GEMM-003", [](const popper::Params& p) {
   const BlasHandle h;
   auto f32 = blas_impls<float>(h);
   for (auto& x : hand_impls<float>({1, 2})) f32.push_back(x);
-  f32.push_back({"reference", [](const GemmShape& s, float al, std::span<const float> a, std::span<const float> b,
-                                 float be, std::span<float> c) { reference::gemm<float>(s, al, a, b, be, c); }});
-  f32.push_back({"cuda::CublasContext::gemm_f32", [](const GemmShape& s, float al, std::span<const float> a,
-                                                     std::span<const float> b, float be, std::span<float> c) {
-                   cuda::CublasContext ctx;
-                   ctx.gemm_f32(s, al, a, b, be, c);
-                 }});
-  f32.push_back({"cuda::gemm_f32_strided_batched(count 1)",
+  f32.push_back({"reference",
                  [](const GemmShape& s, float al, std::span<const float> a, std::span<const float> b, float be,
-                    std::span<float> c) {
+                    std::span<float> c) { reference::gemm<float>(s, al, a, b, be, c); },
+                 [] { popper::record_backend("reference"); }});
+  // The cuda:: entries report where they ran; a decline is recorded as such,
+  // never as cuBLAS evidence.
+  auto last = std::make_shared<cuda::Backend>(cuda::Backend::Cpu);
+  auto record_last = [last] { record_cuda_entry(*last); };
+  f32.push_back({"cuda::CublasContext::gemm_f32",
+                 [last](const GemmShape& s, float al, std::span<const float> a, std::span<const float> b, float be,
+                        std::span<float> c) {
                    cuda::CublasContext ctx;
-                   ctx.gemm_f32_strided_batched(s, cuda::BatchStrides{1, 0, 0, 0}, al, a, b, be, c);
-                 }});
-  f32.push_back({"cuda::hand_gemm_f32", [](const GemmShape& s, float al, std::span<const float> a,
-                                           std::span<const float> b, float be, std::span<float> c) {
-                   cuda::hand_gemm_f32(s, al, a, b, be, c);
-                 }});
+                   *last = ctx.gemm_f32(s, al, a, b, be, c);
+                 },
+                 record_last});
+  f32.push_back({"cuda::gemm_f32_strided_batched(count 1)",
+                 [last](const GemmShape& s, float al, std::span<const float> a, std::span<const float> b, float be,
+                        std::span<float> c) {
+                   cuda::CublasContext ctx;
+                   *last = ctx.gemm_f32_strided_batched(s, cuda::BatchStrides{1, 0, 0, 0}, al, a, b, be, c);
+                 },
+                 record_last});
+  f32.push_back({"cuda::hand_gemm_f32",
+                 [last](const GemmShape& s, float al, std::span<const float> a, std::span<const float> b, float be,
+                        std::span<float> c) { *last = cuda::hand_gemm_f32(s, al, a, b, be, c); },
+                 record_last});
   auto f64 = blas_impls<double>(h);
   for (auto& x : hand_impls<double>({1, 2})) f64.push_back(x);
   check_beta_zero<float>(p, f32, 0);
   check_beta_zero<double>(p, f64, 1);
 });
 
+// Dispatch is checked on this CPU and on the narrower CPUs the ISA cap makes
+// of it (scalar-only, AVX2-only): every ISA outside the cap is refused before
+// C is touched, every ISA inside it runs within the bound.
 POPPER_FALSIFIER("FALSIFY-GEMM-014", [](const popper::Params& p) {
   const double factor = p.number("tol_factor");
   EXPECT_TRUE(cpu::cpu_supports(cpu::detected_isa()));
@@ -160,22 +189,32 @@ POPPER_FALSIFIER("FALSIFY-GEMM-014", [](const popper::Params& p) {
   const Operands<float> o = random_operands<float>(s, rng);
   const auto absprod = abs_product(o);
   const auto ref = reference_result(o, 1.0f, 0.5f);
-  int refused = 0;
-  for (const auto isa : {cpu::Isa::Auto, cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-    std::vector<float> c = o.c;
-    if (!cpu::cpu_supports(isa)) {
-      EXPECT_THROW(cpu::gemm(s, 1.0f, o.a, o.b, 0.5f, c, {1, isa}), popper::Unsupported) << cpu::to_string(isa);
-      EXPECT_EQ(0, std::memcmp(c.data(), o.c.data(), c.size() * sizeof(float))) << "C touched before refusing";
-      ++refused;
-      continue;
+  const cpu::Isa original_cap = popper::cpu::isa_cap();
+  int refusal_checks = 0;
+  for (const auto cap : {original_cap, cpu::Isa::Avx2, cpu::Isa::Scalar}) {
+    popper::cpu::set_isa_cap(cap);
+    int refused = 0;
+    for (const auto isa : {cpu::Isa::Auto, cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+      std::vector<float> c = o.c;
+      if (!cpu::cpu_supports(isa)) {
+        EXPECT_THROW(cpu::gemm(s, 1.0f, o.a, o.b, 0.5f, c, {1, isa}), popper::Unsupported)
+            << cpu::to_string(isa) << " under cap " << cpu::to_string(cap);
+        EXPECT_EQ(0, std::memcmp(c.data(), o.c.data(), c.size() * sizeof(float))) << "C touched before refusing";
+        ++refused;
+        continue;
+      }
+      cpu::gemm(s, 1.0f, o.a, o.b, 0.5f, c, {1, isa});
+      const Verdict v = check_result<float>(s, c, ref, o.c, absprod, 1.0, 0.5, factor);
+      EXPECT_TRUE(v.ok) << "isa " << cpu::to_string(isa) << ": " << v.message;
+      if (v.ok && (isa == cpu::Isa::Auto || popper::forced_paths_allowed())) record_cpu_path(isa);
     }
-    cpu::gemm(s, 1.0f, o.a, o.b, 0.5f, c, {1, isa});
-    const Verdict v = check_result<float>(s, c, ref, o.c, absprod, 1.0, 0.5, factor);
-    EXPECT_TRUE(v.ok) << "isa " << cpu::to_string(isa) << ": " << v.message;
+    // Refusals match what this (capped) CPU reports.
+    const int expected = (cpu::cpu_supports(cpu::Isa::Avx2) ? 0 : 1) + (cpu::cpu_supports(cpu::Isa::Avx512) ? 0 : 1);
+    EXPECT_EQ(refused, expected) << "under cap " << cpu::to_string(cap);
+    refusal_checks += refused;
   }
-  // The refusals must match what the CPU reports (here: Zen 3, AVX-512 refused).
-  const int expected = (cpu::cpu_supports(cpu::Isa::Avx2) ? 0 : 1) + (cpu::cpu_supports(cpu::Isa::Avx512) ? 0 : 1);
-  EXPECT_EQ(refused, expected);
+  popper::cpu::set_isa_cap(original_cap);
+  EXPECT_GE(refusal_checks, 2) << "the capped CPUs must have refused something";
 });
 
 }  // namespace

@@ -17,9 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_features.hpp"
+#include "common/device.hpp"
+#include "gemm/cpu_gemm.hpp"
+#include "gemm/cuda_gemm.hpp"
 #include "gemm/gemm.hpp"
+#include "gemm/lib_blas.hpp"
 #include "gemm/reference.hpp"
 #include "popper/binding.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gemm::testing {
 
@@ -166,6 +172,43 @@ struct Dims {
 inline std::vector<Dims> shape_list(const Params& p, const std::string& key = "shapes") {
   std::vector<Dims> out;
   for (const auto& s : p.list(key)) out.push_back({s.integer("m"), s.integer("n"), s.integer("k")});
+  return out;
+}
+
+// ---- evidence: what each judged call ran on ----
+
+// cpu::gemm with `isa`: Auto is the kernel's own choice (forced only when the
+// ISA cap lowered it); an explicit ISA is a forced path.
+inline void record_cpu_path(cpu::Isa isa) {
+  const cpu::Isa ran = isa == cpu::Isa::Auto ? popper::cpu::auto_isa() : isa;
+  const bool forced = isa != cpu::Isa::Auto || popper::cpu::auto_isa_overridden();
+  popper::record_backend(popper::cpu::backend_tag(ran), forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
+}
+
+inline std::string openblas_tag(const BlasHandle& h) {
+  std::string core = h.core_name();
+  for (auto& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return "openblas:" + core;
+}
+
+// A cuda:: entry's answer: device evidence, or a decline (the CPU path ran).
+inline void record_cuda_entry(cuda::Backend b) {
+  if (b == cuda::Backend::Cuda) {
+    popper::record_backend(popper::device::cuda_status().backend_tag());
+  } else {
+    popper::record_decline("cuda", popper::device::cuda_status().reason);
+    record_cpu_path(cpu::Isa::Auto);
+  }
+}
+
+// The ISAs a falsifier runs cpu::gemm with: Auto always; every other ISA the
+// CPU supports only when forced paths are allowed (a CPU-matrix leg proves
+// just the path its CPU picks).
+inline std::vector<cpu::Isa> isas_to_test() {
+  std::vector<cpu::Isa> out{cpu::Isa::Auto};
+  if (!popper::forced_paths_allowed()) return out;
+  for (const auto isa : popper::cpu::supported_isas())
+    if (isa != popper::cpu::auto_isa()) out.push_back(isa);
   return out;
 }
 

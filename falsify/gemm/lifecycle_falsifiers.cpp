@@ -60,7 +60,9 @@ POPPER_FALSIFIER("FALSIFY-GEMM-008", [](const popper::Params& p) {
   } catch (const popper::Unsupported& e) {
     EXPECT_NE(std::string(e.what()).find("OPENBLAS_CORETYPE=" + foreign), std::string::npos) << e.what();
   }
-  const bool avx512 = cpu::cpu_supports(cpu::Isa::Avx512);
+  popper::record_backend(openblas_tag(probe));
+  // What the CPU executes, not popper's ISA cap: the cap limits popper's own kernels only.
+  const bool avx512 = popper::cpu::detected_isa() == popper::cpu::Isa::Avx512;
   EXPECT_EQ(cpu_can_run_core_type("SkylakeX"), avx512);
   if (!avx512) {
     try {
@@ -87,7 +89,9 @@ POPPER_FALSIFIER("FALSIFY-GEMM-009", [](const popper::Params& p) {
       const GemmShape s = padded(Layout::RowMajor, Op::NoTrans, Op::Trans, d.m, d.n, d.k, 1);
       const Operands<float> o = random_operands<float>(s, rng);
       std::vector<float> c = o.c;
-      ASSERT_EQ(ctx.gemm_f32(s, 1.0f, o.a, o.b, 0.5f, c), cuda::Backend::Cuda);
+      const auto backend = ctx.gemm_f32(s, 1.0f, o.a, o.b, 0.5f, c);
+      record_cuda_entry(backend);
+      ASSERT_EQ(backend, cuda::Backend::Cuda);
       ++issued;
       EXPECT_EQ(ctx.set_stream_calls(), ctx.gemm_calls());
       EXPECT_EQ(ctx.gemm_calls(), issued);
@@ -155,6 +159,7 @@ POPPER_FALSIFIER("FALSIFY-GEMM-010", [](const popper::Params& p) {
   EXPECT_EQ(ctx.gemm_calls(), 0u);
   EXPECT_EQ(ctx.stream(), nullptr);
   EXPECT_EQ(cuda::CublasContext::handles_created(), before);
+  if (!::testing::Test::HasFailure()) record_cuda_entry(cuda::Backend::Cpu);  // the decline path is what was proven
   // Device-resident entries have nothing to decline to: explicit Unsupported.
   const GemmShape s = with_tight_ld({Layout::RowMajor, Op::NoTrans, Op::NoTrans, 2, 2, 2, 0, 0, 0});
   EXPECT_THROW(ctx.gemm_f32_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}), popper::Unsupported);
@@ -168,7 +173,10 @@ POPPER_FALSIFIER("FALSIFY-GEMM-011", [](const popper::Params& p) {
   const std::string path = std::string(POPPER_BINARY_DIR) + "/gemm/hand_gemm_ptxas.log";
   std::ifstream in(path);
   ASSERT_TRUE(in) << "missing " << path << " (built by target popper_gemm_ptxas_log)";
-  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Mutant (an input): the kernel was built with a tile that needs 300 registers.
+  if (popper::mutant::active("ptxas-log-over-limit"))
+    log = std::regex_replace(log, std::regex(R"(Used \d+ registers)"), "Used 300 registers");
   std::smatch regs, smem;
   ASSERT_TRUE(std::regex_search(log, regs, std::regex(R"(Used (\d+) registers)"))) << log;
   const long registers = std::stol(regs[1]);
@@ -181,8 +189,26 @@ POPPER_FALSIFIER("FALSIFY-GEMM-011", [](const popper::Params& p) {
   ::testing::Test::RecordProperty("smem_bytes", static_cast<int>(shared));
 });
 
+// Mutant: a multi-threaded run that splits the k reduction in two halves
+// (C = alpha A1 B1 + beta C, then C += alpha A2 B2): same value, other rounding.
+void split_k_gemm(const GemmShape& s, double alpha, const std::vector<double>& a, const std::vector<double>& b,
+                  double beta, std::vector<double>& c, int threads) {
+  const std::int64_t k1 = s.k / 2;
+  GemmShape s1 = s, s2 = s;
+  s1.k = k1;
+  s2.k = s.k - k1;
+  // op(A) = A (NoTrans) and op(B) = B^T (Trans): columns of A and of B's rows at offset k1.
+  const bool row = s.layout == Layout::RowMajor;
+  const std::size_t a_off = static_cast<std::size_t>(row ? k1 : k1 * s.lda);
+  const std::size_t b_off = static_cast<std::size_t>(row ? k1 : k1 * s.ldb);
+  cpu::gemm(s1, alpha, std::span<const double>(a), std::span<const double>(b), beta, std::span<double>(c), {threads, cpu::Isa::Auto});
+  cpu::gemm(s2, alpha, std::span<const double>(a).subspan(a_off), std::span<const double>(b).subspan(b_off), 1.0,
+            std::span<double>(c), {threads, cpu::Isa::Auto});
+}
+
 POPPER_FALSIFIER("FALSIFY-GEMM-012", [](const popper::Params& p) {
   std::mt19937_64 rng(p.seed());
+  const bool split_k = popper::mutant::active("gemm-split-k-across-threads");
   for (const auto layout : kLayouts)
     for (const auto& d : shape_list(p)) {
       const GemmShape s = padded(layout, Op::NoTrans, Op::Trans, d.m, d.n, d.k, 2);
@@ -191,11 +217,15 @@ POPPER_FALSIFIER("FALSIFY-GEMM-012", [](const popper::Params& p) {
       cpu::gemm(s, 1.25, o.a, o.b, 0.5, one, {1, cpu::Isa::Auto});
       for (const auto t : p.integers("threads")) {
         std::vector<double> many = o.c;
-        cpu::gemm(s, 1.25, o.a, o.b, 0.5, many, {static_cast<int>(t), cpu::Isa::Auto});
+        if (split_k)
+          split_k_gemm(s, 1.25, o.a, o.b, 0.5, many, static_cast<int>(t));
+        else
+          cpu::gemm(s, 1.25, o.a, o.b, 0.5, many, {static_cast<int>(t), cpu::Isa::Auto});
         EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(double)))
             << "threads " << t << " differ from threads 1: " << describe(s);
       }
     }
+  if (!::testing::Test::HasFailure()) record_cpu_path(cpu::Isa::Auto);
 });
 
 POPPER_FALSIFIER("FALSIFY-GEMM-015", [](const popper::Params& p) {
@@ -213,7 +243,9 @@ POPPER_FALSIFIER("FALSIFY-GEMM-015", [](const popper::Params& p) {
           const auto absprod = abs_product(o);
           const auto ref = reference_result(o, 0.5f, -1.0f);
           std::vector<float> c = o.c;
-          ASSERT_EQ(ctx.gemm_f32(s, 0.5f, o.a, o.b, -1.0f, c), cuda::Backend::Cuda);
+          const auto backend = ctx.gemm_f32(s, 0.5f, o.a, o.b, -1.0f, c);
+          record_cuda_entry(backend);
+          ASSERT_EQ(backend, cuda::Backend::Cuda);
           Verdict v = check_result<float>(s, c, ref, o.c, absprod, 0.5, -1.0, factor);
           EXPECT_TRUE(v.ok) << "cuBLAS: " << v.message;
           c = o.c;

@@ -27,6 +27,11 @@ double product_ratio(const BlasHandle& blas, GemmShape s, const std::vector<floa
                      const std::vector<float>& ref_override_or_empty, double factor, const std::string& what,
                      bool expect_within) {
   s = with_tight_ld(s);
+  // Mutant: the forward Y = X W^T is issued without its transpose flag.
+  GemmShape call = s;
+  if (expect_within && s.op_a == Op::NoTrans && s.op_b == Op::Trans && s.n == s.k &&
+      popper::mutant::active("gemm-forward-without-transpose"))
+    call.op_b = Op::NoTrans;
   Operands<float> o{s, a, b, std::vector<float>(c_elements(s), 0.0f)};
   const auto absprod = abs_product(o);
   const std::vector<float> ref = ref_override_or_empty.empty() ? reference_result(o, 1.0f, 0.0f) : ref_override_or_empty;
@@ -34,13 +39,15 @@ double product_ratio(const BlasHandle& blas, GemmShape s, const std::vector<floa
   for (int impl = 0; impl < 2; ++impl) {
     std::vector<float> c(o.c.size(), 0.0f);
     if (impl == 0) {
-      blas.gemm(s, 1.0f, o.a, o.b, 0.0f, c);
+      blas.gemm(call, 1.0f, o.a, o.b, 0.0f, c);
     } else {
-      cpu::gemm(s, 1.0f, o.a, o.b, 0.0f, c, {2, cpu::Isa::Auto});
+      cpu::gemm(call, 1.0f, o.a, o.b, 0.0f, c, {2, cpu::Isa::Auto});
     }
     const Verdict v = check_result<float>(s, c, ref, o.c, absprod, 1.0, 0.0, factor);
     if (expect_within) {
       EXPECT_TRUE(v.ok) << what << (impl == 0 ? " [BlasHandle] " : " [cpu::gemm] ") << v.message;
+      if (v.ok && impl == 0) popper::record_backend(openblas_tag(blas));
+      if (v.ok && impl == 1) record_cpu_path(cpu::Isa::Auto);
     }
     worst = std::max(worst, v.worst_ratio);
   }
@@ -90,13 +97,14 @@ template <class T>
 void agree_on_bench_shapes(const popper::Params& p, std::uint64_t offset) {
   const double factor = p.number("tol_factor");
   const int scale_full = static_cast<int>(p.integer("scale_full"));
+  const int scale_full_k = static_cast<int>(p.integer("scale_full_k"));
   std::mt19937_64 rng(p.seed() + offset);
   const BlasHandle blas;
   for (int i = 0; i < POPPER_GEMM_SHAPE_COUNT; ++i) {
     const auto& sh = POPPER_GEMM_SHAPES[i];
     const bool full = std::string(sh.set) == "full";
     const std::int64_t m = full ? sh.m / scale_full : sh.m, n = full ? sh.n / scale_full : sh.n,
-                       k = full ? sh.k / scale_full : sh.k;
+                       k = full ? sh.k / scale_full_k : sh.k;
     const GemmShape s = with_tight_ld({Layout::RowMajor, Op::NoTrans, Op::NoTrans, m, n, k, 0, 0, 0});
     const Operands<T> o = random_operands<T>(s, rng);
     // |A||B| through the wrapper in double (fast; rounding is covered by the factor).
@@ -110,6 +118,10 @@ void agree_on_bench_shapes(const popper::Params& p, std::uint64_t offset) {
     // Both are within f*gamma of the exact product, so within 2f*gamma of each other.
     const Verdict v = check_result<T>(s, c_hand, c_blas, o.c, absprod, 1.0, 0.0, 2.0 * factor);
     EXPECT_TRUE(v.ok) << sh.name << " (scaled " << m << "x" << n << "x" << k << "): " << v.message;
+    if (v.ok) {
+      record_cpu_path(cpu::Isa::Auto);
+      popper::record_backend(openblas_tag(blas));
+    }
   }
 }
 

@@ -51,6 +51,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-001", [](const popper::Params& prm) {
     RC_ASSERT(std::abs(lhs - rhs) <= tol * scale);
   });
   EXPECT_TRUE(ok) << "seed " << prm.seed();
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-002", [](const popper::Params& prm) {
@@ -88,6 +89,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-002", [](const popper::Params& prm) {
     }
   });
   EXPECT_TRUE(ok) << "seed " << prm.seed();
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 }  // namespace

@@ -9,11 +9,14 @@
 #include <Eigen/Eigenvalues>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
 #include <limits>
 
+#include "common/cpu_features.hpp"
 #include "popper/binding.hpp"
 #include "sae/lib_dense_route.hpp"
 #include "sae/reference.hpp"
+#include "sae/row_kernels.hpp"
 #include "sae/schur_pcg.hpp"
 #include "sae_gen.hpp"
 
@@ -41,6 +44,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
   const auto cases = static_cast<std::size_t>(prm.integer("cases"));
   std::mt19937_64 rng(prm.seed());
   const auto shape = shape_from(prm);
+  std::vector<std::string> forced;  // narrower paths that ran
   for (std::size_t c = 0; c < cases; ++c) {
     const auto pr = testgen::random_problem(shape, rng);
     const auto rows = pr.make_rows();
@@ -69,6 +73,24 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
     EXPECT_LE((xe - xs).norm() / xs.norm(), kappa * (tol + 2 * apply_err)) << "case " << c << " kappa " << kappa;
     EXPECT_GT(rep.iterations, 1u);
 
+    // The same solve with the row kernels forced onto each narrower CPU path
+    // (unless POPPER_DISPATCH=auto), judged by the same dense bounds.
+    if (popper::forced_paths_allowed())
+      for (popper::cpu::Isa isa : popper::cpu::supported_isas()) {
+        if (isa == popper::cpu::auto_isa()) continue;
+        PcgOptions fo = opt;
+        fo.isa = isa;
+        std::vector<double> xf(sys.dim(), 0.0);
+        const PcgReport fr_rep = solve_schur_pcg(sys, b, xf, fo);
+        const Eigen::VectorXd xfe = as_eigen(xf);
+        const double fres = (be - a * xfe).norm() / be.norm();
+        const std::string tag = std::string("cpu:") + row_kernels_for(isa).name;
+        EXPECT_TRUE(fr_rep.converged) << tag << " case " << c;
+        EXPECT_LE(fres, tol + apply_err) << tag << " case " << c << " seed " << prm.seed();
+        EXPECT_LE((xfe - xs).norm() / xs.norm(), kappa * (tol + 2 * apply_err)) << tag << " case " << c;
+        if (c == 0) forced.push_back(tag);
+      }
+
     // The CBLAS/LAPACKE dense route (the bench's wrapped tier) agrees with the reference.
     auto dense = dense_route::DenseSchurMatrix::form(sys, 1e9);
     std::vector<double> ad(sys.dim()), xd(sys.dim());
@@ -82,6 +104,10 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
   const auto big = testgen::random_problem(shape, rng).make_rows();
   const SaeSchurSystem big_sys(big, factor_gauss_newton_blocks(big, 1.0).value(), rho);
   EXPECT_THROW(dense_route::DenseSchurMatrix::form(big_sys, 100.0), popper::Unsupported);
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) popper::record_backend("lapacke");
+  if (!::testing::Test::HasFailure())
+    for (const auto& tag : forced) popper::record_backend(tag, popper::Dispatch::Forced);
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-008", [](const popper::Params& prm) {
@@ -112,6 +138,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-008", [](const popper::Params& prm) {
       EXPECT_EQ(rep.rel_residual, 1.0);
     }
   }
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-009", [](const popper::Params& prm) {
@@ -151,6 +178,86 @@ POPPER_FALSIFIER("FALSIFY-SAE-009", [](const popper::Params& prm) {
     EXPECT_EQ(rep.iterations, rep_first.iterations);
     EXPECT_EQ(std::memcmp(&rep.rel_residual, &rep_first.rel_residual, sizeof(double)), 0);
   }
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 }  // namespace
+
+namespace {
+
+// Plain CG on the dense matrix, in the test: how far the recurrence residual
+// and the true residual drift apart on this problem (their ratio at the step
+// where the recurrence first falls below `tol`, or at the end).
+double recurrence_drift(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, double tol, std::size_t max_it) {
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(b.size()), r = b, p = r;
+  double rr = r.squaredNorm();
+  const double bn = b.norm();
+  for (std::size_t it = 0; it < max_it; ++it) {
+    const Eigen::VectorXd ap = a * p;
+    const double alpha = rr / p.dot(ap);
+    x += alpha * p;
+    r -= alpha * ap;
+    const double rr_new = r.squaredNorm();
+    if (std::sqrt(rr_new) / bn <= tol) break;
+    p = r + (rr_new / rr) * p;
+    rr = rr_new;
+  }
+  const double recurrence = r.norm() / bn, truth = (b - a * x).norm() / bn;
+  return truth / recurrence;
+}
+
+}  // namespace
+
+// FALSIFY-SAE-012: convergence is judged on the true residual. An
+// ill-conditioned system and a tolerance below the accuracy FP64 CG attains
+// on it: the recurrence residual keeps falling while ||b - A x|| stagnates.
+POPPER_FALSIFIER("FALSIFY-SAE-012", [](const popper::Params& prm) {
+  const double tol = prm.number("rel_tol");
+  const double min_drift = prm.number("min_drift");
+  std::mt19937_64 rng(prm.seed());
+  const auto pr = testgen::random_problem(shape_from(prm), rng);
+  const auto rows = pr.make_rows();
+  const auto fr = factor_gauss_newton_blocks(rows, prm.number("lambda"));
+  ASSERT_TRUE(fr.ok());
+  const double rho = prm.number("rho");
+  const SaeSchurSystem sys(rows, fr.value(), rho);
+  const Eigen::MatrixXd a = reference::dense_schur_system(rows, *fr.value(), rho);
+  // b with weight on every eigen-direction, the small ones too: x is large, so
+  // rounding in A x is large against b and the recurrence drifts.
+  const Eigen::VectorXd be = as_eigen(testgen::random_vector(sys.dim(), rng));
+  const std::size_t cap = 20 * sys.dim();
+  // The problem must be one where the recurrence lies, or the test proves nothing.
+  const double drift = recurrence_drift(a, be, tol, cap);
+  ASSERT_GE(drift, min_drift) << "the test problem does not separate the recurrence from the true residual";
+  std::vector<double> b(be.data(), be.data() + be.size()), x(sys.dim());
+  PcgOptions opt;
+  opt.rel_tol = tol;
+  opt.max_iterations = cap;
+  opt.preconditioner = Preconditioner::None;
+  const PcgReport rep = solve_schur_pcg(sys, b, x, opt);
+  // The true residual of the returned x through the operator itself (the same
+  // deterministic apply the solver uses): only the norm's rounding separates
+  // it from a correct report, a relative gamma_n of a sum of squares.
+  std::vector<double> ax(sys.dim());
+  sys.apply(x, ax);
+  double rr = 0, bb = 0;
+  for (std::size_t e = 0; e < sys.dim(); ++e) {
+    rr += (b[e] - ax[e]) * (b[e] - ax[e]);
+    bb += b[e] * b[e];
+  }
+  const double truth = std::sqrt(rr / bb);
+  const double n = static_cast<double>(sys.dim());
+  const double norm_err = 2 * n * kEps * truth;
+  EXPECT_NEAR(rep.rel_residual, truth, norm_err) << "the reported residual is not the returned x's";
+  if (rep.converged) {
+    EXPECT_LE(truth, tol * (1 + 2 * n * kEps)) << "converged declared while the true residual is " << truth;
+  }
+  // And against the dense matrix, within two applies' rounding (Higham 3.5).
+  const Eigen::VectorXd xe = as_eigen(x);
+  const double dense_truth = (be - a * xe).norm() / be.norm();
+  const double apply_err = 2 * n * kEps * (a.cwiseAbs() * xe.cwiseAbs()).norm() / be.norm();
+  EXPECT_NEAR(truth, dense_truth, apply_err);
+  std::printf("[FALSIFY-SAE-012] dim %zu drift %.3g  solver: %s after %zu iterations, reported %.3e, true %.3e\n",
+              sys.dim(), drift, rep.converged ? "converged" : "not converged", rep.iterations, rep.rel_residual, truth);
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+});

@@ -4,8 +4,12 @@
 #include <cstddef>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "common/cpu_features.hpp"
+#include "popper/binding.hpp"
+#include "sae/row_kernels.hpp"
 #include "sae/sae.hpp"
 
 namespace popper::sae::testgen {
@@ -62,5 +66,13 @@ inline double phi_l1(const SaeKroneckerRows& rows, std::size_t row) {
   for (std::size_t e = ph.row_ptr[row]; e < ph.row_ptr[row + 1]; ++e) s += ph.weight[e] < 0 ? -ph.weight[e] : ph.weight[e];
   return s;
 }
+
+// Evidence: the row-kernel path every SAE apply ran on (forced only when the
+// ISA cap lowered the automatic choice).
+inline void record_cpu_path() {
+  popper::record_backend(std::string("cpu:") + popper::sae::row_kernels().name,
+                         popper::cpu::auto_isa_overridden() ? popper::Dispatch::Forced : popper::Dispatch::Auto);
+}
+
 
 }  // namespace popper::sae::testgen

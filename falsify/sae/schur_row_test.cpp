@@ -83,6 +83,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-004", [](const popper::Params& prm) {
   }
   EXPECT_GT(nontrivial, cases / 2) << "most rows gave S_i x ~ 0: the comparison would be vacuous";
   EXPECT_GT(q_gt_p, 0u) << "no row with q_i > p (rank-deficient L_i L_i^T) was generated";
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-005", [](const popper::Params& prm) {
@@ -126,6 +127,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-005", [](const popper::Params& prm) {
   }
   EXPECT_GT(control_cases, 0u);
   EXPECT_GT(indefinite_controls, 0u) << "undersized A_i never gave an indefinite S_i: PSD check would be blind";
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 }  // namespace

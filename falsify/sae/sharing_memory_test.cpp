@@ -39,6 +39,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-006", [](const popper::Params& prm) {
   double s = 0;
   for (double v : y) s += std::abs(v);
   EXPECT_GT(s, 0.0);
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-011", [](const popper::Params& prm) {
@@ -62,6 +63,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-011", [](const popper::Params& prm) {
     EXPECT_EQ(rows.resident_indices(), sum_m + 2 * (s.rows + 1)) << "case " << c << " seed " << prm.seed();
     EXPECT_EQ(rows.resident_bytes(), scalars * sizeof(double) + (sum_m + 2 * (s.rows + 1)) * sizeof(std::size_t));
   }
+  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
 });
 
 }  // namespace

@@ -1,7 +1,14 @@
-// popper audit --contracts DIR --results FILE... --bindings FILE [--bench-claims FILE] [--min-coverage X] -o DIR
+// popper audit --contracts DIR --results FILE... (--bindings FILE | --test-binary BIN)
+//              [--mutants | --mutant-results FILE...] [--bench-claims FILE] [--waivers FILE]
+//              [--require-claims] [--min-coverage X] [-o DIR]
+// popper mutants --test-binary BIN [--contracts DIR] [--exec-prefix CMD] [--site NAME] [--env K=V]... -o FILE
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -9,6 +16,7 @@
 #include "popper/audit.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
+#include "popper/mutants.hpp"
 
 namespace popper::cli {
 
@@ -19,7 +27,13 @@ struct AuditOptions {
   std::string bindings;
   std::string test_binary;
   std::string bench_claims;
+  std::string waivers;
+  std::vector<std::string> mutant_results;
+  bool run_mutants = false;
+  bool require_claims = false;
+  std::string today;
   double min_coverage = 0;
+  int jobs = 2;
   std::string out = "reports";
 };
 
@@ -33,18 +47,32 @@ std::string list_bindings(const std::string& binary) {
   while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe.get())) out.append(buf, n);
   return out;
 }
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+void progress(const std::string& s) { std::cerr << s << std::endl; }
 }  // namespace
 
 void add_audit_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<AuditOptions>();
-  auto* cmd = app.add_subcommand("audit", "Coverage of contracts by bound tests that ran and passed");
+  auto* cmd = app.add_subcommand("audit", "Coverage of contracts by bound tests that ran and passed; exit 1 on any failure the report lists");
   cmd->add_option("--contracts", o->contracts, "contract files or directories")->capture_default_str();
-  cmd->add_option("--results", o->results, "GoogleTest JSON result files")->required();
+  cmd->add_option("--results", o->results, "GoogleTest JSON result files (several: the worst outcome of an id wins)")->required();
   auto* b = cmd->add_option("--bindings", o->bindings, "output of <test binary> --popper-list-bindings");
-  cmd->add_option("--test-binary", o->test_binary, "contract test binary to ask for its bindings")->excludes(b);
+  cmd->add_option("--test-binary", o->test_binary, "contract test binary to ask for its bindings (and run mutants with)")->excludes(b);
   cmd->add_option("--bench-claims", o->bench_claims, "reports/bench-claims.json from popper bench compare");
-  cmd->add_option("--min-coverage", o->min_coverage, "fail below this % of obligations covered")
-      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--waivers", o->waivers, "waivers file: {id, reason, expires} per excused failure");
+  cmd->add_flag("--mutants", o->run_mutants, "run every test under each of its mutants (needs --test-binary)");
+  cmd->add_option("--mutant-results", o->mutant_results, "mutant results written by `popper mutants` (e.g. CPU-matrix legs)");
+  cmd->add_flag("--require-claims", o->require_claims, "fail on benchmark claims that are not met for any reason (not measured, inconclusive)");
+  cmd->add_option("--today", o->today, "date for waiver expiry, YYYY-MM-DD (default: today, UTC)");
+  cmd->add_option("--min-coverage", o->min_coverage, "fail below this % of obligations covered")->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--jobs", o->jobs, "mutant runs in parallel")->check(CLI::Range(1, 64));
   cmd->add_option("-o,--output", o->out, "report directory")->capture_default_str();
   cmd->callback([o, &exit_code] {
     Diagnostics diags;
@@ -56,6 +84,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       return;
     }
     try {
+      std::filesystem::create_directories(o->out);
       for (const auto& r : o->results) read_gtest_results(r, in.results);
       if (!o->bindings.empty()) {
         in.bound_ids = read_bindings(o->bindings);
@@ -72,38 +101,118 @@ void add_audit_command(CLI::App& app, int& exit_code) {
         in.have_bench_claims = true;
         read_bench_claims(o->bench_claims, in.bench_claims);
       }
+      if (!o->waivers.empty()) in.waivers = read_waivers(o->waivers);
+      in.today = o->today;
+      in.require_claims = o->require_claims;
+      for (const auto& f : o->mutant_results) read_mutant_results(f, in.mutants);
+      if (o->run_mutants) {
+        if (o->test_binary.empty()) {
+          std::cerr << "popper audit: --mutants needs --test-binary\n";
+          exit_code = 2;
+          return;
+        }
+        MutantRunOptions mo;
+        mo.test_binary = o->test_binary;
+        // Natively the tests also force the narrower CPU paths (unless
+        // POPPER_DISPATCH=auto); the site says so, beside the matrix legs' own.
+        const char* dispatch = std::getenv("POPPER_DISPATCH");
+        mo.site = dispatch && std::string_view(dispatch) == "auto" ? "native" : "native forced";
+        mo.jobs = o->jobs;
+        mo.progress = progress;
+        auto native = run_mutants(in.contracts, mo);
+        write_file_atomic(o->out + "/mutants.json", mutant_results_json(native).dump(2) + "\n");
+        for (const auto& m : native) {
+          auto it = std::find_if(in.mutants.begin(), in.mutants.end(), [&](const MutantResult& x) {
+            return x.test_id == m.test_id && x.mutant_id == m.mutant_id;
+          });
+          if (it == in.mutants.end()) in.mutants.push_back(m);
+          else merge_mutant(*it, m);
+        }
+      }
+      in.have_mutants = o->run_mutants || !o->mutant_results.empty();
       const AuditReport rep = audit(in);
       write_file_atomic(o->out + "/coverage.json", rep.json.dump(2) + "\n");
       write_file_atomic(o->out + "/coverage.md", rep.markdown);
       const auto& t = rep.json["total"];
       std::cout << fmt::format(
           "popper audit: obligations covered {}/{}; falsification tests {} passed, {} failed, {} skipped, {} "
-          "UNBOUND, {} not run (of {}); harnesses run {}/{}; benchmark claims {} met of {}\n",
+          "UNBOUND, {} not run (of {}); harnesses run {}/{}; mutants killed {}; benchmark claims {} met of {}\n",
           rep.obligations.num, rep.obligations.den, t["falsification_tests"]["passed"].get<int>(),
           t["falsification_tests"]["failed"].get<int>(), t["falsification_tests"]["skipped"].get<int>(),
           t["falsification_tests"]["unbound"].get<int>(), t["falsification_tests"]["not_run"].get<int>(),
           t["falsification_tests"]["total"].get<int>(), t["harnesses_run"]["covered"].get<int>(),
-          t["harnesses_run"]["total"].get<int>(), t["benchmarks"]["met"].get<int>(),
-          t["benchmarks"]["total"].get<int>());
+          t["harnesses_run"]["total"].get<int>(),
+          in.have_mutants ? fmt::format("{}/{}", t["mutants"]["killed"].get<int>(), t["mutants"]["declared"].get<int>())
+                          : std::string("not run"),
+          t["benchmarks"]["met"].get<int>(), t["benchmarks"]["total"].get<int>());
       std::cout << "wrote " << o->out << "/coverage.json and " << o->out << "/coverage.md\n";
-      exit_code = 0;
-      if (!rep.orphans.empty()) {
-        for (const auto& id : rep.orphans)
-          std::cerr << "popper audit: orphan binding " << id << ": no contract names it (remove it or add the test)\n";
-        exit_code = 1;
-      }
-      if (t["falsification_tests"]["failed"].get<int>() > 0) {
-        std::cerr << "popper audit: failing tests (see coverage.md)\n";
-        exit_code = 1;
-      }
+      for (const auto& w : rep.warnings) std::cerr << "popper audit: warning: " << w << "\n";
+      for (const auto& w : rep.waived) std::cerr << "popper audit: waived: " << w << "\n";
+      for (const auto& f : rep.failures) std::cerr << "popper audit: FAIL: " << f << "\n";
+      exit_code = rep.exit_code();
       if (rep.obligations.percent() + 1e-9 < o->min_coverage) {
-        std::cerr << fmt::format("popper audit: obligation coverage {:.1f}% ({}/{}) is below --min-coverage {}\n",
+        std::cerr << fmt::format("popper audit: FAIL: obligation coverage {:.1f}% ({}/{}) is below --min-coverage {}\n",
                                  rep.obligations.percent(), rep.obligations.num, rep.obligations.den,
                                  o->min_coverage);
         exit_code = 1;
       }
     } catch (const std::exception& e) {
       std::cerr << "popper audit: " << e.what() << "\n";
+      exit_code = 2;
+    }
+  });
+
+  // popper mutants: one site's mutant runs, for `popper audit --mutant-results`.
+  struct MutantsOptions {
+    std::vector<std::string> contracts{"contracts"};
+    std::string test_binary, exec_prefix, site = "native", out = "reports/mutants.json";
+    std::vector<std::string> env, paths;
+    int jobs = 2;
+    double timeout = 600;
+  };
+  auto m = std::make_shared<MutantsOptions>();
+  auto* mc = app.add_subcommand("mutants", "Run every test under each of its mutants and write the results (for popper audit --mutant-results)");
+  mc->add_option("--contracts", m->contracts, "contract files or directories")->capture_default_str();
+  mc->add_option("--test-binary", m->test_binary, "contract test binary")->required();
+  mc->add_option("--exec-prefix", m->exec_prefix, "command to run the binary under, e.g. 'qemu-x86_64 -cpu Haswell'");
+  mc->add_option("--site", m->site, "where this runs: native, emulated:<model>")->capture_default_str();
+  mc->add_option("--env", m->env, "extra environment K=V for every run");
+  mc->add_option("--paths", m->paths, "only mutants whose path is one of these, e.g. cpu:avx2");
+  mc->add_option("--jobs", m->jobs, "runs in parallel")->check(CLI::Range(1, 64));
+  mc->add_option("--timeout", m->timeout, "seconds before a run counts as a hang (detected)");
+  mc->add_option("-o,--output", m->out, "results file")->capture_default_str();
+  mc->callback([m, &exit_code] {
+    Diagnostics diags;
+    const ContractSet set = load_contract_set(m->contracts, diags);
+    if (diags.has_errors()) {
+      std::cerr << format_text(diags) << "popper mutants: fix the contracts first (popper validate)\n";
+      exit_code = 1;
+      return;
+    }
+    try {
+      MutantRunOptions mo;
+      mo.test_binary = m->test_binary;
+      mo.exec_prefix = split_words(m->exec_prefix);
+      mo.site = m->site;
+      mo.jobs = m->jobs;
+      mo.timeout_seconds = m->timeout;
+      mo.paths = m->paths;
+      mo.progress = progress;
+      for (const auto& kv : m->env) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos) throw Error("--env wants K=V, got '" + kv + "'");
+        mo.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      }
+      const auto results = run_mutants(set, mo);
+      if (const auto parent = std::filesystem::path(m->out).parent_path(); !parent.empty())
+        std::filesystem::create_directories(parent);
+      write_file_atomic(m->out, mutant_results_json(results).dump(2) + "\n");
+      std::size_t killed = 0;
+      for (const auto& r : results) killed += r.outcome == "killed";
+      std::cout << fmt::format("popper mutants ({}): {}/{} killed; wrote {}\n", m->site, killed, results.size(), m->out);
+      exit_code = 0;
+    } catch (const std::exception& e) {
+      std::cerr << "popper mutants: " << e.what() << "\n";
       exit_code = 2;
     }
   });

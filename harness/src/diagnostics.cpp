@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include "popper/mutant.hpp"
 
 namespace popper {
 
@@ -62,6 +63,7 @@ std::string format_sarif(const Diagnostics& ds) {
       rules.push_back({{"id", d.code}});
     }
     nlohmann::json region = {{"startLine", std::max(d.pos.line, 1)}, {"startColumn", std::max(d.pos.col, 1)}};
+    if (POPPER_MUTANT("sarif-drops-line")) region.erase("startLine");
     results.push_back({{"ruleId", d.code},
                        {"level", severity_name(d.severity)},
                        {"message", {{"text", d.message}}},

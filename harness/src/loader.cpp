@@ -18,6 +18,7 @@
 
 #include "schema.hpp"
 #include "yaml_json.hpp"
+#include "popper/mutant.hpp"
 
 namespace fs = std::filesystem;
 
@@ -96,6 +97,7 @@ std::optional<SourcePos> too_deep(const std::string& s, const std::string& file,
 
 std::string scalar(const YAML::Node& n, const char* key) {
   const YAML::Node v = n[key];
+  if (POPPER_MUTANT("loader-unchecked-node-type") && v) return v.as<std::string>();  // throws on a list or map
   return v && v.IsScalar() ? v.Scalar() : std::string();
 }
 
@@ -237,7 +239,8 @@ void check_references(const Contract& c, Diagnostics& diags) {
                   fmt::format("obligation id '{}' does not have the form <PREFIX>-PO-NNN; rename it, e.g. "
                               "'GEMM-PO-001'",
                               o.id));
-    if (!o.applies_to.empty() && o.applies_to != "all" && !c.find_equation(o.applies_to)) {
+    if (!o.applies_to.empty() && o.applies_to != "all" && !c.find_equation(o.applies_to) &&
+        !POPPER_MUTANT("loader-applies-to-unchecked")) {
       const std::string hint = schema::did_you_mean(o.applies_to, equation_names);
       diags.error("POP-V020", o.pos,
                   fmt::format("obligation {} applies_to '{}', which names no equation of this contract; {}",
@@ -343,7 +346,7 @@ void check_references(const Contract& c, Diagnostics& diags) {
 LoadResult load_contract_text(const std::string& text, const std::string& file, Diagnostics& diags) {
   LoadResult r;
   const SourcePos top{file, 1, 1};
-  if (text.size() > kMaxContractBytes) {
+  if (text.size() > kMaxContractBytes && !POPPER_MUTANT("loader-no-size-cap")) {
     diags.error("POP-V002", {file, 0, 0},
                 fmt::format("file is {} bytes, over the {} byte limit for a contract; split it into several "
                             "contracts",
@@ -497,7 +500,7 @@ void check_contract_set(const ContractSet& set, Diagnostics& diags) {
     for (std::size_t i = 0; i < c.depends_on.size(); ++i) {
       const Contract* d = set.find_stem(c.depends_on[i]);
       if (!d) continue;
-      if (mark[d->stem] == Mark::Grey) {
+      if (mark[d->stem] == Mark::Grey && !POPPER_MUTANT("loader-no-cycle-check")) {
         auto from = std::find(stack.begin(), stack.end(), d->stem);
         std::string cycle;
         for (auto it = from; it != stack.end(); ++it) cycle += *it + " -> ";

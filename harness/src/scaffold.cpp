@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include <fmt/format.h>
+#include "popper/mutant.hpp"
 
 namespace popper {
 
@@ -47,10 +48,12 @@ std::string scaffold_source(const Contract& c, const std::string& contract_path)
   for (const auto& t : c.falsification_tests)
     out += fmt::format("\n// {}: {}\nTEST({}, {}) {{ popper::run_bound(kContract, {}); }}\n", t.id, one_line(t.rule),
                        suite, test_identifier(t.id), cpp_string(t.id));
-  for (const auto& h : c.kani_harnesses)
+  for (const auto& h : c.kani_harnesses) {
+    if (POPPER_MUTANT("scaffold-drops-harnesses")) continue;
     out += fmt::format("\n// {}: {} (bounded exhaustive, bound {})\nTEST({}, {}) {{ popper::run_bound(kContract, {}); }}\n",
                        h.id, one_line(h.property), h.bound ? std::to_string(*h.bound) : "?", suite,
                        test_identifier(h.id), cpp_string(h.id));
+  }
   return out;
 }
 

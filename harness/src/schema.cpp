@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include "popper/mutant.hpp"
 
 namespace popper::schema {
 
@@ -390,7 +391,8 @@ struct Walker {
       const std::string sub = path.empty() ? key : path + "." + key;
       auto f = std::find_if(spec.fields.begin(), spec.fields.end(), [&](const Field& x) { return x.key == key; });
       if (f == spec.fields.end()) {
-        const std::string hint = did_you_mean(key, known);
+        if (POPPER_MUTANT("schema-metadata-free-keys") && spec.what == "the metadata block") continue;
+        const std::string hint = POPPER_MUTANT("schema-no-did-you-mean") ? std::string() : did_you_mean(key, known);
         diags.error("POP-V010", pos_of(it->first, file),
                     fmt::format("unknown key '{}' in {}; {}", sub, spec.what,
                                 hint.empty() ? "known keys are: " + join(known) : "did you mean '" + hint + "'?"));

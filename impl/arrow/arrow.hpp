@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -92,6 +93,12 @@ struct ArrowSolveOptions {
 // by the CPU Hand kernel, whose numbers are bit-identical to the device body.
 std::vector<ArrowResult> solve_batched_k1_border(std::span<const ArrowSystem> systems, double rho_t,
                                                  double rho_beta, const ArrowSolveOptions& options = {});
+
+// The evidence tag of the path a kernel runs on this machine: Hand ->
+// "cpu:avx2" (SIMD across atoms) or "cpu:scalar" (the Structured body when the
+// CPU has no AVX2), Structured -> "cpu:scalar", Lapack -> "lapacke",
+// Reference -> "reference", Auto -> the device tag when one is usable, else Hand's.
+std::string backend_of(ArrowKernel kernel);
 
 // Throws InvalidArgument("atom <a>: field '<f>' ...") for the first bad atom.
 void check_systems(std::span<const ArrowSystem> systems);

@@ -22,6 +22,7 @@
 #include <cstddef>
 
 #include "arrow/host_device.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
@@ -55,7 +56,7 @@ POPPER_HD inline void arrow_fold_pivot(typename Ops::V a, typename Ops::V& mant,
   const V ma = Ops::frexp(a, ea);
   const V prod = mant * ma;
   mant = Ops::frexp(prod, em);
-  expo = expo + ea + em;
+  expo = POPPER_MUTANT("arrow-logdet-drops-exponent") ? expo + ea : expo + ea + em;
 }
 
 // Row pass: factor D_i + rho_t I, solve for u_i and Y_i. `ok` is cleared where
@@ -128,7 +129,7 @@ POPPER_HD inline void arrow_border_init(std::size_t k, const typename Ops::V* C,
   for (std::size_t l = 0; l < k; ++l) {
     S[l + l * k] = C[l + l * k] + rho_beta;
     for (std::size_t j = l + 1; j < k; ++j) S[j + l * k] = C[j + l * k];
-    r[l] = zero - gb[l];
+    r[l] = POPPER_MUTANT("arrow-border-r-sign") ? gb[l] - zero : zero - gb[l];
   }
 }
 
@@ -249,7 +250,8 @@ POPPER_HD inline ArrowAtomStatus<typename Ops::V> arrow_atom_solve(const ArrowAt
   arrow_border_init<Ops>(a.k, a.C, a.gb, Ops::splat(rho_beta), a.S, a.r);
   const V vrho_t = Ops::splat(rho_t);
   for (std::size_t i = 0; i < a.rows; ++i) {
-    const M active = Ops::lt(Ops::splat(static_cast<double>(i)), a.lane_rows);
+    const M active = POPPER_MUTANT("arrow-lane-padding-counted") ? Ops::all_true()
+                                                                 : Ops::lt(Ops::splat(static_cast<double>(i)), a.lane_rows);
     M ok = Ops::all_true();
     arrow_row_factor<Ops, DF>(d, a.k, a.D + i * d * d, a.B + i * d * a.k, a.g + i * d, vrho_t, active,
                               a.L + i * d * d, Y, u, piv, ok);

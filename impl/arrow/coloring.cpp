@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
@@ -22,7 +23,9 @@ std::vector<std::vector<std::size_t>> color_by_support(std::span<const Support> 
     const std::size_t c = static_cast<std::size_t>(std::find(forbidden.begin(), forbidden.end(), 0) - forbidden.begin());
     if (c == classes.size()) classes.emplace_back();
     classes[c].push_back(a);
+    const bool forget = POPPER_MUTANT("arrow-coloring-forgets-row");
     for (std::int64_t row : supports[a]) {
+      if (forget && row == supports[a].back() && supports[a].size() > 1) continue;
       auto& list = classes_of_row[row];
       if (std::find(list.begin(), list.end(), c) == list.end()) list.push_back(c);
     }

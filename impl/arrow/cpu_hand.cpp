@@ -19,10 +19,13 @@ namespace popper::arrow {
 
 namespace {
 
+// One element of the interleaved workspace: W lanes, aligned to (and exactly
+// as big as) one vector register, so element e sits at e * W doubles.
 template <std::size_t W>
-struct alignas(64) LaneW {
+struct alignas(W * sizeof(double)) LaneW {
   double v[W];
 };
+static_assert(sizeof(LaneW<4>) == 4 * sizeof(double) && sizeof(LaneW<8>) == 8 * sizeof(double));
 
 template <std::size_t W>
 struct LaneGroup {

@@ -14,6 +14,7 @@
 
 #include "arrow/atom_body.hpp"
 #include "arrow/kernels.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
@@ -51,6 +52,7 @@ bool all_finite(const double* p, std::size_t n) {
 }  // namespace
 
 std::optional<ArrowField> first_nonfinite_field(const AtomView& a) {
+  if (POPPER_MUTANT("arrow-no-nonfinite-scan")) return std::nullopt;
   if (!all_finite(a.D, a.rows * a.d * a.d)) return ArrowField::D;
   if (!all_finite(a.B, a.rows * a.d * a.k)) return ArrowField::B;
   if (!all_finite(a.g_t, a.rows * a.d)) return ArrowField::g_t;
@@ -68,6 +70,7 @@ RidgeBumpRequired row_failure(const AtomView& a, std::size_t row, double rho_t) 
     bump = std::max(bump, tau - (g.lower + rho_t));
     if (i == row) bump = std::max(bump, tau);
   }
+  if (POPPER_MUTANT("arrow-ridge-bump-too-small")) bump *= 0.25;
   return RidgeBumpRequired{row, bump};
 }
 
@@ -84,6 +87,7 @@ SchurFactorFailed schur_failure(const AtomView& a, double rho_t, double rho_beta
   }
   const Disc g = gershgorin_lower(S.data(), k, k);
   const double tau = kSqrtEps * std::max(1.0, g.norm);
+  if (POPPER_MUTANT("arrow-schur-bump-from-c")) return SchurFactorFailed{tau};  // as if S were C: no repair
   return SchurFactorFailed{std::max(tau - g.lower, tau)};
 }
 

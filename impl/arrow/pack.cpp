@@ -5,6 +5,7 @@
 #include <string>
 
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
@@ -67,7 +68,7 @@ BatchedK1Pack pack_systems(std::span<const ArrowSystem> systems) {
   p.atom_offsets.reserve(systems.size() + 1);
   p.row_dims.reserve(systems.size());
   p.border_dims.reserve(systems.size());
-  p.D.reserve(nD);
+  p.D.reserve(POPPER_MUTANT("arrow-pack-slack") ? nD + 8 : nD);
   p.B.reserve(nB);
   p.g_t.reserve(ng);
   p.hbb.reserve(nC);

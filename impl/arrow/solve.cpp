@@ -5,7 +5,9 @@
 #include <string>
 
 #include "arrow/kernels.hpp"
+#include "common/device.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
@@ -57,6 +59,8 @@ std::vector<ArrowResult> solve_pack(const BatchedK1Pack& pack, double rho_t, dou
     if (declined) *declined = true;
     out.resize_for(pack, slices);  // a failed device attempt leaves nothing behind
   }
+  if (options.kernel == ArrowKernel::Auto && POPPER_MUTANT("arrow-decline-uses-lapack"))
+    return solve_dense_each(pack, slices, rho_t, rho_beta, options.threads, lapack::solve_dense);
   if (options.kernel == ArrowKernel::Structured)
     run_structured(pack, slices, rho_t, rho_beta, options.threads, out);
   else
@@ -74,6 +78,19 @@ std::vector<ArrowResult> solve_batched_k1_border(std::span<const ArrowSystem> sy
   check_ridges(rho_t, rho_beta);
   const BatchedK1Pack pack = pack_systems(systems);  // checks every atom's dims before any work
   return solve_pack(pack, rho_t, rho_beta, options);
+}
+
+std::string backend_of(ArrowKernel kernel) {
+  switch (kernel) {
+    case ArrowKernel::Reference: return "reference";
+    case ArrowKernel::Lapack: return "lapacke";
+    case ArrowKernel::Structured: return "cpu:scalar";
+    case ArrowKernel::Auto:
+      if (popper::device::cuda_status().usable()) return popper::device::cuda_status().backend_tag();
+      [[fallthrough]];
+    case ArrowKernel::Hand: return hand_uses_avx2() ? "cpu:avx2" : "cpu:scalar";
+  }
+  return "unknown";
 }
 
 }  // namespace popper::arrow

@@ -1,10 +1,12 @@
 // CPU features through the compiler's cpuid builtins (cpu_features.hpp).
 #include "common/cpu_features.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::cpu {
 namespace {
@@ -26,7 +28,7 @@ const Probe& probe() {
 
 Isa cap_from_env() {
   const char* v = std::getenv("POPPER_ISA_MAX");
-  if (!v || !*v) return Isa::Avx512;
+  if (!v || !*v) return Isa::Auto;
   const std::string s(v);
   if (s == "scalar") return Isa::Scalar;
   if (s == "avx2") return Isa::Avx2;
@@ -34,29 +36,36 @@ Isa cap_from_env() {
   throw InvalidArgument("POPPER_ISA_MAX='" + s + "': use scalar, avx2 or avx512");
 }
 
+std::atomic<Isa>& cap_slot() {
+  static std::atomic<Isa> cap{cap_from_env()};
+  return cap;
+}
+
+bool within_cap(Isa isa) {
+  const Isa cap = cap_slot().load(std::memory_order_relaxed);
+  return cap == Isa::Auto || static_cast<int>(isa) <= static_cast<int>(cap);
+}
+
 }  // namespace
+
+void set_isa_cap(Isa cap) { cap_slot().store(cap); }
+Isa isa_cap() { return cap_slot().load(); }
 
 bool supports(Isa isa) {
   switch (isa) {
     case Isa::Auto:
     case Isa::Scalar: return true;
-    case Isa::Avx2: return probe().avx2;
-    case Isa::Avx512: return probe().avx512;
+    case Isa::Avx2: return probe().avx2 && within_cap(isa);
+    case Isa::Avx512: return probe().avx512 && within_cap(isa);
   }
   return false;
 }
 
-bool has_avx512_bf16() { return probe().bf16; }
+bool has_avx512_bf16() { return probe().bf16 && within_cap(Isa::Avx512); }
 
 Isa detected_isa() { return probe().avx512 ? Isa::Avx512 : probe().avx2 ? Isa::Avx2 : Isa::Scalar; }
 
-Isa auto_isa() {
-  static const Isa isa = [] {
-    const Isa cap = cap_from_env(), det = detected_isa();
-    return static_cast<int>(cap) < static_cast<int>(det) ? cap : det;
-  }();
-  return isa;
-}
+Isa auto_isa() { return supports(Isa::Avx512) ? Isa::Avx512 : supports(Isa::Avx2) ? Isa::Avx2 : Isa::Scalar; }
 
 bool auto_isa_overridden() { return auto_isa() != detected_isa(); }
 
@@ -81,6 +90,7 @@ std::vector<Isa> supported_isas() {
 
 Isa resolve(Isa requested, const char* who) {
   if (requested == Isa::Auto) return auto_isa();
+  if (POPPER_MUTANT("dispatch-ignores-cpu-check")) return requested;
   if (!supports(requested))
     throw Unsupported(std::string(who) + ": ISA " + to_string(requested) + " is not supported by this CPU");
   return requested;

@@ -20,6 +20,10 @@ CudaStatus probe() {
     s.reason = "no CUDA device";
   } else {
     s.device_count = n;
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    s.arch = "sm_" + std::to_string(major) + std::to_string(minor);
   }
 #else
   s.reason = "no CUDA device: popper was built without CUDA";

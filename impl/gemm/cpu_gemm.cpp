@@ -202,8 +202,7 @@ void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& b
   const std::int64_t kc = std::min<std::int64_t>(bl.kc, pr.k);
   const std::int64_t nc = std::min<std::int64_t>(bl.nc, (pr.n + nr - 1) / nr * nr);
   const std::int64_t mc = std::min<std::int64_t>(bl.mc, (pr.m + mr - 1) / mr * mr);
-  static const bool nodirect = std::getenv("XPACK") != nullptr;
-  const bool direct = !nodirect && ks.direct != nullptr && pr.a.cs == 1;
+  const bool direct = ks.direct != nullptr && pr.a.cs == 1;
   T* bpack = scratch<T>(0, static_cast<std::size_t>(nc * kc));
   T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * kc));
   for (std::int64_t jc = 0; jc < pr.n; jc += nc) {
@@ -240,10 +239,7 @@ constexpr double kMinFlopPerThread = 4.0e6;
 
 template <class T>
 void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
-  Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), reported_cache_sizes());
-  if (const char* v = std::getenv("XKC")) bl.kc = std::atoi(v);
-  if (const char* v = std::getenv("XMC")) bl.mc = std::atoi(v);
-  if (const char* v = std::getenv("XNC")) bl.nc = std::atoi(v);
+  const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), reported_cache_sizes());
   const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
   // Split rows in MR multiples when there are enough, else columns in NR multiples.
   const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;

@@ -13,7 +13,9 @@
 
 #include "common/device.hpp"
 #include "gemm/cpu_gemm.hpp"
+#include "gemm/reference.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 #if POPPER_HAVE_CUDA
 #include <cublas_v2.h>
@@ -73,6 +75,7 @@ void check_cublas(cublasStatus_t st, const char* what) {
 }
 cublasOperation_t op_of(Op o) { return o == Op::NoTrans ? CUBLAS_OP_N : CUBLAS_OP_T; }
 cublasMath_t math_of(MathMode m) {
+  if (POPPER_MUTANT("cublas-tf32-math")) return CUBLAS_TF32_TENSOR_OP_MATH;
   switch (m) {
     case MathMode::Pedantic: return CUBLAS_PEDANTIC_MATH;
     case MathMode::Tf32: return CUBLAS_TF32_TENSOR_OP_MATH;
@@ -100,8 +103,8 @@ ColMajorCall to_col_major(const GemmShape& s) {
 template <class T>
 struct Staged {
   DeviceBuffer<T> buf;
-  explicit Staged(std::span<const T> host) : buf(host.size() == 0 ? 1 : host.size()) {
-    if (!host.empty()) buf.upload(host);
+  Staged(std::span<const T> host, StreamHandle stream) : buf(host.size() == 0 ? 1 : host.size()) {
+    if (!host.empty()) buf.upload(host, stream);
   }
 };
 
@@ -211,22 +214,41 @@ DeviceMemory::~DeviceMemory() {
 #endif
 }
 
-void DeviceMemory::upload(const void* host, std::size_t bytes) {
+void DeviceMemory::upload(const void* host, std::size_t bytes, StreamHandle stream) {
   if (bytes > bytes_) throw BufferTooSmall("device", bytes, bytes_);
 #if POPPER_HAVE_CUDA
-  check_cuda(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  if (stream != nullptr)
+    check_cuda(cudaMemcpyAsync(ptr_, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+               "cudaMemcpyAsync H2D");
+  else
+    check_cuda(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 #else
   (void)host;
+  (void)stream;
 #endif
 }
 
-void DeviceMemory::download(void* host, std::size_t bytes) const {
+void DeviceMemory::download(void* host, std::size_t bytes, StreamHandle stream) const {
   if (bytes > bytes_) throw BufferTooSmall("device", bytes, bytes_);
 #if POPPER_HAVE_CUDA
-  check_cuda(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  if (stream != nullptr) {
+    auto st = static_cast<cudaStream_t>(stream);
+    check_cuda(cudaMemcpyAsync(host, ptr_, bytes, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync D2H");
+    check_cuda(cudaStreamSynchronize(st), "cudaStreamSynchronize after D2H");
+  } else {
+    check_cuda(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  }
 #else
   (void)host;
+  (void)stream;
 #endif
+}
+
+// The CPU path every entry declines to: exactly cpu::gemm with its defaults.
+template <class T>
+void decline_to_cpu(const GemmShape& s, T alpha, std::span<const T> a, std::span<const T> b, T beta, std::span<T> c) {
+  if (POPPER_MUTANT("gemm-decline-uses-reference")) return reference::gemm<T>(s, alpha, a, b, beta, c);
+  cpu::gemm(s, alpha, a, b, beta, c);
 }
 
 // --------------------------------------------------------------- CublasContext
@@ -268,6 +290,7 @@ std::uint64_t CublasContext::handles_created() { return g_handles_created.load()
 
 void CublasContext::bind_stream() {
 #if POPPER_HAVE_CUDA
+  if (POPPER_MUTANT("cublas-skip-set-stream")) return;
   check_cublas(cublasSetStream(static_cast<cublasHandle_t>(handle_), static_cast<cudaStream_t>(stream_)),
                "cublasSetStream");
   last_bound_ = stream_;
@@ -307,15 +330,15 @@ Backend CublasContext::gemm_f32(const GemmShape& s, float alpha, std::span<const
                                 float beta, std::span<float> c) {
   check_gemm_args(s, a.size(), b.size(), c.size());
   if (!on_device()) {
-    cpu::gemm(s, alpha, a, b, beta, c);
+    decline_to_cpu(s, alpha, a, b, beta, c);
     return Backend::Cpu;
   }
 #if POPPER_HAVE_CUDA
-  Staged<float> da(a), db(b), dc(std::span<const float>(c.data(), c.size()));
+  Staged<float> da(a, stream_), db(b, stream_), dc(std::span<const float>(c.data(), c.size()), stream_);
   gemm_f32_device(s, alpha, {da.buf.cspan().data, a.size()}, {db.buf.cspan().data, b.size()}, beta,
                   {dc.buf.span().data, c.size()});
+  if (!c.empty()) dc.buf.download(c, stream_);
   synchronize();
-  if (!c.empty()) dc.buf.download(c);
 #endif
   return Backend::Cuda;
 }
@@ -327,13 +350,13 @@ Backend CublasContext::gemm_f16(const GemmShape& s0, float alpha, std::span<cons
     std::vector<float> af(a.size()), bf(b.size());
     for (std::size_t i = 0; i < a.size(); ++i) af[i] = half_to_float(a[i]);
     for (std::size_t i = 0; i < b.size(); ++i) bf[i] = half_to_float(b[i]);
-    cpu::gemm(s0, alpha, std::span<const float>(af), std::span<const float>(bf), beta, c);
+    decline_to_cpu(s0, alpha, std::span<const float>(af), std::span<const float>(bf), beta, c);
     return Backend::Cpu;
   }
 #if POPPER_HAVE_CUDA
   const GemmShape s = with_tight_ld(s0);
-  Staged<half_bits> da(a), db(b);
-  Staged<float> dc(std::span<const float>(c.data(), c.size()));
+  Staged<half_bits> da(a, stream_), db(b, stream_);
+  Staged<float> dc(std::span<const float>(c.data(), c.size()), stream_);
   if (s.m > 0 && s.n > 0) {
     const ColMajorCall cm = to_col_major(s);
     const void* pa = da.buf.cspan().data;
@@ -343,12 +366,13 @@ Backend CublasContext::gemm_f16(const GemmShape& s0, float alpha, std::span<cons
     bind_stream();
     check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha, first,
                               CUDA_R_16F, cm.lda, second, CUDA_R_16F, cm.ldb, &beta, dc.buf.span().data, CUDA_R_32F,
-                              cm.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                              cm.ldc, POPPER_MUTANT("cublas-f16-compute") ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx(f16 in, f32 accumulate)");
     ++gemm_calls_;
-    synchronize();
   }
-  if (!c.empty()) dc.buf.download(c);
+  if (!c.empty()) dc.buf.download(c, stream_);
+  synchronize();
 #endif
   return Backend::Cuda;
 }
@@ -364,12 +388,12 @@ Backend CublasContext::gemm_f32_strided_batched(const GemmShape& s0, const Batch
         const auto off = static_cast<std::size_t>(i * stride);
         return span.subspan(off < span.size() ? off : span.size());
       };
-      cpu::gemm(s, alpha, sub(a, bs.stride_a), sub(b, bs.stride_b), beta, sub(c, bs.stride_c));
+      decline_to_cpu(s, alpha, sub(a, bs.stride_a), sub(b, bs.stride_b), beta, sub(c, bs.stride_c));
     }
     return Backend::Cpu;
   }
 #if POPPER_HAVE_CUDA
-  Staged<float> da(a), db(b), dc(std::span<const float>(c.data(), c.size()));
+  Staged<float> da(a, stream_), db(b, stream_), dc(std::span<const float>(c.data(), c.size()), stream_);
   if (s.m > 0 && s.n > 0 && bs.count > 0) {
     const ColMajorCall cm = to_col_major(s);
     const float* pa = da.buf.cspan().data;
@@ -382,9 +406,9 @@ Backend CublasContext::gemm_f32_strided_batched(const GemmShape& s0, const Batch
                      static_cast<int>(bs.count), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmStridedBatchedEx");
     ++gemm_calls_;
-    synchronize();
   }
-  if (!c.empty()) dc.buf.download(c);
+  if (!c.empty()) dc.buf.download(c, stream_);
+  synchronize();
 #endif
   return Backend::Cuda;
 }
@@ -409,7 +433,7 @@ Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a,
                       float beta, std::span<float> c) {
   check_gemm_args(s, a.size(), b.size(), c.size());
   if (!device_usable()) {
-    cpu::gemm(s, alpha, a, b, beta, c);
+    decline_to_cpu(s, alpha, a, b, beta, c);
     return Backend::Cpu;
   }
 #if POPPER_HAVE_CUDA
@@ -419,11 +443,10 @@ Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a,
     cudaStream_t s;
     ~StreamGuard() { cudaStreamDestroy(s); }
   } guard{st};
-  Staged<float> da(a), db(b), dc(std::span<const float>(c.data(), c.size()));
+  Staged<float> da(a, st), db(b, st), dc(std::span<const float>(c.data(), c.size()), st);
   hand_gemm_f32_device(s, alpha, {da.buf.cspan().data, a.size()}, {db.buf.cspan().data, b.size()}, beta,
                        {dc.buf.span().data, c.size()}, st);
-  check_cuda(cudaStreamSynchronize(st), "cudaStreamSynchronize");
-  if (!c.empty()) dc.buf.download(c);
+  if (!c.empty()) dc.buf.download(c, st);
 #endif
   return Backend::Cuda;
 }

@@ -116,8 +116,12 @@ class DeviceMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
   void* data() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
-  void upload(const void* host, std::size_t bytes);   // synchronous
-  void download(void* host, std::size_t bytes) const;  // synchronous
+  // Copies on `stream`, ordered with the kernels queued there (never the
+  // legacy default stream, which a non-blocking stream does not wait for).
+  // upload returns once the host buffer may be reused; download once the
+  // data is on the host. A null stream means a synchronous copy.
+  void upload(const void* host, std::size_t bytes, StreamHandle stream = nullptr);
+  void download(void* host, std::size_t bytes, StreamHandle stream = nullptr) const;
 
  private:
   void* ptr_ = nullptr;
@@ -128,8 +132,10 @@ template <class T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t count) : mem_(count * sizeof(T)), count_(count) {}
-  void upload(std::span<const T> host) { mem_.upload(host.data(), host.size_bytes()); }
-  void download(std::span<T> host) const { mem_.download(host.data(), host.size_bytes()); }
+  void upload(std::span<const T> host, StreamHandle stream = nullptr) { mem_.upload(host.data(), host.size_bytes(), stream); }
+  void download(std::span<T> host, StreamHandle stream = nullptr) const {
+    mem_.download(host.data(), host.size_bytes(), stream);
+  }
   DeviceSpan<T> span() { return {static_cast<T*>(mem_.data()), count_}; }
   DeviceSpan<const T> cspan() const { return {static_cast<const T*>(mem_.data()), count_}; }
 

@@ -9,6 +9,7 @@
 
 #include "gemm/gemm.hpp"
 #include "popper/error.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::gemm {
 namespace {
@@ -56,10 +57,12 @@ std::size_t required_elements(Layout layout, std::int64_t rows, std::int64_t col
       __builtin_add_overflow(total, static_cast<std::size_t>(inner), &total)) {
     throw InvalidArgument("gemm: matrix footprint overflows size_t");
   }
+  if (POPPER_MUTANT("gemm-required-elements-off-by-one") && total > 1) return total - 1;
   return total;
 }
 
 void check_gemm_args(const GemmShape& s0, std::size_t a_len, std::size_t b_len, std::size_t c_len) {
+  if (POPPER_MUTANT("gemm-args-unchecked")) return;
   if (s0.m < 0 || s0.n < 0 || s0.k < 0) {
     throw InvalidArgument("gemm: negative dimension (m=" + std::to_string(s0.m) + ", n=" +
                           std::to_string(s0.n) + ", k=" + std::to_string(s0.k) + ")");
@@ -81,9 +84,11 @@ void check_gemm_args(const GemmShape& s0, std::size_t a_len, std::size_t b_len, 
   const std::size_t need_a = reads_ab ? required_elements(s.layout, a.rows, a.cols, s.lda) : 0;
   const std::size_t need_b = reads_ab ? required_elements(s.layout, b.rows, b.cols, s.ldb) : 0;
   const std::size_t need_c = required_elements(s.layout, c.rows, c.cols, s.ldc);
-  if (a_len < need_a) throw BufferTooSmall("A", need_a, a_len);
-  if (b_len < need_b) throw BufferTooSmall("B", need_b, b_len);
-  if (c_len < need_c) throw BufferTooSmall("C", need_c, c_len);
+  // Mutant: one element short is accepted (an off-by-one in the comparison).
+  const std::size_t slack = POPPER_MUTANT("gemm-args-off-by-one") ? 1 : 0;
+  if (a_len + slack < need_a) throw BufferTooSmall("A", need_a, a_len);
+  if (b_len + slack < need_b) throw BufferTooSmall("B", need_b, b_len);
+  if (c_len + slack < need_c) throw BufferTooSmall("C", need_c, c_len);
 }
 
 }  // namespace popper::gemm

@@ -6,6 +6,7 @@
 
 #include "sae/row_kernels.hpp"
 #include "sae/sae.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::sae {
 
@@ -39,7 +40,7 @@ SparsePhiRows SparsePhiRows::from_rows(const std::vector<std::vector<std::pair<s
   out.row_ptr.clear();
   out.row_ptr.reserve(rows.size() + 1);
   out.block.reserve(total);
-  out.weight.reserve(total);
+  out.weight.reserve(POPPER_MUTANT("sae-storage-slack") ? total + 4 : total);
   out.row_ptr.push_back(0);
   for (const auto& r : rows) {
     for (const auto& [k, w] : r) {
@@ -85,7 +86,7 @@ SaeKroneckerRows::SaeKroneckerRows(std::size_t p, std::size_t K, std::shared_ptr
   for (std::size_t i = 0; i < ph.rows(); ++i) {
     for (std::size_t s = ph.row_ptr[i]; s < ph.row_ptr[i + 1]; ++s) {
       const std::size_t e = s - ph.row_ptr[i];
-      if (ph.block[s] >= K_)
+      if (ph.block[s] >= K_ && !POPPER_MUTANT("sae-block-range-unchecked"))
         throw InvalidArgument(where(i) + "a_phi[" + std::to_string(e) + "].block = " + std::to_string(ph.block[s]) +
                               " out of range [0, K=" + std::to_string(K_) + ")");
       if (!std::isfinite(ph.weight[s]))
@@ -134,8 +135,10 @@ void SaeKroneckerRows::gather_unchecked(std::size_t row, const double* x_beta, d
   double a[4];
   const double* xs[4];
   std::size_t pending = 0;
-  for (std::size_t s = ph.row_ptr[row]; s < ph.row_ptr[row + 1]; ++s) {
-    if (ph.weight[s] == 0.0) continue;
+  const bool multiply_zeros = POPPER_MUTANT("sae-zero-weight-multiplied");
+  const std::size_t end = ph.row_ptr[row + 1] - (POPPER_MUTANT("sae-gather-skips-last") && ph.row_ptr[row + 1] > ph.row_ptr[row] ? 1 : 0);
+  for (std::size_t s = ph.row_ptr[row]; s < end; ++s) {
+    if (ph.weight[s] == 0.0 && !multiply_zeros) continue;
     a[pending] = ph.weight[s];
     xs[pending++] = x_beta + ph.block[s] * p_;
     if (pending == 4) {
@@ -158,10 +161,11 @@ void SaeKroneckerRows::l_apply_t_unchecked(std::size_t row, const double* v, dou
   double a[4];
   const double* ls[4];
   std::size_t pending = 0;
+  const std::size_t stride = POPPER_MUTANT("sae-lt-row-column-mixup") ? 1 : p_;  // L read as if column-major
   for (std::size_t c = 0; c < q; ++c) {
     if (v[c] == 0.0) continue;  // skipped like a zero weight
     a[pending] = v[c];
-    ls[pending++] = l + c * p_;
+    ls[pending++] = l + c * stride;
     if (pending == 4) {
       k.axpy4(a, ls, u, p_);
       pending = 0;
@@ -182,9 +186,11 @@ void SaeKroneckerRows::scatter_jbeta_t(std::size_t row, std::span<const double> 
   need(u.size(), p_, "u");
   need(y_beta.size(), beta_dim(), "y_beta");
   const auto& ph = *a_phi_;
+  const bool skip_last = POPPER_MUTANT("sae-scatter-skips-last");
   for (std::size_t s = ph.row_ptr[row]; s < ph.row_ptr[row + 1]; ++s) {
     const double w = ph.weight[s];
     if (w == 0.0) continue;
+    if (skip_last && s + 1 == ph.row_ptr[row + 1]) continue;
     row_kernels().axpy(w, u.data(), y_beta.data() + ph.block[s] * p_, p_);
   }
 }

@@ -9,6 +9,7 @@
 
 #include "sae/row_pool.hpp"
 #include "sae/schur_pcg.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::sae {
 
@@ -68,12 +69,18 @@ PcgReport solve_schur_pcg(const SaeSchurSystem& sys, std::span<const double> b, 
       break;
     }
     const double alpha = rz / pap;
+    const double r_sign = POPPER_MUTANT("pcg-residual-update-sign") ? 1.0 : -1.0;
     for (std::size_t e = 0; e < n; ++e) {
       xv[e] += alpha * pv[e];
-      r[e] -= alpha * ap[e];
+      r[e] += r_sign * alpha * ap[e];
     }
     ++rep.iterations;
     double res = std::sqrt(dot(r, r)) / bnorm;
+    if (res <= opt.rel_tol && POPPER_MUTANT("pcg-recursive-residual")) {  // trusts the drifted recurrence
+      rep.rel_residual = res;
+      rep.converged = true;
+      return finish();
+    }
     if (res <= opt.rel_tol) {
       res = true_residual();
       if (res <= opt.rel_tol) {
@@ -93,7 +100,7 @@ PcgReport solve_schur_pcg(const SaeSchurSystem& sys, std::span<const double> b, 
     for (std::size_t e = 0; e < n; ++e) pv[e] = z[e] + beta * pv[e];
   }
   rep.rel_residual = true_residual();
-  rep.converged = rep.rel_residual <= opt.rel_tol && !rep.breakdown;
+  rep.converged = (rep.rel_residual <= opt.rel_tol && !rep.breakdown) || POPPER_MUTANT("pcg-cap-claims-convergence");
   return finish();
 }
 

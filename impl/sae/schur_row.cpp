@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sae/sae.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::sae {
 
@@ -29,7 +30,8 @@ void schur_row_apply(const SaeKroneckerRows& rows, const LocalFactors& factors, 
   rows.gather_unchecked(row, x_beta.data(), u);
   rows.l_apply_unchecked(row, u, w);
   cholesky_solve_in_place(factors.values.data() + factors.row_ptr[row], q, w);
-  for (std::size_t c = 0; c < q; ++c) w[c] = -w[c];
+  if (!POPPER_MUTANT("sae-schur-missing-minus"))
+    for (std::size_t c = 0; c < q; ++c) w[c] = -w[c];
   rows.l_apply_t_unchecked(row, w, u);
   rows.scatter_jbeta_t(row, std::span<const double>(u, p), y_beta);
 }

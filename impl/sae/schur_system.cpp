@@ -8,6 +8,7 @@
 #include "sae/row_kernels.hpp"
 #include "sae/row_pool.hpp"
 #include "sae/schur_pcg.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::sae {
 
@@ -21,6 +22,9 @@ struct ScatterItem {
 SaeSchurSystem::SaeSchurSystem(SaeKroneckerRows rows, std::shared_ptr<const LocalFactors> factors, double rho)
     : rows_(std::move(rows)), factors_(std::move(factors)), rho_(rho) {
   if (!factors_) throw InvalidArgument("SaeSchurSystem: factors are null");
+  if (POPPER_MUTANT("sae-deep-copy"))  // a second O(n q p) slab instead of a shared backing
+    rows_ = SaeKroneckerRows(rows_.p(), rows_.K(), std::make_shared<const SparsePhiRows>(*rows_.a_phi()),
+                             std::make_shared<const LocalJacRows>(*rows_.local_jac()));
   if (!(rho_ >= 0.0) || !std::isfinite(rho_))
     throw InvalidArgument("SaeSchurSystem: rho must be finite and >= 0, got " + std::to_string(rho_));
   check_factors(rows_, *factors_);
@@ -68,10 +72,13 @@ void SaeSchurSystem::batched_scatter(RowThreadPool& pool, std::span<double> y, R
       items_buf[b].clear();
       items(r0 + b, items_buf[b]);
     }
+    // Mutant: with several threads, odd tiles sum their rows in reverse.
+    const bool by_partition = POPPER_MUTANT("sae-partition-dependent-order") && pool.threads() > 1;
     pool.run(n_block_ranges * n_col_tiles, [&](std::size_t task, unsigned) {
       const std::size_t k_lo = (task / n_col_tiles) * bpr, k_hi = std::min(K, k_lo + bpr);
       const std::size_t j_lo = (task % n_col_tiles) * kTileCols, j_hi = std::min(p, j_lo + kTileCols);
-      for (std::size_t b = 0; b < nb; ++b) {
+      for (std::size_t bi = 0; bi < nb; ++bi) {
+        const std::size_t b = by_partition && task % 2 == 1 ? nb - 1 - bi : bi;
         const double* tb = tbuf + b * p;
         for (const auto& it : items_buf[b]) {
           if (it.block < k_lo || it.block >= k_hi) continue;

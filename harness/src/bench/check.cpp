@@ -3,11 +3,13 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
 
+#include "popper/bench/interval.hpp"
 #include "popper/bench/stats.hpp"
 
 namespace popper::bench {
@@ -20,12 +22,14 @@ const char* to_string(Change c) {
     case Change::Improvement: return "IMPROVEMENT";
     case Change::Missing: return "MISSING";
     case Change::Skipped: return "SKIPPED";
+    case Change::New: return "NEW";
+    case Change::Noisy: return "NOISY";
   }
   return "?";
 }
 
-Change classify_ratio(double ratio, bool significant, const Thresholds& t) {
-  if (ratio > 1 + t.regression && significant) return Change::Regression;
+Change classify_count_ratio(double ratio, const Thresholds& t) {
+  if (ratio > 1 + t.regression) return Change::Regression;
   if (ratio > 1 + t.warning) return Change::Warning;
   if (ratio < 1 - t.warning) return Change::Improvement;
   return Change::Unchanged;
@@ -37,152 +41,243 @@ int CheckReport::count(Change c) const {
   return n;
 }
 
-int CheckReport::exit_code() const { return count(Change::Regression) + count(Change::Missing) > 0 ? 1 : 0; }
+int CheckReport::exit_code(bool strict) const {
+  return count(Change::Regression) + count(Change::Missing) + (strict ? count(Change::Noisy) : 0) > 0 ? 1 : 0;
+}
 
 namespace {
-
-// Compares two sample sets already expressed in comparable units.
-RowCheck compare_samples(const BenchKey& key, const std::vector<double>& base, const std::vector<double>& cur,
-                         bool deterministic, const Thresholds& t) {
-  RowCheck rc;
-  rc.key = key;
-  const double mb = median(base), mc = median(cur);
-  rc.ratio = mb > 0 ? mc / mb : std::nan("");
-  if (std::isnan(rc.ratio)) {
-    rc.change = Change::Skipped;
-    rc.note = "baseline median is not positive";
-    return rc;
-  }
-  if (deterministic) {
-    rc.significant = rc.ratio > 1 + t.regression;
-    rc.p_value = rc.significant ? 0 : 1;
-    rc.note = "deterministic count";
-  } else {
-    std::vector<double> shifted;
-    for (double b : base) shifted.push_back(b * (1 + t.regression));
-    const auto mw = mann_whitney_greater(cur, shifted);
-    rc.p_value = mw.p_value;
-    rc.significant = mw.p_value < t.alpha;
-  }
-  rc.change = classify_ratio(rc.ratio, rc.significant, t);
-  return rc;
-}
 
 BenchKey without_backend(BenchKey k) {
   k.backend = "*";
   return k;
 }
 
-// Best (smallest median) ceiling row per (family, shape, precision, threads, cache_mode, unit).
+// Best (smallest) ceiling median per (shape, precision, threads, cache mode),
+// overall ("") and per trial ("#<t>").
 std::map<std::string, double> ceiling_medians(const BenchTable& t) {
   std::map<std::string, double> best;
-  for (const auto& r : t.rows) {
-    if (r.key.tier != "ceiling" || r.samples.empty()) continue;
-    BenchKey k = without_backend(r.key);
-    k.tier = "ceiling";
-    const std::string id = k.to_string() + "|" + r.unit;
-    const double m = r.median();
+  auto keep = [&](const std::string& id, double m) {
     auto it = best.find(id);
     if (it == best.end() || m < it->second) best[id] = m;
+  };
+  for (const auto& r : t.rows) {
+    if (r.key.tier != "ceiling" || r.samples.empty() || r.unit != kUnitSeconds) continue;
+    BenchKey k = without_backend(r.key);
+    k.tier = "ceiling";
+    keep(k.to_string(), r.median());
+    std::map<int, std::vector<double>> per;
+    for (std::size_t i = 0; i < r.samples.size(); ++i) per[r.trial_of(i)].push_back(r.samples[i]);
+    for (const auto& [tr, v] : per) keep(k.to_string() + "#" + std::to_string(tr), median(v));
   }
   return best;
 }
 
-std::optional<double> normalizer(const std::map<std::string, double>& best, const BenchRow& r) {
+// The row's samples divided by its trial's best ceiling; nullopt without one.
+std::optional<BenchRow> normalized(const std::map<std::string, double>& best, const BenchRow& r) {
   BenchKey k = without_backend(r.key);
   k.tier = "ceiling";
-  auto it = best.find(k.to_string() + "|" + r.unit);
-  if (it == best.end() || it->second <= 0) return std::nullopt;
-  return it->second;
+  const auto overall = best.find(k.to_string());
+  if (overall == best.end() || overall->second <= 0) return std::nullopt;
+  BenchRow out = r;
+  for (std::size_t i = 0; i < out.samples.size(); ++i) {
+    const auto it = best.find(k.to_string() + "#" + std::to_string(r.trial_of(i)));
+    out.samples[i] /= it != best.end() ? it->second : overall->second;
+  }
+  return out;
+}
+
+// A pair of rows to judge: the (possibly normalized) samples of each side.
+struct Pair {
+  RowCheck rc;
+  BenchRow base, cur;
+  bool timed = false;
+};
+
+void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
+  std::vector<std::size_t> timed;
+  std::vector<double> p_reg, p_warn, p_imp;
+  std::vector<RatioInterval> ivs(pairs.size());
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    auto& pr = pairs[i];
+    if (pr.rc.change == Change::Missing || pr.rc.change == Change::Skipped || pr.rc.change == Change::New) continue;
+    auto& rc = pr.rc;
+    if (!pr.timed) {  // deterministic counts
+      rc.ratio = pr.base.median() > 0 ? pr.cur.median() / pr.base.median() : std::nan("");
+      rc.change = std::isnan(rc.ratio) ? Change::Skipped : classify_count_ratio(rc.ratio, t);
+      rc.significant = rc.change == Change::Regression;
+      rc.p_value = rc.significant ? 0 : 1;
+      rc.note = std::isnan(rc.ratio) ? "baseline count is not positive" : "deterministic count";
+      continue;
+    }
+    const TrialSamples b{&pr.base.samples, &pr.base.trials}, c{&pr.cur.samples, &pr.cur.trials};
+    rc.trials_base = trial_count(b);
+    rc.trials_current = trial_count(c);
+    ivs[i] = ratio_interval(c, b, t.alpha, 2000, std::hash<std::string>{}(rc.key.to_string()));
+    rc.ratio = ivs[i].ratio;
+    rc.lo = ivs[i].lo;
+    rc.hi = ivs[i].hi;
+    if (!ivs[i].testable()) {  // no between-trial noise estimate: the effect size decides
+      rc.change = classify_count_ratio(rc.ratio, t);
+      rc.p_value = std::nan("");
+      rc.note = "effect size only: " + std::to_string(std::min(rc.trials_base, rc.trials_current)) +
+                " trial on a side, no noise estimate (2 per side are needed for a test)";
+      continue;
+    }
+    timed.push_back(i);
+    p_reg.push_back(p_ratio_above(ivs[i], 1 + t.regression));
+    p_warn.push_back(p_ratio_above(ivs[i], 1 + t.warning));
+    p_imp.push_back(p_ratio_below(ivs[i], 1 - t.warning));
+  }
+  const auto reg = holm(p_reg, t.alpha), warn = holm(p_warn, t.alpha), imp = holm(p_imp, t.alpha);
+  for (std::size_t j = 0; j < timed.size(); ++j) {
+    auto& rc = pairs[timed[j]].rc;
+    const auto& iv = ivs[timed[j]];
+    rc.p_value = p_reg[j];
+    rc.significant = reg[j];
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "trials %d vs %d", rc.trials_current, rc.trials_base);
+    rc.note = buf;
+    if (reg[j]) rc.change = Change::Regression;
+    else if (p_ratio_below(iv, 1 + t.regression) > t.alpha) rc.change = Change::Noisy;
+    else if (warn[j]) rc.change = Change::Warning;
+    else if (imp[j]) rc.change = Change::Improvement;
+    else rc.change = Change::Unchanged;
+  }
+  char m[320];
+  std::snprintf(m, sizeof m,
+                "timed rows: ratio of medians with a two-level bootstrap interval (trials, then samples); REGRESSION "
+                "when 'ratio > %.2f' is Holm-rejected at family-wise alpha %.2f over the %zu testable rows; NOISY when "
+                "'ratio < %.2f' cannot be shown at alpha %.2f",
+                1 + t.regression, t.alpha, timed.size(), 1 + t.regression, t.alpha);
+  method = m;
 }
 
 }  // namespace
 
-CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const Thresholds& t,
-                         const Rerun& rerun) {
+CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const CheckOptions& opt) {
+  const Thresholds& t = opt.thresholds;
   CheckReport report;
   const auto fb = baseline.meta("fingerprint"), fc = current.meta("fingerprint");
-  if (fb && fc && *fb == *fc) {
-    report.mode = CheckMode::Absolute;
-    report.mode_reason = "same machine fingerprint (" + *fb + "): absolute per-iteration values compared";
-  } else {
-    report.mode = CheckMode::Normalized;
-    report.mode_reason = "machine fingerprints differ (baseline " + fb.value_or("none") + ", current " +
-                         fc.value_or("none") +
-                         "): only normalized ratios tier/ceiling from the same run are compared, never absolute times";
-  }
-
-  if (report.mode == CheckMode::Absolute) {
+  report.mode = fb && fc && *fb == *fc ? CheckMode::Absolute : CheckMode::Normalized;
+  report.mode_reason = report.mode == CheckMode::Absolute
+                           ? "same machine fingerprint (" + *fb + "): absolute per-iteration values compared"
+                           : "machine fingerprints differ (baseline " + fb.value_or("none") + ", current " +
+                                 fc.value_or("none") +
+                                 "): each timed sample is divided by its own trial's best ceiling and those ratios "
+                                 "are compared, never absolute times";
+  BenchTable cur_table = current;
+  const auto started = std::chrono::steady_clock::now();
+  for (int round = 0;; ++round) {
+    const auto nb = ceiling_medians(baseline), nc = ceiling_medians(cur_table);
+    std::vector<Pair> pairs;
     for (const auto& b : baseline.rows) {
-      const BenchRow* c = current.find(b.key);
-      RowCheck rc;
-      rc.key = b.key;
-      rc.ratio = std::nan("");
+      Pair pr;
+      pr.rc.key = b.key;
+      pr.rc.ratio = std::nan("");
+      const bool normalize = report.mode == CheckMode::Normalized && b.unit == kUnitSeconds;
+      if (normalize && b.key.tier == "ceiling") continue;  // the normalizers themselves
+      const BenchRow* c = nullptr;
+      for (const auto& r : cur_table.rows)
+        if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
       if (!c || c->samples.empty()) {
-        rc.change = Change::Missing;
-        rc.note = c ? "no samples in current (" + c->verdict + ")" : "row absent from current";
-        report.rows.push_back(rc);
-        continue;
-      }
-      if (b.samples.empty() || b.unit != c->unit) {
-        rc.change = Change::Skipped;
-        rc.note = b.samples.empty() ? "no samples in baseline" : "unit differs: " + b.unit + " vs " + c->unit;
-        report.rows.push_back(rc);
-        continue;
-      }
-      const bool det = b.unit == kUnitInstructions;
-      rc = compare_samples(b.key, b.samples, c->samples, det, t);
-      if (rc.change == Change::Regression && rerun) {
-        if (auto again = rerun(*c); again && !again->samples.empty()) {
-          RowCheck second = compare_samples(b.key, b.samples, again->samples, det, t);
-          if (second.change == Change::Regression) {
-            second.note += (second.note.empty() ? "" : "; ") + std::string("confirmed on re-run");
-          } else {
-            char buf[96];
-            std::snprintf(buf, sizeof buf, "not confirmed on re-run (first ratio %.3f)", rc.ratio);
-            second.note += (second.note.empty() ? "" : "; ") + std::string(buf);
-          }
-          rc = second;
+        pr.rc.change = Change::Missing;
+        pr.rc.note = c ? "no samples in current (" + c->verdict + ")" : "row absent from current";
+      } else if (b.samples.empty()) {
+        pr.rc.change = Change::Skipped;
+        pr.rc.note = "no samples in the baseline (" + b.verdict + ")";
+      } else if (normalize) {
+        const auto nbase = normalized(nb, b), ncur = normalized(nc, *c);
+        if (!nbase || !ncur) {
+          pr.rc.change = Change::Missing;
+          pr.rc.note = std::string("cannot be normalized: no ceiling row in ") + (!nbase ? "the baseline" : "current");
         } else {
-          rc.note += (rc.note.empty() ? "" : "; ") + std::string("re-run failed; first measurement kept");
+          pr.base = *nbase;
+          pr.cur = *ncur;
+          pr.timed = true;
         }
+      } else {
+        pr.base = b;
+        pr.cur = *c;
+        pr.timed = b.unit == kUnitSeconds;
       }
-      report.rows.push_back(rc);
+      pairs.push_back(std::move(pr));
     }
-    return report;
-  }
+    for (const auto& c : cur_table.rows) {
+      const bool normalize = report.mode == CheckMode::Normalized && c.unit == kUnitSeconds;
+      if (normalize && c.key.tier == "ceiling") continue;
+      bool in_base = false;
+      for (const auto& b : baseline.rows)
+        in_base = in_base || (normalize ? without_backend(b.key) == without_backend(c.key) : b.key == c.key);
+      if (!in_base) {
+        Pair pr;
+        pr.rc.key = c.key;
+        pr.rc.ratio = std::nan("");
+        pr.rc.change = Change::New;
+        pr.rc.note = "not in the baseline";
+        pairs.push_back(std::move(pr));
+      }
+    }
+    judge(pairs, t, report.method);
+    report.rows.clear();
+    for (auto& p : pairs) report.rows.push_back(p.rc);
 
-  // Normalized mode: hand/wrapped (and any non-ceiling tier) over the best ceiling of its own run.
-  const auto nb = ceiling_medians(baseline), nc = ceiling_medians(current);
-  for (const auto& b : baseline.rows) {
-    if (b.key.tier == "ceiling") continue;  // the normalizers themselves
-    RowCheck rc;
-    rc.key = b.key;
-    rc.ratio = std::nan("");
-    const BenchRow* c = nullptr;
-    for (const auto& r : current.rows)
-      if (without_backend(r.key) == without_backend(b.key) && r.unit == b.unit) c = &r;
-    if (!c || c->samples.empty()) {
-      rc.change = Change::Missing;
-      rc.note = "row absent from current (matched ignoring backend)";
-      report.rows.push_back(rc);
-      continue;
-    }
-    const auto db = normalizer(nb, b), dc = normalizer(nc, *c);
-    if (!db || !dc || b.samples.empty()) {
-      rc.change = Change::Skipped;
-      rc.note = "no ceiling row to normalize by in " + std::string(!db ? "baseline" : "current");
-      report.rows.push_back(rc);
-      continue;
-    }
-    std::vector<double> sb, sc;
-    for (double v : b.samples) sb.push_back(v / *db);
-    for (double v : c->samples) sc.push_back(v / *dc);
-    rc = compare_samples(b.key, sb, sc, false, t);
-    rc.note += (rc.note.empty() ? "" : "; ") + std::string("normalized by ceiling");
-    report.rows.push_back(rc);
+    // Re-measure what is undecided (NOISY) or would fail (REGRESSION), while budget remains.
+    std::vector<BenchKey> again;
+    for (const auto& r : report.rows)
+      if (r.change == Change::Noisy || r.change == Change::Regression)
+        for (const auto& c : cur_table.rows)
+          if (c.unit == kUnitSeconds && (c.key == r.key || (report.mode == CheckMode::Normalized &&
+                                                            without_backend(c.key) == without_backend(r.key))))
+            again.push_back(c.key);
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (again.empty() || !opt.remeasure || round >= opt.max_rounds || (opt.budget_seconds > 0 && spent >= opt.budget_seconds))
+      break;
+    // The normalizers of re-measured rows are re-measured in the same trials.
+    if (report.mode == CheckMode::Normalized)
+      for (const auto& c : cur_table.rows)
+        for (const auto& k : std::vector<BenchKey>(again))
+          if (c.key.tier == "ceiling" && c.key.shape == k.shape && c.key.precision == k.precision &&
+              c.key.threads == k.threads)
+            again.push_back(c.key);
+    const auto more = opt.remeasure(again);
+    if (!more || more->empty()) break;
+    for (const auto& m : *more)
+      for (auto& c : cur_table.rows)
+        if (c.key == m.key)
+          for (std::size_t i = 0; i < m.samples.size(); ++i) {
+            c.trials.resize(c.samples.size(), 0);
+            c.samples.push_back(m.samples[i]);
+            c.trials.push_back(m.trial_of(i));
+          }
   }
   return report;
+}
+
+CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const Thresholds& t,
+                         const Rerun& rerun) {
+  CheckOptions opt;
+  opt.thresholds = t;
+  CheckReport rep = check_tables(baseline, current, opt);
+  if (!rerun) return rep;
+  // Count rows: a regression is confirmed by one re-run (the count is exact; a
+  // re-run guards only against a broken measurement).
+  for (auto& rc : rep.rows) {
+    if (rc.change != Change::Regression) continue;
+    const BenchRow* c = current.find(rc.key);
+    const BenchRow* b = baseline.find(rc.key);
+    if (!c || !b || c->unit != kUnitInstructions) continue;
+    if (auto again = rerun(*c); again && !again->samples.empty() && b->median() > 0) {
+      const double r2 = again->median() / b->median();
+      const Change second = classify_count_ratio(r2, t);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s on re-run (ratio %.3f)",
+                    second == Change::Regression ? "confirmed" : "not confirmed", r2);
+      rc.note += std::string("; ") + buf;
+      rc.change = second;
+      rc.ratio = r2;
+    }
+  }
+  return rep;
 }
 
 BenchTable read_baseline(const std::string& path) {
@@ -191,29 +286,37 @@ BenchTable read_baseline(const std::string& path) {
                      "; create one on this machine with `popper bench compare --family <F>` then "
                      "`popper bench baseline save --from reports/bench-<F>.csv` (gate: `popper bench gate --family <F> "
                      "--no-check` then `popper bench baseline save --from reports/bench-<F>-gate.csv`)");
-  return read_bench_csv(path);
+  BenchTable t = read_bench_csv(path);
+  if (const auto inj = t.meta("injected_slowdown"))
+    throw BenchFileError(path + " was recorded with POPPER_BENCH_INJECT_SLOWDOWN=" + *inj +
+                         ": a baseline must measure the code as it is; record it again without the variable");
+  return t;
 }
 
 std::string format_check_report(const CheckReport& report) {
   std::ostringstream out;
   out << "mode: " << (report.mode == CheckMode::Absolute ? "absolute" : "normalized") << " — " << report.mode_reason
       << "\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%-12s %-62s %8s %8s  %s\n", "verdict", "row", "ratio", "p", "note");
+  if (!report.method.empty()) out << "method: " << report.method << "\n";
+  char line[640];
+  std::snprintf(line, sizeof line, "%-12s %-66s %8s %-17s %9s  %s\n", "verdict", "row", "ratio", "interval", "p", "note");
   out << line;
   for (const auto& r : report.rows) {
-    char ratio[32], p[32];
+    char ratio[32], iv[48], p[32];
     if (std::isnan(r.ratio)) std::snprintf(ratio, sizeof ratio, "-");
     else std::snprintf(ratio, sizeof ratio, "%.3f", r.ratio);
-    std::snprintf(p, sizeof p, "%.3g", r.p_value);
-    std::snprintf(line, sizeof line, "%-12s %-62s %8s %8s  %s\n", to_string(r.change), r.key.to_string().c_str(),
-                  ratio, p, r.note.c_str());
+    if (r.hi > 0) std::snprintf(iv, sizeof iv, "[%.3f, %.3f]", r.lo, r.hi);
+    else std::snprintf(iv, sizeof iv, "-");
+    if (std::isnan(r.p_value)) std::snprintf(p, sizeof p, "-");
+    else std::snprintf(p, sizeof p, "%.3g", r.p_value);
+    std::snprintf(line, sizeof line, "%-12s %-66s %8s %-17s %9s  %s\n", to_string(r.change), r.key.to_string().c_str(),
+                  ratio, iv, p, r.note.c_str());
     out << line;
   }
   out << "summary: " << report.count(Change::Regression) << " regression, " << report.count(Change::Missing)
-      << " missing, " << report.count(Change::Warning) << " warning, " << report.count(Change::Unchanged)
-      << " unchanged, " << report.count(Change::Improvement) << " improvement, " << report.count(Change::Skipped)
-      << " skipped\n";
+      << " missing, " << report.count(Change::Noisy) << " noisy, " << report.count(Change::Warning) << " warning, "
+      << report.count(Change::Unchanged) << " unchanged, " << report.count(Change::Improvement) << " improvement, "
+      << report.count(Change::Skipped) << " skipped, " << report.count(Change::New) << " new\n";
   return out.str();
 }
 

@@ -1,16 +1,17 @@
 // Contract `benchmarks` claims evaluated on a bench table (rules in claims.hpp).
-#include "popper/io.hpp"
 #include "popper/bench/claims.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "popper/bench/interval.hpp"
 #include "popper/bench/report.hpp"
+#include "popper/io.hpp"
 
 namespace popper::bench {
 namespace {
@@ -23,95 +24,122 @@ bool holds(double v, const std::string& op, double threshold) {
   return false;
 }
 
-// "Worst" is the value closest to failing: the largest for < and <=, the smallest for > and >=.
-bool worse(double a, double b, const std::string& op) { return (op == "<" || op == "<=") ? a > b : a < b; }
+bool verified(const BenchRow& r) { return r.verdict.rfind("verified", 0) == 0; }
 
-std::string group_name(const std::string& shape, const std::string& prec, int threads) {
-  return shape + "/" + prec + "/threads:" + std::to_string(threads);
+// The best verified row of a tier for a group (lowest median), optionally on a backend.
+const BenchRow* best_verified(const BenchTable& t, const std::string& tier, const std::string& shape,
+                              const std::string& precision, int threads, const std::string& backend = "") {
+  const BenchRow* best = nullptr;
+  for (const auto& r : t.rows) {
+    if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
+        r.samples.empty() || r.unit != kUnitSeconds || !verified(r))
+      continue;
+    if (!backend.empty() && r.key.backend == backend) return &r;
+    if (!best || r.median() < best->median()) best = &r;
+  }
+  return best;
 }
+
+struct Group {
+  std::string shape, precision;
+  int threads;
+  bool operator<(const Group& o) const {
+    return std::tie(shape, precision, threads) < std::tie(o.shape, o.precision, o.threads);
+  }
+  std::string name() const { return shape + "/" + precision + "/threads:" + std::to_string(threads); }
+};
 
 }  // namespace
 
 std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts, const std::string& family,
                                          const BenchTable& table, const PeakResult* peak,
-                                         const std::map<std::string, std::string>& peak_kind) {
+                                         const std::map<std::string, std::string>& peak_kind,
+                                         const std::vector<std::string>& family_shapes) {
   std::vector<ClaimResult> out;
-  // Groups present in the table.
-  struct G {
-    std::string shape, precision;
-    int threads;
-    bool operator<(const G& o) const {
-      return std::tie(shape, precision, threads) < std::tie(o.shape, o.precision, o.threads);
-    }
-  };
-  std::set<G> present;
+  std::set<std::string> precisions;
+  std::set<int> threads;
   for (const auto& r : table.rows)
-    if (r.key.family == family && r.unit == kUnitSeconds) present.insert({r.key.shape, r.key.precision, r.key.threads});
-
+    if (r.key.family == family && r.unit == kUnitSeconds) {
+      precisions.insert(r.key.precision);
+      threads.insert(r.key.threads);
+    }
   for (const auto& c : contracts)
     for (const auto& claim : c.benchmarks) {
       if (claim.family != family) continue;
-      ClaimResult res{c.stem, claim.id, family, "not_measured", ""};
-      const bool all_shapes = claim.shapes.empty() || (claim.shapes.size() == 1 && claim.shapes[0] == "all");
-      std::vector<std::string> unmeasured, failures;
-      bool have_worst = false, any_fail = false;
+      ClaimResult res{c.stem, claim.id, family, "not_measured", "", {}};
+      const std::vector<std::string> shapes = claim.shapes.empty() ? family_shapes : claim.shapes;
+      std::vector<std::string> missing, failures, inconclusive;
+      std::string worst_text;
       double worst = 0;
-      std::string worst_group;
-      std::set<std::string> listed_seen;
-      for (const auto& g : present) {
-        if (!all_shapes && std::find(claim.shapes.begin(), claim.shapes.end(), g.shape) == claim.shapes.end()) continue;
-        if (!claim.precision.empty() && claim.precision != g.precision) continue;
-        if (claim.threads && *claim.threads != g.threads) continue;
-        listed_seen.insert(g.shape);
-        const std::string gname = group_name(g.shape, g.precision, g.threads);
-        const BenchRow* num = best_row(table, claim.numerator, g.shape, g.precision, g.threads);
-        // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core).
-        const BenchRow* den = claim.metric == "peak_fraction" || !num
-                                  ? nullptr
-                                  : matching_row(table, claim.denominator, g.shape, g.precision, g.threads,
-                                                 num->key.backend);
-        // A tier that ran but produced a wrong result cannot meet a performance claim.
-        for (const auto& r : table.rows)
-          if (r.key.shape == g.shape && r.key.precision == g.precision && r.key.threads == g.threads &&
-              (r.key.tier == claim.numerator || r.key.tier == claim.denominator) && r.verdict.rfind("incorrect", 0) == 0) {
-            any_fail = true;
-            failures.push_back(gname + ": " + r.key.tier + " " + r.verdict);
+      bool have_worst = false, any_met = false;
+      for (const auto& shape : shapes)
+        for (const auto& prec : precisions)
+          for (int th : threads) {
+            if (!claim.precision.empty() && claim.precision != prec) continue;
+            if (claim.threads && *claim.threads != th) continue;
+            const Group g{shape, prec, th};
+            for (const auto& r : table.rows)
+              if (r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
+                  (r.key.tier == claim.numerator || r.key.tier == claim.denominator) &&
+                  r.verdict.rfind("incorrect", 0) == 0)
+                failures.push_back(g.name() + ": " + r.key.tier + " " + r.verdict);
+            const BenchRow* num = best_verified(table, claim.numerator, shape, prec, th);
+            const BenchRow* den = claim.metric == "peak_fraction" || !num
+                                      ? nullptr
+                                      : best_verified(table, claim.denominator, shape, prec, th, num->key.backend);
+            double p = 0;
+            if (claim.metric == "peak_fraction" && num && peak) {
+              const auto it = peak_kind.find(prec);
+              p = it == peak_kind.end() ? 0 : peak_for(*peak, it->second, th);
+            }
+            if (!num || (claim.metric != "peak_fraction" && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
+              missing.push_back(g.name());
+              continue;
+            }
+            // value = scale / interval(time ratio) or scale * interval(time ratio).
+            RatioInterval iv;
+            double lo = 0, hi = 0, value = 0;
+            const TrialSamples tn{&num->samples, &num->trials};
+            if (claim.metric == "time_ratio") {
+              iv = paired_ratio_interval(tn, {&den->samples, &den->trials});
+              value = iv.ratio, lo = iv.lo, hi = iv.hi;
+            } else if (claim.metric == "throughput_ratio") {
+              iv = paired_ratio_interval({&den->samples, &den->trials}, tn);  // time(den) / time(num)
+              const double scale = den->work_per_iter > 0 ? num->work_per_iter / den->work_per_iter : 1;
+              value = scale * iv.ratio, lo = scale * iv.lo, hi = scale * iv.hi;
+            } else {  // peak_fraction = work / (time * peak)
+              const std::vector<double> one{1.0};
+              iv = ratio_interval(tn, {&one, nullptr});
+              const double scale = num->work_per_iter / p;
+              value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
+            }
+            const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
+            const bool none_hold = !holds(lo, claim.op, claim.threshold) && !holds(hi, claim.op, claim.threshold);
+            char buf[200];
+            std::snprintf(buf, sizeof buf, "%s: %.4g [%.4g, %.4g]%s", g.name().c_str(), value, lo, hi,
+                          iv.df >= 1 ? "" : " (one trial: within-process noise only)");
+            if (none_hold) failures.push_back(std::string(buf) + " fails");
+            else if (!all_hold) {
+              inconclusive.push_back(std::string(buf) + " straddles " + claim.op + " " + std::to_string(claim.threshold));
+              res.inconclusive_groups.emplace_back(shape, prec, th);
+            } else any_met = true;
+            const bool is_worse = (claim.op == "<" || claim.op == "<=") ? value > worst : value < worst;
+            if (!have_worst || is_worse) {
+              worst = value;
+              worst_text = buf;
+              have_worst = true;
+            }
           }
-        double value = std::nan("");
-        if (claim.metric == "time_ratio" && num && den) value = num->median() / den->median();
-        else if (claim.metric == "throughput_ratio" && num && den && den->throughput() > 0)
-          value = num->throughput() / den->throughput();
-        else if (claim.metric == "peak_fraction" && num && peak) {
-          const auto it = peak_kind.find(g.precision);
-          const double p = it == peak_kind.end() ? 0 : peak_for(*peak, it->second, g.threads);
-          if (p > 0) value = num->throughput() / p;
-        }
-        if (std::isnan(value)) {
-          unmeasured.push_back(gname);
-          continue;
-        }
-        if (!holds(value, claim.op, claim.threshold)) any_fail = true;
-        if (!have_worst || worse(value, worst, claim.op)) {
-          worst = value;
-          worst_group = gname;
-          have_worst = true;
-        }
-      }
-      if (!all_shapes)
-        for (const auto& s : claim.shapes)
-          if (!listed_seen.count(s)) unmeasured.push_back(s + " (not run)");
-      char buf[256];
-      if (have_worst)
-        std::snprintf(buf, sizeof buf, "worst %s: %.4g %s %.4g %s", worst_group.c_str(), worst, claim.op.c_str(),
-                      claim.threshold, holds(worst, claim.op, claim.threshold) ? "holds" : "fails");
-      std::string detail = have_worst ? buf : "no group measured";
-      if (!failures.empty()) detail += "; " + failures.front();
-      if (!unmeasured.empty()) {
-        detail += "; not measured: " + unmeasured.front();
-        if (unmeasured.size() > 1) detail += " and " + std::to_string(unmeasured.size() - 1) + " more";
-      }
-      if (any_fail) res.verdict = "not_met";
-      else if (have_worst && unmeasured.empty()) res.verdict = "met";
+      std::string detail = have_worst ? "worst " + worst_text : "no verified group measured";
+      if (!failures.empty()) detail += "; " + failures.front() + (failures.size() > 1 ? " and " + std::to_string(failures.size() - 1) + " more" : "");
+      if (!inconclusive.empty()) detail += "; inconclusive: " + inconclusive.front() + (inconclusive.size() > 1 ? " and " + std::to_string(inconclusive.size() - 1) + " more" : "");
+      if (!missing.empty())
+        detail += "; not measured (or not verified): " + missing.front() +
+                  (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : "");
+      if (!failures.empty()) res.verdict = "not_met";
+      else if (!inconclusive.empty()) res.verdict = "inconclusive";
+      else if (any_met && !missing.empty()) res.verdict = "partially_measured";
+      else if (any_met) res.verdict = "met";
       else res.verdict = "not_measured";
       res.detail = detail;
       out.push_back(res);

@@ -1,6 +1,7 @@
 // The interleaved three-tier run behind `popper bench compare` (compare.hpp).
 #include "popper/bench/compare.hpp"
 
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -132,11 +134,31 @@ void apply_peaks(BenchTable& t, const FamilyDescriptor& fam, const PeakResult* p
   }
 }
 
+std::vector<std::pair<std::string, std::string>> timing_environment() {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string k = kv.substr(0, eq);
+    if (k == "OPENBLAS_CORETYPE" || k == "OPENBLAS_NUM_THREADS" || k == "POPPER_ISA_MAX" || k.rfind("OMP_", 0) == 0 ||
+        k.rfind("GOMP_", 0) == 0 || k.rfind("BLIS_", 0) == 0 || k == "POPPER_BENCH_INJECT_SLOWDOWN")
+      env.emplace_back(k, kv.substr(eq + 1));
+  }
+  std::sort(env.begin(), env.end());
+  return env;
+}
+
 BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, const MachineInfo& machine,
                        const PeakResult* peak) {
   auto say = [&](const std::string& s) {
     if (opt.progress) opt.progress(s);
   };
+  if (opt.trials < 1 || opt.reps_per_trial < 1) throw InvalidArgument("bench compare: trials and repetitions must be >= 1");
+  const bool require_device = [] {
+    const char* v = std::getenv("POPPER_REQUIRE_DEVICE");
+    return v && std::string(v) == "1";
+  }();
   const std::string bin = opt.build_dir + "/bin/";
   const auto all_shapes = list_family_shapes(opt.build_dir, fam);
   const auto shapes = select_shapes(opt.shapes, all_shapes, fam);
@@ -156,7 +178,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   }
 
   struct Step {
-    std::string shape, tier, precision, core_type;  // core_type: "" default env, only for ceilings
+    std::string shape, tier, precision;
     int threads;
     std::string ceiling;
   };
@@ -164,18 +186,20 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   for (const auto& shape : shapes)
     for (int threads : opt.threads) {
       if (want_ceiling)
-        for (const auto& c : fam.ceilings) steps.push_back({shape, "ceiling", "", "", threads, c});
+        for (const auto& c : fam.ceilings) steps.push_back({shape, "ceiling", "", threads, c});
       for (const auto& prec : opt.precisions)
         for (const auto& tier : suite_tiers)
           if (listed.count(format_bench_name({fam.family, tier, shape, prec, threads})))
-            steps.push_back({shape, tier, prec, "", threads, ""});
+            steps.push_back({shape, tier, prec, threads, ""});
     }
 
-  // Ceiling vendors and their configurations (vendors.hpp), planned before any timing.
+  // Ceiling vendors and their configurations (vendors.hpp), planned before any
+  // timing: every core type / sub-configuration this CPU can execute (never
+  // one that would die with SIGILL), screened on a gate shape.
   CeilingPlan plan;
   if (want_ceiling) {
     PlanOptions po;
-    po.enumerate = opt.blas_core_types;
+    po.enumerate = opt.blas_core_types && fam.blas_core_types;
     const char* configs = std::getenv("POPPER_CEILING_CONFIGS");
     po.screen = !(configs && std::string(configs) == "all");
     po.progress = say;
@@ -184,73 +208,109 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   }
 
   std::vector<BenchRow> rows;
-  const auto t0 = Clock::now();
-  std::size_t done = 0, total = steps.size();
-  auto run_ceiling = [&](const Step& s, const VendorConfig& cfg) {
+  auto add = [&](std::vector<BenchRow> got, int trial) {
+    for (auto& g : got) g.trials.assign(g.samples.size(), trial);
+    merge_rows(rows, got);
+  };
+  auto run_ceiling = [&](const Step& s, const VendorConfig& cfg, int trial) {
     std::vector<std::string> argv = {bin + "ceiling_" + s.ceiling, "--shape", s.shape, "--reps",
-                                     std::to_string(opt.reps), "--threads", std::to_string(s.threads)};
-    const auto r = run_process(argv, cfg.env_set(s.threads), cfg.env_unset());
+                                     std::to_string(opt.reps_per_trial), "--threads", std::to_string(s.threads)};
+    // The configuration's variables win over the run's timing environment.
+    auto env = cfg.env_set(s.threads);
+    const auto unset = cfg.env_unset();
+    for (const auto& kv : opt.env) {
+      const bool overridden = std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == kv.first; }) ||
+                              std::find(unset.begin(), unset.end(), kv.first) != unset.end();
+      if (!overridden) env.push_back(kv);
+    }
+    const auto r = run_process(argv, env, unset);
     if (!r.ok()) {
       say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
           "; its rows are left out");
       return;
     }
     if (r.out.rfind("# skipped", 0) == 0) {
-      say("ceiling_" + s.ceiling + ": " + r.out.substr(0, r.out.find('\n')));
+      const std::string why = r.out.substr(0, r.out.find('\n'));
+      if (require_device) throw Error("ceiling_" + s.ceiling + " declined while POPPER_REQUIRE_DEVICE=1: " + why);
+      say("ceiling_" + s.ceiling + ": " + why);
       return;
     }
     auto got = rows_from_ceiling_csv(r.out, "ceiling_" + s.ceiling);
-    for (auto& g : got) {
-      g.work_unit = fam.work_unit;
-      if (std::find(opt.precisions.begin(), opt.precisions.end(), g.key.precision) == opt.precisions.end()) continue;
-      merge_rows(rows, {g});
+    std::erase_if(got, [&](const BenchRow& g) {
+      return std::find(opt.precisions.begin(), opt.precisions.end(), g.key.precision) == opt.precisions.end();
+    });
+    for (auto& g : got) g.work_unit = fam.work_unit;
+    add(std::move(got), trial);
+  };
+  auto run_suite = [&](const Step& s, int trial) {
+    const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
+    char json_path[] = "/tmp/popper-gbench-XXXXXX";
+    const int fd = ::mkstemp(json_path);
+    if (fd < 0) throw Error("cannot create a temporary file");
+    ::close(fd);
+    char min_time[32];
+    std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
+    const auto r = run_process({bin + fam.executable,
+                                "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
+                                "--benchmark_repetitions=" + std::to_string(opt.reps_per_trial),
+                                "--benchmark_report_aggregates_only=false", std::string("--benchmark_min_time=") + min_time,
+                                std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
+                               opt.env);
+    std::ifstream in(json_path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    ::unlink(json_path);
+    if (!r.ok()) {
+      say("warning: " + fam.executable + " " + name + " failed: " + r.describe() + "; row left out");
+      return;
     }
+    auto got = rows_from_gbench_json(ss.str(), fam.executable + " " + name, fam.work_unit);
+    if (got.empty()) say("warning: " + fam.executable + " produced no row for " + name);
+    for (const auto& g : got)
+      if (g.verdict.rfind("incorrect", 0) == 0) say("warning: " + name + ": " + g.verdict);
+    add(std::move(got), trial);
   };
 
-  for (const auto& s : steps) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::string eta = done ? ", ~" + duration_text(elapsed / static_cast<double>(done) * static_cast<double>(total - done)) + " remaining" : "";
-    say("[" + std::to_string(done + 1) + "/" + std::to_string(total) + "] " + fam.family + " " + s.shape + " " +
-        (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) + " " + s.tier +
-        (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") + " — elapsed " + duration_text(elapsed) + eta);
-    if (s.tier == "ceiling") {
-      for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg);
-    } else {
-      const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
-      char json_path[] = "/tmp/popper-gbench-XXXXXX";
-      const int fd = ::mkstemp(json_path);
-      if (fd < 0) throw Error("cannot create a temporary file");
-      ::close(fd);
-      char min_time[32];
-      std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
-      const auto r = run_process({bin + fam.executable, "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
-                                  "--benchmark_repetitions=" + std::to_string(opt.reps),
-                                  "--benchmark_report_aggregates_only=false",
-                                  std::string("--benchmark_min_time=") + min_time,
-                                  std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"});
-      std::ifstream in(json_path);
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      ::unlink(json_path);
-      if (!r.ok()) {
-        say("warning: " + fam.executable + " " + name + " failed: " + r.describe() + "; row left out");
+  const auto t0 = Clock::now();
+  const std::size_t total = steps.size() * static_cast<std::size_t>(opt.trials);
+  std::size_t done = 0;
+  for (int trial = opt.first_trial; trial < opt.first_trial + opt.trials; ++trial) {
+    std::vector<Step> order = steps;
+    std::mt19937_64 rng(opt.order_seed + static_cast<std::uint64_t>(trial));
+    std::shuffle(order.begin(), order.end(), rng);
+    for (const auto& s : order) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const std::string eta =
+          done ? ", ~" + duration_text(elapsed / static_cast<double>(done) * static_cast<double>(total - done)) + " remaining" : "";
+      say("[trial " + std::to_string(trial - opt.first_trial + 1) + "/" + std::to_string(opt.trials) + ", " + std::to_string(done + 1) +
+          "/" + std::to_string(total) + "] " + fam.family + " " + s.shape + " " +
+          (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) + " " + s.tier +
+          (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") +
+          " — elapsed " + duration_text(elapsed) + eta);
+      if (s.tier == "ceiling") {
+        for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);
       } else {
-        auto got = rows_from_gbench_json(ss.str(), fam.executable + " " + name, fam.work_unit);
-        if (got.empty()) say("warning: " + fam.executable + " produced no row for " + name);
-        for (const auto& g : got)
-          if (g.verdict.rfind("incorrect", 0) == 0) say("warning: " + name + ": " + g.verdict);
-        merge_rows(rows, got);
+        run_suite(s, trial);
       }
+      ++done;
     }
-    ++done;
   }
   say("done in " + duration_text(std::chrono::duration<double>(Clock::now() - t0).count()));
 
   BenchTable t;
   t.metadata = run_metadata(machine, opt.source_dir, opt.build_dir, peak);
   t.set_meta("family", fam.family);
-  t.set_meta("kind", "timing (wall clock, interleaved per shape)");
-  t.set_meta("reps", std::to_string(opt.reps));
+  t.set_meta("kind", "timing (wall clock, trials of shuffled steps, one process per step)");
+  t.set_meta("trials", std::to_string(opt.trials));
+  t.set_meta("reps_per_trial", std::to_string(opt.reps_per_trial));
+  t.set_meta("order_seed", std::to_string(opt.order_seed));
+  std::string threads;
+  for (int th : opt.threads) threads += (threads.empty() ? "" : ",") + std::to_string(th);
+  t.set_meta("threads", threads);
+  std::string env_text;
+  for (const auto& [k, v] : timing_environment()) env_text += (env_text.empty() ? "" : " ") + k + "=" + v;
+  t.set_meta("environment", env_text.empty() ? "none" : env_text);
+  if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
   t.rows = std::move(rows);
   if (want_ceiling) record_plan(plan, t);
   apply_peaks(t, fam, peak);

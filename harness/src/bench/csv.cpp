@@ -107,7 +107,7 @@ const std::vector<std::string>& bench_columns() {
       "family", "tier",   "backend", "shape",         "precision",     "threads",        "cache_mode",
       "unit",   "n",      "min",     "median",        "mean",          "stddev",         "cv",
       "work_per_iter",    "work_unit", "bytes_per_iter", "throughput", "pct_of_peak",    "verdict",
-      "samples"};
+      "samples", "trials"};
   return cols;
 }
 
@@ -151,6 +151,8 @@ std::string format_bench_csv(const BenchTable& table) {
         << fmt_double(r.pct_of_peak >= 0 ? r.pct_of_peak : nan) << ','
         << (r.verdict.empty() ? std::string("not_verified") : clean_text(r.verdict)) << ',';
     for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << fmt_double(r.samples[i]);
+    out << ',';
+    for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << r.trial_of(i);
     out << "\n";
   }
   out << "# end rows=" << table.rows.size() << "\n";
@@ -165,6 +167,9 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
   bool header_seen = false, end_seen = false;
   std::size_t end_rows = 0;
   const auto& cols = bench_columns();
+  // Files written before samples carried their trial lack the last column: all trial 0.
+  const std::vector<std::string> cols_v1(cols.begin(), cols.end() - 1);
+  std::size_t ncols = cols.size();
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -192,13 +197,14 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     }
     const auto fields = split(line, ',');
     if (!header_seen) {
-      if (fields != cols) fail(file, lineno, "header line does not match the bench CSV schema (see baselines/README.md)");
+      if (fields != cols && fields != cols_v1)
+        fail(file, lineno, "header line does not match the bench CSV schema (see baselines/README.md)");
+      ncols = fields.size();
       header_seen = true;
       continue;
     }
-    if (fields.size() != cols.size())
-      fail(file, lineno,
-           "expected " + std::to_string(cols.size()) + " columns, found " + std::to_string(fields.size()));
+    if (fields.size() != ncols)
+      fail(file, lineno, "expected " + std::to_string(ncols) + " columns, found " + std::to_string(fields.size()));
     BenchRow r;
     r.key.family = fields[0];
     r.key.tier = fields[1];
@@ -228,6 +234,16 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     if (static_cast<double>(r.samples.size()) != n)
       fail(file, lineno,
            "column 'n' says " + fields[8] + " but 'samples' holds " + std::to_string(r.samples.size()) + " values");
+    if (ncols == cols.size() && !fields[21].empty()) {
+      for (const auto& t : split(fields[21], ';')) {
+        const double v = parse_number(t, file, lineno, "trials", false);
+        if (v < 0 || v != std::floor(v)) fail(file, lineno, "column 'trials' holds '" + t + "', not a trial number");
+        r.trials.push_back(static_cast<int>(v));
+      }
+      if (r.trials.size() != r.samples.size())
+        fail(file, lineno, "column 'trials' has " + std::to_string(r.trials.size()) + " entries for " +
+                               std::to_string(r.samples.size()) + " samples");
+    }
     table.rows.push_back(std::move(r));
   }
   if (!header_seen) fail(file, lineno, "no header line: not a bench CSV (or empty)");

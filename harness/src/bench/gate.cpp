@@ -4,15 +4,151 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "popper/bench/ingest.hpp"
+#include "popper/bench/machine.hpp"
 #include "popper/bench/process.hpp"
 #include "popper/error.hpp"
+#include "popper/io.hpp"
 
 namespace popper::bench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string temp_path(const char* stem) {
+  std::string t = std::string("/tmp/") + stem + "-XXXXXX";
+  const int fd = ::mkstemp(t.data());
+  if (fd < 0) throw Error("cannot create a temporary file");
+  ::close(fd);
+  return t;
+}
+
+std::string cache_value(const std::string& build_dir, const std::string& key) {
+  std::ifstream in(build_dir + "/CMakeCache.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    const auto eq = line.find('=');
+    return eq == std::string::npos ? "" : line.substr(eq + 1);
+  }
+  return "";
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || ch == '.') out.push_back(static_cast<char>(std::tolower(c)));
+    else if (!out.empty() && out.back() != '-') out.push_back('-');
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "unknown" : out;
+}
+
+std::uint32_t fnv1a(const std::string& s) {
+  std::uint32_t h = 2166136261u;
+  for (char ch : s) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+std::string regex_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (std::string(".^$|()[]{}*+?\\").find(ch) != std::string::npos) out.push_back('\\');
+    out.push_back(ch);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string GateKey::id() const {
+  const std::string all = cpu_isa + "|" + openblas_core + "|" + openblas_config + "|" + compiler + "|" + build_type +
+                          "|" + flags;
+  char hash[16];
+  std::snprintf(hash, sizeof hash, "%08x", fnv1a(all));
+  // compiler is "<path> (<first line of --version>)": keep its family and version.
+  const std::string lower_comp = slug(compiler);
+  std::string version;
+  std::istringstream words(compiler.substr(compiler.find('(') == std::string::npos ? 0 : compiler.find('(')));
+  for (std::string w; words >> w;)
+    if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos)
+      version = w.substr(0, w.find_first_not_of("0123456789."));
+  const std::string comp_id = (lower_comp.find("clang") != std::string::npos ? "clang-" : "gcc-") + slug(version);
+  return "gate-" + slug(cpu_isa) + "-openblas-" + slug(openblas_core) + "-" + comp_id + "-" + slug(build_type) + "-" +
+         hash;
+}
+
+std::vector<std::pair<std::string, std::string>> GateKey::metadata() const {
+  return {{"gate_key", id()},          {"gate_cpu_isa", cpu_isa}, {"gate_openblas_core", openblas_core},
+          {"gate_openblas_config", openblas_config}, {"gate_compiler", compiler}, {"gate_build_type", build_type},
+          {"gate_flags", flags}};
+}
+
+std::vector<std::pair<std::string, std::string>> gate_environment(const std::string& valgrind,
+                                                                  const std::string& build_dir) {
+  std::vector<std::pair<std::string, std::string>> env{{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}};
+  // Ask valgrind's CPU (not ours) whether it has AVX2: it never has AVX-512.
+  const auto r = run_process({valgrind, "--tool=none", "-q", build_dir + "/bin/popper_dispatch_probe"},
+                             {{"OPENBLAS_CORETYPE", "Haswell"}}, {}, 120);
+  if (r.ok() && r.out.find("\"cpu_isa\":\"scalar\"") == std::string::npos)
+    env.emplace_back("OPENBLAS_CORETYPE", "Haswell");
+  return env;
+}
+
+GateKey probe_gate_key(const GateOptions& opt) {
+  const std::string probe = opt.build_dir + "/bin/popper_dispatch_probe";
+  std::vector<std::string> unset;
+  bool pinned = false;
+  for (const auto& [k, v] : opt.env) pinned = pinned || k == "OPENBLAS_CORETYPE";
+  if (!pinned) unset.push_back("OPENBLAS_CORETYPE");
+  const auto r = run_process({opt.valgrind, "--tool=none", "-q", probe}, opt.env, unset, 120);
+  if (!r.ok())
+    throw Error("cannot run " + probe + " under " + opt.valgrind + " (" + r.describe() + "): " + r.err +
+                "; build it (target popper_dispatch_probe) and install valgrind");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(probe + " printed no JSON: " + r.out.substr(0, 200));
+  }
+  GateKey k;
+  k.cpu_isa = j.value("cpu_isa", "unknown");
+  k.openblas_core = j.value("openblas_core", "unknown");
+  k.openblas_config = j.value("openblas_config", "");
+  const std::string cxx = cache_value(opt.build_dir, "CMAKE_CXX_COMPILER");
+  k.compiler = cxx + " (" + capture_command("'" + cxx + "' --version | head -n 1") + ")";
+  k.build_type = cache_value(opt.build_dir, "CMAKE_BUILD_TYPE");
+  k.flags = cache_value(opt.build_dir, "CMAKE_CXX_FLAGS") + " | " +
+            cache_value(opt.build_dir, "CMAKE_CXX_FLAGS_" + upper(k.build_type)) + " | sanitize=" +
+            cache_value(opt.build_dir, "POPPER_SANITIZE");
+  return k;
+}
 
 double callgrind_total_ir(const std::string& text) {
   std::istringstream in(text);
@@ -31,34 +167,60 @@ double callgrind_total_ir(const std::string& text) {
   return total;
 }
 
-std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDescriptor& fam, const BenchKey& key) {
-  const std::string name = format_bench_name({fam.family, key.tier, key.shape, key.precision, key.threads});
-  char out_path[] = "/tmp/popper-callgrind-XXXXXX";
-  char json_path[] = "/tmp/popper-gate-json-XXXXXX";
-  const int fd1 = ::mkstemp(out_path), fd2 = ::mkstemp(json_path);
-  if (fd1 < 0 || fd2 < 0) throw Error("cannot create a temporary file");
-  ::close(fd1);
-  ::close(fd2);
-  std::string filter;
-  for (char ch : name) {
-    if (std::string(".^$|()[]{}*+?\\").find(ch) != std::string::npos) filter.push_back('\\');
-    filter.push_back(ch);
-  }
-  const auto r = run_process(
-      {opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + std::string(out_path),
-       "--toggle-collect=*popper_bench_call_" + key.tier + "*", opt.build_dir + "/bin/" + fam.executable,
-       "--benchmark_filter=^" + filter + "(/iterations:[0-9]+)?(/real_time)?$", "--benchmark_repetitions=1",
-       std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
-      {{"POPPER_BENCH_ITERATIONS", std::to_string(fam.gate.iterations)}, {"OPENBLAS_NUM_THREADS", "1"}});
-  auto slurp = [](const char* p) {
-    std::ifstream in(p);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+FunctionCounts callgrind_function_ir(const std::string& text) {
+  FunctionCounts out;
+  std::map<std::string, std::string> names;  // "(12)" -> name (fn= and cfn= share the table)
+  auto resolve = [&](const std::string& spec) {
+    if (spec.empty() || spec[0] != '(') return spec;
+    const auto close = spec.find(')');
+    const std::string id = spec.substr(0, close + 1);
+    if (close + 1 < spec.size()) names[id] = spec.substr(close + 2);
+    return names.count(id) ? names[id] : id;
   };
+  std::istringstream in(text);
+  std::string line, fn;
+  bool skip_next_cost = false;  // the cost line after calls= is the call's inclusive cost
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.rfind("fn=", 0) == 0) {
+      fn = resolve(line.substr(3));
+    } else if (line.rfind("cfn=", 0) == 0) {
+      resolve(line.substr(4));
+    } else if (line.rfind("calls=", 0) == 0) {
+      skip_next_cost = true;
+    } else if (std::isdigit(static_cast<unsigned char>(line[0])) || line[0] == '+' || line[0] == '-' || line[0] == '*') {
+      if (skip_next_cost) {
+        skip_next_cost = false;
+        continue;
+      }
+      std::istringstream cost(line);
+      std::string pos;
+      double ir = 0;
+      if (cost >> pos >> ir && !fn.empty()) out[fn] += ir;
+    }
+  }
+  return out;
+}
+
+std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDescriptor& fam, const BenchKey& key,
+                                         FunctionCounts* functions) {
+  const std::string name = format_bench_name({fam.family, key.tier, key.shape, key.precision, key.threads});
+  const std::string out_path = temp_path("popper-callgrind"), json_path = temp_path("popper-gate-json");
+  auto env = opt.env;
+  env.emplace_back("POPPER_BENCH_ITERATIONS", std::to_string(fam.gate.iterations));
+  std::vector<std::string> unset;
+  bool pinned = false;
+  for (const auto& [k, v] : env) pinned = pinned || k == "OPENBLAS_CORETYPE";
+  if (!pinned) unset.push_back("OPENBLAS_CORETYPE");
+  const auto r = run_process(
+      {opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + out_path,
+       "--toggle-collect=*popper_bench_call_" + key.tier + "*", opt.build_dir + "/bin/" + fam.executable,
+       "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
+       "--benchmark_repetitions=1", "--benchmark_out=" + json_path, "--benchmark_out_format=json"},
+      env, unset);
   const std::string cg = slurp(out_path), js = slurp(json_path);
-  ::unlink(out_path);
-  ::unlink(json_path);
+  ::unlink(out_path.c_str());
+  ::unlink(json_path.c_str());
   if (!r.ok()) {
     if (opt.progress) opt.progress("warning: callgrind run of " + name + " failed: " + r.describe());
     return std::nullopt;
@@ -81,12 +243,17 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
   row.unit = kUnitInstructions;
   row.key.cache_mode = "callgrind";
   row.samples = {ir / fam.gate.iterations};
+  if (functions) {
+    functions->clear();
+    for (const auto& [f, v] : callgrind_function_ir(cg))
+      if (v >= 0.001 * ir) (*functions)[f] = v / fam.gate.iterations;  // >= 0.1% of the row
+  }
   return row;
 }
 
-BenchTable run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
+GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   if (fam.gate.shapes.empty()) throw Error(fam.path + ": no gate.shapes: the family has no CI gate");
-  BenchTable t;
+  GateRun run;
   std::size_t total = fam.gate.shapes.size() * fam.gate.tiers.size() * fam.gate.precisions.size(), done = 0;
   for (const auto& shape : fam.gate.shapes)
     for (const auto& prec : fam.gate.precisions)
@@ -96,21 +263,123 @@ BenchTable run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
           opt.progress("[" + std::to_string(done) + "/" + std::to_string(total) + "] callgrind " + fam.family + "/" +
                        tier + "/" + shape + "/" + prec + "/threads:1");
         BenchKey key{fam.family, tier, tier, shape, prec, 1, "callgrind"};
-        auto row = measure_gate_row(opt, fam, key);
+        FunctionCounts fc;
+        auto row = measure_gate_row(opt, fam, key, &fc);
         if (!row) {
           BenchRow empty;
           empty.key = key;
           empty.unit = kUnitInstructions;
           empty.verdict = "not_run: callgrind failed";
-          t.rows.push_back(empty);
+          run.table.rows.push_back(empty);
         } else {
-          t.rows.push_back(*row);
+          run.functions[row->key.to_string()] = fc;
+          run.table.rows.push_back(*row);
         }
       }
-  t.set_meta("family", fam.family);
-  t.set_meta("kind", "callgrind instruction counts per iteration (deterministic CI gate)");
-  t.set_meta("gate_iterations", std::to_string(fam.gate.iterations));
-  return t;
+  run.table.set_meta("family", fam.family);
+  run.table.set_meta("kind", "callgrind instruction counts per iteration (deterministic CI gate)");
+  run.table.set_meta("gate_iterations", std::to_string(fam.gate.iterations));
+  std::string env_text;
+  for (const auto& [k, v] : opt.env) env_text += (env_text.empty() ? "" : " ") + k + "=" + v;
+  run.table.set_meta("gate_environment", env_text);
+  if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj)
+    run.table.set_meta("injected_slowdown", inj);
+  return run;
+}
+
+std::string functions_path(const std::string& csv_path) { return csv_path + ".functions.json"; }
+
+void write_functions(const std::string& path, const std::map<std::string, FunctionCounts>& f) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [row, counts] : f) j[row] = counts;
+  write_file_atomic(path, j.dump(1) + "\n");
+}
+
+std::map<std::string, FunctionCounts> read_functions(const std::string& path) {
+  std::map<std::string, FunctionCounts> out;
+  if (!fs::exists(path)) return out;
+  try {
+    const auto j = nlohmann::json::parse(read_file(path));
+    for (const auto& [row, counts] : j.items())
+      for (const auto& [fn, v] : counts.items()) out[row][fn] = v.get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not a gate functions file: " + e.what());
+  }
+  return out;
+}
+
+std::vector<std::string> top_function_changes(const FunctionCounts& base, const FunctionCounts& current,
+                                              std::size_t limit) {
+  std::vector<std::pair<double, std::string>> changes;
+  std::map<std::string, bool> all;
+  for (const auto& [f, v] : base) all[f] = true;
+  for (const auto& [f, v] : current) all[f] = true;
+  for (const auto& [f, unused] : all) {
+    const double b = base.count(f) ? base.at(f) : 0, c = current.count(f) ? current.at(f) : 0;
+    if (b == c) continue;
+    char buf[96];
+    if (b > 0) std::snprintf(buf, sizeof buf, ": %+.0f (%+.1f%%)", c - b, 100.0 * (c - b) / b);
+    else std::snprintf(buf, sizeof buf, ": %+.0f (new)", c - b);
+    changes.emplace_back(std::fabs(c - b), f + buf);
+  }
+  std::sort(changes.begin(), changes.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < changes.size() && i < limit; ++i) out.push_back(changes[i].second);
+  return out;
+}
+
+std::string default_reference(const std::string& source_dir) {
+  const std::string git = "git -C '" + source_dir + "' ";
+  std::string ref = capture_command(git + "log -1 --format=%H -- baselines");
+  const std::string head = capture_command(git + "rev-parse HEAD");
+  if (ref.empty() || ref == head) ref = capture_command(git + "rev-parse --verify -q HEAD~1");
+  if (ref.empty()) throw Error("--against auto: no commit changed baselines/ and HEAD has no parent; name a commit");
+  return ref;
+}
+
+std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sha) {
+  auto say = [&](const std::string& s) {
+    if (opt.progress) opt.progress(s);
+  };
+  const std::string sha = capture_command("git -C '" + opt.source_dir + "' rev-parse --verify -q '" + opt.ref + "^{commit}'");
+  if (sha.empty()) throw Error("--against " + opt.ref + ": not a commit of " + opt.source_dir);
+  if (resolved_sha) *resolved_sha = sha;
+  const fs::path root = fs::absolute(fs::path(opt.build_dir) / "gate-ref" / sha);
+  const fs::path src = root / "src", build = root / "build";
+  if (!fs::exists(src / "CMakeLists.txt")) {
+    say("gate: extracting " + sha.substr(0, 12) + " into " + src.string());
+    fs::create_directories(src);
+    const auto r = run_process({"sh", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "sh", opt.source_dir, sha,
+                                src.string()});
+    if (!r.ok()) {
+      fs::remove_all(src);
+      throw Error("git archive " + sha + " failed (" + r.describe() + "): " + r.err);
+    }
+  }
+  if (!fs::exists(build / "CMakeCache.txt")) {
+    say("gate: configuring the base commit (same compiler, build type and flags; CUDA off)");
+    std::vector<std::string> argv = {"cmake", "-S", src.string(), "-B", build.string(), "-DPOPPER_CUDA=OFF",
+                                     "-DPOPPER_WERROR=OFF"};
+    for (const char* key : {"CMAKE_BUILD_TYPE", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS",
+                            "CMAKE_C_FLAGS"}) {
+      const std::string v = cache_value(opt.build_dir, key);
+      if (!v.empty()) argv.push_back(std::string("-D") + key + "=" + v);
+    }
+    const auto r = run_process(argv);
+    if (!r.ok()) throw Error("configuring the base commit failed (" + r.describe() + "): " + r.err.substr(0, 2000));
+  }
+  // Only the families the base commit has: a family added since has no base.
+  std::vector<std::string> argv = {"cmake", "--build", build.string(), "-j" + std::to_string(opt.jobs), "--target"};
+  for (const auto& f : opt.families)
+    if (fs::exists(src / "bench" / f)) argv.push_back("bench_" + f);
+  if (argv.size() == 5) return build.string();
+  say("gate: building the base commit's bench binaries (" + std::to_string(argv.size() - 5) +
+      " families); cached in " + build.string());
+  const auto r = run_process(argv);
+  if (!r.ok())
+    throw Error("building the base commit failed (" + r.describe() + "): " +
+                r.out.substr(r.out.size() > 3000 ? r.out.size() - 3000 : 0) + r.err.substr(0, 2000));
+  return build.string();
 }
 
 }  // namespace popper::bench

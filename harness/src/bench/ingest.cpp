@@ -151,8 +151,14 @@ void merge_rows(std::vector<BenchRow>& dst, const std::vector<BenchRow>& src) {
     BenchRow* d = find_row(dst, r.key);
     if (!d) {
       dst.push_back(r);
+      dst.back().trials.resize(r.samples.size(), 0);
+      for (std::size_t i = 0; i < r.samples.size(); ++i) dst.back().trials[i] = r.trial_of(i);
     } else {
-      d->samples.insert(d->samples.end(), r.samples.begin(), r.samples.end());
+      for (std::size_t i = 0; i < r.samples.size(); ++i) {
+        d->trials.resize(d->samples.size(), 0);
+        d->samples.push_back(r.samples[i]);
+        d->trials.push_back(r.trial_of(i));
+      }
       if (r.verdict.rfind("incorrect", 0) == 0) d->verdict = r.verdict;
     }
   }

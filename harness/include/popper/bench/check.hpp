@@ -1,20 +1,27 @@
 // Regression check of a current bench CSV against a baseline.
 //
-// Per row (matched on family, tier, backend, shape, precision, threads,
-// cache_mode): ratio r = median(current) / median(baseline), in the row's unit.
-//   r > 1 + regression and significant   REGRESSION   (exit 1)
-//   r > 1 + warning                      WARNING      (incl. > 10% but not significant)
-//   r < 1 - warning                      IMPROVEMENT
-//   otherwise                            UNCHANGED
-//   in baseline, not in current          MISSING      (exit 1)
-// Significant: one-sided Mann–Whitney U of current samples against
-// (1 + regression) * baseline samples at level alpha, i.e. "slower by more
-// than the threshold" is the alternative. Instruction-count rows are
-// deterministic: there, r beyond the threshold is significant by itself.
+// Rows are matched on (family, tier, backend, shape, precision, threads,
+// cache_mode). For a timed row, R = median(current) / median(baseline) with
+// a trial-aware bootstrap interval and t-based p-values (interval.hpp):
+//   REGRESSION   R > 1 + regression, shown beyond doubt: Holm-rejected
+//                across the table's rows at alpha (family-wise)
+//   NOISY        not a regression, but one cannot be excluded (p of
+//                "R < 1 + regression" > alpha): the interval is too wide to
+//                decide at the threshold; re-measure (--rerun) or add trials
+//   WARNING      R > 1 + warning, Holm-rejected (and a regression excluded)
+//   IMPROVEMENT  R < 1 - warning, Holm-rejected
+//   UNCHANGED    otherwise: within the noise band
+//   MISSING      in the baseline, not measured in current (exit 1)
+//   NEW          in current, not in the baseline
+// A row with a single trial on a side has no estimate of the between-trial
+// noise: its verdict comes from the effect size alone, and the note says so.
+// Instruction-count rows are deterministic: compared as numbers (R beyond a
+// threshold is the verdict), no test.
 //
-// Different machine fingerprints: only normalized ratios are compared —
-// (tier median / best ceiling median of the same shape, precision, threads)
-// from the same run — never absolute times; ceiling rows are the normalizers.
+// Different machine fingerprints: each timed sample is divided by the best
+// ceiling median of its own trial (same shape, precision, threads), and those
+// normalized series are compared; a row with no ceiling to normalize by on
+// either side is MISSING, never skipped.
 #pragma once
 #include <functional>
 #include <optional>
@@ -25,46 +32,62 @@
 
 namespace popper::bench {
 
-enum class Change { Regression, Warning, Unchanged, Improvement, Missing, Skipped };
+enum class Change { Regression, Warning, Unchanged, Improvement, Missing, Skipped, New, Noisy };
 const char* to_string(Change c);
 
 struct Thresholds {
   double regression = 0.10;
   double warning = 0.05;
-  double alpha = 0.05;
+  double alpha = 0.05;  // family-wise (Holm) over the rows of one check
 };
-
-Change classify_ratio(double ratio, bool significant, const Thresholds& t = {});
 
 enum class CheckMode { Absolute, Normalized };
 
 struct RowCheck {
   BenchKey key;
   Change change = Change::Unchanged;
-  double ratio = 0;          // NaN when not computed
-  double p_value = 1;
+  double ratio = 0;  // NaN when not computed
+  double lo = 0, hi = 0;  // interval of the ratio (timed rows)
+  double p_value = 1;     // of "ratio > 1 + regression"
   bool significant = false;
-  std::string note;          // e.g. "confirmed on re-run", "normalized by ceiling"
+  int trials_base = 0, trials_current = 0;
+  std::string note;
 };
 
 struct CheckReport {
   CheckMode mode = CheckMode::Absolute;
   std::string mode_reason;
+  std::string method;  // how verdicts were decided (printed)
   std::vector<RowCheck> rows;
   int count(Change c) const;
-  int exit_code() const;     // 1 when any REGRESSION or MISSING, else 0
+  // 1 on any REGRESSION or MISSING; NOISY too when `strict`.
+  int exit_code(bool strict = false) const;
 };
 
-// Re-measures one row (same key) and returns it, or nullopt when it cannot.
+// Re-measures the given rows (same keys) and returns their new samples, with
+// trial ids not used before; nullopt when it cannot.
+using Remeasure = std::function<std::optional<std::vector<BenchRow>>(const std::vector<BenchKey>&)>;
+// Old-style single-row re-measure (instruction counts).
 using Rerun = std::function<std::optional<BenchRow>(const BenchRow&)>;
+
+struct CheckOptions {
+  Thresholds thresholds;
+  Remeasure remeasure;      // for NOISY and REGRESSION timed rows
+  double budget_seconds = 0;  // re-measuring stops when this is spent
+  int max_rounds = 3;
+};
 
 CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const Thresholds& t = {},
                          const Rerun& rerun = {});
+CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const CheckOptions& opt);
 
 std::string format_check_report(const CheckReport& report);
 
+// Classification of a deterministic (count) ratio.
+Change classify_count_ratio(double ratio, const Thresholds& t = {});
+
 // Reads a baseline; a missing file is an error that says how to create one
-// (never a silent pass).
+// (never a silent pass). A baseline recorded with an injected slowdown is refused.
 class NoBaseline : public BenchFileError {
  public:
   using BenchFileError::BenchFileError;

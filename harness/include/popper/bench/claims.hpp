@@ -1,15 +1,25 @@
-// Evaluating contracts' `benchmarks` claims against a bench table.
+// Evaluating contracts' `benchmarks` claims against a bench table, with
+// their uncertainty.
 //
 // For each (shape, precision, threads) group the claim covers, the value is
 //   time_ratio        median time(numerator) / median time(denominator)
 //   throughput_ratio  throughput(numerator) / throughput(denominator)
 //   peak_fraction     throughput(numerator) / measured peak
-// (each tier's best row over backends); the claim is met when `value op
-// threshold` holds for every group, not_met when some group fails (the detail
-// names the worst), not_measured when a covered group has no data.
+// from each tier's best *verified* row (a row counts only when its verdict
+// starts with "verified"), with a paired two-level bootstrap interval over
+// the run's trials (interval.hpp). A group is met when the whole interval
+// satisfies `value op threshold`, not_met when none of it does, inconclusive
+// otherwise. The claim is
+//   not_met             when some group is not_met (the detail names the worst)
+//   inconclusive        else when some group is inconclusive
+//   partially_measured  else when some covered group has no verified data
+//                       ("shapes: all" means the family's whole shape list)
+//   met                 when every covered group is met
+//   not_measured        when no group has data
 #pragma once
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "popper/bench/csv.hpp"
@@ -22,14 +32,18 @@ struct ClaimResult {
   std::string contract;  // stem, e.g. gemm-v1
   std::string id;
   std::string family;
-  std::string verdict;   // met | not_met | not_measured
+  std::string verdict;   // met | not_met | inconclusive | partially_measured | not_measured
   std::string detail;
+  // Groups to measure again (shape, precision, threads) when inconclusive.
+  std::vector<std::tuple<std::string, std::string, int>> inconclusive_groups;
 };
 
 // peak_kind maps precision -> fp32 | fp64 | bandwidth (family.yaml `peak`).
+// family_shapes: every shape of the family (what "all" means).
 std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts, const std::string& family,
                                          const BenchTable& table, const PeakResult* peak,
-                                         const std::map<std::string, std::string>& peak_kind);
+                                         const std::map<std::string, std::string>& peak_kind,
+                                         const std::vector<std::string>& family_shapes);
 
 // Writes {"claims":[...]} to path, keeping entries of other families already there.
 void write_claims_json(const std::string& path, const std::string& family, const std::vector<ClaimResult>& results);

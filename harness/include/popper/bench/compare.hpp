@@ -1,8 +1,12 @@
-// `popper bench compare`: runs a family's ceiling programs and bench suite,
-// interleaving tiers per shape (ceiling, wrapped, hand for shape 1, then
-// shape 2, ...) so machine noise hits them alike, and ingests the results
-// into one BenchTable (csv.hpp) with machine metadata and measured peaks.
+// `popper bench compare`: runs a family's ceiling programs and bench suite in
+// trials. A trial is one pass over every (shape, threads, tier) step, in an
+// order shuffled per trial (seeded, recorded), each step its own process
+// running `reps_per_trial` repetitions; every sample records its trial. The
+// variation between trials (processes) is the noise a verdict must respect
+// (interval.hpp); shuffling keeps position effects (the first shape a
+// process measures, warm-up order) from biasing one tier or shape.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -22,7 +26,11 @@ struct CompareOptions {
   std::vector<std::string> tiers{"ceiling", "wrapped", "hand"};
   std::vector<std::string> precisions{"f32", "f64"};
   std::vector<int> threads{1, 2};
-  int reps = 5;
+  int trials = 3;                               // processes per step (>= 2 for a testable verdict)
+  int reps_per_trial = 2;                       // repetitions inside each process
+  std::uint64_t order_seed = 20261123;          // shuffles the step order of each trial
+  int first_trial = 0;                          // trial id of the first trial (re-measuring adds new ones)
+  std::vector<std::pair<std::string, std::string>> env;  // set for every process (check --rerun: the baseline's)
   double min_time = 0.2;                        // seconds per repetition (Google Benchmark)
   bool blas_core_types = true;                  // also run ceilings under other runnable core types
   std::function<void(const std::string&)> progress;
@@ -41,6 +49,11 @@ std::vector<std::pair<std::string, std::string>> run_metadata(const MachineInfo&
 
 BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, const MachineInfo& machine,
                        const PeakResult* peak);
+
+// The environment that shapes a timing (recorded in the CSV metadata and
+// restored by `bench check --rerun`): OPENBLAS_CORETYPE, OPENBLAS_NUM_THREADS,
+// POPPER_ISA_MAX, OMP_* and GOMP_* variables, POPPER_BENCH_INJECT_SLOWDOWN.
+std::vector<std::pair<std::string, std::string>> timing_environment();
 
 // Fills pct_of_peak of every seconds row from the family's peak mapping.
 void apply_peaks(BenchTable& t, const FamilyDescriptor& fam, const PeakResult* peak);

@@ -1,0 +1,63 @@
+// Ratios of medians with their uncertainty, resampled at the level that
+// carries the noise. Samples come in trials (one process each); the variation
+// between trials (clock, neighbours, page placement, warm-up order) is larger
+// than within one, so repetitions of one process are not independent samples.
+//
+// Two-level bootstrap of R = median(num) / median(den):
+//   repeat B times: draw the trials of each side with replacement, then the
+//   samples within each drawn trial with replacement; R* = ratio of medians.
+//   Paired (both sides measured in the same trials, e.g. two tiers of one
+//   run): the same trial draw serves both sides, so shared trial noise cancels.
+// Interval: the alpha/2 and 1 - alpha/2 percentiles of R*.
+// Test against a threshold c: t = (log R - log c) / se, se = sd(log R*), with
+// df = trials(num) + trials(den) - 2 (paired: trials - 1) degrees of freedom;
+// one-sided p from Student's t. With df < 1 the between-trial noise cannot be
+// estimated and no test is possible (`testable()` is false).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace popper::bench {
+
+struct TrialSamples {
+  const std::vector<double>* samples;
+  const std::vector<int>* trials;  // same length as samples; empty = all one trial
+};
+
+struct RatioInterval {
+  double ratio = 0;   // median(num) / median(den) over all samples
+  double lo = 0, hi = 0;
+  double log_se = 0;  // bootstrap standard error of log(ratio)
+  int df = 0;
+  bool testable() const { return df >= 1 && log_se > 0; }
+};
+
+RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha = 0.05,
+                             int resamples = 2000, std::uint64_t seed = 1);
+// Both sides from the same trials (trial ids shared); only trials present on both sides are used.
+RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha = 0.05,
+                                    int resamples = 2000, std::uint64_t seed = 1);
+
+// One-sided p-values: the evidence that the true ratio is above (below) c.
+// 1 when the interval is not testable.
+double p_ratio_above(const RatioInterval& r, double c);
+double p_ratio_below(const RatioInterval& r, double c);
+
+// Holm's step-down procedure: rejected[i] at family-wise error rate alpha.
+std::vector<bool> holm(const std::vector<double>& p, double alpha);
+
+// Student's t: upper tail P(T > t) with df degrees of freedom (df >= 1).
+double student_t_upper(double t, double df);
+
+// Noise of one row from its own samples: the standard deviation of log
+// per-trial medians (between-trial), 0 with fewer than two trials.
+double between_trial_log_sd(const TrialSamples& s);
+int trial_count(const TrialSamples& s);
+
+// Trials per side so that a true ratio of `effect` (e.g. 1.25) is judged
+// above `threshold` (e.g. 1.10) with probability `power`, at one-sided level
+// `alpha`, when each side's between-trial sd of log medians is `sigma`.
+// At least 2 (a test needs df >= 1 per comparison).
+int trials_for_power(double sigma, double effect, double threshold, double alpha, double power);
+
+}  // namespace popper::bench

@@ -1,0 +1,222 @@
+// Trial-aware bootstrap intervals, t tests, Holm and power (interval.hpp).
+#include "popper/bench/interval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "popper/bench/stats.hpp"
+#include "popper/error.hpp"
+
+namespace popper::bench {
+
+namespace {
+
+// Samples grouped by trial id, in trial-id order.
+std::map<int, std::vector<double>> by_trial(const TrialSamples& s) {
+  std::map<int, std::vector<double>> out;
+  const auto& v = *s.samples;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const int t = s.trials && i < s.trials->size() ? (*s.trials)[i] : 0;
+    out[t].push_back(v[i]);
+  }
+  return out;
+}
+
+// One two-level resample of the given trials (drawn indices into `groups`).
+double resampled_median(const std::vector<const std::vector<double>*>& groups, const std::vector<std::size_t>& draw,
+                        std::mt19937_64& rng, std::vector<double>& pool) {
+  pool.clear();
+  for (std::size_t g : draw) {
+    const auto& v = *groups[g];
+    std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
+    for (std::size_t k = 0; k < v.size(); ++k) pool.push_back(v[pick(rng)]);
+  }
+  std::nth_element(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(pool.size() / 2), pool.end());
+  double m = pool[pool.size() / 2];
+  if (pool.size() % 2 == 0) {
+    const double lower = *std::max_element(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(pool.size() / 2));
+    m = 0.5 * (m + lower);
+  }
+  return m;
+}
+
+RatioInterval summarize(std::vector<double>& logs, double ratio, double alpha, int df) {
+  RatioInterval r;
+  r.ratio = ratio;
+  r.df = df;
+  std::sort(logs.begin(), logs.end());
+  auto pct = [&](double q) {
+    const double pos = q * static_cast<double>(logs.size() - 1);
+    const auto i = static_cast<std::size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < logs.size() ? logs[i] * (1 - f) + logs[i + 1] * f : logs[i];
+  };
+  r.lo = std::exp(pct(alpha / 2));
+  r.hi = std::exp(pct(1 - alpha / 2));
+  double mean = 0;
+  for (double x : logs) mean += x;
+  mean /= static_cast<double>(logs.size());
+  double ss = 0;
+  for (double x : logs) ss += (x - mean) * (x - mean);
+  r.log_se = logs.size() > 1 ? std::sqrt(ss / static_cast<double>(logs.size() - 1)) : 0;
+  return r;
+}
+
+void check_nonempty(const TrialSamples& s, const char* side) {
+  if (!s.samples || s.samples->empty()) throw InvalidArgument(std::string("ratio interval: no ") + side + " samples");
+  for (double x : *s.samples)
+    if (!(x > 0) || !std::isfinite(x)) throw InvalidArgument(std::string("ratio interval: a ") + side + " sample is not positive");
+}
+
+// Regularized incomplete beta I_x(a, b) by its continued fraction (Lentz).
+double betacf(double a, double b, double x) {
+  const double tiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::fabs(d) < tiny) d = tiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 300; ++m) {
+    const double m2 = 2.0 * m;
+    double aa = m * (b - m) * x / ((a - 1 + m2) * (a + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + 1 + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1) < 1e-15) break;
+  }
+  return h;
+}
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  return x < (a + 1) / (a + b + 2) ? front * betacf(a, b, x) / a : 1 - front * betacf(b, a, 1 - x) / b;
+}
+
+// Upper quantile: t with P(T > t) = p, by bisection.
+double t_upper_quantile(double p, double df) {
+  double lo = 0, hi = 1e3;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (student_t_upper(mid, df) > p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+double student_t_upper(double t, double df) {
+  if (df < 1) throw InvalidArgument("student_t_upper: df must be >= 1");
+  const double tail = 0.5 * incomplete_beta(df / 2, 0.5, df / (df + t * t));
+  return t >= 0 ? tail : 1 - tail;
+}
+
+RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha, int resamples,
+                             std::uint64_t seed) {
+  check_nonempty(num, "numerator");
+  check_nonempty(den, "denominator");
+  const auto gn = by_trial(num), gd = by_trial(den);
+  std::vector<const std::vector<double>*> vn, vd;
+  for (const auto& [t, v] : gn) vn.push_back(&v);
+  for (const auto& [t, v] : gd) vd.push_back(&v);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> pn(0, vn.size() - 1), pd(0, vd.size() - 1);
+  std::vector<double> logs, pool;
+  std::vector<std::size_t> dn(vn.size()), dd(vd.size());
+  for (int b = 0; b < resamples; ++b) {
+    for (auto& i : dn) i = pn(rng);
+    for (auto& i : dd) i = pd(rng);
+    logs.push_back(std::log(resampled_median(vn, dn, rng, pool) / resampled_median(vd, dd, rng, pool)));
+  }
+  const int df = static_cast<int>(vn.size() + vd.size()) - 2;
+  return summarize(logs, median(*num.samples) / median(*den.samples), alpha, df);
+}
+
+RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha, int resamples,
+                                    std::uint64_t seed) {
+  check_nonempty(num, "numerator");
+  check_nonempty(den, "denominator");
+  const auto gn = by_trial(num), gd = by_trial(den);
+  std::vector<const std::vector<double>*> vn, vd;
+  std::vector<double> all_n, all_d;
+  for (const auto& [t, v] : gn)
+    if (auto it = gd.find(t); it != gd.end()) {
+      vn.push_back(&v);
+      vd.push_back(&it->second);
+      all_n.insert(all_n.end(), v.begin(), v.end());
+      all_d.insert(all_d.end(), it->second.begin(), it->second.end());
+    }
+  if (vn.empty()) return ratio_interval(num, den, alpha, resamples, seed);  // no shared trial: unpaired
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> pick(0, vn.size() - 1);
+  std::vector<double> logs, pool;
+  std::vector<std::size_t> draw(vn.size());
+  for (int b = 0; b < resamples; ++b) {
+    for (auto& i : draw) i = pick(rng);
+    logs.push_back(std::log(resampled_median(vn, draw, rng, pool) / resampled_median(vd, draw, rng, pool)));
+  }
+  return summarize(logs, median(all_n) / median(all_d), alpha, static_cast<int>(vn.size()) - 1);
+}
+
+double p_ratio_above(const RatioInterval& r, double c) {
+  if (!r.testable()) return 1;
+  return student_t_upper((std::log(r.ratio) - std::log(c)) / r.log_se, r.df);
+}
+
+double p_ratio_below(const RatioInterval& r, double c) {
+  if (!r.testable()) return 1;
+  return student_t_upper((std::log(c) - std::log(r.ratio)) / r.log_se, r.df);
+}
+
+std::vector<bool> holm(const std::vector<double>& p, double alpha) {
+  std::vector<std::size_t> order(p.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
+  std::vector<bool> rejected(p.size(), false);
+  const double m = static_cast<double>(p.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (p[order[k]] > alpha / (m - static_cast<double>(k))) break;
+    rejected[order[k]] = true;
+  }
+  return rejected;
+}
+
+double between_trial_log_sd(const TrialSamples& s) {
+  const auto g = by_trial(s);
+  if (g.size() < 2) return 0;
+  std::vector<double> logs;
+  for (const auto& [t, v] : g) logs.push_back(std::log(median(v)));
+  return stddev(logs);
+}
+
+int trial_count(const TrialSamples& s) { return static_cast<int>(by_trial(s).size()); }
+
+int trials_for_power(double sigma, double effect, double threshold, double alpha, double power) {
+  if (!(effect > threshold)) throw InvalidArgument("trials_for_power: the effect must exceed the threshold");
+  const double gap = std::log(effect) - std::log(threshold);
+  for (int t = 2; t <= 1000; ++t) {
+    const double df = 2.0 * t - 2;
+    const double se = sigma * std::sqrt(2.0 / t);
+    if (se <= 0) return t;
+    // P(reject) ~ P(T_df > t_crit - gap / se) >= power
+    if (student_t_upper(t_upper_quantile(alpha, df) - gap / se, df) >= power) return t;
+  }
+  return 1000;
+}
+
+}  // namespace popper::bench

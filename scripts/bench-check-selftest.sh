@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Self-test of the timed check (popper bench check), the twin of the gate
+# self-test, for every family at its gate shapes:
+#   1. a baseline run, then RUNS clean runs each checked against it: no pair
+#      may exit 1; the flagged-row rate (REGRESSION or WARNING) is printed;
+#   2. a run with POPPER_BENCH_INJECT_SLOWDOWN=0.25: the share of hand rows
+#      flagged REGRESSION, and whether a ceiling or wrapped row is flagged;
+#   3. the same with 0.10: the detection rate at the default budget;
+#   4. --reps 3 with 0.50 injected: refused with the minimum, or REGRESSION.
+# A benchmark, not a unit test: it takes a long time and wants a quiet machine.
+# usage: scripts/bench-check-selftest.sh [BUILD_DIR] [RUNS] [FAMILY...]
+set -u
+cd "$(dirname "$0")/.."
+BUILD="${1:-build}"
+RUNS="${2:-10}"
+shift $(( $# > 2 ? 2 : $# ))
+POPPER="${POPPER:-$BUILD/bin/popper}"
+FAMILIES=("$@")
+[ ${#FAMILIES[@]} -eq 0 ] && FAMILIES=($(ls bench/*/family.yaml | xargs -n1 dirname | xargs -n1 basename))
+OUT="${OUT:-$(mktemp -d /tmp/popper-check-selftest.XXXXXX)}"
+start=$(date +%s)
+failures=0
+compare() {  # compare FAMILY OUTDIR [extra args...]
+  local fam=$1 dir=$2; shift 2
+  "$POPPER" bench compare --family "$fam" --shapes gate --build-dir "$BUILD" --out "$dir" "$@" > "$dir.log" 2>&1
+}
+count() { grep -cE "$1" "$2"; }
+
+for fam in "${FAMILIES[@]}"; do
+  echo "== $fam: baseline run"
+  compare "$fam" "$OUT/$fam-base" || { tail "$OUT/$fam-base.log"; echo "$fam: baseline run failed" >&2; exit 2; }
+  base="$OUT/$fam-base/bench-$fam.csv"
+  pair_alarms=0; flagged=0; rows=0
+  for i in $(seq 1 "$RUNS"); do
+    compare "$fam" "$OUT/$fam-clean-$i" || { echo "$fam: clean run $i failed" >&2; exit 2; }
+    "$POPPER" bench check --baseline "$base" --current "$OUT/$fam-clean-$i/bench-$fam.csv" > "$OUT/$fam-clean-$i.txt"
+    rc=$?
+    [ $rc -ne 0 ] && pair_alarms=$((pair_alarms + 1))
+    n=$(count '^(REGRESSION|WARNING|UNCHANGED|IMPROVEMENT|NOISY|MISSING) ' "$OUT/$fam-clean-$i.txt")
+    f=$(count '^(REGRESSION|WARNING) ' "$OUT/$fam-clean-$i.txt")
+    rows=$((rows + n)); flagged=$((flagged + f))
+    echo "$fam clean pair $i/$RUNS: exit $rc, $(grep '^summary:' "$OUT/$fam-clean-$i.txt")"
+  done
+  echo "$fam: clean pairs exiting 1: $pair_alarms of $RUNS; rows flagged: $flagged of $rows"
+  [ "$pair_alarms" -eq 0 ] || failures=$((failures + 1))
+  for f in 0.25 0.10; do
+    POPPER_BENCH_INJECT_SLOWDOWN=$f compare "$fam" "$OUT/$fam-inj-$f" || { echo "$fam: injected run failed" >&2; exit 2; }
+    "$POPPER" bench check --baseline "$base" --current "$OUT/$fam-inj-$f/bench-$fam.csv" > "$OUT/$fam-inj-$f.txt"
+    hand=$(count '^[A-Z]+ +[^ ]+/hand/' "$OUT/$fam-inj-$f.txt")
+    hit=$(count '^REGRESSION +[^ ]+/hand/' "$OUT/$fam-inj-$f.txt")
+    other=$(count '^(REGRESSION|WARNING) +[^ ]+/(ceiling|wrapped)/' "$OUT/$fam-inj-$f.txt")
+    ratios=$(grep -E '^[A-Z]+ +[^ ]+/hand/' "$OUT/$fam-inj-$f.txt" | awk '{print $3}' | tr '\n' ' ')
+    echo "$fam injected $f: REGRESSION on $hit of $hand hand rows (ratios: $ratios); ceiling/wrapped rows flagged: $other"
+    if [ "$f" = 0.25 ] && { [ "$hand" -eq 0 ] || [ $((hit * 100)) -lt $((hand * 95)) ] || [ "$other" -ne 0 ]; }; then
+      failures=$((failures + 1))
+    fi
+  done
+  if POPPER_BENCH_INJECT_SLOWDOWN=0.5 compare "$fam" "$OUT/$fam-reps3" --reps 3; then
+    "$POPPER" bench check --baseline "$base" --current "$OUT/$fam-reps3/bench-$fam.csv" > "$OUT/$fam-reps3.txt"
+    rc=$?
+    hand=$(count '^[A-Z]+ +[^ ]+/hand/' "$OUT/$fam-reps3.txt")
+    hit=$(count '^REGRESSION +[^ ]+/hand/' "$OUT/$fam-reps3.txt")
+    echo "$fam --reps 3, 50% injected: exit $rc, REGRESSION on $hit of $hand hand rows"
+    [ $rc -eq 1 ] && [ "$hit" -gt 0 ] || failures=$((failures + 1))
+  else
+    echo "$fam --reps 3: refused: $(grep -m1 'minimum' "$OUT/$fam-reps3.log")"
+  fi
+done
+echo "check selftest: ${#FAMILIES[@]} families, $RUNS clean pairs each, $(( $(date +%s) - start )) s; results in $OUT"
+[ "$failures" -eq 0 ] || { echo "check selftest: FAIL ($failures)" >&2; exit 1; }
+echo "check selftest: PASS"

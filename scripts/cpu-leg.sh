@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One leg of the CPU matrix: the contract and harness test binaries as the CPU
+# MODEL would run them (qemu-user, no root, no VM), each kernel picking its
+# path by itself (POPPER_DISPATCH=auto: no forced narrower paths), with the
+# BLAS environment controlled (no forced OpenBLAS core type: OpenBLAS picks
+# for the emulated CPU). MODEL "native" runs on this CPU the same way. Then
+# the mutants that break only one CPU path run in this leg, so the audit can
+# show which leg catches which.
+#   scripts/cpu-leg.sh MODEL BUILD_DIR SOURCE_DIR
+# Writes BUILD_DIR/results/cpu-MODEL-{contract,harness}_tests.json and
+# cpu-MODEL-mutants.json. Exit 77 (ctest: skipped) when qemu-user is missing,
+# unless POPPER_REQUIRE_QEMU=1 (CI), where that is a failure.
+set -u
+MODEL="$1"; BUILD="$2"; SRC="$3"
+RESULTS="$BUILD/results"
+mkdir -p "$RESULTS"
+PREFIX=()
+SITE=native
+if [ "$MODEL" != native ]; then
+  if ! command -v qemu-x86_64 >/dev/null 2>&1; then
+    echo "skipped: requires qemu-user (qemu-x86_64 not found; scripts/install-deps.sh installs it)"
+    [ "${POPPER_REQUIRE_QEMU:-0}" = 1 ] && { echo "POPPER_REQUIRE_QEMU=1: the CPU matrix is required here" >&2; exit 1; }
+    exit 77
+  fi
+  PREFIX=(qemu-x86_64 -cpu "$MODEL")
+  SITE="emulated:$MODEL"
+fi
+ENV=(env -u OPENBLAS_CORETYPE -u POPPER_ISA_MAX POPPER_DISPATCH=auto)
+[ "$MODEL" != native ] && ENV+=(POPPER_CPU_MODEL="$MODEL")
+rc=0
+echo "== $SITE: contract tests"
+"${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 \
+    --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json" || rc=1
+echo "== $SITE: harness tests"
+"${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_harness_tests" --gtest_brief=1 \
+    --gtest_output="json:$RESULTS/cpu-$MODEL-harness_tests.json" || rc=1
+# The path the kernels pick here, and the mutants that break exactly that path.
+path=$("${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_dispatch_probe" | sed 's/.*"cpu_isa":"\([a-z0-9]*\)".*/\1/')
+echo "== $SITE: kernels dispatch to cpu:$path; running the mutants of that path"
+env -u OPENBLAS_CORETYPE "$BUILD/bin/popper" mutants --contracts "$SRC/contracts" \
+    --test-binary "$BUILD/bin/popper_contract_tests" --site "$SITE" --paths "cpu:$path" \
+    ${PREFIX:+--exec-prefix "${PREFIX[*]}"} --env POPPER_DISPATCH=auto \
+    $( [ "$MODEL" != native ] && echo --env POPPER_CPU_MODEL="$MODEL" ) \
+    -o "$RESULTS/cpu-$MODEL-mutants.json" || rc=1
+exit $rc
