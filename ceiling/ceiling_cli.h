@@ -1,8 +1,12 @@
 /* What every ceiling program shares: arguments, timing, the deterministic fill
  * and the CSV rows of the bench producer protocol (baselines/README.md).
  *
- *   ceiling_<name> [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes]
+ *   ceiling_<name> [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes] [--probe]
  *
+ * --probe prints the vendor configuration the library selected in this
+ * environment ("# config: <name>") and exits without running a kernel: the
+ * harness uses it to learn which kernels a setting (OPENBLAS_CORETYPE,
+ * BLIS_ARCH_TYPE) really loads before timing anything (vendors.hpp).
  * stdout: the header line, then one row per repetition
  *   family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,
  *   flop_per_iter,bytes_per_iter,verdict
@@ -25,6 +29,7 @@ struct ceiling_args {
   int reps;      /* >= 1 */
   int threads;   /* >= 1 */
   int list;      /* --list-shapes */
+  int probe;     /* --probe */
   const char* precision; /* NULL: every precision */
 };
 
@@ -64,6 +69,8 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
     const char* arg = argv[i];
     if (strcmp(arg, "--list-shapes") == 0) {
       a->list = 1;
+    } else if (strcmp(arg, "--probe") == 0) {
+      a->probe = 1;
     } else if (i + 1 < argc && strcmp(arg, "--shape") == 0) {
       if (a->nfilters == CEILING_MAX_FILTERS) { fprintf(stderr, "%s: too many --shape\n", program); return 2; }
       a->filters[a->nfilters++] = argv[++i];
@@ -77,7 +84,7 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
       const int help = strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
       if (!help) fprintf(stderr, "%s: unknown or incomplete argument: %s\n", program, arg);
       fprintf(help ? stdout : stderr,
-              "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes]\n", program);
+              "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes] [--probe]\n", program);
       return help ? 1 : 2;
     }
   }

@@ -2,21 +2,19 @@
  * as bench_arrow (bench/arrow/shapes.h + generate.h, fixed-seed PRNG). Each
  * atom's dense bordered Hessian H = [[blockdiag(D_i + rho_t I), B], [B^T, C + rho_beta I]]
  * (order [t_0..t_{n-1}, beta]) is assembled and solved with dpotrf + dpotrs,
- * H delta = -g. Atoms are split over --threads pthreads (OpenBLAS single-threaded
- * inside, so threads are across atoms as in the other tiers).
+ * H delta = -g. Atoms are independent problems, so the program does what a C
+ * user would: OpenBLAS runs single-threaded inside each tiny factorization and
+ * --threads OpenMP threads split the atoms (a static contiguous split).
  *
- * CSV on stdout, one row per repetition (bench producer protocol):
- * family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict
+ * Arguments, timing and CSV rows: ceiling_cli.h (one row per repetition).
  * flop_per_iter counts the useful row work (rows x arrow_row_flops), the same
- * count every arrow tier reports, so ratios compare atoms/s. */
-#define _POSIX_C_SOURCE 200809L
+ * count every arrow tier reports, so ratios compare atoms/s; bytes_per_iter is
+ * the compulsory traffic (inputs once, outputs once). */
+#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+
 #include <cblas.h>
 #include <lapacke.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include <omp.h>
 
 #include "arrow/generate.h"
 #include "arrow/shapes.h"
@@ -30,12 +28,11 @@ typedef struct worker {
   double checksum;
 } worker;
 
-static void* solve_atoms(void* arg) {
-  worker* w = (worker*)arg;
+static void solve_atoms(worker* w) {
   const arrow_inputs* in = w->in;
   size_t offD = 0, offB = 0, offg = 0;
   int a;
-  /* Offsets of the first atom: prefix over the (uniform-d, uniform-k) CSR. */
+  /* Offsets of the first atom: prefix over the CSR. */
   for (a = 0; a < w->atom_begin; ++a) {
     const size_t n = (size_t)(in->atom_offsets[a + 1] - in->atom_offsets[a]), d = (size_t)in->row_dims[a],
                  k = (size_t)in->border_dims[a];
@@ -82,65 +79,48 @@ static void* solve_atoms(void* arg) {
     offB += n * d * k;
     offg += n * d;
   }
-  return NULL;
 }
 
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* One full class solve over `threads` workers; returns the failure count. */
+/* One full class solve, atoms split over `threads` OpenMP threads; returns the failure count. */
 static int solve_class(const arrow_inputs* in, int threads) {
-  worker w[64];
-  pthread_t tid[64];
-  int t, failures = 0;
-  for (t = 0; t < threads; ++t) {
-    w[t].in = in;
-    w[t].atom_begin = (int)((long long)in->atoms * t / threads);
-    w[t].atom_end = (int)((long long)in->atoms * (t + 1) / threads);
-    w[t].failures = 0;
-    w[t].checksum = 0.0;
+  int failures = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : failures)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    worker w = {in, (int)((long long)in->atoms * t / nt), (int)((long long)in->atoms * (t + 1) / nt), 0, 0.0};
+    solve_atoms(&w);
+    failures += w.failures;
   }
-  for (t = 1; t < threads; ++t) pthread_create(&tid[t], NULL, solve_atoms, &w[t]);
-  solve_atoms(&w[0]);
-  for (t = 1; t < threads; ++t) pthread_join(tid[t], NULL);
-  for (t = 0; t < threads; ++t) failures += w[t].failures;
   return failures;
 }
 
 int main(int argc, char** argv) {
-  const char* filters[32];
-  int nfilters = 0, reps = 5, threads = 1, i, s;
-  for (i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && nfilters < 32) {
-      filters[nfilters++] = argv[++i];
-    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-      reps = atoi(argv[++i]);
-    } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      threads = atoi(argv[++i]);
-    } else if (strcmp(argv[i], "--list-shapes") == 0) {
-      for (s = 0; s < arrow_shape_count; ++s) printf("%s\n", arrow_shapes[s].name);
-      return 0;
-    } else {
-      fprintf(stderr, "usage: %s [--shape NAME]... [--reps N] [--threads T] [--list-shapes]\n", argv[0]);
-      return 2;
-    }
+  const char* program = "ceiling_lapack_k1_raw";
+  struct ceiling_args args;
+  const char* names[64];
+  int s, rc;
+  for (s = 0; s < arrow_shape_count && s < 64; ++s) names[s] = arrow_shapes[s].name;
+  rc = ceiling_parse_args(argc, argv, &args, program);
+  if (rc) return rc == 1 ? 0 : 2;
+  if (ceiling_check_shapes(&args, names, arrow_shape_count, program)) return 2;
+  if (args.list) {
+    for (s = 0; s < arrow_shape_count; ++s) printf("%s\n", arrow_shapes[s].name);
+    return 0;
   }
-  if (reps < 1 || threads < 1 || threads > 64) {
-    fprintf(stderr, "reps must be >= 1 and threads in 1..64\n");
-    return 2;
+  if (args.probe) {
+    printf("# config: %s\n", openblas_get_corename());
+    return 0;
   }
-  openblas_set_num_threads(1);
-  printf("family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict\n");
+  openblas_set_num_threads(1); /* threads go across atoms, never inside one tiny dpotrf */
+  char backend[96];
+  snprintf(backend, sizeof backend, "openblas:%s", openblas_get_corename());
+  ceiling_print_header();
   for (s = 0; s < arrow_shape_count; ++s) {
     const arrow_shape* sh = &arrow_shapes[s];
     arrow_inputs in;
     double flop, bytes;
-    int selected = nfilters == 0, r;
-    for (i = 0; i < nfilters; ++i) selected |= strcmp(filters[i], sh->name) == 0;
-    if (!selected) continue;
+    int r;
+    if (!ceiling_shape_selected(&args, sh->name) || !ceiling_precision_selected(&args, "f64")) continue;
     if (arrow_inputs_make(sh, &in) != 0) {
       fprintf(stderr, "# %s: out of memory\n", sh->name);
       return 1;
@@ -148,19 +128,18 @@ int main(int argc, char** argv) {
     flop = arrow_inputs_rows(&in) * arrow_row_flops(sh->d, sh->k);
     bytes = arrow_inputs_bytes(&in);
     fprintf(stderr, "# %s: %d atoms, %.0f rows, warm-up\n", sh->name, in.atoms, arrow_inputs_rows(&in));
-    if (solve_class(&in, threads) != 0) fprintf(stderr, "# %s: some atoms failed to factor\n", sh->name);
-    for (r = 0; r < reps; ++r) {
-      int iters = 0;
-      const double t0 = now_seconds();
+    if (solve_class(&in, args.threads) != 0) fprintf(stderr, "# %s: some atoms failed to factor\n", sh->name);
+    for (r = 0; r < args.reps; ++r) {
+      long iters = 0;
+      const double t0 = ceiling_now();
       double t1;
       do {
-        solve_class(&in, threads);
+        solve_class(&in, args.threads);
         ++iters;
-        t1 = now_seconds();
+        t1 = ceiling_now();
       } while (t1 - t0 < 0.2);
-      printf("arrow,ceiling,lapacke,%s,f64,%d,%d,%d,%.9g,%.6g,%.6g,not_verified\n", sh->name, threads, r, iters,
-             (t1 - t0) / iters, flop, bytes);
-      fflush(stdout);
+      ceiling_print_row("arrow", backend, sh->name, "f64", args.threads, r, iters, (t1 - t0) / (double)iters, flop,
+                        bytes, "not_verified");
     }
     arrow_inputs_free(&in);
   }

@@ -8,25 +8,16 @@
  *
  * Same shapes (bench/sae/shapes.h) and inputs (bench/sae/generate.h) as
  * bench_sae; declines a shape above the same memory/flop budgets (stderr).
- * Args: --shape NAME (repeatable), --reps N (5), --threads T (1), --list-shapes.
- * CSV on stdout: family,tier,backend,shape,precision,threads,rep,iterations,
- * seconds_per_iter,flop_per_iter,bytes_per_iter,verdict */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime under strict C11 */
+ * Arguments, timing and CSV rows: ceiling_cli.h. The dense matrix is one
+ * problem, so OpenBLAS itself runs --threads threads. The backend column
+ * names the OpenBLAS core ("openblas:Cooperlake"). */
+#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+
 #include <cblas.h>
 #include <lapacke.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "sae/generate.h"
 #include "sae/shapes.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct problem {
   size_t n, K, p, m, q, dim;
@@ -99,31 +90,29 @@ static void form(const problem* pr, double* a, double* z, double* mm) {
 }
 
 int main(int argc, char** argv) {
-  const char* wanted[64];
-  int n_wanted = 0, reps = 5, threads = 1;
-  for (int a = 1; a < argc; ++a) {
-    if (!strcmp(argv[a], "--shape") && a + 1 < argc && n_wanted < 64) wanted[n_wanted++] = argv[++a];
-    else if (!strcmp(argv[a], "--reps") && a + 1 < argc) reps = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--threads") && a + 1 < argc) threads = atoi(argv[++a]);
-    else if (!strcmp(argv[a], "--list-shapes")) {
-      for (int s = 0; s < sae_shape_count; ++s) printf("%s\n", sae_shapes[s].name);
-      return 0;
-    } else {
-      fprintf(stderr, "usage: %s [--shape NAME]... [--reps N] [--threads T] [--list-shapes]\n", argv[0]);
-      return 2;
-    }
+  const char* program = "ceiling_lapack_sae_dense_raw";
+  struct ceiling_args args;
+  const char* names[64];
+  for (int s = 0; s < sae_shape_count && s < 64; ++s) names[s] = sae_shapes[s].name;
+  const int rc = ceiling_parse_args(argc, argv, &args, program);
+  if (rc) return rc == 1 ? 0 : 2;
+  if (ceiling_check_shapes(&args, names, sae_shape_count, program)) return 2;
+  if (args.list) {
+    for (int s = 0; s < sae_shape_count; ++s) printf("%s\n", sae_shapes[s].name);
+    return 0;
   }
-  if (reps < 1) reps = 1;
-  if (threads < 1) threads = 1;
+  if (args.probe) {
+    printf("# config: %s\n", openblas_get_corename());
+    return 0;
+  }
+  const int reps = args.reps, threads = args.threads;
   openblas_set_num_threads(threads);
-  printf("family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict\n");
+  char backend[96];
+  snprintf(backend, sizeof backend, "openblas:%s", openblas_get_corename());
+  ceiling_print_header();
   for (int s = 0; s < sae_shape_count; ++s) {
     const sae_shape* sh = &sae_shapes[s];
-    if (n_wanted > 0) {
-      int hit = 0;
-      for (int w = 0; w < n_wanted; ++w) hit |= !strcmp(wanted[w], sh->name);
-      if (!hit) continue;
-    }
+    if (!ceiling_shape_selected(&args, sh->name) || !ceiling_precision_selected(&args, "f64")) continue;
     if (sh->m > 64) {
       fprintf(stderr, "# skipped %s: m = %d > 64 support entries per row (ceiling's fixed scratch)\n", sh->name, sh->m);
       continue;
@@ -159,31 +148,31 @@ int main(int argc, char** argv) {
       cblas_dsymv(CblasRowMajor, CblasLower, (int)pr.dim, 1.0, a, (int)pr.dim, pr.x, 1, 0.0, y, 1); /* warm-up */
       for (int rep = 0; rep < reps; ++rep) {
         int iters = 0;
-        const double t0 = now_s();
+        const double t0 = ceiling_now();
         double t1 = t0;
         while (iters < 1 || t1 - t0 < 0.2) {
           cblas_dsymv(CblasRowMajor, CblasLower, (int)pr.dim, 1.0, a, (int)pr.dim, pr.x, 1, 0.0, y, 1);
           ++iters;
-          t1 = now_s();
+          t1 = ceiling_now();
         }
-        printf("sae,ceiling,openblas,%s,f64,%d,%d,%d,%.9e,%.6e,%.6e,not_verified\n", sh->name, threads, rep, iters,
-               (t1 - t0) / iters, 2 * dim * dim, 4 * dim * dim + 16 * dim);
+        ceiling_print_row("sae", backend, sh->name, "f64", threads, rep, iters, (t1 - t0) / iters, 2 * dim * dim,
+                          4 * dim * dim + 16 * dim, "not_verified");
       }
     } else {
       for (int rep = -1; rep < reps; ++rep) { /* rep -1: warm-up */
-        const double t0 = now_s();
+        const double t0 = ceiling_now();
         form(&pr, a, z, mm);
         memcpy(y, pr.b, pr.dim * sizeof(double));
         int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (int)pr.dim, a, (int)pr.dim);
         if (info == 0) info = LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', (int)pr.dim, 1, a, (int)pr.dim, y, 1);
-        const double t1 = now_s();
+        const double t1 = ceiling_now();
         if (info != 0) {
           fprintf(stderr, "# %s: dpotrf/dpotrs info %d\n", sh->name, info);
           break;
         }
         if (rep >= 0)
-          printf("sae,ceiling,lapacke,%s,f64,%d,%d,1,%.9e,%.6e,%.6e,not_verified\n", sh->name, threads, rep, t1 - t0,
-                 solve_flop, 24 * dim * dim);
+          ceiling_print_row("sae", backend, sh->name, "f64", threads, rep, 1, t1 - t0, solve_flop, 24 * dim * dim,
+                            "not_verified");
       }
     }
     fflush(stdout);

@@ -21,3 +21,31 @@ else()
 endif()
 include(PopperVulkan)  # POPPER_HAVE_VULKAN: GLSL compute shaders -> SPIR-V (glslc), loader opened at run time
 include(PopperGgml)    # POPPER_HAVE_GGML: llama.cpp (ggml) packages as Q4_K oracle and q4k ceiling
+
+# ---- BLIS: optional second GEMM ceiling vendor (ceiling/blis_*.c) ----
+# POPPER_BLIS=AUTO (default) uses BLIS when found, ON requires it, OFF never
+# looks. Debian's libblis-*-dev put blis.h and libblis.so under a per-threading
+# folder (blis-openmp, blis-pthread, blis-serial); the OpenMP build is preferred.
+set(POPPER_BLIS "AUTO" CACHE STRING "AUTO | ON | OFF: build the BLIS GEMM ceiling")
+set_property(CACHE POPPER_BLIS PROPERTY STRINGS AUTO ON OFF)
+set(POPPER_HAVE_BLIS OFF)
+if(NOT POPPER_BLIS STREQUAL "OFF")
+  set(_blis_suffixes blis-openmp blis-pthread blis-serial blis)
+  find_path(POPPER_BLIS_INCLUDE_DIR blis.h
+    PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE} /usr/local/include
+    PATH_SUFFIXES ${_blis_suffixes})
+  find_library(POPPER_BLIS_LIBRARY NAMES blis
+    PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} /usr/local/lib
+    PATH_SUFFIXES ${_blis_suffixes})
+  if(POPPER_BLIS_INCLUDE_DIR AND POPPER_BLIS_LIBRARY)
+    set(POPPER_HAVE_BLIS ON)
+    add_library(popper_blis INTERFACE)
+    target_include_directories(popper_blis INTERFACE ${POPPER_BLIS_INCLUDE_DIR})
+    target_link_libraries(popper_blis INTERFACE ${POPPER_BLIS_LIBRARY} Threads::Threads m)
+    message(STATUS "popper: BLIS ${POPPER_BLIS_LIBRARY} (GEMM ceiling vendor)")
+  elseif(POPPER_BLIS STREQUAL "ON")
+    message(FATAL_ERROR "POPPER_BLIS=ON but BLIS was not found (Debian: apt-get install libblis-openmp-dev)")
+  else()
+    message(STATUS "popper: BLIS not found; the GEMM ceiling uses OpenBLAS only (install libblis-openmp-dev)")
+  endif()
+endif()

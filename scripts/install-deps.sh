@@ -15,6 +15,7 @@ packages=(
   libcli11-dev                       # popper CLI
   libfmt-dev                         # formatting
   libopenblas-dev liblapacke-dev     # CBLAS + LAPACKE: wrapped and ceiling tiers
+  libblis-openmp-dev                 # BLIS: second GEMM ceiling vendor (optional at configure: POPPER_BLIS)
   clang libclang-rt-14-dev           # libFuzzer target and sanitizers
   valgrind                           # instruction-count regression gate
   # --- Vulkan compute backend (issues 13/18): loader + headers, lavapipe (Mesa's

@@ -1,15 +1,20 @@
 // bench_arrow: the arrow family's Google Benchmark suite (bench producer
 // protocol). Tiers over one BatchedK1Pack per shape (shapes.h, generate.h):
 //   reference  dense Eigen LLT per atom (small shapes only)
-//   wrapped    dense LAPACKE dpotrf/dpotrs per atom (the library tier)
-//   hand       SIMD-across-atoms arrow-Schur kernel
-// each at threads 1 and 2 (threads across atoms, inside the call).
+//   wrapped    dense LAPACKE dpotrf/dpotrs per atom (the library tier; OpenBLAS
+//              on one thread inside each factorization, threads across atoms)
+//   hand       SIMD-across-atoms arrow-Schur kernel (8 atoms per AVX-512
+//              register, 4 per AVX2 register)
+// each at threads 1 and 2 (threads across atoms, inside the call; a class too
+// small to pay for a second thread runs on one).
 // Names: arrow/<tier>/<shape>/f64/threads:<n>. Counters per iteration: items
-// (atoms), flop (useful row work, rows x arrow_row_flops), bytes (inputs and
-// outputs once). Before timing, the tier's answer is checked against the dense
+// (atoms), flop (useful row work, rows x arrow_row_flops), bytes (the
+// compulsory DRAM traffic of the roofline: every input read once, every output
+// written once — the working set; the report marks it "in LLC" when it fits). Before timing, the tier's answer is checked against the dense
 // reference (every atom for small shapes, a fixed stride sample of 128 atoms
 // at SAC scale, where the reference over all atoms would take minutes).
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -115,8 +120,9 @@ struct Tier {
 
 int register_all() {
   benchmark::AddCustomContext("popper_backend_reference", "eigen-llt-dense");
-  benchmark::AddCustomContext("popper_backend_wrapped", "lapacke-dpotrf-dense");
-  benchmark::AddCustomContext("popper_backend_hand", hand_uses_avx2() ? "avx2-compact-4-atoms" : "scalar-structured");
+  // The ceiling's backend naming (vendor:kernels), so FFI overhead compares the same library and core.
+  benchmark::AddCustomContext("popper_backend_wrapped", std::string("openblas:") + openblas_get_corename());
+  benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(hand_isa()));
   const Tier tiers[] = {{"reference", ArrowKernel::Reference}, {"wrapped", ArrowKernel::Lapack}, {"hand", ArrowKernel::Hand}};
   for (int s = 0; s < arrow_shape_count; ++s) {
     const arrow_shape& sh = arrow_shapes[s];

@@ -1,7 +1,9 @@
 // bench_gemm: the wrapped (OpenBLAS through popper::gemm::BlasHandle), hand
 // (popper::gemm::cpu::gemm) and reference tiers over bench/gemm/shapes.h.
 //
-//   C = A * B   (row-major, NoTrans, alpha = 1, beta = 0), FLOP = 2 m n k
+//   C = A * B   (row-major, NoTrans, alpha = 1, beta = 0), FLOP = 2 m n k,
+//   bytes = (m k + k n + m n) * sizeof(T): the compulsory DRAM traffic of the
+//   roofline (A and B read once, C written once; beta = 0 never reads C)
 //
 // Before timing, every tier's output is checked against the reference formula
 // evaluated in double: the full matrix for small shapes, 256 sampled entries

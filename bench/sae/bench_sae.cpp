@@ -5,6 +5,11 @@
 //   hand:    matrix-free (five-step rows, deterministic threaded scatter, Jacobi PCG).
 // Names: sae/<tier>/<shape>/f64/threads:<n>. Counters per iteration: items (rows),
 // flop, bytes, bytes_resident (operator storage vs the dense matrix).
+// bytes is the compulsory DRAM traffic of the roofline: the operator's data
+// (L_i, R_i, the support) read once, x read and y written once per apply;
+// the per-row gathers and scatters of x and y blocks hit the cache and are not
+// counted. A solve streams its working set once per apply when the set exceeds
+// kLlcFloor (a conservative last-level cache), once in total otherwise.
 // Apply timings exclude forming the dense matrix (amortized over many applies,
 // which favours the dense route); the dense solve times form + factor + solve.
 #include <benchmark/benchmark.h>
@@ -19,6 +24,7 @@
 #include <string>
 
 #include "common/bench_support.hpp"
+#include "common/cpu_features.hpp"
 #include "sae/lib_dense_route.hpp"
 #include "sae/row_pool.hpp"
 #include "sae/schur_pcg.hpp"
@@ -33,6 +39,9 @@ constexpr double kRho = SAE_RHO;
 constexpr double kLambda = SAE_LAMBDA;
 constexpr double kSolveTol = 1e-8;
 const double kEps = std::numeric_limits<double>::epsilon();
+// A last-level cache every current server core has a share of at least this
+// big: a solve whose working set fits re-reads it from cache, not DRAM.
+constexpr double kLlcFloor = 16.0 * 1024 * 1024;
 
 struct Fixture {
   std::unique_ptr<SaeSchurSystem> sys;
@@ -71,7 +80,7 @@ Fixture& fixture(const sae_shape& sh) {
   const double dn = double(n), dm = double(m), dq = double(q), dp = double(p), dim = double(K * p);
   // gather 2mp, L 2qp, two triangular solves 2q^2, L^T 2qp, scatter 2mp; plus rho x.
   f->apply_flop = dn * (4 * dm * dp + 4 * dq * dp + 2 * dq * dq) + dim;
-  f->apply_bytes = dn * (16 * dm + 16 * dq * dp + 8 * dq * dq + 8 * dm * dp + 16 * dm * dp) + 16 * dim;
+  f->apply_bytes = dn * (16 * dm + 8 * dq * dp + 8 * dq * dq) + 16 * dim;
   f->diag_flop = dn * (dq * dq * dp + 2 * dq * dp);
   f->form_flop = dn * (dq * dq * dp + dq * dp * (dp + 1) + dm * (dm + 1) * dp * dp);
   f->resident = double(rows.resident_bytes()) +
@@ -263,7 +272,8 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
   state.SetLabel(label);
   state.counters["iterations_pcg"] = benchmark::Counter(double(rep.iterations));
   state.counters["flop"] = benchmark::Counter(double(rep.iterations + 2) * f.apply_flop + f.diag_flop);
-  state.counters["bytes"] = benchmark::Counter(double(rep.iterations + 2) * f.apply_bytes);
+  const double passes = f.apply_bytes > kLlcFloor ? double(rep.iterations + 2) : 1.0;
+  state.counters["bytes"] = benchmark::Counter(passes * f.apply_bytes);
   state.counters["bytes_resident"] = benchmark::Counter(f.resident);
 }
 
@@ -294,8 +304,8 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
-  benchmark::AddCustomContext("popper_backend_wrapped", "openblas:dense-route");
-  benchmark::AddCustomContext("popper_backend_hand", "cpu:matrix-free");
+  benchmark::AddCustomContext("popper_backend_wrapped", std::string("openblas:") + openblas_get_corename());
+  benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -44,12 +44,40 @@ ParityStats check_class(const std::vector<ArrowSystem>& sys, double rho_t, doubl
   }
   return st;
 }
+
+// The Hand kernel forced onto each narrower CPU path this CPU supports (only
+// when POPPER_DISPATCH is not 'auto'): same oracle, same tolerances, so a lane
+// bug on a path the automatic dispatch never takes here is still caught.
+// Returns the paths that ran.
+std::vector<popper::cpu::Isa> check_forced_paths(const std::vector<ArrowSystem>& sys, double rho_t, double rho_beta,
+                                                 double tol, double hand_tol, std::uint64_t seed) {
+  std::vector<popper::cpu::Isa> ran;
+  if (!popper::forced_paths_allowed()) return ran;
+  const auto ref = tb::solve(sys, ArrowKernel::Reference, 1, rho_t, rho_beta);
+  const auto structured = tb::solve(sys, ArrowKernel::Structured, 1, rho_t, rho_beta);
+  for (popper::cpu::Isa isa : popper::cpu::supported_isas()) {
+    if (isa == popper::cpu::auto_isa()) continue;  // the automatic path, checked above
+    const auto got = solve_batched_k1_border(sys, rho_t, rho_beta, ArrowSolveOptions{ArrowKernel::Hand, 2, isa});
+    for (std::size_t a = 0; a < sys.size(); ++a) {
+      EXPECT_TRUE(got[a].ok() && ref[a].ok() && structured[a].ok()) << popper::cpu::backend_tag(isa) << " atom " << a;
+      if (!got[a].ok() || !ref[a].ok() || !structured[a].ok()) continue;
+      const tb::Errors e = tb::compare(got[a].value(), ref[a].value());
+      EXPECT_LE(std::max(e.delta, e.log_det), tol) << popper::cpu::backend_tag(isa) << " atom " << a << " seed " << seed;
+      const tb::Errors h = tb::compare(got[a].value(), structured[a].value());
+      EXPECT_LE(std::max(h.delta, h.log_det), hand_tol)
+          << popper::cpu::backend_tag(isa) << " vs structured, atom " << a << " seed " << seed;
+    }
+    ran.push_back(isa);
+  }
+  return ran;
+}
 }  // namespace
 
 POPPER_FALSIFIER("FALSIFY-ARROW-001", [](const popper::Params& p) {
   const double tol = p.number("rel_tol");
   const double hand_tol = p.number("hand_rel_tol");
   const auto rho_t = p.number("rho_t"), rho_beta = p.number("rho_beta");
+  std::vector<popper::cpu::Isa> forced;
   for (const auto& c : p.list("classes")) {
     const auto rows = c.integers("rows"), ds = c.integers("d"), ks = c.integers("k");
     std::vector<std::size_t> r(rows.begin(), rows.end()), d(ds.begin(), ds.end()), k(ks.begin(), ks.end());
@@ -62,9 +90,12 @@ POPPER_FALSIFIER("FALSIFY-ARROW-001", [](const popper::Params& p) {
     EXPECT_LE(st.worst_delta, tol) << "delta parity, seed " << seed;
     EXPECT_LE(st.worst_logdet, tol) << "log det parity, seed " << seed;
     EXPECT_LE(st.worst_hand_vs_structured, hand_tol) << "hand vs structured, seed " << seed;
+    forced = check_forced_paths(sys, rho_t, rho_beta, tol, hand_tol, seed);
   }
-  if (!::testing::Test::HasFailure())
+  if (!::testing::Test::HasFailure()) {
     for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Lapack, ArrowKernel::Auto}) tb::record(kern);
+    for (popper::cpu::Isa isa : forced) popper::record_backend(popper::cpu::backend_tag(isa), popper::Dispatch::Forced);
+  }
 });
 
 POPPER_FALSIFIER("FALSIFY-ARROW-002", [](const popper::Params& p) {

@@ -12,9 +12,11 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/cpu_features.hpp"
 #include "popper/binding.hpp"
 #include "sae/lib_dense_route.hpp"
 #include "sae/reference.hpp"
+#include "sae/row_kernels.hpp"
 #include "sae/schur_pcg.hpp"
 #include "sae_gen.hpp"
 
@@ -42,6 +44,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
   const auto cases = static_cast<std::size_t>(prm.integer("cases"));
   std::mt19937_64 rng(prm.seed());
   const auto shape = shape_from(prm);
+  std::vector<std::string> forced;  // narrower paths that ran
   for (std::size_t c = 0; c < cases; ++c) {
     const auto pr = testgen::random_problem(shape, rng);
     const auto rows = pr.make_rows();
@@ -70,6 +73,24 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
     EXPECT_LE((xe - xs).norm() / xs.norm(), kappa * (tol + 2 * apply_err)) << "case " << c << " kappa " << kappa;
     EXPECT_GT(rep.iterations, 1u);
 
+    // The same solve with the row kernels forced onto each narrower CPU path
+    // (unless POPPER_DISPATCH=auto), judged by the same dense bounds.
+    if (popper::forced_paths_allowed())
+      for (popper::cpu::Isa isa : popper::cpu::supported_isas()) {
+        if (isa == popper::cpu::auto_isa()) continue;
+        PcgOptions fo = opt;
+        fo.isa = isa;
+        std::vector<double> xf(sys.dim(), 0.0);
+        const PcgReport fr_rep = solve_schur_pcg(sys, b, xf, fo);
+        const Eigen::VectorXd xfe = as_eigen(xf);
+        const double fres = (be - a * xfe).norm() / be.norm();
+        const std::string tag = std::string("cpu:") + row_kernels_for(isa).name;
+        EXPECT_TRUE(fr_rep.converged) << tag << " case " << c;
+        EXPECT_LE(fres, tol + apply_err) << tag << " case " << c << " seed " << prm.seed();
+        EXPECT_LE((xfe - xs).norm() / xs.norm(), kappa * (tol + 2 * apply_err)) << tag << " case " << c;
+        if (c == 0) forced.push_back(tag);
+      }
+
     // The CBLAS/LAPACKE dense route (the bench's wrapped tier) agrees with the reference.
     auto dense = dense_route::DenseSchurMatrix::form(sys, 1e9);
     std::vector<double> ad(sys.dim()), xd(sys.dim());
@@ -85,6 +106,8 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
   EXPECT_THROW(dense_route::DenseSchurMatrix::form(big_sys, 100.0), popper::Unsupported);
   if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
   if (!::testing::Test::HasFailure()) popper::record_backend("lapacke");
+  if (!::testing::Test::HasFailure())
+    for (const auto& tag : forced) popper::record_backend(tag, popper::Dispatch::Forced);
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-008", [](const popper::Params& prm) {

@@ -1,6 +1,9 @@
 // `popper peak`: measured FMA throughput and memory bandwidth of this machine,
 // cached in <build>/peak.json (keyed by machine fingerprint) and written into
-// every bench CSV header. Method in popper/bench/peak.hpp.
+// every bench CSV header. Method in popper/bench/peak.hpp. Then the vendor
+// check (popper/bench/vendors.hpp): which GEMM kernel sets OpenBLAS and BLIS
+// load here, and a warning when the one a user gets by default runs more than
+// 1.2x below the library's best (cached in <build>/vendors.json).
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +14,7 @@
 #include "commands.hpp"
 #include "popper/bench/machine.hpp"
 #include "popper/bench/peak.hpp"
+#include "popper/bench/vendors.hpp"
 #include "popper/error.hpp"
 
 namespace popper::cli {
@@ -28,10 +32,14 @@ void add_peak_command(CLI::App& app, int& exit_code) {
   auto cache = std::make_shared<std::string>();
   auto refresh = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);
+  auto no_vendors = std::make_shared<bool>(false);
+  auto source_dir = std::make_shared<std::string>(".");
   cmd->add_option("--cache", *cache, "cache file (default <build>/peak.json)");
   cmd->add_flag("--refresh", *refresh, "measure again even when the cache matches this machine");
   cmd->add_flag("--json", *json, "print the cached JSON instead of the table");
-  cmd->callback([cache, refresh, json, &exit_code] {
+  cmd->add_flag("--no-vendors", *no_vendors, "skip the ceiling vendor check (OpenBLAS core types, BLIS sub-configurations)");
+  cmd->add_option("--source-dir", *source_dir, "repository root (bench/gemm/family.yaml names the vendors)");
+  cmd->callback([cache, refresh, json, no_vendors, source_dir, &exit_code] {
     try {
       const std::string path = cache->empty() ? default_build_dir() + "/peak.json" : *cache;
       const auto machine = bench::probe_machine();
@@ -40,6 +48,12 @@ void add_peak_command(CLI::App& app, int& exit_code) {
       if (*json) std::cout << bench::peak_to_json(p);
       else std::cout << bench::format_peak(p) << "cache        " << path << "\n";
       exit_code = 0;
+      if (!*no_vendors && !*json) {
+        const std::string build = std::filesystem::path(path).parent_path().string();
+        const auto plan = bench::cached_vendor_check(*source_dir, build.empty() ? "." : build, machine, *refresh,
+                                                     [](const std::string& s) { std::cerr << s << "\n"; });
+        std::cout << "\n" << bench::format_vendor_check(plan);
+      }
     } catch (const Error& e) {
       std::cerr << "popper peak: " << e.what() << "\n";
       exit_code = 2;

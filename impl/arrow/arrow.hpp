@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/cpu_features.hpp"
 #include "popper/result.hpp"
 
 namespace popper::arrow {
@@ -72,7 +73,7 @@ const char* to_string(ArrowField f);
 
 enum class ArrowKernel {
   Auto,        // device when usable, else Hand
-  Hand,        // SIMD across atoms (AVX2 when the CPU has it), threads across atoms
+  Hand,        // SIMD across atoms (8 per AVX-512, 4 per AVX2 register), threads across atoms
   Structured,  // the per-atom arrow-Schur body, one atom at a time (the device body on the host)
   Reference,   // dense (n d + k)^2 Hessian, Eigen LLT (the oracle)
   Lapack,      // dense (n d + k)^2 Hessian, LAPACKE dpotrf/dpotrs
@@ -80,7 +81,10 @@ enum class ArrowKernel {
 
 struct ArrowSolveOptions {
   ArrowKernel kernel = ArrowKernel::Auto;
-  unsigned threads = 1;  // CPU threads across atoms (static partition); 0 = hardware concurrency
+  unsigned threads = 1;  // CPU threads across atoms (static partition); 0 = hardware concurrency.
+                         // At most this many: a class too small to pay for a team wake-up runs on one.
+  popper::cpu::Isa isa = popper::cpu::Isa::Auto;  // Hand's lane width: Avx512 (8), Avx2 (4), Scalar
+                                                  // (the Structured body); Unsupported if the CPU lacks it
 };
 
 // Solves every atom of a color class; results are positional. Dimensions are

@@ -1,41 +1,50 @@
 // Hand kernel: SIMD across atoms. Atoms are grouped by (d, k), sorted by n_a
-// (so lanes carry similar row counts), 4 per group; each group is gathered
-// into a compact interleaved workspace and solved by hand_group_avx2. Groups
-// are split over std::threads by a static partition. A lane's numbers depend
-// only on its own atom (hand_group.hpp), so results are bit-identical for
-// any grouping, position or thread count. Without AVX2: run_structured.
+// (so lanes carry similar row counts), W per group (W = 8 on AVX-512, 4 on
+// AVX2); each group is gathered into a compact interleaved workspace and
+// solved by hand_group_avx512 / hand_group_avx2. Groups are split over the
+// parallel runtime's workers by a static cost-balanced partition. A lane's
+// numbers depend only on its own atom (hand_group.hpp), so results are
+// bit-identical for any grouping, lane width, position or thread count.
+// Without AVX2 (or capped to scalar): run_structured.
 #include <algorithm>
 #include <map>
 #include <utility>
 
 #include "arrow/hand_group.hpp"
-#include "common/cpu_features.hpp"
 #include "arrow/kernels.hpp"
+#include "common/cpu_features.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
 namespace {
-constexpr std::size_t kLanes = 4;
 
-struct alignas(32) Lane4 {
-  double v[kLanes];
+// One element of the interleaved workspace: W lanes, aligned to (and exactly
+// as big as) one vector register, so element e sits at e * W doubles.
+template <std::size_t W>
+struct alignas(W * sizeof(double)) LaneW {
+  double v[W];
 };
+static_assert(sizeof(LaneW<4>) == 4 * sizeof(double) && sizeof(LaneW<8>) == 8 * sizeof(double));
 
+template <std::size_t W>
 struct LaneGroup {
   std::size_t d, k, rows;
   std::size_t count;
-  std::size_t atom[kLanes];
+  std::size_t atom[W];
 };
 
-std::vector<LaneGroup> make_groups(std::span<const AtomSlice> slices) {
+template <std::size_t W>
+std::vector<LaneGroup<W>> make_groups(std::span<const AtomSlice> slices) {
+  constexpr std::size_t kLanes = W;
   std::map<std::pair<std::size_t, std::size_t>, std::vector<std::size_t>> by_shape;
   for (std::size_t a = 0; a < slices.size(); ++a) by_shape[{slices[a].d, slices[a].k}].push_back(a);
-  std::vector<LaneGroup> groups;
+  std::vector<LaneGroup<W>> groups;
   for (auto& [shape, atoms] : by_shape) {
     std::stable_sort(atoms.begin(), atoms.end(),
                      [&](std::size_t x, std::size_t y) { return slices[x].rows > slices[y].rows; });
     for (std::size_t i = 0; i < atoms.size(); i += kLanes) {
-      LaneGroup g{shape.first, shape.second, 0, std::min(kLanes, atoms.size() - i), {}};
+      LaneGroup<W> g{shape.first, shape.second, 0, std::min(kLanes, atoms.size() - i), {}};
       for (std::size_t l = 0; l < g.count; ++l) {
         g.atom[l] = atoms[i + l];
         g.rows = std::max(g.rows, slices[g.atom[l]].rows);
@@ -46,7 +55,7 @@ std::vector<LaneGroup> make_groups(std::span<const AtomSlice> slices) {
   return groups;
 }
 
-// Workspace offsets (in Lane4 units) of one group.
+// Workspace offsets (in lane units) of one group.
 struct Layout {
   std::size_t D, B, g, C, gb, L, S, r, dt, dbeta, total;
   Layout(std::size_t rows, std::size_t d, std::size_t k) {
@@ -66,17 +75,26 @@ struct Layout {
   }
 };
 
-void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, const LaneGroup& grp, double rho_t,
-                 double rho_beta, std::vector<Lane4>& ws, RawOutputs& out) {
+// The lane each ISA's mutant ignores (the last one), or W when none is active.
+template <std::size_t W>
+std::size_t ignored_lane() {
+  static const bool on = W == 8 ? POPPER_MUTANT("arrow-avx512-skip-last-lane") : POPPER_MUTANT("arrow-avx2-skip-last-lane");
+  return on ? W - 1 : W;
+}
+
+template <std::size_t W>
+void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, const LaneGroup<W>& grp, double rho_t,
+                 double rho_beta, std::vector<LaneW<W>>& ws, RawOutputs& out) {
+  constexpr std::size_t kLanes = W;
   const std::size_t d = grp.d, k = grp.k, rows = grp.rows, dd = d * d;
   const Layout lay(rows, d, k);
   if (ws.size() < lay.total) ws.resize(lay.total);
-  Lane4* w = ws.data();
-  double lane_rows[kLanes] = {0, 0, 0, 0};
+  LaneW<W>* w = ws.data();
+  double lane_rows[kLanes] = {};
   // Strided copy of one lane's contiguous slice, then its padding.
   auto put = [&](std::size_t base, std::size_t l, const double* src, std::size_t n, std::size_t total,
                  auto&& pad) {
-    Lane4* dst = w + base;
+    LaneW<W>* dst = w + base;
     for (std::size_t e = 0; e < n; ++e) dst[e].v[l] = src[e];
     for (std::size_t e = n; e < total; ++e) dst[e].v[l] = pad(e);
   };
@@ -101,42 +119,54 @@ void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, c
       put(lay.gb, l, nullptr, 0, k, zero);
     }
   }
-  double status[20];
+  double status[5 * kLanes];
   auto p = [&](std::size_t off) { return w[off].v; };
   const HandGroupArgs args{rows, d, k, p(lay.D), p(lay.B), p(lay.g), p(lay.C), p(lay.gb), lane_rows,
                            p(lay.L), p(lay.S), p(lay.r), p(lay.dt), p(lay.dbeta), rho_t, rho_beta, status};
-  hand_group_avx2(args);
+  if constexpr (W == 8) hand_group_avx512(args);
+  else hand_group_avx2(args);
+  const std::size_t skip = ignored_lane<W>();  // W unless a lane mutant is active
   for (std::size_t l = 0; l < grp.count; ++l) {
+    if (l == skip) continue;
     const std::size_t a = grp.atom[l];
     const AtomSlice& s = slices[a];
     for (std::size_t e = 0; e < s.rows * d; ++e) out.dt[s.g_t + e] = w[lay.dt + e].v[l];
     for (std::size_t e = 0; e < k; ++e) out.dbeta[s.beta + e] = w[lay.dbeta + e].v[l];
-    out.det_mant[a] = status[0 + l];
-    out.det_exp[a] = status[4 + l];
-    out.fail_row[a] = status[8 + l];
-    out.schur_failed[a] = status[12 + l];
-    out.nonfinite[a] = static_cast<int>(status[16 + l]);
+    out.det_mant[a] = status[0 * kLanes + l];
+    out.det_exp[a] = status[1 * kLanes + l];
+    out.fail_row[a] = status[2 * kLanes + l];
+    out.schur_failed[a] = status[3 * kLanes + l];
+    out.nonfinite[a] = static_cast<int>(status[4 * kLanes + l]);
   }
+}
+
+template <std::size_t W>
+void run_groups(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,
+                unsigned threads, RawOutputs& out) {
+  const std::vector<LaneGroup<W>> groups = make_groups<W>(slices);
+  std::vector<double> cost(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    cost[i] = static_cast<double>(groups[i].count) * atom_cost(groups[i].rows, groups[i].d, groups[i].k);
+  run_partitioned(cost, threads, [&](std::size_t begin, std::size_t end) {
+    thread_local std::vector<LaneW<W>> ws;  // per worker, reused across calls
+    for (std::size_t i = begin; i < end; ++i) solve_group<W>(pack, slices, groups[i], rho_t, rho_beta, ws, out);
+  });
 }
 }  // namespace
 
-bool hand_uses_avx2() {
-  return popper::cpu::auto_isa() != popper::cpu::Isa::Scalar;
+popper::cpu::Isa hand_isa(popper::cpu::Isa requested) {
+  return popper::cpu::resolve(requested, "arrow Hand kernel");
 }
 
+bool hand_uses_avx2() { return hand_isa(popper::cpu::Isa::Auto) != popper::cpu::Isa::Scalar; }
+
 void run_hand(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,
-              unsigned threads, RawOutputs& out) {
-  if (!hand_uses_avx2()) {
-    run_structured(pack, slices, rho_t, rho_beta, threads, out);
-    return;
+              unsigned threads, RawOutputs& out, popper::cpu::Isa isa) {
+  switch (hand_isa(isa)) {
+    case popper::cpu::Isa::Avx512: run_groups<8>(pack, slices, rho_t, rho_beta, threads, out); return;
+    case popper::cpu::Isa::Avx2: run_groups<4>(pack, slices, rho_t, rho_beta, threads, out); return;
+    default: run_structured(pack, slices, rho_t, rho_beta, threads, out); return;
   }
-  const std::vector<LaneGroup> groups = make_groups(slices);
-  std::vector<double> cost(groups.size());
-  for (std::size_t i = 0; i < groups.size(); ++i) cost[i] = atom_cost(groups[i].rows, groups[i].d, groups[i].k);
-  run_partitioned(cost, threads, [&](std::size_t begin, std::size_t end) {
-    std::vector<Lane4> ws;
-    for (std::size_t i = begin; i < end; ++i) solve_group(pack, slices, groups[i], rho_t, rho_beta, ws, out);
-  });
 }
 
 }  // namespace popper::arrow

@@ -71,7 +71,7 @@ void hand_group_avx2(const HandGroupArgs& a) {
     __m256d field = _mm256_set1_pd(-1.0);
     for (int f = 4; f >= 0; --f)  // later fields first, so the earliest wins
       field = _mm256_blendv_pd(field, _mm256_set1_pd(static_cast<double>(f)), nonfinite_probe(fields[f], sizes[f]));
-    _mm256_storeu_pd(a.status + 16, field);
+    _mm256_storeu_pd(a.status + 16, field);  // 5*W status layout, W = 4
   }
   ArrowAtomStatus<__m256d> st;
   switch (a.d) {

@@ -6,6 +6,7 @@
 
 #include "arrow/atom_body.hpp"
 #include "arrow/kernels.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
@@ -26,6 +27,8 @@ void run_structured(const BatchedK1Pack& pack, std::span<const AtomSlice> slices
                     unsigned threads, RawOutputs& out) {
   std::vector<double> cost(slices.size());
   for (std::size_t a = 0; a < slices.size(); ++a) cost[a] = atom_cost(slices[a].rows, slices[a].d, slices[a].k);
+  // The mutant: every atom's last row is left out of the solve.
+  static const bool skip_last_row = POPPER_MUTANT("arrow-scalar-skip-last-row");
   run_partitioned(cost, threads, [&](std::size_t begin, std::size_t end) {
     std::vector<double> L, S, r;
     for (std::size_t a = begin; a < end; ++a) {
@@ -35,9 +38,10 @@ void run_structured(const BatchedK1Pack& pack, std::span<const AtomSlice> slices
       L.resize(std::max<std::size_t>(1, s.rows * s.d * s.d));
       S.resize(s.k * s.k);
       r.resize(s.k);
-      ArrowAtomArgs<double> args{s.rows,          s.d,      s.k,
+      const std::size_t rows = skip_last_row && s.rows > 0 ? s.rows - 1 : s.rows;
+      ArrowAtomArgs<double> args{rows,            s.d,      s.k,
                                  pack.D.data() + s.D,   pack.B.data() + s.B,   pack.g_t.data() + s.g_t,
-                                 pack.hbb.data() + s.hbb, pack.g_b.data() + s.g_b, static_cast<double>(s.rows),
+                                 pack.hbb.data() + s.hbb, pack.g_b.data() + s.g_b, static_cast<double>(rows),
                                  L.data(),        S.data(), r.data(),
                                  out.dt.data() + s.g_t, out.dbeta.data() + s.beta};
       ArrowAtomStatus<double> st{};

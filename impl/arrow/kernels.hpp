@@ -10,6 +10,7 @@
 
 #include "arrow/arrow.hpp"
 #include "arrow/pack.hpp"
+#include "common/cpu_features.hpp"
 
 namespace popper::arrow {
 
@@ -45,11 +46,15 @@ struct RawOutputs {
 // Structured: the atom body (ScalarLane), one atom at a time, threads across atoms.
 void run_structured(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,
                     unsigned threads, RawOutputs& out);
-// Hand: atoms grouped by (d, k), 4 per AVX2 register in a compact interleaved
-// workspace; falls back to run_structured when the CPU lacks AVX2.
+// Hand: atoms grouped by (d, k), 8 per AVX-512 register or 4 per AVX2
+// register in a compact interleaved workspace; run_structured when the ISA is
+// Scalar. `isa` = Auto takes the widest the CPU runs (capped by POPPER_ISA_MAX);
+// an explicit ISA the CPU lacks throws Unsupported.
 void run_hand(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, double rho_t, double rho_beta,
-              unsigned threads, RawOutputs& out);
-bool hand_uses_avx2();
+              unsigned threads, RawOutputs& out, popper::cpu::Isa isa = popper::cpu::Isa::Auto);
+// The ISA run_hand uses for `requested` (Scalar: the Structured body).
+popper::cpu::Isa hand_isa(popper::cpu::Isa requested = popper::cpu::Isa::Auto);
+bool hand_uses_avx2();  // hand_isa() is wider than Scalar
 // Load-balance weight of one atom's work (any positive proxy keeps results identical).
 double atom_cost(std::size_t rows, std::size_t d, std::size_t k);
 // Device: fills `out` and returns true, or returns false (declined: no CUDA
@@ -78,8 +83,12 @@ std::optional<ArrowField> first_nonfinite_field(const AtomView& a);
 RidgeBumpRequired row_failure(const AtomView& a, std::size_t row, double rho_t);
 SchurFactorFailed schur_failure(const AtomView& a, double rho_t, double rho_beta);
 
-// Static contiguous partition of [0, units) over `threads` std::threads,
-// balanced by `cost` (one entry per unit); fn(begin, end) per part.
+// Static contiguous partition of [0, units) over the parallel runtime's
+// workers, balanced by `cost` (one entry per unit); fn(begin, end) per part.
+// Uses at most `threads` workers (0: every hardware thread) and at most one
+// per kMinCostPerThread of total cost, so a class too small to amortize a
+// team wake-up runs on the caller alone.
+inline constexpr double kMinCostPerThread = 3.0e5;  // atom_cost units, ~0.1 ms of Hand work
 template <class Fn>
 void run_partitioned(std::span<const double> cost, unsigned threads, Fn&& fn);
 

@@ -27,6 +27,9 @@ std::vector<ArrowResult> solve_dense_each(const BatchedK1Pack& pack, std::span<c
     const double N = static_cast<double>(slices[a].rows * slices[a].d + slices[a].k);
     cost[a] = N * N * N + 1.0;
   }
+  // Independent problems: threads across atoms, the vendor library single-
+  // threaded inside each (else its threads multiply with ours on tiny factors).
+  const popper::parallel::BlasThreadsScope one_blas_thread(1);
   run_partitioned(cost, threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t a = begin; a < end; ++a) tmp[a].emplace(solve_one(view_of(pack, slices[a]), rho_t, rho_beta));
   });
@@ -61,7 +64,7 @@ std::vector<ArrowResult> solve_pack(const BatchedK1Pack& pack, double rho_t, dou
   if (options.kernel == ArrowKernel::Structured)
     run_structured(pack, slices, rho_t, rho_beta, options.threads, out);
   else
-    run_hand(pack, slices, rho_t, rho_beta, options.threads, out);
+    run_hand(pack, slices, rho_t, rho_beta, options.threads, out, options.isa);
   return finalize(pack, slices, out, rho_t, rho_beta);
 }
 

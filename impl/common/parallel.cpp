@@ -1,13 +1,65 @@
-// OpenMP behind parallel::run (parallel.hpp).
+// The persistent worker pool behind parallel::run (parallel.hpp).
+//
+// Why not an OpenMP parallel region: its join barrier waits for every team
+// thread, including one the OS has not scheduled yet. On a machine shared
+// with other work (2 cores, load 4-8 while this was written) a 2-thread
+// apply of 2.5 ms then took 18 ms of CPU and 100 ms of wall time, spinning
+// for a descheduled worker. Here the work is split the same static way, but
+// the ranges ("slots") are claimed by whichever thread is free: the caller
+// claims slots too, and waits only for slots that a running thread claimed.
+// A worker that wakes late finds nothing left and goes back to sleep. Which
+// thread runs a slot never changes its numbers: the split and the slot index
+// (passed as `worker`, the key of per-worker scratch) are fixed.
+//
+// Protocol: `state` packs (generation << 24 | next slot); the caller publishes
+// a job by storing (generation + 1, 0), workers claim with a CAS that also
+// checks the generation, so a worker holding a stale generation can never
+// claim a slot of a later job. `done` counts finished slots; the caller
+// returns when done == slots. Workers spin briefly for the next job, then
+// sleep in std::atomic::wait (a futex on Linux).
 #include "common/parallel.hpp"
 
-#include <omp.h>
+#include <immintrin.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <vector>
 
+// OpenBLAS's thread-count API (declared here so this file needs no cblas.h).
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
+
 namespace popper::parallel {
+
+BlasThreadsScope::BlasThreadsScope(int threads) : previous_(openblas_get_num_threads()) {
+  openblas_set_num_threads(threads < 1 ? 1 : threads);
+}
+BlasThreadsScope::~BlasThreadsScope() { openblas_set_num_threads(previous_); }
+
+namespace {
+std::atomic<int>& exact_scopes() {
+  static std::atomic<int> n{0};
+  return n;
+}
+}  // namespace
+
+bool exact_threads() {
+  static const bool from_env = [] {
+    const char* v = std::getenv("POPPER_EXACT_THREADS");
+    return v && *v && *v != '0';
+  }();
+  return from_env || exact_scopes().load(std::memory_order_relaxed) > 0;
+}
+ScopedExactThreads::ScopedExactThreads() { exact_scopes().fetch_add(1); }
+ScopedExactThreads::~ScopedExactThreads() { exact_scopes().fetch_sub(1); }
 
 int hardware_threads() {
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -16,17 +68,121 @@ int hardware_threads() {
 
 namespace {
 
+constexpr int kSlotBits = 24;
+constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
+thread_local bool t_in_pool = false;  // nested run() calls execute inline
+
+class Pool {
+ public:
+  static Pool& instance() {
+    static Pool pool(hardware_threads() - 1);
+    return pool;
+  }
+
+  // Runs body over the slot ranges bounds[w]..bounds[w+1], w < slots; the
+  // caller takes part. Returns after every slot finished; rethrows the first
+  // exception a slot threw.
+  void execute(const std::vector<std::size_t>& bounds, const RangeBody& body) {
+    std::unique_lock<std::mutex> busy(caller_mu_, std::try_to_lock);
+    const int slots = static_cast<int>(bounds.size()) - 1;
+    if (!busy.owns_lock() || workers_.empty()) {  // another caller owns the pool: run here
+      for (int w = 0; w < slots; ++w)
+        if (bounds[w + 1] > bounds[w]) body(bounds[w], bounds[w + 1], w);
+      return;
+    }
+    bounds_ = &bounds;
+    body_ = &body;
+    slots_.store(static_cast<std::uint64_t>(slots), std::memory_order_relaxed);
+    error_ = nullptr;
+    done_.store(0, std::memory_order_relaxed);
+    const std::uint64_t gen = (state_.load(std::memory_order_relaxed) >> kSlotBits) + 1;
+    state_.store(gen << kSlotBits, std::memory_order_release);  // publish: generation + 1, slot 0
+    if (sleepers_.load(std::memory_order_acquire) > 0) state_.notify_all();
+    t_in_pool = true;
+    while (claim_and_run(gen)) {
+    }
+    t_in_pool = false;
+    // Wait only for slots a running thread claimed (all are claimed by now).
+    for (int spin = 0; done_.load(std::memory_order_acquire) < static_cast<std::uint64_t>(slots); ++spin) {
+      if (spin < 4096) _mm_pause();
+      else std::this_thread::yield();
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+  ~Pool() {
+    stop_.store(true);
+    state_.fetch_add(std::uint64_t{1} << kSlotBits);
+    state_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  // Claims the next slot of generation `gen` and runs it; false when none is left.
+  bool claim_and_run(std::uint64_t gen) {
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((s >> kSlotBits) != gen || (s & kSlotMask) >= slots_.load(std::memory_order_relaxed)) return false;
+      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+    }
+    const auto w = static_cast<std::size_t>(s & kSlotMask);
+    const auto& b = *bounds_;
+    try {
+      if (b[w + 1] > b[w]) (*body_)(b[w], b[w + 1], static_cast<int>(w));
+    } catch (...) {
+      std::lock_guard<std::mutex> g(error_mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    return true;
+  }
+
+  void worker_loop() {
+    t_in_pool = true;
+    std::uint64_t seen = state_.load(std::memory_order_acquire) >> kSlotBits;
+    for (;;) {
+      // Spin a little (a kernel often calls run() again at once), then sleep.
+      std::uint64_t s = state_.load(std::memory_order_acquire);
+      for (int spin = 0; (s >> kSlotBits) == seen && spin < 2000; ++spin) {
+        _mm_pause();
+        s = state_.load(std::memory_order_acquire);
+      }
+      while ((s >> kSlotBits) == seen) {
+        sleepers_.fetch_add(1, std::memory_order_acq_rel);
+        state_.wait(s, std::memory_order_acquire);
+        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+        s = state_.load(std::memory_order_acquire);
+      }
+      if (stop_.load()) return;
+      seen = s >> kSlotBits;
+      while (claim_and_run(seen)) {
+      }
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex caller_mu_, error_mu_;
+  std::atomic<std::uint64_t> state_{0};
+  std::atomic<std::uint64_t> done_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  const std::vector<std::size_t>* bounds_ = nullptr;
+  const RangeBody* body_ = nullptr;
+  std::atomic<std::uint64_t> slots_{0};
+  std::exception_ptr error_;
+};
+
 void run_bounds(const std::vector<std::size_t>& bounds, const RangeBody& body) {
   const int workers = static_cast<int>(bounds.size()) - 1;
-  if (workers <= 1) {
-    if (bounds.back() > bounds.front()) body(bounds.front(), bounds.back(), 0);
+  if (workers <= 1 || t_in_pool) {
+    for (int w = 0; w < workers; ++w)
+      if (bounds[w + 1] > bounds[w]) body(bounds[w], bounds[w + 1], w);
     return;
   }
-#pragma omp parallel num_threads(workers)
-  {
-    const int w = omp_get_thread_num();
-    if (w < workers && bounds[w + 1] > bounds[w]) body(bounds[w], bounds[w + 1], w);
-  }
+  Pool::instance().execute(bounds, body);
 }
 
 }  // namespace

@@ -2,40 +2,67 @@
 //
 //   C = alpha * op(A) * op(B) + beta * C
 //
-// for jc in 0..n step NC:                 B panel KC x NC  -> packed, shared by all threads
+// for jc in 0..n step NC:                 B panel KC x NC  -> packed (per worker, L3)
 //   for pc in 0..k step KC:               beta applies on the first pc only (then beta = 1)
-//     for ic in 0..m step MC:             A block MC x KC  -> packed per thread
+//     for ic in 0..m step MC:             A block MC x KC: packed (L2), or read in place
 //       for jr in 0..NC step NR:          B sliver stays in L1
-//         for ir in 0..MC step MR:        micro-kernel: MR x NR register tile
+//         for ir in 0..MC step MR:        micro-kernel: MR x NR register tile, edges masked
 //
 // Every operand is addressed as X(r, c) = x[r*rs + c*cs], so layout and op
 // are absorbed by packing. Column-major C is computed as the row-major
-// problem C^T = op(B)^T op(A)^T over the same memory. Threads own disjoint
-// (ic block, jr range) tiles of C, and the k order per element is fixed, so
-// the result does not depend on the thread count.
+// problem C^T = op(B)^T op(A)^T over the same memory. When op(A) rows are
+// k-contiguous (cs == 1) full MR-row tiles read A in place ("direct"), which
+// saves the A copy that dominates thin products (n = 256).
+//
+// Threads (common/parallel.hpp, one persistent OpenMP team): C is split into
+// contiguous row ranges (column ranges when m is too short), each worker runs
+// the serial loop nest on its part with its own packing buffers (thread-local,
+// reused across calls: no allocation per call). The k order of every element
+// is fixed by KC alone (cpu_gemm_blocking.hpp), so the result does not depend
+// on the thread count; the thread count itself is chosen from the problem
+// size, so that a product too small to amortize a team wake-up runs on one.
 #include "gemm/cpu_gemm.hpp"
 
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/parallel.hpp"
+#include "gemm/cpu_gemm_blocking.hpp"
 #include "gemm/cpu_gemm_kernels.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::gemm::cpu {
+
+namespace detail {
+// Mutation points of the ISA kernels (cpu_gemm_kernels.hpp): asked once, cached.
+bool mutant_avx2_tail_mask() {
+  static const bool on = POPPER_MUTANT("gemm-avx2-tail-mask");
+  return on;
+}
+bool mutant_avx512_tail_mask() {
+  static const bool on = POPPER_MUTANT("gemm-avx512-tail-mask");
+  return on;
+}
+}  // namespace detail
+
 namespace {
 
 using detail::KernelSpec;
 
-// Portable fallback: 4 x 4 register tile in plain C++.
+bool mutant_scalar_edge_row() {
+  static const bool on = POPPER_MUTANT("gemm-scalar-edge-row");
+  return on;
+}
+
+// Portable fallback: 4 x 4 register tile in plain C++, packed A only.
 template <class T>
-void scalar_kernel(std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t ldc, T alpha, T beta) {
+void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, T* c, std::int64_t ldc, T alpha, T beta,
+                   int nrows, int ncols) {
   constexpr int MR = 4, NR = 4;
   T acc[MR][NR] = {};
   for (std::int64_t p = 0; p < kc; ++p) {
@@ -44,9 +71,10 @@ void scalar_kernel(std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t
     ap += MR;
     bp += NR;
   }
-  const int rows = POPPER_MUTANT("gemm-scalar-edge-row") ? MR - 1 : MR;  // the scalar path loses a row
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < NR; ++j) {
+  // The mutant: an edge tile loses its last row.
+  if (nrows < MR && nrows > 1 && mutant_scalar_edge_row()) nrows -= 1;
+  for (int i = 0; i < nrows; ++i)
+    for (int j = 0; j < ncols; ++j) {
       T& cij = c[i * ldc + j];
       cij = beta == T(0) ? alpha * acc[i][j] : alpha * acc[i][j] + beta * cij;
     }
@@ -54,7 +82,7 @@ void scalar_kernel(std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t
 
 template <class T>
 KernelSpec<T> scalar_spec() {
-  return {4, 4, 64, 256, 1024, &scalar_kernel<T>};
+  return {4, 4, &scalar_kernel<T>, nullptr, "scalar"};
 }
 
 template <class T>
@@ -84,18 +112,23 @@ struct View {
   const T& operator()(std::int64_t r, std::int64_t c) const { return p[r * rs + c * cs]; }
 };
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
+// A 64-byte aligned scratch buffer that only grows: one per worker thread and
+// element type, kept for the life of the thread (the OpenMP team persists).
 template <class T>
-using Buffer = std::unique_ptr<T[], FreeDeleter>;
-
-template <class T>
-Buffer<T> aligned_buffer(std::size_t n) {
-  const std::size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
-  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  return Buffer<T>(static_cast<T*>(p));
+T* scratch(int slot, std::size_t n) {
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<T, Free> buf[2];
+  thread_local std::size_t cap[2] = {0, 0};
+  if (cap[slot] < n) {
+    const std::size_t bytes = ((n * sizeof(T) + 63) / 64) * 64;
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    buf[slot].reset(static_cast<T*>(p));
+    cap[slot] = n;
+  }
+  return buf[slot].get();
 }
 
 // Pack op(A)[i0 : i0+mcur, p0 : p0+kcur] into MR-row slivers: dst[s][p][ii].
@@ -120,19 +153,18 @@ void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std:
   }
 }
 
-// Pack op(B)[p0 : p0+kcur, j0 + s*NR ...] slivers [s_begin, s_end) into dst[s][p][jj].
+// Pack op(B)[p0 : p0+kcur, j0 : j0+ncur] into NR-wide slivers dst[s][p][jj], zero-padded.
 template <class T>
-void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std::int64_t ncur, int nr,
-            std::int64_t s_begin, std::int64_t s_end, T* dst) {
-  for (std::int64_t s = s_begin; s < s_end; ++s) {
-    const std::int64_t js = s * nr;
+void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std::int64_t ncur, int nr, T* dst) {
+  for (std::int64_t js = 0; js < ncur; js += nr) {
     const std::int64_t cols = std::min<std::int64_t>(nr, ncur - js);
     T* d = dst + js * kcur;
     if (b.cs == 1) {
       for (std::int64_t p = 0; p < kcur; ++p) {
         const T* src = &b(p0 + p, j0 + js);
-        for (std::int64_t jj = 0; jj < cols; ++jj) d[p * nr + jj] = src[jj];
-        for (std::int64_t jj = cols; jj < nr; ++jj) d[p * nr + jj] = T(0);
+        T* row = d + p * nr;
+        for (std::int64_t jj = 0; jj < cols; ++jj) row[jj] = src[jj];
+        for (std::int64_t jj = cols; jj < nr; ++jj) row[jj] = T(0);
       }
     } else {
       for (std::int64_t jj = 0; jj < cols; ++jj) {
@@ -163,77 +195,83 @@ void scale_c(const Problem<T>& pr) {
     }
 }
 
+// The serial loop nest over C[0:m, 0:n] of `pr` (a worker's part).
 template <class T>
-void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int threads) {
+void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl) {
   const std::int64_t mr = ks.mr, nr = ks.nr;
-  const std::int64_t mc = ks.mc, kc = std::min<std::int64_t>(ks.kc, pr.k);
-  const std::int64_t nc = std::min<std::int64_t>(ks.nc, (pr.n + nr - 1) / nr * nr);
-  const std::int64_t n_ic = (pr.m + mc - 1) / mc;
-  const std::int64_t a_block = std::min<std::int64_t>(mc, (pr.m + mr - 1) / mr * mr);
-
-  // Thread grid: ways_m over ic blocks, ways_n over jr slivers of the panel.
-  const int ways_m = static_cast<int>(std::min<std::int64_t>(threads, n_ic));
-  const int ways_n = std::max(1, threads / ways_m);
-  const int nthreads = ways_m * ways_n;
-
-  Buffer<T> bpack = aligned_buffer<T>(static_cast<std::size_t>(nc * kc));
-  std::vector<Buffer<T>> apack;
-  for (int t = 0; t < nthreads; ++t) apack.push_back(aligned_buffer<T>(static_cast<std::size_t>(a_block * kc)));
-  std::barrier sync(nthreads);
-
-  auto worker = [&](int t) {
-    const int im = t % ways_m, in = t / ways_m;
-    T* ap = apack[static_cast<std::size_t>(t)].get();
-    alignas(64) T tile[16 * 64];  // scratch for partial tiles (mr*nr <= 1024)
-    for (std::int64_t jc = 0; jc < pr.n; jc += nc) {
-      const std::int64_t ncur = std::min(nc, pr.n - jc);
-      const std::int64_t slivers = (ncur + nr - 1) / nr;
-      for (std::int64_t pc = 0; pc < pr.k; pc += kc) {
-        const std::int64_t kcur = std::min(kc, pr.k - pc);
-        if (nthreads > 1) sync.arrive_and_wait();  // previous panel no longer in use
-        pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, slivers * t / nthreads, slivers * (t + 1) / nthreads, bpack.get());
-        if (nthreads > 1) sync.arrive_and_wait();  // panel complete
-        const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
-        const std::int64_t s_begin = slivers * in / ways_n, s_end = slivers * (in + 1) / ways_n;
-        if (s_begin == s_end) continue;
-        for (std::int64_t ib = im; ib < n_ic; ib += ways_m) {
-          const std::int64_t ic = ib * mc;
-          const std::int64_t mcur = std::min(mc, pr.m - ic);
-          pack_a(pr.a, ic, mcur, pc, kcur, ks.mr, ap);
-          for (std::int64_t s = s_begin; s < s_end; ++s) {
-            const std::int64_t jr = s * nr;
-            const std::int64_t ncols = std::min(nr, ncur - jr);
-            const T* bs = bpack.get() + jr * kcur;
-            for (std::int64_t ir = 0; ir < mcur; ir += mr) {
-              const std::int64_t nrows = std::min(mr, mcur - ir);
-              const T* as = ap + ir * kcur;
-              T* cij = pr.c + (ic + ir) * pr.ldc + (jc + jr);
-              if (nrows == mr && ncols == nr) {
-                ks.fn(kcur, as, bs, cij, pr.ldc, pr.alpha, beta);
-              } else {
-                ks.fn(kcur, as, bs, tile, nr, T(1), T(0));
-                for (std::int64_t i = 0; i < nrows; ++i)
-                  for (std::int64_t j = 0; j < ncols; ++j) {
-                    T& cv = cij[i * pr.ldc + j];
-                    const T ab = pr.alpha * tile[i * nr + j];
-                    cv = beta == T(0) ? ab : std::fma(beta, cv, ab);
-                  }
-              }
-            }
+  const std::int64_t kc = std::min<std::int64_t>(bl.kc, pr.k);
+  const std::int64_t nc = std::min<std::int64_t>(bl.nc, (pr.n + nr - 1) / nr * nr);
+  const std::int64_t mc = std::min<std::int64_t>(bl.mc, (pr.m + mr - 1) / mr * mr);
+  const bool direct = ks.direct != nullptr && pr.a.cs == 1;
+  T* bpack = scratch<T>(0, static_cast<std::size_t>(nc * kc));
+  T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * kc));
+  for (std::int64_t jc = 0; jc < pr.n; jc += nc) {
+    const std::int64_t ncur = std::min(nc, pr.n - jc);
+    for (std::int64_t pc = 0; pc < pr.k; pc += kc) {
+      const std::int64_t kcur = std::min(kc, pr.k - pc);
+      pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, bpack);
+      const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
+      for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
+        const std::int64_t mcur = std::min(mc, pr.m - ic);
+        const std::int64_t m_full = direct ? mcur / mr * mr : 0;  // rows read in place
+        if (!direct) pack_a(pr.a, ic, mcur, pc, kcur, ks.mr, apack);
+        else if (m_full < mcur) pack_a(pr.a, ic + m_full, mcur - m_full, pc, kcur, ks.mr, apack);
+        for (std::int64_t jr = 0; jr < ncur; jr += nr) {
+          const int ncols = static_cast<int>(std::min(nr, ncur - jr));
+          const T* bs = bpack + jr * kcur;
+          for (std::int64_t ir = 0; ir < mcur; ir += mr) {
+            const int nrows = static_cast<int>(std::min(mr, mcur - ir));
+            T* cij = pr.c + (ic + ir) * pr.ldc + (jc + jr);
+            if (ir < m_full)
+              ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
+            else
+              ks.packed(kcur, apack + (ir - m_full) * kcur, 0, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
           }
         }
       }
     }
-  };
+  }
+}
 
-  if (nthreads == 1) {
-    worker(0);
+// Work below which a second thread costs more than it saves: waking the team
+// and splitting the packing costs a few microseconds, ~1-2 MFLOP of kernel time.
+constexpr double kMinFlopPerThread = 4.0e6;
+
+template <class T>
+void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
+  const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), reported_cache_sizes());
+  const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
+  // Split rows in MR multiples when there are enough, else columns in NR multiples.
+  const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;
+  const bool by_rows = row_units >= 2 * requested || row_units >= col_units;
+  const std::int64_t units = by_rows ? row_units : col_units;
+  const int by_size = popper::parallel::exact_threads()
+                          ? requested
+                          : static_cast<int>(std::max(1.0, std::floor(flop / kMinFlopPerThread)));
+  const int threads = static_cast<int>(std::min<std::int64_t>({requested, by_size, units}));
+  if (threads <= 1) {
+    run_serial(pr, ks, bl);
     return;
   }
-  std::vector<std::jthread> pool;
-  pool.reserve(static_cast<std::size_t>(nthreads - 1));
-  for (int t = 1; t < nthreads; ++t) pool.emplace_back(worker, t);
-  worker(0);
+  popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
+    for (std::size_t w = w0; w < w1; ++w) {
+      const std::int64_t u0 = units * static_cast<std::int64_t>(w) / threads;
+      const std::int64_t u1 = units * static_cast<std::int64_t>(w + 1) / threads;
+      Problem<T> part = pr;
+      if (by_rows) {
+        const std::int64_t r0 = u0 * ks.mr, r1 = std::min(pr.m, u1 * ks.mr);
+        part.m = r1 - r0;
+        part.a.p = &pr.a(r0, 0);
+        part.c = pr.c + r0 * pr.ldc;
+      } else {
+        const std::int64_t c0 = u0 * ks.nr, c1 = std::min(pr.n, u1 * ks.nr);
+        part.n = c1 - c0;
+        part.b.p = &pr.b(0, c0);
+        part.c = pr.c + c0;
+      }
+      if (part.m > 0 && part.n > 0) run_serial(part, ks, bl);
+    }
+  });
 }
 
 template <class T>
@@ -257,10 +295,7 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
     scale_c(pr);
     return;
   }
-  // Small products are not worth a thread start (~tens of microseconds).
-  const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
-  const int threads = flop < 4.0e6 ? 1 : opts.threads;
-  run_blocked(pr, ks, threads);
+  run_blocked(pr, ks, opts.threads);
 }
 
 }  // namespace

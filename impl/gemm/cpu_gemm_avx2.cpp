@@ -1,19 +1,20 @@
 // AVX2 + FMA micro-kernels (compiled with -mavx2 -mfma; dispatched only after
 // a run-time CPU check). FP32: 6 x 16 tile (12 ymm accumulators), FP64: 6 x 8.
-// Block sizes follow the Zen 2/3 values used by BLIS (MC, KC, NC).
+// Edge columns through a tail mask (vmaskmov), edge rows not stored.
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "gemm/cpu_gemm_kernels.hpp"
-#include "popper/mutant.hpp"
 
 namespace popper::gemm::cpu::detail {
 namespace {
 
+bool edge_tail_mutant() { return mutant_avx2_tail_mask(); }
+
 struct VecF32 {
   using reg = __m256;
-  static constexpr const char* tail_mutant = "gemm-avx2-tail-mask";
+  using mask = __m256i;
   static constexpr int width = 8;
   static reg zero() { return _mm256_setzero_ps(); }
   static reg load(const float* p) { return _mm256_load_ps(p); }
@@ -23,11 +24,14 @@ struct VecF32 {
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
   static reg set1(float x) { return _mm256_set1_ps(x); }
+  static mask tail(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+  static reg maskload(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
+  static void maskstore(float* p, mask m, reg v) { _mm256_maskstore_ps(p, m, v); }
 };
 
 struct VecF64 {
   using reg = __m256d;
-  static constexpr const char* tail_mutant = "gemm-avx2-tail-mask";
+  using mask = __m256i;
   static constexpr int width = 4;
   static reg zero() { return _mm256_setzero_pd(); }
   static reg load(const double* p) { return _mm256_load_pd(p); }
@@ -37,13 +41,20 @@ struct VecF64 {
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
   static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
   static reg set1(double x) { return _mm256_set1_pd(x); }
+  static mask tail(int n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)); }
+  static reg maskload(const double* p, mask m) { return _mm256_maskload_pd(p, m); }
+  static void maskstore(double* p, mask m, reg v) { _mm256_maskstore_pd(p, m, v); }
 };
 
 #include "gemm/cpu_gemm_ukernel.inl"
 
 }  // namespace
 
-KernelSpec<float> avx2_f32() { return {6, 16, 144, 256, 4080, &micro_kernel<float, VecF32, 6, 2>}; }
-KernelSpec<double> avx2_f64() { return {6, 8, 72, 256, 4080, &micro_kernel<double, VecF64, 6, 2>}; }
+KernelSpec<float> avx2_f32() {
+  return {6, 16, &micro_kernel_packed<float, VecF32, 6, 2>, &micro_kernel_direct<float, VecF32, 6, 2>, "avx2"};
+}
+KernelSpec<double> avx2_f64() {
+  return {6, 8, &micro_kernel_packed<double, VecF64, 6, 2>, &micro_kernel_direct<double, VecF64, 6, 2>, "avx2"};
+}
 
 }  // namespace popper::gemm::cpu::detail

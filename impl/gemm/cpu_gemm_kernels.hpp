@@ -1,11 +1,21 @@
 // Internal to the CPU GEMM: the micro-kernel interface shared by the
-// per-ISA translation units (cpu_gemm_avx2.cpp, cpu_gemm_avx512.cpp) and the
-// ISA-neutral driver (cpu_gemm.cpp).
+// per-ISA translation units (cpu_gemm_avx2.cpp, cpu_gemm_avx512.cpp), the
+// scalar kernel and the ISA-neutral driver (cpu_gemm.cpp).
 //
-// A micro-kernel computes one full MR x NR tile of C from packed panels:
-//   C[i*ldc + j] = alpha * sum_p Ap[p*MR + i] * Bp[p*NR + j] + beta * C[i*ldc + j]
-// with beta == 0 meaning "C is not read". Ap and Bp are 64-byte aligned.
-// Partial tiles are handled by the driver through a scratch tile.
+// A micro-kernel computes one MR x NR register tile of C and stores its
+// top-left nrows x ncols part (1 <= nrows <= MR, 1 <= ncols <= NR):
+//
+//   C[i*ldc + j] = alpha * sum_{p<kc} A(i, p) * Bp[p*NR + j] + beta * C[i*ldc + j]
+//
+// with beta == 0 meaning "C is not read". Bp is packed (NR-wide slivers,
+// zero-padded, 64-byte aligned). A comes in one of two forms:
+//   packed: A(i, p) = a[p*MR + i]   (MR-tall slivers, zero-padded rows)
+//   direct: A(i, p) = a[i*lda + p]  (the caller's k-contiguous rows, no copy;
+//                                    only for full MR-row tiles)
+// Edge columns are masked in the ISA (a tail mask over the last vector), edge
+// rows are simply not stored, so C outside the nrows x ncols window is never
+// touched. The reduction over p is in order, one FMA per term, whatever the
+// tile position: a C element's bits do not depend on how C was partitioned.
 //
 // The ISA translation units must not instantiate std:: templates or other
 // inline functions: the linker could keep their AVX-512 copy for every caller
@@ -16,14 +26,23 @@
 namespace popper::gemm::cpu::detail {
 
 template <class T>
-using MicroKernel = void (*)(std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t ldc, T alpha, T beta);
+using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, T* c, std::int64_t ldc,
+                             T alpha, T beta, int nrows, int ncols);
 
 template <class T>
 struct KernelSpec {
-  int mr, nr;        // register tile
-  int mc, kc, nc;    // cache blocks: A block mc x kc (L2), B panel kc x nc (L3)
-  MicroKernel<T> fn;
+  int mr, nr;                // register tile
+  MicroKernel<T> packed;     // A packed (always valid)
+  MicroKernel<T> direct;     // A direct (nullptr: this ISA always packs A)
+  const char* isa;           // "scalar" | "avx2" | "avx512"
 };
+
+// Mutation points of the ISA kernels (popper/mutant.hpp), defined in
+// cpu_gemm.cpp so the ISA translation units inline nothing of the std library;
+// each is asked only on its path's edge branch, so it is reached only when
+// that path runs.
+bool mutant_avx2_tail_mask();    // "gemm-avx2-tail-mask": the AVX2 tail mask is one lane short
+bool mutant_avx512_tail_mask();  // "gemm-avx512-tail-mask": the AVX-512 tail mask is one lane short
 
 KernelSpec<float> avx2_f32();
 KernelSpec<double> avx2_f64();

@@ -28,18 +28,21 @@ CBLAS_TRANSPOSE trans_of(Op o) { return o == Op::NoTrans ? CblasNoTrans : CblasT
 
 }  // namespace
 
+// What the CPU executes, not popper's ISA cap (POPPER_ISA_MAX caps popper's
+// own kernels; a BLAS core type the CPU runs is still safe to load).
 bool cpu_can_run_core_type(const std::string& core_type) {
   __builtin_cpu_init();
   const std::string c = lower(core_type);
+  const popper::cpu::Isa cpu = popper::cpu::detected_isa();
   // OpenBLAS x86-64 core types whose kernels use AVX-512.
   if (c == "skylakex" || c == "cooperlake" || c == "sapphirerapids") {
-    if (!popper::cpu::supports(popper::cpu::Isa::Avx512)) return false;
-    if (c != "skylakex" && !popper::cpu::has_avx512_bf16()) return false;
+    if (cpu != popper::cpu::Isa::Avx512) return false;
+    if (c != "skylakex" && !__builtin_cpu_supports("avx512bf16")) return false;
     return true;
   }
   // AVX2+FMA kernels.
   if (c == "haswell" || c == "zen" || c == "skylake" || c == "excavator") {
-    return popper::cpu::supports(popper::cpu::Isa::Avx2);
+    return cpu == popper::cpu::Isa::Avx2 || cpu == popper::cpu::Isa::Avx512;
   }
   if (c == "sandybridge" || c == "bulldozer" || c == "piledriver" || c == "steamroller") {
     return __builtin_cpu_supports("avx");
@@ -52,7 +55,7 @@ BlasHandle::BlasHandle(BlasOptions opts) : threads_(opts.threads), previous_thre
   if (!opts.core_type.empty()) {
     if (!cpu_can_run_core_type(opts.core_type)) {
       throw Unsupported("BlasHandle: core type '" + opts.core_type +
-                        "' needs instructions this CPU lacks (AVX-512); forcing it would fault with SIGILL");
+                        "' needs instructions this CPU lacks; forcing it would fault with SIGILL");
     }
     const std::string loaded = core_name();
     if (lower(loaded) != lower(opts.core_type)) {

@@ -118,8 +118,17 @@ void SaeKroneckerRows::check_row(std::size_t row, const char* op) const {
 }
 
 void SaeKroneckerRows::gather_unchecked(std::size_t row, const double* x_beta, double* u) const {
+  gather_unchecked(row, x_beta, u, row_kernels());
+}
+void SaeKroneckerRows::l_apply_unchecked(std::size_t row, const double* u, double* w) const {
+  l_apply_unchecked(row, u, w, row_kernels());
+}
+void SaeKroneckerRows::l_apply_t_unchecked(std::size_t row, const double* v, double* u) const {
+  l_apply_t_unchecked(row, v, u, row_kernels());
+}
+
+void SaeKroneckerRows::gather_unchecked(std::size_t row, const double* x_beta, double* u, const RowKernels& k) const {
   const auto& ph = *a_phi_;
-  const auto& k = row_kernels();
   for (std::size_t j = 0; j < p_; ++j) u[j] = 0.0;
   // Nonzero entries in order, four per pass over u; zero weights are skipped,
   // not multiplied, so a NaN under a zero weight stays out.
@@ -140,16 +149,15 @@ void SaeKroneckerRows::gather_unchecked(std::size_t row, const double* x_beta, d
   for (std::size_t e = 0; e < pending; ++e) k.axpy(a[e], xs[e], u, p_);
 }
 
-void SaeKroneckerRows::l_apply_unchecked(std::size_t row, const double* u, double* w) const {
+void SaeKroneckerRows::l_apply_unchecked(std::size_t row, const double* u, double* w, const RowKernels& k) const {
   const double* l = local_jac_->values.data() + local_jac_->row_ptr[row];
   const std::size_t q = (local_jac_->row_ptr[row + 1] - local_jac_->row_ptr[row]) / p_;
-  row_kernels().rows_dot(l, q, p_, u, w);
+  k.rows_dot(l, q, p_, u, w);
 }
 
-void SaeKroneckerRows::l_apply_t_unchecked(std::size_t row, const double* v, double* u) const {
+void SaeKroneckerRows::l_apply_t_unchecked(std::size_t row, const double* v, double* u, const RowKernels& k) const {
   const double* l = local_jac_->values.data() + local_jac_->row_ptr[row];
   const std::size_t q = (local_jac_->row_ptr[row + 1] - local_jac_->row_ptr[row]) / p_;
-  const auto& k = row_kernels();
   double a[4];
   const double* ls[4];
   std::size_t pending = 0;

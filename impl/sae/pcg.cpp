@@ -31,7 +31,7 @@ PcgReport solve_schur_pcg(const SaeSchurSystem& sys, std::span<const double> b, 
   for (std::size_t e = 0; e < n; ++e)
     if (!std::isfinite(b[e])) throw InvalidArgument("solve_schur_pcg: b[" + std::to_string(e) + "] is not finite");
 
-  RowThreadPool pool(opt.threads);
+  RowThreadPool pool(opt.threads, opt.isa);
   std::vector<double> xv(n, 0.0), r(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n)), z(n), d(n, 1.0), pv(n),
       ap(n);
   PcgReport rep;

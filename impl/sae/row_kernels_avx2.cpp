@@ -53,14 +53,16 @@ void axpy4_avx2(const double* a, const double* const* x, double* y, std::size_t 
 }
 
 namespace {
-double lane_sum(__m256d v) {
+double lane_sum(__m256d v, bool drop_last = false) {
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, v);
+  if (drop_last) lanes[3] = 0.0;  // the mutant
   return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 }
 }  // namespace
 
 void rows_dot_avx2(const double* l, std::size_t q, std::size_t n, const double* u, double* w) {
+  const bool drop = mutant_avx2_rows_dot_lane();
   std::size_t c = 0;
   for (; c + 4 <= q; c += 4) {
     const double *l0 = l + c * n, *l1 = l0 + n, *l2 = l1 + n, *l3 = l2 + n;
@@ -73,7 +75,7 @@ void rows_dot_avx2(const double* l, std::size_t q, std::size_t n, const double* 
       a2 = _mm256_fmadd_pd(_mm256_loadu_pd(l2 + j), uj, a2);
       a3 = _mm256_fmadd_pd(_mm256_loadu_pd(l3 + j), uj, a3);
     }
-    double s0 = lane_sum(a0), s1 = lane_sum(a1), s2 = lane_sum(a2), s3 = lane_sum(a3);
+    double s0 = lane_sum(a0, drop), s1 = lane_sum(a1, drop), s2 = lane_sum(a2, drop), s3 = lane_sum(a3, drop);
     for (; j < n; ++j) {
       s0 = std::fma(l0[j], u[j], s0);
       s1 = std::fma(l1[j], u[j], s1);

@@ -1,41 +1,32 @@
-// A small persistent thread pool for the Schur apply: run(n, fn) calls
-// fn(task, worker) for every task in [0, n) and returns when all are done.
-// Results are deterministic only because callers give tasks disjoint outputs
-// whose summation order does not depend on which worker ran them.
+// The Schur apply's handle on the one parallel runtime (common/parallel.hpp):
+// a thread budget and the ISA of the row kernels, no threads of its own.
+// run(n, fn, workers) calls fn(task, worker) for every task in [0, n) on at
+// most `workers` (<= threads()) workers over static contiguous task ranges,
+// and returns when all are done. Results are deterministic only because
+// callers give tasks disjoint outputs whose summation order does not depend
+// on which worker ran them.
 #pragma once
-#include <condition_variable>
 #include <cstddef>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
+
+#include "common/cpu_features.hpp"
 
 namespace popper::sae {
 
 class RowThreadPool {
  public:
   using Task = std::function<void(std::size_t task, unsigned worker)>;
-  explicit RowThreadPool(unsigned threads);  // threads >= 1 (0 is treated as 1)
-  ~RowThreadPool();
-  RowThreadPool(const RowThreadPool&) = delete;
-  RowThreadPool& operator=(const RowThreadPool&) = delete;
+  // threads >= 1 (0 is treated as 1); isa picks the row kernels (Auto: widest).
+  explicit RowThreadPool(unsigned threads, popper::cpu::Isa isa = popper::cpu::Isa::Auto);
 
   unsigned threads() const { return threads_; }
-  void run(std::size_t n_tasks, const Task& fn);
+  popper::cpu::Isa isa() const { return isa_; }
+  void run(std::size_t n_tasks, const Task& fn) const { run(n_tasks, fn, threads_); }
+  void run(std::size_t n_tasks, const Task& fn, unsigned workers) const;
 
  private:
-  void worker_loop(unsigned worker);
-  void drain(unsigned worker);
   unsigned threads_;
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable start_cv_, done_cv_;
-  const Task* task_ = nullptr;
-  std::size_t n_tasks_ = 0, next_ = 0, finished_ = 0;
-  unsigned long long generation_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
+  popper::cpu::Isa isa_;
 };
 
 }  // namespace popper::sae

@@ -32,6 +32,8 @@
 
 namespace popper::sae {
 
+struct RowKernels;  // row_kernels.hpp
+
 // Ragged sparse support: row i owns entries [row_ptr[i], row_ptr[i+1]).
 struct SparsePhiRows {
   std::vector<std::size_t> row_ptr{0};  // rows + 1 offsets
@@ -98,10 +100,14 @@ class SaeKroneckerRows {
   std::size_t resident_indices() const;
   std::size_t resident_bytes() const;
 
-  // Unchecked kernels for the solver's inner loop (row < rows(), sizes valid).
+  // Unchecked kernels for the solver's inner loop (row < rows(), sizes valid),
+  // on the widest row kernels the CPU runs, or on the given ones.
   void gather_unchecked(std::size_t row, const double* x_beta, double* u) const;
   void l_apply_unchecked(std::size_t row, const double* u, double* w) const;
   void l_apply_t_unchecked(std::size_t row, const double* v, double* u) const;
+  void gather_unchecked(std::size_t row, const double* x_beta, double* u, const RowKernels& k) const;
+  void l_apply_unchecked(std::size_t row, const double* u, double* w, const RowKernels& k) const;
+  void l_apply_t_unchecked(std::size_t row, const double* v, double* u, const RowKernels& k) const;
 
  private:
   void check_row(std::size_t row, const char* op) const;

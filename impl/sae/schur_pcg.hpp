@@ -6,17 +6,23 @@
 // with diag(S_i)[k p + j] = c_{i,k}^2 (1 - ||(R_i^{-1} L_i)[:, j]||^2),
 // c_{i,k} = sum of the row's weights on block k — computed matrix-free.
 //
-// Determinism: rows are processed in fixed batches; stage 1 computes each row's
+// Determinism: rows are processed in batches; stage 1 computes each row's
 // t_i = M_i J_b,i x into its own slot (no reduction), stage 2 scatters the batch
 // with tasks owning disjoint (block range x column range) tiles of y, each adding
 // rows in row order. Every element of y therefore sees the serial summation
-// order, so results are bit-identical for any thread count. Dot products are serial.
+// order (whatever the batch size), so results are bit-identical for any thread
+// count. Dot products are serial.
+//
+// Threads: the one parallel runtime (row_pool.hpp), at most one worker per
+// kMinBytesPerThread of operator data an apply streams, so a small operator
+// runs on one thread and a large one is never slower with more.
 #pragma once
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "common/cpu_features.hpp"
 #include "sae/sae.hpp"
 
 namespace popper::sae {
@@ -40,11 +46,16 @@ class SaeSchurSystem {
   // diag(sum_i S_i) + rho, matrix-free.
   std::vector<double> jacobi_diagonal(RowThreadPool& pool) const;
 
-  // Rows per batch and the tile sizes of the scatter: fixed constants, never
-  // derived from the thread count.
-  static constexpr std::size_t kBatchRows = 64;
+  // Rows per batch (their t_i fill about kBatchBytes, so an apply is a few
+  // parallel regions, not one per 64 rows) and the tile sizes of the scatter:
+  // never derived from the thread count.
+  static constexpr std::size_t kBatchBytes = std::size_t{512} << 10;  // an L2's worth of t_i
   static constexpr std::size_t kTileCols = 512;
   static constexpr std::size_t kTileBlocks = 4;  // number of block ranges
+  static constexpr double kMinBytesPerThread = 1024.0 * 1024.0;
+  std::size_t batch_rows() const;
+  // Workers an apply uses out of `threads`: min(threads, streamed bytes / kMinBytesPerThread), >= 1.
+  unsigned workers_for(unsigned threads) const;
 
  private:
   template <class RowFn, class CoefFn>
@@ -60,6 +71,7 @@ struct PcgOptions {
   double rel_tol = 1e-10;              // stop when ||b - A x|| <= rel_tol ||b||
   std::size_t max_iterations = 1000;   // cap; hitting it is reported, not thrown
   unsigned threads = 1;
+  popper::cpu::Isa isa = popper::cpu::Isa::Auto;  // row kernels (Unsupported if the CPU lacks it)
   Preconditioner preconditioner = Preconditioner::Jacobi;
 };
 

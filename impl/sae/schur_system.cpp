@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/parallel.hpp"
 #include "sae/row_kernels.hpp"
 #include "sae/row_pool.hpp"
 #include "sae/schur_pcg.hpp"
@@ -31,6 +32,19 @@ SaeSchurSystem::SaeSchurSystem(SaeKroneckerRows rows, std::shared_ptr<const Loca
 
 // row_fn(row, t, worker) writes the row's p-vector t; items(row, out) lists the
 // (block, coefficient) pairs that scatter it: y[block p + j] += coef * t[j].
+std::size_t SaeSchurSystem::batch_rows() const {
+  return std::clamp<std::size_t>(kBatchBytes / (8 * std::max<std::size_t>(rows_.p(), 1)), 16, 1024);
+}
+
+unsigned SaeSchurSystem::workers_for(unsigned threads) const {
+  if (popper::parallel::exact_threads()) return std::max(1u, threads);
+  const auto& f = *factors_;
+  const double bytes = 8.0 * static_cast<double>(rows_.local_jac()->values.size() + f.values.size()) +
+                       16.0 * static_cast<double>(rows_.a_phi()->weight.size()) + 16.0 * static_cast<double>(dim());
+  const double by_size = std::max(1.0, std::floor(bytes / kMinBytesPerThread));
+  return static_cast<unsigned>(std::max(1.0, std::min<double>(threads, by_size)));
+}
+
 template <class RowFn, class CoefFn>
 void SaeSchurSystem::batched_scatter(RowThreadPool& pool, std::span<double> y, RowFn&& row_fn, CoefFn&& items) const {
   const std::size_t p = rows_.p();
@@ -39,19 +53,21 @@ void SaeSchurSystem::batched_scatter(RowThreadPool& pool, std::span<double> y, R
   const std::size_t bpr = (K + kTileBlocks - 1) / kTileBlocks;  // blocks per range
   const std::size_t n_block_ranges = bpr == 0 ? 0 : (K + bpr - 1) / bpr;
   const std::size_t n_col_tiles = (p + kTileCols - 1) / kTileCols;
-  const auto axpy = row_kernels().axpy;
-  // Per calling thread, reused across calls: a fresh 64 p buffer each apply
+  const auto axpy = row_kernels_for(pool.isa()).axpy;
+  const unsigned workers = workers_for(pool.threads());
+  const std::size_t batch = batch_rows();
+  // Per calling thread, reused across calls: a fresh batch buffer each apply
   // would cost page faults and zeroing comparable to the apply itself.
   thread_local std::vector<double> t;
   thread_local std::vector<std::vector<ScatterItem>> batch_items;
-  if (t.size() < std::min(kBatchRows, n) * p) t.resize(std::min(kBatchRows, n) * p);
-  if (batch_items.size() < kBatchRows) batch_items.resize(kBatchRows);
+  if (t.size() < std::min(batch, n) * p) t.resize(std::min(batch, n) * p);
+  if (batch_items.size() < batch) batch_items.resize(batch);
   // Workers must see the caller's buffers, not their own thread_local copies.
   double* const tbuf = t.data();
   auto& items_buf = batch_items;
-  for (std::size_t r0 = 0; r0 < n; r0 += kBatchRows) {
-    const std::size_t nb = std::min(kBatchRows, n - r0);
-    pool.run(nb, [&](std::size_t b, unsigned worker) { row_fn(r0 + b, tbuf + b * p, worker); });
+  for (std::size_t r0 = 0; r0 < n; r0 += batch) {
+    const std::size_t nb = std::min(batch, n - r0);
+    pool.run(nb, [&](std::size_t b, unsigned worker) { row_fn(r0 + b, tbuf + b * p, worker); }, workers);
     for (std::size_t b = 0; b < nb; ++b) {
       items_buf[b].clear();
       items(r0 + b, items_buf[b]);
@@ -69,7 +85,7 @@ void SaeSchurSystem::batched_scatter(RowThreadPool& pool, std::span<double> y, R
           axpy(it.coef, tb + j_lo, y.data() + it.block * p + j_lo, j_hi - j_lo);
         }
       }
-    });
+    }, workers);
   }
 }
 
@@ -84,6 +100,7 @@ void SaeSchurSystem::apply(std::span<const double> x, std::span<double> y, RowTh
   for (std::size_t e = 0; e < dim(); ++e) y[e] = rho_ * x[e];
   const auto& f = *factors_;
   const auto& ph = *rows_.a_phi();
+  const RowKernels& k = row_kernels_for(pool.isa());
   const std::size_t wstride = std::max<std::size_t>(rows_.max_q(), 1);
   thread_local std::vector<double> w;
   if (w.size() < pool.threads() * wstride) w.resize(pool.threads() * wstride);
@@ -93,11 +110,11 @@ void SaeSchurSystem::apply(std::span<const double> x, std::span<double> y, RowTh
       [&](std::size_t row, double* t, unsigned worker) {
         double* wq = wbuf + worker * wstride;
         const std::size_t q = f.q[row];
-        rows_.gather_unchecked(row, x.data(), t);
-        rows_.l_apply_unchecked(row, t, wq);
+        rows_.gather_unchecked(row, x.data(), t, k);
+        rows_.l_apply_unchecked(row, t, wq, k);
         cholesky_solve_in_place(f.values.data() + f.row_ptr[row], q, wq);
         for (std::size_t c = 0; c < q; ++c) wq[c] = -wq[c];
-        rows_.l_apply_t_unchecked(row, wq, t);
+        rows_.l_apply_t_unchecked(row, wq, t, k);
       },
       [&](std::size_t row, std::vector<ScatterItem>& out) {
         for (std::size_t s = ph.row_ptr[row]; s < ph.row_ptr[row + 1]; ++s)

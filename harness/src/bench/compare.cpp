@@ -15,6 +15,7 @@
 
 #include "popper/bench/ingest.hpp"
 #include "popper/bench/process.hpp"
+#include "popper/bench/vendors.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -37,11 +38,6 @@ std::string duration_text(double s) {
   if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
   else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
   return buf;
-}
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
 }
 
 std::string cmake_cache_value(const std::string& build_dir, const std::string& key) {
@@ -181,23 +177,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
       if (const auto n = parse_bench_name(line)) listed.insert(format_bench_name(*n));
   }
 
-  // Ceilings run under the default environment and every other OpenBLAS core
-  // type this CPU can execute (never one that would die with SIGILL).
-  std::vector<std::string> core_types{""};
-  if (want_ceiling && fam.blas_core_types && opt.blas_core_types) {
-    std::string list;
-    for (const auto& ct : runnable_blas_core_types(machine))
-      if (lower(ct) != lower(machine.blas_core)) {
-        core_types.push_back(ct);
-        list += " " + ct;
-      }
-    if (!list.empty())
-      say("OpenBLAS core in this environment: " + machine.blas_core + "; the ceiling also runs under OPENBLAS_CORETYPE=" +
-          list + (has_isa(machine, "avx512f") ? "" : " (SkylakeX left out: the CPU has no AVX-512F, it would die with SIGILL)"));
-  }
-
   struct Step {
-    std::string shape, tier, precision, core_type;  // core_type: "" default env, only for ceilings
+    std::string shape, tier, precision;
     int threads;
     std::string ceiling;
   };
@@ -205,28 +186,47 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   for (const auto& shape : shapes)
     for (int threads : opt.threads) {
       if (want_ceiling)
-        for (const auto& c : fam.ceilings)
-          for (const auto& ct : core_types) steps.push_back({shape, "ceiling", "", ct, threads, c});
+        for (const auto& c : fam.ceilings) steps.push_back({shape, "ceiling", "", threads, c});
       for (const auto& prec : opt.precisions)
         for (const auto& tier : suite_tiers)
           if (listed.count(format_bench_name({fam.family, tier, shape, prec, threads})))
-            steps.push_back({shape, tier, prec, "", threads, ""});
+            steps.push_back({shape, tier, prec, threads, ""});
     }
+
+  // Ceiling vendors and their configurations (vendors.hpp), planned before any
+  // timing: every core type / sub-configuration this CPU can execute (never
+  // one that would die with SIGILL), screened on a gate shape.
+  CeilingPlan plan;
+  if (want_ceiling) {
+    PlanOptions po;
+    po.enumerate = opt.blas_core_types && fam.blas_core_types;
+    const char* configs = std::getenv("POPPER_CEILING_CONFIGS");
+    po.screen = !(configs && std::string(configs) == "all");
+    po.progress = say;
+    plan = plan_ceiling(fam, machine, opt.build_dir, po);
+    for (const auto& w : plan.warnings) say(w.message);
+  }
 
   std::vector<BenchRow> rows;
   auto add = [&](std::vector<BenchRow> got, int trial) {
     for (auto& g : got) g.trials.assign(g.samples.size(), trial);
     merge_rows(rows, got);
   };
-  auto run_ceiling = [&](const Step& s, int trial) {
+  auto run_ceiling = [&](const Step& s, const VendorConfig& cfg, int trial) {
     std::vector<std::string> argv = {bin + "ceiling_" + s.ceiling, "--shape", s.shape, "--reps",
                                      std::to_string(opt.reps_per_trial), "--threads", std::to_string(s.threads)};
-    auto env = opt.env;
-    if (!s.core_type.empty()) env.emplace_back("OPENBLAS_CORETYPE", s.core_type);
-    const auto r = run_process(argv, env);
+    // The configuration's variables win over the run's timing environment.
+    auto env = cfg.env_set(s.threads);
+    const auto unset = cfg.env_unset();
+    for (const auto& kv : opt.env) {
+      const bool overridden = std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == kv.first; }) ||
+                              std::find(unset.begin(), unset.end(), kv.first) != unset.end();
+      if (!overridden) env.push_back(kv);
+    }
+    const auto r = run_process(argv, env, unset);
     if (!r.ok()) {
-      say("warning: ceiling_" + s.ceiling + (s.core_type.empty() ? "" : " under OPENBLAS_CORETYPE=" + s.core_type) +
-          " failed: " + r.describe() + "; its rows are left out");
+      say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
+          "; its rows are left out");
       return;
     }
     if (r.out.rfind("# skipped", 0) == 0) {
@@ -285,10 +285,13 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
       say("[trial " + std::to_string(trial - opt.first_trial + 1) + "/" + std::to_string(opt.trials) + ", " + std::to_string(done + 1) +
           "/" + std::to_string(total) + "] " + fam.family + " " + s.shape + " " +
           (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) + " " + s.tier +
-          (s.tier == "ceiling" ? " (" + s.ceiling + (s.core_type.empty() ? "" : " " + s.core_type) + ")" : "") +
+          (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") +
           " — elapsed " + duration_text(elapsed) + eta);
-      if (s.tier == "ceiling") run_ceiling(s, trial);
-      else run_suite(s, trial);
+      if (s.tier == "ceiling") {
+        for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);
+      } else {
+        run_suite(s, trial);
+      }
       ++done;
     }
   }
@@ -309,6 +312,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   t.set_meta("environment", env_text.empty() ? "none" : env_text);
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
   t.rows = std::move(rows);
+  if (want_ceiling) record_plan(plan, t);
   apply_peaks(t, fam, peak);
   return t;
 }

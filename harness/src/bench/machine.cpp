@@ -91,6 +91,7 @@ MachineInfo probe_machine() {
     }
   }
   if (m.cpu_model.empty()) m.cpu_model = "unknown";
+  m.cpu_flags.assign(flags.begin(), flags.end());
   for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16",
                         "amx_tile"})
     if (flags.count(f)) m.isa.emplace_back(f);
@@ -104,6 +105,10 @@ MachineInfo probe_machine() {
 
 bool has_isa(const MachineInfo& m, const std::string& flag) {
   return std::find(m.isa.begin(), m.isa.end(), flag) != m.isa.end();
+}
+
+bool has_cpu_flag(const MachineInfo& m, const std::string& flag) {
+  return std::find(m.cpu_flags.begin(), m.cpu_flags.end(), flag) != m.cpu_flags.end() || has_isa(m, flag);
 }
 
 std::string isa_string(const MachineInfo& m) {

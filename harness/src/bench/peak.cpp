@@ -202,6 +202,50 @@ double triad_rate(std::size_t n, int threads, int trials) {
   return best;
 }
 
+// Read bandwidth of one thread over n doubles (best of `trials`, wall time).
+__attribute__((target("avx2"))) double read_rate(const double* a, std::size_t n, int trials) {
+  const std::size_t passes = std::max<std::size_t>(1, (std::size_t{256} << 20) / (n * 8));
+  double best = 0;
+  for (int t = 0; t < trials; ++t) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t p = 0; p < passes; ++p)
+      for (std::size_t i = 0; i + 16 <= n; i += 16) {
+        s0 = _mm256_add_pd(s0, _mm256_load_pd(a + i));
+        s1 = _mm256_add_pd(s1, _mm256_load_pd(a + i + 4));
+        s2 = _mm256_add_pd(s2, _mm256_load_pd(a + i + 8));
+        s3 = _mm256_add_pd(s3, _mm256_load_pd(a + i + 12));
+      }
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    alignas(32) double out[4];
+    _mm256_store_pd(out, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+    g_sink = g_sink + out[0];
+    if (dt > 0) best = std::max(best, static_cast<double>(passes * n * 8) / dt);
+  }
+  return best;
+}
+
+// The largest working set still read >= 1.4x faster than DRAM (peak.hpp).
+double measure_llc_bytes(const std::function<void(const std::string&)>& say) {
+  const std::size_t max_bytes = std::size_t{256} << 20;
+  void* raw = std::aligned_alloc(64, max_bytes);
+  if (!raw) return 0;
+  std::unique_ptr<double, void (*)(void*)> buf(static_cast<double*>(raw), std::free);
+  for (std::size_t i = 0; i < max_bytes / 8; ++i) buf.get()[i] = 1.0;
+  std::vector<std::pair<std::size_t, double>> curve;
+  for (std::size_t bytes = std::size_t{1} << 20; bytes <= max_bytes; bytes *= 2)
+    curve.emplace_back(bytes, read_rate(buf.get(), bytes / 8, 3));
+  const double dram = std::max(curve[curve.size() - 1].second, curve[curve.size() - 2].second);
+  double llc = 0;
+  std::string text;
+  for (const auto& [bytes, bw] : curve) {
+    if (bw >= 1.4 * dram && bytes < max_bytes / 2) llc = static_cast<double>(bytes);
+    text += " " + std::to_string(bytes >> 20) + "MiB:" + std::to_string(static_cast<int>(bw * 1e-9));
+  }
+  if (say) say("peak: read GB/s by working set:" + text);
+  return llc;
+}
+
 // L3 size: sysfs first (sysconf is wrong under some hypervisors), then sysconf, then 32 MiB.
 std::size_t l3_bytes() {
   std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
@@ -256,6 +300,9 @@ PeakResult measure_peak(const MachineInfo& m, const std::function<void(const std
   say("peak: triad bandwidth (3 x " + std::to_string(bytes >> 20) + " MiB)");
   p.bandwidth_core = triad_rate(bytes / 8, 1, 5);
   p.bandwidth_all = triad_rate(bytes / 8, m.cores, 5);
+  say("peak: last-level cache size (read bandwidth by working set)");
+  p.llc_reported_bytes = static_cast<double>(l3_bytes());
+  p.llc_bytes = measure_llc_bytes(say);
   return p;
 }
 
@@ -274,7 +321,9 @@ std::string peak_to_json(const PeakResult& p) {
                       {"fp64_avx512_all", p.fp64_avx512_all},
                       {"bandwidth_core", p.bandwidth_core},
                       {"bandwidth_all", p.bandwidth_all},
-                      {"triad_array_mib", p.triad_array_mib}};
+                      {"triad_array_mib", p.triad_array_mib},
+                      {"llc_bytes", p.llc_bytes},
+                      {"llc_reported_bytes", p.llc_reported_bytes}};
   return j.dump(2) + "\n";
 }
 
@@ -297,6 +346,8 @@ PeakResult peak_from_json(const std::string& text) {
     p.bandwidth_core = j.at("bandwidth_core").get<double>();
     p.bandwidth_all = j.at("bandwidth_all").get<double>();
     p.triad_array_mib = j.value("triad_array_mib", 0.0);
+    p.llc_bytes = j.value("llc_bytes", 0.0);
+    p.llc_reported_bytes = j.value("llc_reported_bytes", 0.0);
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("peak cache is not valid: ") + e.what());
@@ -320,7 +371,9 @@ void save_peak_cache(const std::string& path, const PeakResult& p) { write_file_
 PeakResult cached_or_measured_peak(const std::string& cache_path, const MachineInfo& m, bool refresh,
                                    const std::function<void(const std::string&)>& progress) {
   if (!refresh)
-    if (auto cached = load_peak_cache(cache_path); cached && cached->fingerprint == fingerprint(m)) return *cached;
+    if (auto cached = load_peak_cache(cache_path);
+        cached && cached->fingerprint == fingerprint(m) && cached->llc_bytes > 0)  // older caches lack the LLC
+      return *cached;
   PeakResult p = measure_peak(m, progress);
   save_peak_cache(cache_path, p);
   return p;
@@ -372,7 +425,21 @@ std::vector<std::pair<std::string, std::string>> peak_metadata(const PeakResult&
                                : "not available (CPU has no AVX-512F)"},
       {"peak_triad_gbs", g(p.bandwidth_core) + " per core, " + g(p.bandwidth_all) + " all cores"},
       {"peak_measured", p.date}};
+  char rl[256];
+  std::snprintf(rl, sizeof rl, "fp32=%.2f/%.2f fp64=%.2f/%.2f bw=%.2f/%.2f llc_mib=%.0f cores=%d",
+                peak_for(p, "fp32", 1) * 1e-9, peak_for(p, "fp32", p.cores) * 1e-9, peak_for(p, "fp64", 1) * 1e-9,
+                peak_for(p, "fp64", p.cores) * 1e-9, p.bandwidth_core * 1e-9, p.bandwidth_all * 1e-9,
+                p.llc_bytes / (1 << 20), p.cores);
+  md.emplace_back("roofline_peaks", rl);
+  md.emplace_back("llc", llc_text(p));
   return md;
+}
+
+std::string llc_text(const PeakResult& p) {
+  char b[160];
+  std::snprintf(b, sizeof b, "%.0f MiB measured (read bandwidth drops to DRAM above it); %.0f MiB reported by the CPU",
+                p.llc_bytes / (1 << 20), p.llc_reported_bytes / (1 << 20));
+  return b;
 }
 
 std::string format_peak(const PeakResult& p) {
@@ -400,6 +467,7 @@ std::string format_peak(const PeakResult& p) {
   std::snprintf(line, sizeof line, "triad        %9.2f GB/s per core     %9.2f GB/s all cores (3 x %.0f MiB arrays)\n",
                 p.bandwidth_core * 1e-9, p.bandwidth_all * 1e-9, p.triad_array_mib);
   out << line;
+  out << "LLC          " << llc_text(p) << "\n";
   return out.str();
 }
 

@@ -5,6 +5,7 @@
 #include "popper/bench/stats.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -82,22 +83,121 @@ const BenchRow* matching_row(const BenchTable& t, const std::string& tier, const
   return best_row(t, tier, shape, precision, threads);
 }
 
+namespace {
+
+// "fp32=224.55/440.61 fp64=107.15/213.58 bw=31.63/63.63 llc_mib=16 cores=2" (peak.hpp peak_metadata).
+struct RooflinePeaks {
+  double fp32[2] = {0, 0}, fp64[2] = {0, 0}, bw[2] = {0, 0};  // per core / all cores, in FLOP/s and B/s
+  double llc = 0;                                             // bytes; 0 unknown
+  int cores = 1;
+  bool ok = false;
+};
+
+RooflinePeaks parse_peaks(const BenchTable& t) {
+  RooflinePeaks p;
+  const auto v = t.meta("roofline_peaks");
+  if (!v) return p;
+  std::istringstream in(*v);
+  std::string tok;
+  while (in >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string k = tok.substr(0, eq), val = tok.substr(eq + 1);
+    const auto slash = val.find('/');
+    const double a = std::atof(val.c_str()), b = slash == std::string::npos ? a : std::atof(val.c_str() + slash + 1);
+    if (k == "fp32") p.fp32[0] = a * 1e9, p.fp32[1] = b * 1e9;
+    else if (k == "fp64") p.fp64[0] = a * 1e9, p.fp64[1] = b * 1e9;
+    else if (k == "bw") p.bw[0] = a * 1e9, p.bw[1] = b * 1e9;
+    else if (k == "llc_mib") p.llc = a * 1024 * 1024;
+    else if (k == "cores") p.cores = std::max(1, static_cast<int>(a));
+  }
+  p.ok = p.fp64[0] > 0 && p.bw[0] > 0;
+  return p;
+}
+
+double at_threads(const double* v, int threads, int cores) {
+  if (threads <= 1) return v[0];
+  if (threads >= cores) return v[1];
+  return std::min(v[1], v[0] * threads);
+}
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
+  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+}
+
+std::string gf(double flops) { return num(flops * 1e-9, "%.1f"); }
+
+std::string mib(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, bytes >= 1024.0 * 1024 ? "%.1f MiB" : "%.0f KiB",
+                bytes >= 1024.0 * 1024 ? bytes / (1024.0 * 1024) : bytes / 1024.0);
+  return b;
+}
+
+}  // namespace
+
+std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow& r) {
+  if (r.unit != kUnitSeconds || r.work_unit != "flop" || r.work_per_iter <= 0 || r.bytes_per_iter <= 0)
+    return std::nullopt;
+  const RooflinePeaks p = parse_peaks(t);
+  if (!p.ok) return std::nullopt;
+  const double* pk = r.key.precision == "f32" ? p.fp32 : r.key.precision == "f64" ? p.fp64 : nullptr;
+  if (!pk) return std::nullopt;
+  RooflineBound b;
+  b.peak = at_threads(pk, r.key.threads, p.cores);
+  b.intensity = r.work_per_iter / r.bytes_per_iter;
+  b.dram = at_threads(p.bw, r.key.threads, p.cores) * b.intensity;
+  b.in_llc = p.llc > 0 && r.bytes_per_iter <= p.llc;
+  if (b.in_llc) {
+    b.flops = b.peak;
+    b.limit = "compute, in LLC";
+  } else {
+    b.flops = std::min(b.peak, b.dram);
+    b.limit = b.dram < b.peak ? "DRAM" : "compute";
+  }
+  return b;
+}
+
 std::string render_markdown(const BenchTable& t, const std::string& family) {
   std::ostringstream out;
   const std::string unit = unit_label(t);
   out << "# Bench: " << family << "\n\n";
   for (const char* k : {"date", "commit", "fingerprint", "cpu_model", "blas_core", "compiler", "loadavg_at_start",
-                        "peak_fp32_avx2_gflops", "peak_fp64_avx2_gflops", "peak_avx512", "peak_triad_gbs"})
+                        "peak_fp32_avx2_gflops", "peak_fp64_avx2_gflops", "peak_avx512", "peak_triad_gbs", "llc"})
     if (auto v = t.meta(k)) out << "- " << k << ": " << *v << "\n";
-  out << "\nCeiling = best OpenBLAS core type run (raw C). FFI overhead = wrapped/ceiling median time, against the "
-         "ceiling run on the same OpenBLAS core as the wrapped tier; "
-         "speedup = wrapped/hand median time; % peak = throughput / measured peak for the thread count. "
-         "Medians over the repetitions; cv = stddev/mean.\n";
+  if (auto v = t.meta("ceiling_vendors")) {
+    out << "\n## Ceiling vendors\n\nTried (each timed on every shape unless screened out):\n\n";
+    std::istringstream in(*v);
+    std::string part;
+    while (std::getline(in, part, '|')) out << "- " << trim(part) << "\n";
+    if (auto nr = t.meta("ceiling_not_run"); nr && *nr != "none") {
+      out << "\nCould not run, or left out:\n\n";
+      std::istringstream in2(*nr);
+      while (std::getline(in2, part, '|')) out << "- " << trim(part) << "\n";
+    }
+    if (auto w = t.meta("vendor_warnings"); w && *w != "none") {
+      out << "\n";
+      std::istringstream in3(*w);
+      while (std::getline(in3, part, '|')) out << "> **" << trim(part) << "**\n>\n";
+    }
+  }
+  const bool roof = parse_peaks(t).ok;
+  out << "\nCeiling = the best ceiling run over every vendor configuration (raw C), its winner in brackets. "
+         "hand ÷ ceiling and wrapped ÷ ceiling are throughput ratios against that best ceiling (> 1: faster than "
+         "the best library). FFI overhead = wrapped/ceiling median time against the ceiling of the same library and "
+         "configuration as the wrapped tier. "
+      << (roof ? "Bound = roofline min(P, BW × flop/byte) from the measured peaks for the thread count; a working set "
+                 "within the measured LLC is bounded by P alone and marked \"in LLC\" (its traffic is not DRAM "
+                 "traffic). "
+               : "Roofline: no measured peaks in this table (run `popper peak`). ")
+      << "Medians over the repetitions; cv = stddev/mean.\n";
   for (const auto& g : groups(t)) {
     out << "\n## " << g.precision << ", threads " << g.threads << "\n\n";
-    out << "| shape | ceiling " << unit << " | wrapped " << unit << " | hand " << unit
-        << " | FFI overhead | speedup | wrapped % peak | hand % peak | cv (c/w/h) | verdict (wrapped / hand) |\n";
-    out << "|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
+    out << "| shape | ceiling " << unit << " (winner) | wrapped " << unit << " | hand " << unit
+        << " | hand ÷ ceiling | FFI overhead | wrapped ÷ ceiling | bound " << unit
+        << " (limit) | hand % bound | ceiling % bound | cv (c/w/h) | verdict (wrapped / hand) |\n";
+    out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
     for (const auto& shape : shapes_in_order(t)) {
       const BenchRow* c = best_row(t, "ceiling", shape, g.precision, g.threads);
       const BenchRow* w = best_row(t, "wrapped", shape, g.precision, g.threads);
@@ -108,7 +208,7 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
         for (const auto& r : t.rows) any |= r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads;
         if (!any) continue;
       }
-      auto gf = [](const BenchRow* r) { return r ? num(r->throughput() * 1e-9, "%.2f") : std::string("—"); };
+      auto tput = [](const BenchRow* r) { return r ? num(r->throughput() * 1e-9, "%.2f") : std::string("—"); };
       auto cv = [](const BenchRow* r) {
         return r ? num(r->samples.size() > 1 ? 100.0 * coefficient_of_variation(r->samples) : 0.0, "%.1f%%")
                  : std::string("—");
@@ -121,30 +221,147 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
       };
       const BenchRow* c_same = w ? matching_row(t, "ceiling", shape, g.precision, g.threads, w->key.backend) : nullptr;
       const double ffi = (c_same && w) ? w->median() / c_same->median() : std::nan("");
-      const double speedup = (w && h) ? w->median() / h->median() : std::nan("");
-      out << "| " << shape << " | " << gf(c) << (c ? " (" + c->key.backend + ")" : "") << " | " << gf(w) << " | "
-          << gf(h) << " | " << num(ffi, "%.3f×") << " | " << num(speedup, "%.3f×") << " | "
-          << (w && w->pct_of_peak >= 0 ? num(w->pct_of_peak, "%.1f%%") : "—") << " | "
-          << (h && h->pct_of_peak >= 0 ? num(h->pct_of_peak, "%.1f%%") : "—") << " | " << cv(c) << " / " << cv(w)
-          << " / " << cv(h) << " | " << verdict("wrapped") << " / " << verdict("hand") << " |\n";
+      const double hand_vs = (c && h) ? c->median() / h->median() : std::nan("");
+      const double wrapped_vs = (c && w) ? c->median() / w->median() : std::nan("");
+      const BenchRow* any = h ? h : (c ? c : w);
+      const auto bound = any ? roofline_bound(t, *any) : std::nullopt;
+      auto pct = [&](const BenchRow* r) {
+        if (!r || !bound || bound->flops <= 0) return std::string("—");
+        return num(100.0 * r->throughput() / bound->flops, "%.1f%%");
+      };
+      std::string bound_cell = "—";
+      if (bound) {
+        bound_cell = gf(bound->flops) + " (" + bound->limit;
+        if (bound->in_llc) bound_cell += " " + mib(any->bytes_per_iter);
+        else bound_cell += ", " + num(bound->intensity, "%.3g") + " flop/B";
+        bound_cell += ")";
+      }
+      out << "| " << shape << " | " << tput(c) << (c ? " (" + c->key.backend + ")" : "") << " | " << tput(w) << " | "
+          << tput(h) << " | " << num(hand_vs, "%.3f×") << " | " << num(ffi, "%.3f×") << " | "
+          << num(wrapped_vs, "%.3f×") << " | " << bound_cell << " | " << pct(h) << " | " << pct(c) << " | " << cv(c)
+          << " / " << cv(w) << " / " << cv(h) << " | " << verdict("wrapped") << " / " << verdict("hand") << " |\n";
     }
   }
-  // Ceiling per core type, so the core-type comparison is visible.
+  // Every ceiling configuration, so the vendor comparison is visible.
   bool any_ceiling = false;
   for (const auto& r : t.rows) any_ceiling |= r.key.tier == "ceiling";
   if (any_ceiling) {
-    out << "\n## Ceiling per OpenBLAS core type\n\n| shape | precision | threads | backend | " << unit
-        << " | median s | cv |\n|---|---|---:|---|---:|---:|---:|\n";
+    out << "\n## Ceiling per vendor configuration\n\n| shape | precision | threads | backend | " << unit
+        << " | ÷ best | median s | cv |\n|---|---|---:|---|---:|---:|---:|---:|\n";
     for (const auto& r : t.rows) {
       if (r.key.tier != "ceiling" || r.samples.empty()) continue;
       const double cvv = coefficient_of_variation(r.samples);
-      out << "| " << r.key.shape << " | " << r.key.precision << " | " << r.key.threads << " | " << r.key.backend << " | "
-          << num(r.throughput() * 1e-9, "%.2f") << " | " << num(r.median(), "%.4g") << " | " << num(cvv * 100, "%.1f%%")
-          << " |\n";
+      const BenchRow* best = best_row(t, "ceiling", r.key.shape, r.key.precision, r.key.threads);
+      out << "| " << r.key.shape << " | " << r.key.precision << " | " << r.key.threads << " | " << r.key.backend
+          << (best == &r ? " **best**" : "") << " | " << num(r.throughput() * 1e-9, "%.2f") << " | "
+          << num(best ? best->median() / r.median() : std::nan(""), "%.3f") << " | " << num(r.median(), "%.4g")
+          << " | " << num(cvv * 100, "%.1f%%") << " |\n";
     }
   }
   return out.str();
 }
+
+namespace {
+
+// One log-log roofline panel per precision: compute roofs and DRAM slopes for
+// 1 thread and all cores, and every row's point (intensity, throughput):
+// colour = tier, circle = 1 thread, square = more, hollow = working set in LLC.
+std::string roofline_panels(const BenchTable& t, double width, double y0, double& height) {
+  const RooflinePeaks pk = parse_peaks(t);
+  std::ostringstream o;
+  height = 0;
+  if (!pk.ok) return "";
+  const std::map<std::string, std::string> color = {
+      {"ceiling", "#4e79a7"}, {"wrapped", "#f28e2b"}, {"hand", "#59a14f"}, {"reference", "#999999"}};
+  std::set<std::string> precisions;
+  for (const auto& r : t.rows)
+    if (roofline_bound(t, r)) precisions.insert(r.key.precision);
+  const double panel_h = 360, left = 80, right = 220, top_pad = 30;
+  for (const auto& prec : precisions) {
+    const double* P = prec == "f32" ? pk.fp32 : pk.fp64;
+    std::vector<std::pair<const BenchRow*, RooflineBound>> pts;
+    double imin = 1e30, imax = 0, ymin = 1e30, ymax = P[1];
+    for (const auto& r : t.rows) {
+      if (r.key.precision != prec || r.samples.empty()) continue;
+      const auto b = roofline_bound(t, r);
+      if (!b) continue;
+      pts.emplace_back(&r, *b);
+      imin = std::min(imin, b->intensity);
+      imax = std::max(imax, b->intensity);
+      ymin = std::min(ymin, r.throughput());
+      ymax = std::max(ymax, r.throughput());
+    }
+    if (pts.empty()) continue;
+    const double lx0 = std::floor(std::log10(imin)) - 0.5, lx1 = std::ceil(std::log10(imax)) + 0.5;
+    const double ly0 = std::floor(std::log10(std::max(ymin, 1.0))) - 0.2, ly1 = std::log10(ymax) + 0.3;
+    const double px0 = left, px1 = width - right, py0 = y0 + top_pad, py1 = y0 + panel_h;
+    auto X = [&](double i) { return px0 + (std::log10(i) - lx0) / (lx1 - lx0) * (px1 - px0); };
+    auto Y = [&](double f) { return py1 - (std::log10(f) - ly0) / (ly1 - ly0) * (py1 - py0); };
+    o << "<text x=\"" << left << "\" y=\"" << y0 + 14 << "\" font-weight=\"bold\">roofline, " << prec
+      << " (log-log; x: flop per compulsory DRAM byte, y: GFLOP/s)</text>\n";
+    o << "<rect x=\"" << px0 << "\" y=\"" << py0 << "\" width=\"" << px1 - px0 << "\" height=\"" << py1 - py0
+      << "\" fill=\"none\" stroke=\"black\"/>\n";
+    for (int e = static_cast<int>(std::ceil(lx0)); e <= static_cast<int>(std::floor(lx1)); ++e) {
+      const double x = X(std::pow(10.0, e));
+      o << "<line x1=\"" << x << "\" y1=\"" << py0 << "\" x2=\"" << x << "\" y2=\"" << py1
+        << "\" stroke=\"#eee\"/><text x=\"" << x << "\" y=\"" << py1 + 14 << "\" text-anchor=\"middle\">1e" << e
+        << "</text>\n";
+    }
+    for (int e = static_cast<int>(std::ceil(ly0)); e <= static_cast<int>(std::floor(ly1)); ++e) {
+      const double y = Y(std::pow(10.0, e));
+      o << "<line x1=\"" << px0 << "\" y1=\"" << y << "\" x2=\"" << px1 << "\" y2=\"" << y
+        << "\" stroke=\"#eee\"/><text x=\"" << px0 - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
+        << num(std::pow(10.0, e) * 1e-9, "%g") << "</text>\n";
+    }
+    // Roofs: 1 thread (solid) and all cores (dashed).
+    for (int k = 0; k < 2; ++k) {
+      const double peakv = P[k], bw = pk.bw[k];
+      const double ridge = peakv / bw;
+      const double ia = std::pow(10.0, lx0), ib = std::pow(10.0, lx1);
+      const double ir = std::clamp(ridge, ia, ib);
+      const char* dash = k ? " stroke-dasharray=\"6,4\"" : "";
+      o << "<polyline fill=\"none\" stroke=\"#e15759\" stroke-width=\"2\"" << dash << " points=\"" << X(ia) << ","
+        << Y(std::max(bw * ia, std::pow(10.0, ly0))) << " " << X(ir) << "," << Y(std::min(bw * ir, peakv)) << " "
+        << X(ib) << "," << Y(peakv) << "\"/>\n";
+      o << "<text x=\"" << px1 + 4 << "\" y=\"" << Y(peakv) + 4 << "\" fill=\"#e15759\" font-size=\"10\">"
+        << (k ? "all cores " : "1 core ") << num(peakv * 1e-9, "%.0f") << " GFLOP/s, " << num(bw * 1e-9, "%.0f")
+        << " GB/s</text>\n";
+    }
+    for (const auto& [r, b] : pts) {
+      const auto it = color.find(r->key.tier);
+      const std::string c = it == color.end() ? "#333" : it->second;
+      const double x = X(b.intensity), y = Y(r->throughput());
+      const std::string fill = b.in_llc ? "white" : c;
+      char lab[64];
+      std::snprintf(lab, sizeof lab, "%.1f", r->throughput() * 1e-9);
+      const std::string title = r->key.tier + " " + r->key.backend + " " + r->key.shape + " threads " +
+                                std::to_string(r->key.threads) + ": " + lab + " GFLOP/s, " +
+                                num(100.0 * r->throughput() / b.flops, "%.1f%%") + " of bound (" + b.limit + ")";
+      if (r->key.threads <= 1)
+        o << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"5\" fill=\"" << fill << "\" stroke=\"" << c
+          << "\" stroke-width=\"2\"><title>" << xml_escape(title) << "</title></circle>\n";
+      else
+        o << "<rect x=\"" << x - 5 << "\" y=\"" << y - 5 << "\" width=\"10\" height=\"10\" fill=\"" << fill
+          << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>" << xml_escape(title) << "</title></rect>\n";
+      if (r->key.tier == "hand")
+        o << "<text x=\"" << x + 7 << "\" y=\"" << y - 6 << "\" font-size=\"9\" fill=\"#333\">"
+          << xml_escape(r->key.shape) << "</text>\n";
+    }
+    double ly = py0 + 60;
+    for (const auto& [tier, c] : color) {
+      o << "<circle cx=\"" << px1 + 26 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << c << "\"/><text x=\""
+        << px1 + 36 << "\" y=\"" << ly + 4 << "\">" << tier << "</text>\n";
+      ly += 16;
+    }
+    o << "<text x=\"" << px1 + 20 << "\" y=\"" << ly + 8 << "\" font-size=\"10\">circle 1 thread, square more</text>\n"
+      << "<text x=\"" << px1 + 20 << "\" y=\"" << ly + 22 << "\" font-size=\"10\">hollow: working set in LLC</text>\n";
+    y0 += panel_h + 50;
+    height += panel_h + 50;
+  }
+  return o.str();
+}
+
+}  // namespace
 
 std::string render_svg(const BenchTable& t, const std::string& family, const PeakResult* peak,
                        const std::string& peak_kind_f32, const std::string& peak_kind_f64) {
@@ -156,7 +373,10 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
   const double group_w = bar_w * double(tiers.size()) + gap;
   const double right = 200;  // room for the legend and the peak label
   const double width = std::max(680.0, left + 40 + group_w * double(shapes.size()) + right);
-  const double height = top + (panel_h + 90) * double(std::max<std::size_t>(gs.size(), 1));
+  const double bars_height = top + (panel_h + 90) * double(std::max<std::size_t>(gs.size(), 1));
+  double roof_height = 0;
+  const std::string roof = roofline_panels(t, width, bars_height, roof_height);
+  const double height = bars_height + roof_height;
   const std::string unit = unit_label(t);
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
@@ -245,6 +465,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     }
     y0 += panel_h + 90;
   }
+  o << roof;
   o << "</svg>\n";
   return o.str();
 }

@@ -7,6 +7,11 @@
 // Bandwidth: STREAM triad a[i] = b[i] + s * c[i] over three double arrays of
 // max(4 x L3, 64 MiB) each; bytes = 3 * 8 * N per pass (STREAM convention:
 // write-allocate traffic not counted). Best of several trials everywhere.
+// Last-level cache, measured: read bandwidth of one core over working sets of
+// 1 MiB .. 256 MiB (doubling); the LLC is the largest set still read >= 1.4x
+// faster than the DRAM plateau (the two largest sets). A hypervisor's cpuid
+// can report any L3 size (508 MiB on a 2-vCPU Zen 5 guest), so the roofline
+// trusts this measurement, not the reported size (kept for the record).
 // Rates are FLOP (bytes) per second of each thread's own CPU time, summed
 // over threads: on a machine shared with other work this still measures what
 // the cores do while they run, not the share the scheduler gave us.
@@ -32,6 +37,8 @@ struct PeakResult {
   double fp64_avx512_core = 0, fp64_avx512_all = 0;
   double bandwidth_core = 0, bandwidth_all = 0;   // bytes/s
   double triad_array_mib = 0;
+  double llc_bytes = 0;           // measured (see above); 0: not measured
+  double llc_reported_bytes = 0;  // what the OS/cpuid says
 };
 
 PeakResult measure_peak(const MachineInfo& m, const std::function<void(const std::string&)>& progress = {});
@@ -58,7 +65,11 @@ double roofline_bound(const PeakResult& p, int threads, double work_per_iter, do
 double row_peak(const PeakResult& p, const std::string& kind, int threads, double work_per_iter,
                 double bytes_per_iter);
 
+// CSV metadata: human-readable peak lines, plus "roofline_peaks" in a fixed
+// machine-readable form the report parses (GFLOP/s, GB/s, MiB):
+//   fp32=<core>/<all> fp64=<core>/<all> bw=<core>/<all> llc_mib=<measured> cores=<n>
 std::vector<std::pair<std::string, std::string>> peak_metadata(const PeakResult& p);
 std::string format_peak(const PeakResult& p);  // human-readable lines
+std::string llc_text(const PeakResult& p);     // "32 MiB measured (...); 508 MiB reported by the CPU"
 
 }  // namespace popper::bench

@@ -1,0 +1,88 @@
+/* The GEMM ceiling loop shared by every vendor's raw-C program
+ * (cblas_gemm_raw.c: OpenBLAS, blis_gemm_raw.c: BLIS):
+ *
+ *   C = alpha * A * B + beta * C   (row-major, NoTrans/NoTrans, alpha = 1, beta = 0)
+ *   FLOP = 2 m n k;  bytes = compulsory DRAM traffic (m k + k n + m n) * sizeof(T):
+ *   A and B read once, C written once (beta = 0: C is never read).
+ *
+ * For each shape of bench/gemm/shapes.h and each precision: warm up, size the
+ * repetition (>= 0.2 s), time --reps repetitions, one CSV row each. The vendor
+ * program supplies only the call and its backend label, so every vendor is
+ * timed by the same code. Header-only, C11. */
+#ifndef POPPER_GEMM_CEILING_H
+#define POPPER_GEMM_CEILING_H
+
+#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+
+#include "gemm/shapes.h"
+
+/* One row-major NN product; a, b, c hold float (is_f64 == 0) or double. */
+typedef void (*ceiling_gemm_fn)(int is_f64, int m, int n, int k, const void* a, const void* b, void* c);
+
+/* Runs the loop; backend is the CSV backend column ("openblas:SkylakeX", "blis:skx").
+ * Returns the process exit code. */
+static int ceiling_gemm_run(const struct ceiling_args* args, const char* program, const char* backend,
+                            ceiling_gemm_fn gemm) {
+  const int threads = args->threads, reps = args->reps;
+  ceiling_print_header();
+  for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) {
+    const struct popper_gemm_shape* sh = &POPPER_GEMM_SHAPES[s];
+    if (!ceiling_shape_selected(args, sh->name)) continue;
+    for (int p = 0; p < 2; ++p) {
+      const int is_f64 = p == 1;
+      const char* prec = is_f64 ? "f64" : "f32";
+      if (!ceiling_precision_selected(args, prec)) continue;
+      const size_t elem = is_f64 ? sizeof(double) : sizeof(float);
+      const size_t na = (size_t)sh->m * (size_t)sh->k, nb = (size_t)sh->k * (size_t)sh->n,
+                   nc = (size_t)sh->m * (size_t)sh->n;
+      void* a = malloc(na * elem);
+      void* b = malloc(nb * elem);
+      void* c = malloc(nc * elem);
+      if (!a || !b || !c) {
+        fprintf(stderr, "%s: out of memory for shape %s\n", program, sh->name);
+        free(a), free(b), free(c);
+        return 1;
+      }
+      ceiling_fill(a, na, is_f64, 1);
+      ceiling_fill(b, nb, is_f64, 2);
+      memset(c, 0, nc * elem);
+
+      /* The first call pays the library's one-time set-up; the second sizes the repetition. */
+      gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
+      const double t0 = ceiling_now();
+      gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
+      const long iters = ceiling_iterations(ceiling_now() - t0);
+
+      const double flop = 2.0 * sh->m * sh->n * (double)sh->k;
+      const double bytes = (double)(na + nb + nc) * (double)elem;
+      for (int r = 0; r < reps; ++r) {
+        const double start = ceiling_now();
+        for (long it = 0; it < iters; ++it) gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
+        const double per_iter = (ceiling_now() - start) / (double)iters;
+        ceiling_print_row("gemm", backend, sh->name, prec, threads, r, iters, per_iter, flop, bytes, "not_verified");
+        fprintf(stderr, "%s gemm %s %s threads=%d rep %d/%d: %.3f GFLOP/s\n", backend, sh->name, prec, threads, r + 1,
+                reps, flop / per_iter * 1e-9);
+      }
+      free(a), free(b), free(c);
+    }
+  }
+  return 0;
+}
+
+/* Argument handling common to the GEMM ceilings: 0 to run, else the exit code + 1. */
+static int ceiling_gemm_args(int argc, char** argv, const char* program, struct ceiling_args* args) {
+  const int rc = ceiling_parse_args(argc, argv, args, program);
+  if (rc) return rc == 1 ? 1 : 3;
+  const char* names[POPPER_GEMM_SHAPE_COUNT];
+  for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) names[s] = POPPER_GEMM_SHAPES[s].name;
+  if (ceiling_check_shapes(args, names, POPPER_GEMM_SHAPE_COUNT, program)) return 3;
+  if (args->list) {
+    for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s)
+      printf("%s,%d,%d,%d,%s\n", POPPER_GEMM_SHAPES[s].name, POPPER_GEMM_SHAPES[s].m, POPPER_GEMM_SHAPES[s].n,
+             POPPER_GEMM_SHAPES[s].k, POPPER_GEMM_SHAPES[s].set);
+    return 1;
+  }
+  return 0;
+}
+
+#endif

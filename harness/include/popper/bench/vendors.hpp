@@ -1,0 +1,150 @@
+// The ceiling's vendors and their configurations: which libraries a family's
+// ceiling programs call, which kernel sets each can be told to load, which of
+// those this CPU can execute, what each really loaded, and whether the
+// selection a user gets by default runs below the library's best here.
+//
+//   vendor     program (ceiling/<stem>.c)    chosen per process by
+//   openblas   cblas_gemm_raw, lapack_*      OPENBLAS_CORETYPE=<core type>  (unset: OpenBLAS detects)
+//   blis       blis_gemm_raw                 BLIS_ARCH_TYPE=<arch_t id>      (unset: BLIS detects)
+//                                            threads: BLIS_NUM_THREADS
+//
+// Planning a family's ceiling (plan_ceiling):
+//  1. candidates: the environment as inherited (what a user's program gets),
+//     then, when the family enumerates configurations (family.yaml
+//     blas_core_types), every core type / sub-configuration in the tables below;
+//  2. refuse, before any process starts, each whose kernels need an
+//     instruction this CPU lacks (/proc/cpuinfo flags) — never a SIGILL. An
+//     inherited setting the CPU cannot execute is an error (ConfigRefused):
+//     every program of that vendor, the wrapped tier included, would die;
+//  3. probe each survivor (`ceiling_<stem> --probe`, no kernel runs) for the
+//     kernel set it really loads: OpenBLAS silently falls back to detection on
+//     a core type it was not built with, BLIS aborts on a sub-configuration
+//     it lacks; configurations that load the same kernels collapse into one;
+//  4. time the survivors on the family's check shape (its last gate shape,
+//     1 thread, f32 and f64, best of the repetitions): the inherited selection against the vendor's
+//     best configuration gives the mis-detection factor (a warning above
+//     1.2x, naming the variable, its value, the factor and the fix), and a
+//     configuration more than `screen_factor` slower than its vendor's best
+//     is left out of the full run (listed as screened out, with its factor).
+//     POPPER_CEILING_CONFIGS=all keeps every runnable configuration.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "popper/bench/csv.hpp"
+#include "popper/bench/family.hpp"
+#include "popper/bench/machine.hpp"
+#include "popper/error.hpp"
+
+namespace popper::bench {
+
+// An inherited setting that would make every call of the vendor die (SIGILL).
+class ConfigRefused : public Error {
+ public:
+  using Error::Error;
+};
+
+enum class ConfigStatus {
+  Run,          // runnable, timed in the full run
+  CpuLacks,     // refused: the kernels need instructions this CPU lacks
+  NotBuilt,     // the installed library has no such kernel set
+  Duplicate,    // loads the same kernels as another configuration
+  ScreenedOut,  // runnable, but far slower than the vendor's best on the check shape
+  Failed,       // the probe or the check run failed (exit code / signal in reason)
+  Missing,      // the ceiling program was not built (vendor not installed)
+};
+const char* to_string(ConfigStatus s);
+
+struct VendorConfig {
+  std::string vendor;    // "openblas" | "blis"
+  std::string program;   // ceiling stem, e.g. "blis_gemm_raw"
+  std::string variable;  // OPENBLAS_CORETYPE | BLIS_ARCH_TYPE
+  std::optional<std::string> value;  // what the variable is set to; nullopt: unset
+  bool inherited = false;            // the environment as a user's program gets it
+  std::string requested;             // the kernel set asked for ("SkylakeX", "skx"; "" when detected)
+  std::vector<std::string> needs;    // cpu flags the requested kernels need
+  std::string selected;              // what the library reports it loaded (from --probe)
+  ConfigStatus status = ConfigStatus::Run;
+  std::string reason;                // why it is not run, or what it duplicates
+  double check_seconds[2] = {0, 0};  // best-of-reps seconds on the check shape, f32 / f64 (0: not timed)
+
+  std::string backend() const;       // "openblas:SkylakeX" (the CSV backend column)
+  std::string setting() const;       // "OPENBLAS_CORETYPE=SkylakeX" | "BLIS_ARCH_TYPE unset" | ...
+  // Environment for a run at `threads`: assignments and names to unset.
+  std::vector<std::pair<std::string, std::string>> env_set(int threads) const;
+  std::vector<std::string> env_unset() const;
+};
+
+// A library running below its best on this machine because of its default selection.
+struct Misdetection {
+  std::string vendor, variable;
+  std::optional<std::string> value;  // the inherited value (nullopt: unset, the library detected)
+  std::string selected;              // what it runs by default
+  std::string best;                  // its fastest configuration here
+  std::string best_setting;          // e.g. "BLIS_ARCH_TYPE=0"
+  std::string shape, precision;      // where the factor was measured
+  double factor = 0;                 // time(selected) / time(best)
+  std::string message;               // the one-paragraph advice, ready to print
+};
+
+struct CeilingPlan {
+  std::vector<VendorConfig> configs;   // every candidate, with its status
+  std::vector<Misdetection> warnings;  // factor > kMisdetectionFactor
+  std::string check_shape;             // "" when no check was timed
+  // The configurations to time for a ceiling program.
+  std::vector<const VendorConfig*> runnable(const std::string& program) const;
+  // One line per vendor: "openblas: Cooperlake (detected), Haswell (OPENBLAS_CORETYPE=Haswell, inherited), ..."
+  std::vector<std::string> tried_lines() const;
+  // One line per configuration that did not run, with the reason.
+  std::vector<std::string> not_run_lines() const;
+};
+
+inline constexpr double kMisdetectionFactor = 1.2;
+
+struct PlanOptions {
+  bool enumerate = true;        // also every table configuration (else the inherited one only)
+  bool screen = true;           // time the check shape, drop configurations far behind (POPPER_CEILING_CONFIGS=all: false)
+  double screen_factor = 1.5;
+  int check_reps = 3;
+  std::function<void(const std::string&)> progress;
+};
+
+// The vendor of a ceiling program stem ("blis_*" -> blis, "cublas_*" -> cublas, else openblas).
+std::string vendor_of(const std::string& program);
+
+// The candidate configurations of one program, before any check (pure: tables + environment).
+std::vector<VendorConfig> candidate_configs(const std::string& program, bool enumerate);
+
+// Flags in cfg.needs this machine lacks (empty: it can execute the kernels).
+std::vector<std::string> missing_flags(const VendorConfig& cfg, const MachineInfo& m);
+
+// Steps 2 (CPU check, throws ConfigRefused for an inherited setting the CPU
+// cannot execute) and the bookkeeping of 3-4 that needs no process: pure, for tests.
+void refuse_unexecutable(std::vector<VendorConfig>& configs, const MachineInfo& m);
+
+// The whole plan for a family (steps 1-4). check_shape "" picks the family's
+// largest gate shape. Throws ConfigRefused (see above).
+CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, const std::string& build_dir,
+                         const PlanOptions& opt, const std::string& check_shape = "");
+
+// The mis-detection findings from timed configurations (step 4's arithmetic), pure.
+std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& configs, const std::string& shape,
+                                             double threshold = kMisdetectionFactor);
+
+// The check used by `popper peak`: the gemm family's plan, cached in
+// <build>/vendors.json by machine fingerprint and the vendor variables'
+// values; `refresh` re-measures.
+CeilingPlan cached_vendor_check(const std::string& source_dir, const std::string& build_dir, const MachineInfo& m,
+                                bool refresh, const std::function<void(const std::string&)>& progress = {});
+
+// Writes the plan into the table's metadata (ceiling_vendors, ceiling_not_run,
+// ceiling_check_shape, vendor_warnings), which the report's header shows.
+void record_plan(const CeilingPlan& plan, BenchTable& table);
+
+// Text for a terminal: the configurations and the warnings.
+std::string format_vendor_check(const CeilingPlan& plan);
+
+}  // namespace popper::bench

@@ -1,0 +1,612 @@
+// Ceiling vendors, their configurations, the CPU check and the mis-detection
+// check (vendors.hpp).
+#include "popper/bench/vendors.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "popper/bench/ingest.hpp"
+#include "popper/bench/process.hpp"
+#include "popper/io.hpp"
+
+namespace popper::bench {
+namespace {
+
+struct KernelSet {
+  const char* name;
+  int id;  // BLIS arch_t id; -1 for OpenBLAS core types
+  std::vector<std::string> needs;
+};
+
+const std::vector<std::string> kAvx512 = {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"};
+
+std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// OpenBLAS x86-64 core types worth timing (DYNAMIC_ARCH builds), narrowest
+// first, with the instructions their kernels use.
+const std::vector<KernelSet>& openblas_core_types() {
+  static const std::vector<KernelSet> t = {
+      {"Nehalem", -1, {"sse4_2"}},
+      {"Sandybridge", -1, {"avx"}},
+      {"Haswell", -1, {"avx2", "fma"}},
+      {"Zen", -1, {"avx2", "fma"}},
+      {"SkylakeX", -1, kAvx512},
+      {"Cooperlake", -1, plus(kAvx512, {"avx512_bf16"})},
+      {"SapphireRapids", -1, plus(kAvx512, {"avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"})},
+  };
+  return t;
+}
+
+// BLIS 0.9 x86-64 sub-configurations by arch_t id (BLIS_ARCH_TYPE takes the
+// id; verified on the installed library by --probe). knc is the Knights
+// Corner coprocessor ISA (IMCI), never a host CPU's; the Bulldozer family
+// kernels use FMA4.
+const std::vector<KernelSet>& blis_subconfigs() {
+  static const std::vector<KernelSet> t = {
+      {"skx", 0, {"avx512f", "avx512dq", "avx512bw", "avx512vl"}},
+      {"knl", 1, {"avx512f", "avx512pf", "avx512er"}},
+      {"knc", 2, {"imci"}},
+      {"haswell", 3, {"avx2", "fma"}},
+      {"sandybridge", 4, {"avx"}},
+      {"penryn", 5, {"ssse3", "sse4_1"}},
+      {"zen3", 6, {"avx2", "fma"}},
+      {"zen2", 7, {"avx2", "fma"}},
+      {"zen", 8, {"avx2", "fma"}},
+      {"excavator", 9, {"fma4", "avx2"}},
+      {"steamroller", 10, {"fma4", "avx"}},
+      {"piledriver", 11, {"fma4", "avx"}},
+      {"bulldozer", 12, {"fma4", "avx"}},
+      {"generic", 25, {}},
+  };
+  return t;
+}
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::optional<std::string> env_value(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+std::string variable_of(const std::string& vendor) {
+  return vendor == "blis" ? "BLIS_ARCH_TYPE" : vendor == "openblas" ? "OPENBLAS_CORETYPE" : "";
+}
+
+std::string vendor_title(const std::string& vendor) {
+  return vendor == "blis" ? "BLIS" : vendor == "openblas" ? "OpenBLAS" : vendor;
+}
+
+// BLIS 0.9 reads BLIS_ARCH_TYPE with atoi: a name or an empty string is id 0.
+int blis_id_of(const std::string& value) { return std::atoi(value.c_str()); }
+
+const KernelSet* blis_by_id(int id) {
+  for (const auto& k : blis_subconfigs())
+    if (k.id == id) return &k;
+  return nullptr;
+}
+const KernelSet* openblas_by_name(const std::string& name) {
+  for (const auto& k : openblas_core_types())
+    if (lower(k.name) == lower(name)) return &k;
+  return nullptr;
+}
+
+std::string fmt_factor(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2fx", f);
+  return b;
+}
+
+// Best of the repetitions: on a shared machine interference only ever adds time.
+double best_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+
+std::string first_line(const std::string& s) {
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+// The stderr line a library prints before it dies (BLIS: "libblis: ...").
+std::string last_meaningful_line(const std::string& err) {
+  std::istringstream in(err);
+  std::string line, keep;
+  while (std::getline(in, line))
+    if (line.find("Aborting") == std::string::npos && !line.empty()) keep = line;
+  return keep;
+}
+
+}  // namespace
+
+const char* to_string(ConfigStatus s) {
+  switch (s) {
+    case ConfigStatus::Run: return "run";
+    case ConfigStatus::CpuLacks: return "cpu_lacks";
+    case ConfigStatus::NotBuilt: return "not_built";
+    case ConfigStatus::Duplicate: return "duplicate";
+    case ConfigStatus::ScreenedOut: return "screened_out";
+    case ConfigStatus::Failed: return "failed";
+    case ConfigStatus::Missing: return "missing";
+  }
+  return "?";
+}
+
+std::string VendorConfig::backend() const {
+  return vendor + ":" + (selected.empty() ? (requested.empty() ? std::string("default") : requested) : selected);
+}
+
+std::string VendorConfig::setting() const {
+  if (variable.empty()) return "default";
+  if (!value) return variable + " unset";
+  return variable + "=" + *value;
+}
+
+std::vector<std::pair<std::string, std::string>> VendorConfig::env_set(int threads) const {
+  std::vector<std::pair<std::string, std::string>> env;
+  if (value && !inherited) env.emplace_back(variable, *value);
+  if (vendor == "blis") env.emplace_back("BLIS_NUM_THREADS", std::to_string(threads));
+  if (vendor == "openblas") env.emplace_back("OPENBLAS_NUM_THREADS", std::to_string(threads));
+  return env;
+}
+
+std::vector<std::string> VendorConfig::env_unset() const {
+  if (!value && !variable.empty()) return {variable};
+  return {};
+}
+
+std::string vendor_of(const std::string& program) {
+  if (program.rfind("blis_", 0) == 0) return "blis";
+  if (program.rfind("cublas_", 0) == 0) return "cublas";
+  return "openblas";
+}
+
+std::vector<VendorConfig> candidate_configs(const std::string& program, bool enumerate) {
+  const std::string vendor = vendor_of(program), variable = variable_of(vendor);
+  std::vector<VendorConfig> out;
+  VendorConfig base;
+  base.vendor = vendor;
+  base.program = program;
+  base.variable = variable;
+
+  // 1. The environment as inherited.
+  VendorConfig inh = base;
+  inh.inherited = true;
+  inh.value = variable.empty() ? std::nullopt : env_value(variable);
+  if (inh.value) {
+    if (vendor == "openblas") {
+      if (const KernelSet* k = openblas_by_name(*inh.value)) {
+        inh.requested = k->name;
+        inh.needs = k->needs;
+      }  // an unknown name: OpenBLAS falls back to its own detection
+    } else if (vendor == "blis") {
+      const int id = blis_id_of(*inh.value);
+      if (const KernelSet* k = blis_by_id(id)) {
+        inh.requested = k->name;
+        inh.needs = k->needs;
+      } else {
+        inh.requested = "arch id " + std::to_string(id);
+      }
+    }
+  }
+  out.push_back(inh);
+  if (!enumerate || variable.empty()) return out;
+
+  // 2. The library's own detection, when the inherited environment overrides it.
+  if (inh.value) {
+    VendorConfig det = base;
+    out.push_back(det);
+  }
+  // 3. Every kernel set of the table.
+  const auto& table = vendor == "blis" ? blis_subconfigs() : openblas_core_types();
+  for (const auto& k : table) {
+    VendorConfig c = base;
+    c.requested = k.name;
+    c.value = vendor == "blis" ? std::to_string(k.id) : std::string(k.name);
+    c.needs = k.needs;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::string> missing_flags(const VendorConfig& cfg, const MachineInfo& m) {
+  std::vector<std::string> out;
+  for (const auto& f : cfg.needs)
+    if (!has_cpu_flag(m, f)) out.push_back(f);
+  return out;
+}
+
+void refuse_unexecutable(std::vector<VendorConfig>& configs, const MachineInfo& m) {
+  for (auto& c : configs) {
+    if (c.status != ConfigStatus::Run) continue;
+    const auto lacks = missing_flags(c, m);
+    if (lacks.empty()) continue;
+    const std::string why = "its " + c.requested + " kernels need " + join(c.needs, ", ") + "; this CPU lacks " +
+                            join(lacks, ", ");
+    if (c.inherited)
+      throw ConfigRefused(c.setting() + " is set in this environment, but " + why + ": every " +
+                          vendor_title(c.vendor) + " call (ceiling and wrapped tiers, and any program linking it) would "
+                          "die with SIGILL. Fix: unset " + c.variable + " (" + vendor_title(c.vendor) +
+                          " then detects the CPU) or set it to kernels this CPU runs.");
+    c.status = ConfigStatus::CpuLacks;
+    c.reason = why;
+  }
+}
+
+std::vector<const VendorConfig*> CeilingPlan::runnable(const std::string& program) const {
+  std::vector<const VendorConfig*> out;
+  for (const auto& c : configs)
+    if (c.program == program && c.status == ConfigStatus::Run) out.push_back(&c);
+  return out;
+}
+
+std::vector<std::string> CeilingPlan::tried_lines() const {
+  std::vector<std::string> vendors, lines;
+  for (const auto& c : configs)
+    if (std::find(vendors.begin(), vendors.end(), c.vendor + "|" + c.program) == vendors.end())
+      vendors.push_back(c.vendor + "|" + c.program);
+  for (const auto& vp : vendors) {
+    std::vector<std::string> parts;
+    std::string vendor, program;
+    for (const auto& c : configs) {
+      if (c.vendor + "|" + c.program != vp) continue;
+      vendor = c.vendor;
+      program = c.program;
+      if (c.status != ConfigStatus::Run && c.status != ConfigStatus::ScreenedOut) continue;
+      std::string p = c.selected.empty() ? c.requested : c.selected;
+      p += " (" + c.setting() + (c.inherited ? ", inherited" : "") +
+           (c.status == ConfigStatus::ScreenedOut ? ", screened out" : "") + ")";
+      parts.push_back(p);
+    }
+    lines.push_back(vendor + " [" + program + "]: " + (parts.empty() ? "none runnable" : join(parts, "; ")));
+  }
+  return lines;
+}
+
+std::vector<std::string> CeilingPlan::not_run_lines() const {
+  std::vector<std::string> out;
+  for (const auto& c : configs) {
+    if (c.status == ConfigStatus::Run) continue;
+    if (c.status == ConfigStatus::Duplicate) continue;  // same kernels: nothing lost
+    const std::string what = c.requested.empty() ? c.setting() : c.requested + " (" + c.setting() + ")";
+    out.push_back(c.vendor + " " + what + ": " + to_string(c.status) + ": " + c.reason);
+  }
+  return out;
+}
+
+std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& configs, const std::string& shape,
+                                             double threshold) {
+  std::vector<Misdetection> out;
+  std::vector<std::string> programs;
+  for (const auto& c : configs)
+    if (std::find(programs.begin(), programs.end(), c.program) == programs.end()) programs.push_back(c.program);
+  static const char* kPrec[2] = {"f32", "f64"};
+  for (const auto& prog : programs) {
+    const VendorConfig* inh = nullptr;
+    for (const auto& c : configs)
+      if (c.program == prog && c.inherited && c.status == ConfigStatus::Run) inh = &c;
+    if (!inh) continue;
+    // The worst precision decides; both factors go into the message.
+    double factor[2] = {0, 0};
+    const VendorConfig* best[2] = {nullptr, nullptr};
+    for (int p = 0; p < 2; ++p) {
+      if (inh->check_seconds[p] <= 0) continue;
+      for (const auto& c : configs) {
+        if (c.program != prog || c.check_seconds[p] <= 0) continue;
+        if (c.status != ConfigStatus::Run && c.status != ConfigStatus::ScreenedOut) continue;
+        if (!best[p] || c.check_seconds[p] < best[p]->check_seconds[p]) best[p] = &c;
+      }
+      if (best[p]) factor[p] = inh->check_seconds[p] / best[p]->check_seconds[p];
+    }
+    const int w = factor[1] >= factor[0] ? 1 : 0;
+    if (!best[w] || factor[w] <= threshold) continue;
+    Misdetection md;
+    md.vendor = inh->vendor;
+    md.variable = inh->variable;
+    md.value = inh->value;
+    md.selected = inh->selected;
+    md.best = best[w]->selected;
+    md.best_setting = best[w]->setting();
+    md.shape = shape;
+    md.precision = kPrec[w];
+    md.factor = factor[w];
+    const std::string title = vendor_title(md.vendor);
+    std::string why;
+    if (md.value)
+      why = title + " runs its " + md.selected + " kernels because " + inh->setting() + " is set in this environment";
+    else if (lower(md.selected) == "generic")
+      why = title + " does not recognise this CPU and falls back to its 'generic' kernels (" + inh->setting() + ")";
+    else
+      why = title + " picks its " + md.selected + " kernels by itself (" + inh->setting() + ")";
+    std::string faster = fmt_factor(factor[w]) + " faster in " + kPrec[w];
+    if (factor[1 - w] > 0 && best[1 - w]) faster += " (" + fmt_factor(factor[1 - w]) + " in " + kPrec[1 - w] + ")";
+    std::string fix;
+    if (!best[w]->value) fix = "unset " + md.variable + " (" + title + " then picks " + md.best + " itself)";
+    else fix = "export " + best[w]->setting() + (md.vendor == "blis" ? " (" + md.best + ")" : std::string());
+    md.message = "warning: " + why + "; its " + md.best + " kernels run gemm " + shape + " " + faster +
+                 " on this machine. Fix: " + fix + ".";
+    out.push_back(md);
+  }
+  return out;
+}
+
+CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, const std::string& build_dir,
+                         const PlanOptions& opt, const std::string& check_shape_in) {
+  auto say = [&](const std::string& s) {
+    if (opt.progress) opt.progress(s);
+  };
+  CeilingPlan plan;
+  const std::string bin = build_dir + "/bin/ceiling_";
+  const std::vector<std::string>& programs = fam.ceilings;
+  for (const auto& prog : programs) {
+    auto cands = candidate_configs(prog, opt.enumerate && fam.blas_core_types);
+    if (!std::filesystem::exists(bin + prog)) {
+      VendorConfig miss = cands.front();
+      miss.status = ConfigStatus::Missing;
+      miss.reason = "ceiling_" + prog + " was not built" +
+                    (vendor_of(prog) == "blis"
+                         ? " (install libblis-openmp-dev through make setup, then reconfigure: POPPER_BLIS=AUTO|ON)"
+                         : std::string());
+      plan.configs.push_back(miss);
+      continue;
+    }
+    refuse_unexecutable(cands, m);  // may throw ConfigRefused
+    for (auto& c : cands) {
+      if (c.status != ConfigStatus::Run) continue;
+      const auto r = run_process({bin + prog, "--probe"}, c.env_set(1), c.env_unset());
+      const std::string out = first_line(r.out);
+      if (!r.ok() || out.rfind("# config: ", 0) != 0) {
+        const std::string detail = last_meaningful_line(r.err);
+        if (c.vendor == "blis" && r.signal == 6) {
+          c.status = ConfigStatus::NotBuilt;
+          c.reason = "this libblis has no " + c.requested + " sub-configuration (BLIS aborts: " + detail + ")";
+        } else {
+          c.status = ConfigStatus::Failed;
+          c.reason = "--probe " + r.describe() + (detail.empty() ? "" : ": " + detail);
+        }
+        if (c.inherited)
+          throw ConfigRefused("ceiling_" + prog + " cannot start under " + c.setting() + ": " + c.reason);
+        continue;
+      }
+      c.selected = out.substr(10);
+      if (!c.requested.empty() && lower(c.selected) != lower(c.requested) && !c.inherited) {
+        c.status = ConfigStatus::NotBuilt;
+        c.reason = "this " + vendor_title(c.vendor) + " has no " + c.requested + " kernels (it loaded " + c.selected +
+                   " instead)";
+      }
+    }
+    // Configurations that load the same kernels collapse into the first.
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i].status != ConfigStatus::Run) continue;
+      for (std::size_t j = 0; j < i; ++j)
+        if (cands[j].status == ConfigStatus::Run && lower(cands[j].selected) == lower(cands[i].selected)) {
+          cands[i].status = ConfigStatus::Duplicate;
+          cands[i].reason = "loads the same kernels as " + cands[j].setting();
+          break;
+        }
+    }
+    // The inherited entry keeps the name of what it loaded.
+    for (auto& c : cands)
+      if (c.inherited && c.requested.empty()) c.requested = c.selected;
+    plan.configs.insert(plan.configs.end(), cands.begin(), cands.end());
+  }
+
+  // Step 4: time the check shape when some vendor has a choice.
+  bool choice = false;
+  for (const auto& prog : programs) choice |= plan.runnable(prog).size() > 1;
+  if (!choice || !opt.screen) {
+    for (const auto& c : plan.configs)
+      if (c.status == ConfigStatus::Run)
+        say("ceiling: " + c.backend() + " (" + c.setting() + (c.inherited ? ", inherited" : "") + ")");
+    return plan;
+  }
+  const std::string shape =
+      !check_shape_in.empty() ? check_shape_in : (fam.gate.shapes.empty() ? std::string() : fam.gate.shapes.back());
+  if (shape.empty()) return plan;
+  plan.check_shape = shape;
+  for (auto& c : plan.configs) {
+    if (c.status != ConfigStatus::Run) continue;
+    if (plan.runnable(c.program).size() < 2) continue;
+    say("ceiling check: " + c.backend() + " (" + c.setting() + ") on " + shape + ", 1 thread");
+    const auto r = run_process({bin + c.program, "--shape", shape, "--reps", std::to_string(opt.check_reps),
+                                "--threads", "1"},
+                               c.env_set(1), c.env_unset());
+    if (!r.ok()) {
+      c.status = ConfigStatus::Failed;
+      c.reason = "check run " + r.describe() + ": " + last_meaningful_line(r.err);
+      if (c.inherited) throw ConfigRefused("ceiling_" + c.program + " fails under " + c.setting() + ": " + c.reason);
+      continue;
+    }
+    std::map<std::string, std::vector<double>> samples;
+    for (const auto& row : rows_from_ceiling_csv(r.out, "ceiling_" + c.program))
+      samples[row.key.precision].insert(samples[row.key.precision].end(), row.samples.begin(), row.samples.end());
+    c.check_seconds[0] = best_of(samples["f32"]);
+    c.check_seconds[1] = best_of(samples["f64"]);
+  }
+  plan.warnings = find_misdetections(plan.configs, shape);
+  // Screening: far behind the vendor's best in both precisions -> not in the full run.
+  for (auto& c : plan.configs) {
+    if (c.status != ConfigStatus::Run || c.inherited) continue;
+    double worst_gap = 1e300;
+    for (int p = 0; p < 2; ++p) {
+      double best = 0;
+      for (const auto& o : plan.configs)
+        if (o.program == c.program && o.status == ConfigStatus::Run && o.check_seconds[p] > 0)
+          best = best > 0 ? std::min(best, o.check_seconds[p]) : o.check_seconds[p];
+      if (best > 0 && c.check_seconds[p] > 0) worst_gap = std::min(worst_gap, c.check_seconds[p] / best);
+    }
+    if (worst_gap < 1e300 && worst_gap > opt.screen_factor) {
+      c.status = ConfigStatus::ScreenedOut;
+      c.reason = fmt_factor(worst_gap) + " slower than the best " + vendor_title(c.vendor) + " configuration on " +
+                 shape + " (screen " + fmt_factor(opt.screen_factor) + "; POPPER_CEILING_CONFIGS=all runs it)";
+    }
+  }
+  return plan;
+}
+
+namespace {
+
+std::string env_signature() {
+  std::string s;
+  for (const char* v : {"OPENBLAS_CORETYPE", "BLIS_ARCH_TYPE"}) {
+    const auto val = env_value(v);
+    s += std::string(v) + "=" + (val ? *val : std::string("<unset>")) + ";";
+  }
+  return s;
+}
+
+nlohmann::json to_json(const CeilingPlan& p) {
+  nlohmann::json j = {{"check_shape", p.check_shape}, {"configs", nlohmann::json::array()},
+                      {"warnings", nlohmann::json::array()}};
+  for (const auto& c : p.configs)
+    j["configs"].push_back({{"vendor", c.vendor},
+                            {"program", c.program},
+                            {"variable", c.variable},
+                            {"value", c.value ? nlohmann::json(*c.value) : nlohmann::json(nullptr)},
+                            {"inherited", c.inherited},
+                            {"requested", c.requested},
+                            {"needs", c.needs},
+                            {"selected", c.selected},
+                            {"status", to_string(c.status)},
+                            {"reason", c.reason},
+                            {"check_seconds", {c.check_seconds[0], c.check_seconds[1]}}});
+  for (const auto& w : p.warnings)
+    j["warnings"].push_back({{"vendor", w.vendor}, {"variable", w.variable},
+                             {"value", w.value ? nlohmann::json(*w.value) : nlohmann::json(nullptr)},
+                             {"selected", w.selected}, {"best", w.best}, {"best_setting", w.best_setting},
+                             {"shape", w.shape}, {"precision", w.precision}, {"factor", w.factor},
+                             {"message", w.message}});
+  return j;
+}
+
+ConfigStatus status_from(const std::string& s) {
+  for (auto st : {ConfigStatus::Run, ConfigStatus::CpuLacks, ConfigStatus::NotBuilt, ConfigStatus::Duplicate,
+                  ConfigStatus::ScreenedOut, ConfigStatus::Failed, ConfigStatus::Missing})
+    if (s == to_string(st)) return st;
+  return ConfigStatus::Failed;
+}
+
+CeilingPlan from_json(const nlohmann::json& j) {
+  CeilingPlan p;
+  p.check_shape = j.at("check_shape").get<std::string>();
+  for (const auto& c : j.at("configs")) {
+    VendorConfig v;
+    v.vendor = c.at("vendor");
+    v.program = c.at("program");
+    v.variable = c.at("variable");
+    if (!c.at("value").is_null()) v.value = c.at("value").get<std::string>();
+    v.inherited = c.at("inherited");
+    v.requested = c.at("requested");
+    v.needs = c.at("needs").get<std::vector<std::string>>();
+    v.selected = c.at("selected");
+    v.status = status_from(c.at("status"));
+    v.reason = c.at("reason");
+    v.check_seconds[0] = c.at("check_seconds").at(0);
+    v.check_seconds[1] = c.at("check_seconds").at(1);
+    p.configs.push_back(v);
+  }
+  for (const auto& w : j.at("warnings")) {
+    Misdetection m;
+    m.vendor = w.at("vendor");
+    m.variable = w.at("variable");
+    if (!w.at("value").is_null()) m.value = w.at("value").get<std::string>();
+    m.selected = w.at("selected");
+    m.best = w.at("best");
+    m.best_setting = w.at("best_setting");
+    m.shape = w.at("shape");
+    m.precision = w.at("precision");
+    m.factor = w.at("factor");
+    m.message = w.at("message");
+    p.warnings.push_back(m);
+  }
+  return p;
+}
+
+}  // namespace
+
+CeilingPlan cached_vendor_check(const std::string& source_dir, const std::string& build_dir, const MachineInfo& m,
+                                bool refresh, const std::function<void(const std::string&)>& progress) {
+  const std::string path = build_dir + "/vendors.json";
+  const std::string fp = fingerprint(m), sig = env_signature();
+  if (!refresh) {
+    std::ifstream in(path);
+    if (in) {
+      try {
+        const auto j = nlohmann::json::parse(in);
+        if (j.at("fingerprint") == fp && j.at("environment") == sig) return from_json(j.at("plan"));
+      } catch (const std::exception&) {
+        // a stale or unreadable cache is re-measured
+      }
+    }
+  }
+  FamilyDescriptor fam;
+  try {
+    fam = load_family(source_dir, "gemm");
+  } catch (const Error&) {
+    fam.family = "gemm";
+    fam.ceilings = {"cblas_gemm_raw"};
+    fam.blas_core_types = true;
+    fam.gate.shapes = {"small_256"};
+  }
+  PlanOptions opt;
+  opt.progress = progress;
+  CeilingPlan plan = plan_ceiling(fam, m, build_dir, opt);
+  nlohmann::json j = {{"fingerprint", fp}, {"environment", sig}, {"plan", to_json(plan)}};
+  write_file_atomic(path, j.dump(2) + "\n");
+  return plan;
+}
+
+void record_plan(const CeilingPlan& plan, BenchTable& table) {
+  table.set_meta("ceiling_vendors", join(plan.tried_lines(), " | "));
+  const auto not_run = plan.not_run_lines();
+  table.set_meta("ceiling_not_run", not_run.empty() ? "none" : join(not_run, " | "));
+  if (!plan.check_shape.empty()) table.set_meta("ceiling_check_shape", plan.check_shape);
+  std::vector<std::string> w;
+  for (const auto& m : plan.warnings) w.push_back(m.message);
+  table.set_meta("vendor_warnings", w.empty() ? "none" : join(w, " | "));
+}
+
+std::string format_vendor_check(const CeilingPlan& plan) {
+  std::ostringstream out;
+  out << "ceiling vendors (GEMM" << (plan.check_shape.empty() ? "" : ", checked on " + plan.check_shape) << ")\n";
+  for (const auto& c : plan.configs) {
+    if (c.status == ConfigStatus::Duplicate) continue;
+    char line[512];
+    std::string timing;
+    if (c.check_seconds[0] > 0 || c.check_seconds[1] > 0) {
+      char t[96];
+      std::snprintf(t, sizeof t, "  f32 %.3g ms, f64 %.3g ms", c.check_seconds[0] * 1e3, c.check_seconds[1] * 1e3);
+      timing = t;
+    }
+    std::snprintf(line, sizeof line, "  %-8s %-16s %-30s %-12s%s", c.vendor.c_str(),
+                  (c.selected.empty() ? c.requested : c.selected).c_str(), c.setting().c_str(), to_string(c.status),
+                  timing.c_str());
+    out << line << (c.inherited ? "  <- this environment" : "") << "\n";
+    if (c.status != ConfigStatus::Run && !c.reason.empty()) out << "           " << c.reason << "\n";
+  }
+  for (const auto& w : plan.warnings) out << w.message << "\n";
+  if (plan.warnings.empty() && !plan.check_shape.empty())
+    out << "no vendor runs more than " << fmt_factor(kMisdetectionFactor)
+        << " below its best configuration here\n";
+  return out.str();
+}
+
+}  // namespace popper::bench

@@ -1,0 +1,39 @@
+// Cache sizes and the analytical blocking (cpu_gemm_blocking.hpp).
+#include "gemm/cpu_gemm_blocking.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace popper::gemm::cpu {
+
+const CacheSizes& reported_cache_sizes() {
+  static const CacheSizes c = [] {
+    auto get = [](int name, std::size_t fallback) {
+      const long v = ::sysconf(name);
+      return v > 0 ? static_cast<std::size_t>(v) : fallback;
+    };
+    CacheSizes s;
+    s.l1d = get(_SC_LEVEL1_DCACHE_SIZE, std::size_t{32} << 10);
+    s.l2 = get(_SC_LEVEL2_CACHE_SIZE, std::size_t{512} << 10);
+    s.l3 = get(_SC_LEVEL3_CACHE_SIZE, std::size_t{8} << 20);
+    if (s.l3 > (std::size_t{256} << 20)) s.l3 = std::size_t{32} << 20;
+    s.l2 = std::max(s.l2, s.l1d);
+    s.l3 = std::max(s.l3, s.l2);
+    return s;
+  }();
+  return c;
+}
+
+Blocking blocking_for(int mr, int nr, std::size_t elem, const CacheSizes& c) {
+  const auto e = static_cast<std::int64_t>(elem);
+  std::int64_t kc = static_cast<std::int64_t>(c.l1d) / (nr * e);
+  kc = std::clamp<std::int64_t>(kc / 16 * 16, 128, 512);
+  std::int64_t mc = static_cast<std::int64_t>(c.l2) / 2 / (kc * e);
+  mc = std::max<std::int64_t>(mr, mc / mr * mr);
+  std::int64_t nc = static_cast<std::int64_t>(c.l3) / 4 / (kc * e);
+  nc = std::clamp<std::int64_t>(nc / nr * nr, nr, 8192 / nr * nr);
+  return {mc, kc, nc};
+}
+
+}  // namespace popper::gemm::cpu
