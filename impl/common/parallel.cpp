@@ -112,7 +112,10 @@ class Pool {
 
  private:
   explicit Pool(int workers) {
-    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+    // Each worker starts from generation 0, not from whatever it reads once it
+    // runs: a pool destroyed before a worker got going (a short process) has
+    // already advanced the generation, and that worker would sleep through it.
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(0); });
   }
   ~Pool() {
     stop_.store(true);
@@ -140,9 +143,8 @@ class Pool {
     return true;
   }
 
-  void worker_loop() {
+  void worker_loop(std::uint64_t seen) {
     t_in_pool = true;
-    std::uint64_t seen = state_.load(std::memory_order_acquire) >> kSlotBits;
     for (;;) {
       // Spin a little (a kernel often calls run() again at once), then sleep.
       std::uint64_t s = state_.load(std::memory_order_acquire);
@@ -150,7 +152,7 @@ class Pool {
         _mm_pause();
         s = state_.load(std::memory_order_acquire);
       }
-      while ((s >> kSlotBits) == seen) {
+      while ((s >> kSlotBits) == seen && !stop_.load()) {
         sleepers_.fetch_add(1, std::memory_order_acq_rel);
         state_.wait(s, std::memory_order_acquire);
         sleepers_.fetch_sub(1, std::memory_order_acq_rel);
