@@ -1,3 +1,6 @@
+#include <cstdlib>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "popper/binding.hpp"
@@ -11,4 +14,14 @@ TEST(Params, TypedGettersAndDefaults) {
   EXPECT_THROW(p.string("n"), popper::ParamError);
   ASSERT_EQ(p.list("shapes").size(), 1u);
   EXPECT_EQ(p.list("shapes")[0].integer("m"), 2);
+}
+
+TEST(Params, EmulatedOverridesApplyOnlyUnderAnEmulatedCpu) {
+  const popper::Params p("FALSIFY-X-002", {{"l", {64, 4096}}, {"n", 3}, {"emulated", {{"l", {64}}}}});
+  ::unsetenv("POPPER_CPU_MODEL");
+  EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64, 4096}));
+  ::setenv("POPPER_CPU_MODEL", "Nehalem", 1);
+  EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64}));
+  EXPECT_EQ(p.integer("n"), 3) << "keys the emulated map does not name keep their value";
+  ::unsetenv("POPPER_CPU_MODEL");
 }
