@@ -176,7 +176,7 @@ POPPER_FALSIFIER("FALSIFY-Q4K-012", [](const popper::Params&) {
   auto parse_copy = [](const std::vector<std::byte>& bytes) {
     // An exact-size heap copy: any overread is outside the allocation (ASan reports it).
     std::unique_ptr<std::byte[]> copy(new std::byte[bytes.size() ? bytes.size() : 1]);
-    std::memcpy(copy.get(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(copy.get(), bytes.data(), bytes.size());  // an empty vector's data() may be null
     const std::span<const std::byte> span(copy.get(), bytes.size());
     try {
       const auto f = gguf::File::parse(span);
