@@ -171,9 +171,10 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-013", [](const popper::Params&) {
 });
 
 POPPER_FALSIFIER("FALSIFY-ENGINE-014", [](const popper::Params&) {
-  auto json_of = [](const std::string& outcome, long hits, bool failure) {
+  auto json_of = [](const std::string& outcome, long hits, bool failure, const std::string& backends = "") {
     nlohmann::json tc = {{"name", "T"}, {"popper_id", "FALSIFY-T-1"}, {"popper_outcome", outcome},
                          {"popper_mutant", "m"}, {"popper_mutant_hits", std::to_string(hits)}};
+    if (!backends.empty()) tc["popper_backends"] = backends;
     if (failure) tc["failures"] = nlohmann::json::array({{{"failure", "x.cpp:1\nExpected 1 == 2"}}});
     return nlohmann::json{{"testsuites", {{{"name", "s"}, {"testsuite", {tc}}}}}}.dump();
   };
@@ -184,6 +185,12 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-014", [](const popper::Params&) {
   EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", "", false, "killed by signal 11").outcome, "killed");
   EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", "", true, "exit 0").outcome, "not_run") << "no such test ran";
   EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", "{not json", false, "exit 2").outcome, "killed");
+  // A path mutant: unreached although its path ran -> not_reached; its path never ran here -> not_run.
+  const auto avx2_run = json_of("passed", 0, false, "cpu:avx2=forced,openblas:haswell=auto");
+  EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", avx2_run, true, "exit 0", "cpu:avx2").outcome, "not_reached");
+  EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", avx2_run, true, "exit 0", "cpu:avx512").outcome, "not_run");
+  EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", json_of("passed", 2, false, "cpu:avx2=auto"), true, "exit 0", "cpu:avx512").outcome,
+            "survived") << "a point that fired is reached, whatever the evidence says";
 
   const std::vector<std::string> order = {"not_run", "not_reached", "survived", "killed"};
   for (std::size_t a = 0; a < order.size(); ++a)

@@ -5,6 +5,7 @@
 
 #include "../../bench/gemm/shapes.h"
 #include "gemm/cpu_gemm.hpp"
+#include "gemm/cpu_gemm_blocking.hpp"
 #include "gemm/lib_blas.hpp"
 #include "gemm_support.hpp"
 #include "popper/binding.hpp"
@@ -100,11 +101,18 @@ void agree_on_bench_shapes(const popper::Params& p, std::uint64_t offset) {
   const int scale_full_k = static_cast<int>(p.integer("scale_full_k"));
   std::mt19937_64 rng(p.seed() + offset);
   const BlasHandle blas;
+  // The largest KC any cache can give (the upper clamp of the blocking): some
+  // shape's k must exceed it, or the multi-block k path goes untested on CPUs
+  // with a large L1.
+  const std::size_t huge = std::size_t{1} << 30;
+  const std::int64_t kc_max = cpu::blocking_for(1, 1, sizeof(T), {huge, huge, huge}).kc;
+  std::int64_t k_max = 0;
   for (int i = 0; i < POPPER_GEMM_SHAPE_COUNT; ++i) {
     const auto& sh = POPPER_GEMM_SHAPES[i];
     const bool full = std::string(sh.set) == "full";
     const std::int64_t m = full ? sh.m / scale_full : sh.m, n = full ? sh.n / scale_full : sh.n,
                        k = full ? sh.k / scale_full_k : sh.k;
+    k_max = std::max(k_max, k);
     const GemmShape s = with_tight_ld({Layout::RowMajor, Op::NoTrans, Op::NoTrans, m, n, k, 0, 0, 0});
     const Operands<T> o = random_operands<T>(s, rng);
     // |A||B| through the wrapper in double (fast; rounding is covered by the factor).
@@ -123,6 +131,8 @@ void agree_on_bench_shapes(const popper::Params& p, std::uint64_t offset) {
       popper::record_backend(openblas_tag(blas));
     }
   }
+  EXPECT_GT(k_max, kc_max) << "no scaled shape spans two KC blocks (largest k " << k_max << ", KC up to " << kc_max
+                           << "): lower params.scale_full_k";
 }
 
 POPPER_FALSIFIER("FALSIFY-GEMM-013", [](const popper::Params& p) {

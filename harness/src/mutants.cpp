@@ -14,14 +14,26 @@
 #include <nlohmann/json.hpp>
 
 #include "popper/bench/process.hpp"
+#include "popper/binding.hpp"
 #include "popper/error.hpp"
 #include "popper/scaffold.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper {
 
+namespace {
+// Whether the test recorded evidence of `path` ("cpu:avx2=forced,openblas:haswell=auto").
+bool path_taken(const nlohmann::json& tc, const std::string& path) {
+  if (POPPER_MUTANT("mutants-path-never-taken")) return false;
+  std::istringstream in(tc.value("popper_backends", std::string()));
+  for (std::string item; std::getline(in, item, ',');)
+    if (backend_matches(path, item.substr(0, item.find('=')))) return true;
+  return false;
+}
+}  // namespace
+
 MutantResult judge_mutant_run(const std::string& test_id, const std::string& json_text, bool process_ok,
-                              const std::string& process_description) {
+                              const std::string& process_description, const std::string& path) {
   MutantResult r;
   r.test_id = test_id;
   nlohmann::json doc;
@@ -54,6 +66,12 @@ MutantResult judge_mutant_run(const std::string& test_id, const std::string& jso
   } else if (outcome == "skipped" || outcome == "unbound") {
     r.outcome = "not_run";
     r.detail = tc->value("popper_reason", outcome);
+  } else if (hits == 0 && !path.empty() && !path_taken(*tc, path)) {
+    // A mutant of one CPU or device path this run never took (cpu:avx512 on an
+    // AVX2 machine): nothing was tested, which is not a survivor either.
+    r.outcome = "not_run";
+    r.detail = path + " not taken in this run (it ran: " + tc->value("popper_backends", std::string("nothing recorded")) +
+               "); run it where that path runs";
   } else {
     r.outcome = hits > 0 ? "survived" : POPPER_MUTANT("mutants-unreached-counts-killed") ? "killed" : "not_reached";
     r.detail = hits > 0 ? "passed with the mutant active (" + std::to_string(hits) + " hits)"
@@ -108,7 +126,7 @@ std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOpt
       ::unlink(json_path);
       // A process that exits 1 after writing its JSON is just a failing test.
       MutantResult r = judge_mutant_run(j.test_id, ss.str(), pr.ok() || (pr.exit_code == 1 && !pr.timed_out),
-                                        pr.describe());
+                                        pr.describe(), j.path);
       if (pr.timed_out) {
         r.outcome = "killed";
         r.detail = "timed out after " + std::to_string(static_cast<int>(opt.timeout_seconds)) + " s (counts as detected)";

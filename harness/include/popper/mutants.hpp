@@ -36,8 +36,10 @@ struct MutantRunOptions {
 std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOptions& opt);
 
 // Judges one run from its GoogleTest JSON text (empty when the binary wrote
-// none) and the process outcome.
+// none) and the process outcome. A mutant of one `path` (cpu:avx512) whose
+// point was not reached is not_run when the test recorded no evidence of that
+// path (this CPU cannot take it), not_reached when it did.
 MutantResult judge_mutant_run(const std::string& test_id, const std::string& json_text, bool process_ok,
-                              const std::string& process_description);
+                              const std::string& process_description, const std::string& path = {});
 
 }  // namespace popper

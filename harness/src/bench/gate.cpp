@@ -88,8 +88,8 @@ std::string regex_escape(const std::string& s) {
 }  // namespace
 
 std::string GateKey::id() const {
-  const std::string all = cpu_isa + "|" + openblas_core + "|" + openblas_config + "|" + compiler + "|" + build_type +
-                          "|" + flags;
+  const std::string all = cpu_isa + "|" + caches + "|" + openblas_core + "|" + openblas_config + "|" + compiler +
+                          "|" + build_type + "|" + flags;
   char hash[16];
   std::snprintf(hash, sizeof hash, "%08x", fnv1a(all));
   // compiler is "<path> (<first line of --version>)": keep its family and version.
@@ -105,8 +105,13 @@ std::string GateKey::id() const {
 }
 
 std::vector<std::pair<std::string, std::string>> GateKey::metadata() const {
-  return {{"gate_key", id()},          {"gate_cpu_isa", cpu_isa}, {"gate_openblas_core", openblas_core},
-          {"gate_openblas_config", openblas_config}, {"gate_compiler", compiler}, {"gate_build_type", build_type},
+  return {{"gate_key", id()},
+          {"gate_cpu_isa", cpu_isa},
+          {"gate_caches", caches},
+          {"gate_openblas_core", openblas_core},
+          {"gate_openblas_config", openblas_config},
+          {"gate_compiler", compiler},
+          {"gate_build_type", build_type},
           {"gate_flags", flags}};
 }
 
@@ -139,6 +144,7 @@ GateKey probe_gate_key(const GateOptions& opt) {
   }
   GateKey k;
   k.cpu_isa = j.value("cpu_isa", "unknown");
+  k.caches = j.value("caches", "");
   k.openblas_core = j.value("openblas_core", "unknown");
   k.openblas_config = j.value("openblas_config", "");
   const std::string cxx = cache_value(opt.build_dir, "CMAKE_CXX_COMPILER");

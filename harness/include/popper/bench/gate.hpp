@@ -31,6 +31,7 @@ namespace popper::bench {
 
 struct GateKey {
   std::string cpu_isa;          // the hand kernels' path under valgrind
+  std::string caches;           // the cache sizes the hand kernels' blocking derives from, under valgrind
   std::string openblas_core;    // OpenBLAS kernel set in force under valgrind
   std::string openblas_config;  // openblas_get_config(): version and build options
   std::string compiler;         // id and version
