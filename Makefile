@@ -11,6 +11,7 @@
 #   make gpu-check  on a machine with a GPU: every device test and bench tier, declines forbidden
 #   make fuzz       fuzz the full validate path (both profiles, text/json/sarif writers, migrate) for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan
+#   make consumer-check  install popper, build and test examples/consumer with find_package(popper)
 # PRESET picks the CMake preset (default | ci | nocuda); CI uses PRESET=ci (warnings are errors).
 
 PRESET ?= default
@@ -24,7 +25,7 @@ SHAPES ?= gate
 BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
-.PHONY: setup configure build validate test test-cpus test-run audit graph fuzz asan clean gpu-check \
+.PHONY: setup configure build validate test test-cpus test-run audit graph fuzz asan clean gpu-check consumer-check \
         peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest
 
 setup:
@@ -126,6 +127,9 @@ fuzz:
 	find tests/corpus/pv-public -name '*.yaml' -exec cp {} build-fuzz/corpus/ \;
 	build-fuzz/bin/popper_fuzz_contract -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
 	  -rss_limit_mb=2048 -print_final_stats=1 build-fuzz/corpus
+
+consumer-check:
+	JOBS=$(JOBS) scripts/consumer-check.sh
 
 asan:
 	cmake --preset asan

@@ -23,6 +23,7 @@ packages=(
   libvulkan-dev mesa-vulkan-drivers glslc vulkan-tools
   curl ca-certificates               # llama.cpp (ggml) packages from the npm registry, below
   qemu-user                          # the CPU matrix: tests as other x86-64 CPUs run them
+  libxml2-utils                      # xmllint: the audit's JUnit XML checked against docs/junit.xsd
 )
 
 missing=()

@@ -1,4 +1,6 @@
 // Falsifiers of binding and audit (popper-engine-v1: ENGINE-PO-006, 008, 009).
+#include <cctype>
+
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
@@ -192,4 +194,118 @@ POPPER_HARNESS("KANI-ENGINE-002", [](const popper::Params& p) {
     }
   }
   EXPECT_EQ(cases, 1u + 5u + 25u + 125u + 625u);
+});
+
+namespace {
+
+// A strict reader of the XML audit_junit writes: the declaration, then only
+// elements (no text), attribute values quoted with ", holding no raw < or ",
+// every & starting one of the five entities or a decimal character reference,
+// and no control byte. Returns "" when well formed, else what is wrong where.
+std::string xml_problem(const std::string& x) {
+  std::size_t i = x.find("?>");
+  if (x.rfind("<?xml ", 0) != 0 || i == std::string::npos) return "no XML declaration";
+  i += 2;
+  int depth = 0;
+  auto at = [&](std::size_t k) { return "at byte " + std::to_string(k); };
+  while (i < x.size()) {
+    const char ch = x[i];
+    if (ch == ' ' || ch == '\n') { ++i; continue; }
+    if (ch != '<') return "text outside a tag " + at(i);
+    const bool closing = i + 1 < x.size() && x[i + 1] == '/';
+    i += closing ? 2 : 1;
+    while (i < x.size() && (std::isalnum(static_cast<unsigned char>(x[i])) || x[i] == '-')) ++i;
+    for (;;) {
+      while (i < x.size() && x[i] == ' ') ++i;
+      if (i >= x.size()) return "unterminated tag";
+      if (x[i] == '>') { depth += closing ? -1 : 1; ++i; break; }
+      if (x.compare(i, 2, "/>") == 0) { i += 2; break; }
+      const std::size_t name = i;
+      while (i < x.size() && (std::isalnum(static_cast<unsigned char>(x[i])) || x[i] == '-' || x[i] == '_')) ++i;
+      if (i == name || x.compare(i, 2, "=\"") != 0) return "malformed attribute " + at(i);
+      for (i += 2; i < x.size() && x[i] != '"'; ++i) {
+        const auto c = static_cast<unsigned char>(x[i]);
+        if (c == '<' || c < 0x20 || c == 0x7f) return "raw character " + std::to_string(c) + " in a value " + at(i);
+        if (c != '&') continue;
+        const std::size_t semi = x.find(';', i);
+        const std::string ent = semi == std::string::npos ? "" : x.substr(i + 1, semi - i - 1);
+        const bool ok = ent == "amp" || ent == "lt" || ent == "gt" || ent == "quot" || ent == "apos" ||
+                        (ent.size() > 1 && ent[0] == '#' && ent.find_first_not_of("0123456789", 1) == std::string::npos);
+        if (!ok) return "stray & " + at(i);
+        i = semi;
+      }
+      if (i >= x.size()) return "unterminated value";
+      ++i;
+    }
+    if (depth < 0) return "unbalanced closing tag " + at(i);
+  }
+  return depth == 0 ? "" : "unclosed element";
+}
+
+std::size_t count_of(const std::string& x, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = 0; (p = x.find(what, p)) != std::string::npos; ++p) ++n;
+  return n;
+}
+
+}  // namespace
+
+POPPER_FALSIFIER("FALSIFY-ENGINE-015", [](const popper::Params&) {
+  EXPECT_TRUE(rc::check("the JUnit XML is honest and well formed", [] {
+    const std::string specials = "ab<>&\"' \x01\n\t;#";
+    auto reason = [&] {
+      const auto n = static_cast<std::size_t>(*rc::gen::inRange(0, 10));
+      std::string r;
+      for (std::size_t k = 0; k < n; ++k) r += specials[static_cast<std::size_t>(*rc::gen::inRange(0, static_cast<int>(specials.size())))];
+      return r;
+    };
+    const std::vector<std::string> mutant_outcomes = {"killed", "survived", "not_reached", "not_run", ""};
+    AuditInputs in;
+    in.have_mutants = true;
+    std::size_t cases = 0, failures = 0, skipped = 0;
+    const int ncontracts = *rc::gen::inRange(1, 4);
+    for (int ci = 0; ci < ncontracts; ++ci) {
+      Spec s{0, {}, {}};
+      const int ntests = *rc::gen::inRange(0, 5);
+      for (int t = 0; t < ntests; ++t) {
+        s.covers.push_back({});
+        s.outcomes.push_back(*rc::gen::elementOf(kOutcomes));
+      }
+      Contract c = make_contract("J" + std::to_string(ci) + reason(), s);
+      AuditInputs one = inputs_for({{c, s}});
+      for (std::size_t t = 0; t < c.falsification_tests.size(); ++t) {
+        auto& ft = c.falsification_tests[t];
+        const std::string& o = s.outcomes[t];
+        ++cases;
+        failures += o == "failed";
+        skipped += o == "skipped" || o == "unbound" || o == "not_run";
+        if (auto it = one.results.find(ft.id); it != one.results.end()) it->second.reason = reason();
+        const int nm = *rc::gen::inRange(0, 3);
+        for (int m = 0; m < nm; ++m) {
+          const std::string mid = "m" + std::to_string(m);
+          ft.mutants.push_back({mid, reason(), "", {}});
+          const std::string mo = *rc::gen::elementOf(mutant_outcomes);
+          ++cases;
+          failures += mo == "survived" || mo == "not_reached";
+          skipped += mo == "not_run" || mo.empty();
+          if (!mo.empty()) in.mutants.push_back({c.stem, ft.id, mid, "", mo, reason(), {}});
+        }
+      }
+      in.contracts.contracts.push_back(c);
+      in.bound_ids.insert(in.bound_ids.end(), one.bound_ids.begin(), one.bound_ids.end());
+      in.results.insert(one.results.begin(), one.results.end());
+    }
+    const int norphans = *rc::gen::inRange(0, 3);
+    for (int k = 0; k < norphans; ++k) in.bound_ids.push_back("FALSIFY-ORPHAN-" + std::to_string(k) + reason());
+    cases += static_cast<std::size_t>(norphans);
+    failures += static_cast<std::size_t>(norphans);
+
+    const std::string x = audit_junit(audit(in).json);
+    const std::string problem = xml_problem(x);
+    RC_LOG() << problem << "\n" << x;
+    RC_ASSERT(problem.empty());
+    RC_ASSERT(count_of(x, "<testcase ") == cases);
+    RC_ASSERT(count_of(x, "<failure ") == failures);
+    RC_ASSERT(count_of(x, "<skipped ") == skipped);
+  }));
 });

@@ -20,7 +20,10 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-010", [](const popper::Params&) {
   const ContractSet own = load_contract_set({source_path("contracts"), source_path("tests/corpus/good")}, d);
   ASSERT_FALSE(d.has_errors()) << format_text(d);
   for (const auto& c : own.contracts) {
-    const std::string src = scaffold_source(c, c.path);
+    const std::string text = read_file(c.path);
+    const std::string src = scaffold_source(c, text, fs::path(c.path).filename().string());
+    EXPECT_EQ(src.find(POPPER_SOURCE_DIR), std::string::npos) << c.stem << ": a source path is compiled in";
+    EXPECT_NE(src.find("metadata:"), std::string::npos) << c.stem << ": the contract's text is not compiled in";
     std::size_t tests = 0;
     std::set<std::string> names;
     for (std::size_t pos = 0; (pos = src.find("\nTEST(", pos)) != std::string::npos; ++pos) {

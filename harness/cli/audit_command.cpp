@@ -1,7 +1,8 @@
 // popper audit --contracts DIR --results FILE... (--bindings FILE | --test-binary BIN)
 //              [--mutants | --mutant-results FILE...] [--bench-claims FILE] [--waivers FILE]
-//              [--require-claims] [--min-coverage X] [-o DIR]
+//              [--require-claims] [--min-coverage X] [-o DIR] [--junit FILE]
 // popper mutants --test-binary BIN [--contracts DIR] [--exec-prefix CMD] [--site NAME] [--env K=V]... -o FILE
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -35,7 +36,27 @@ struct AuditOptions {
   double min_coverage = 0;
   int jobs = 2;
   std::string out = "reports";
+  std::string junit;
 };
+
+// --results entries: files as given; a directory means every *.json in it
+// (what --popper-results-dir writes, one file per discovered test).
+std::vector<std::string> expand_results(const std::vector<std::string>& given) {
+  std::vector<std::string> out;
+  for (const auto& g : given) {
+    if (!std::filesystem::is_directory(g)) {
+      out.push_back(g);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(g))
+      if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+    if (found.empty()) throw Error("no GoogleTest JSON results in " + g + " (run the tests first)");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
 
 // Runs `<binary> --popper-list-bindings` and returns its stdout.
 std::string list_bindings(const std::string& binary) {
@@ -62,7 +83,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<AuditOptions>();
   auto* cmd = app.add_subcommand("audit", "Coverage of contracts by bound tests that ran and passed; exit 1 on any failure the report lists");
   cmd->add_option("--contracts", o->contracts, "contract files or directories")->capture_default_str();
-  cmd->add_option("--results", o->results, "GoogleTest JSON result files (several: the worst outcome of an id wins)")->required();
+  cmd->add_option("--results", o->results, "GoogleTest JSON result files or directories of them (several: the worst outcome of an id wins)")->required();
   auto* b = cmd->add_option("--bindings", o->bindings, "output of <test binary> --popper-list-bindings");
   cmd->add_option("--test-binary", o->test_binary, "contract test binary to ask for its bindings (and run mutants with)")->excludes(b);
   cmd->add_option("--bench-claims", o->bench_claims, "reports/bench-claims.json from popper bench compare");
@@ -74,6 +95,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--min-coverage", o->min_coverage, "fail below this % of obligations covered")->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--jobs", o->jobs, "mutant runs in parallel")->check(CLI::Range(1, 64));
   cmd->add_option("-o,--output", o->out, "report directory")->capture_default_str();
+  cmd->add_option("--junit", o->junit, "also write JUnit XML (one testcase per id and per mutant) for CI test views");
   cmd->callback([o, &exit_code] {
     Diagnostics diags;
     AuditInputs in;
@@ -85,7 +107,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
     }
     try {
       std::filesystem::create_directories(o->out);
-      for (const auto& r : o->results) read_gtest_results(r, in.results);
+      for (const auto& r : expand_results(o->results)) read_gtest_results(r, in.results);
       if (!o->bindings.empty()) {
         in.bound_ids = read_bindings(o->bindings);
       } else if (!o->test_binary.empty()) {
@@ -133,6 +155,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       const AuditReport rep = audit(in);
       write_file_atomic(o->out + "/coverage.json", rep.json.dump(2) + "\n");
       write_file_atomic(o->out + "/coverage.md", rep.markdown);
+      if (!o->junit.empty()) write_file_atomic(o->junit, audit_junit(rep.json));
       const auto& t = rep.json["total"];
       std::cout << fmt::format(
           "popper audit: obligations covered {}/{}; falsification tests {} passed, {} failed, {} skipped, {} "
@@ -145,7 +168,8 @@ void add_audit_command(CLI::App& app, int& exit_code) {
           in.have_mutants ? fmt::format("{}/{}", t["mutants"]["killed"].get<int>(), t["mutants"]["declared"].get<int>())
                           : std::string("not run"),
           t["benchmarks"]["met"].get<int>(), t["benchmarks"]["total"].get<int>());
-      std::cout << "wrote " << o->out << "/coverage.json and " << o->out << "/coverage.md\n";
+      std::cout << "wrote " << o->out << "/coverage.json and " << o->out << "/coverage.md"
+                << (o->junit.empty() ? "" : " and " + o->junit) << "\n";
       for (const auto& w : rep.warnings) std::cerr << "popper audit: warning: " << w << "\n";
       for (const auto& w : rep.waived) std::cerr << "popper audit: waived: " << w << "\n";
       for (const auto& f : rep.failures) std::cerr << "popper audit: FAIL: " << f << "\n";

@@ -23,6 +23,7 @@
 #include "popper/bench/ingest.hpp"
 #include "popper/bench/interval.hpp"
 #include "popper/bench/machine.hpp"
+#include "popper/bench/merge.hpp"
 #include "popper/bench/peak.hpp"
 #include "popper/bench/report.hpp"
 #include "popper/error.hpp"
@@ -207,7 +208,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
       CommonOptions common;
       std::string family = "gemm";
       std::vector<std::string> shapes{"gate"}, threads{"1,2"}, precisions{"f32,f64"}, tiers{"ceiling,wrapped,hand"};
-      std::string reps = "auto", trials = "auto", noise_from;
+      std::string reps = "auto", trials = "auto", noise_from, shard;
       double min_time = 0.2, budget = 1800;
       std::string out = "reports";
       std::string contracts = "contracts";
@@ -230,6 +231,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     cmd->add_option("--contracts", o->contracts, "contract folder whose benchmarks claims are evaluated");
     cmd->add_flag("--no-core-types", o->no_core_types, "run the ceiling only under the default OpenBLAS core");
     cmd->add_flag("--refresh-peak", o->refresh_peak, "re-measure the machine peak");
+    cmd->add_option("--shard", o->shard, "K/N: measure only every N-th shape from the K-th (a CI matrix or "
+                                         "Slurm array job; join the CSVs with popper bench merge)");
     cmd->callback([o, cmd, &exit_code] {
       try {
         const auto started = std::chrono::steady_clock::now();
@@ -241,6 +244,12 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         co.source_dir = o->common.source_dir;
         co.build_dir = build;
         co.shapes = split_list(o->shapes);
+        if (!o->shard.empty()) {
+          const auto shard = bench::parse_shard(o->shard);
+          co.shapes = bench::shard_shapes(bench::select_shapes(co.shapes, bench::list_family_shapes(build, fam), fam), shard);
+          if (co.shapes.empty()) throw Error("--shard " + o->shard + ": this shard has no shapes (fewer shapes than shards)");
+          std::cerr << "shard " << o->shard << ": " << co.shapes.size() << " shape(s)\n";
+        }
         co.tiers = split_list(o->tiers);
         co.precisions = split_list(o->precisions);
         // Without --precision: the precisions the family measures (its peak map), so
@@ -296,6 +305,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
           bench::apply_peaks(table, fam, &peak);
           claims = bench::evaluate_claims(contracts, fam.family, table, &peak, fam.peak, family_shapes);
         }
+        if (!o->shard.empty()) table.set_meta("shard", o->shard);
         table.set_meta("duration_seconds",
                        std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()));
         fs::create_directories(o->out);
@@ -322,6 +332,33 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         exit_code = incorrect > 0 ? 1 : 0;
       } catch (const std::exception& e) {
         std::cerr << "popper bench compare: " << e.what() << "\n";
+        exit_code = 2;
+      }
+    });
+  }
+
+  // ---- merge ----
+  {
+    auto* cmd = bench->add_subcommand("merge", "Join bench CSVs (e.g. the shards of bench compare --shard K/N) into one");
+    struct Opt {
+      std::vector<std::string> inputs;
+      std::string out;
+      bool allow_mixed = false;
+    };
+    auto o = std::make_shared<Opt>();
+    cmd->add_option("inputs", o->inputs, "bench CSVs")->required();
+    cmd->add_option("-o,--output", o->out, "merged CSV")->required();
+    cmd->add_flag("--allow-mixed", o->allow_mixed, "merge tables from different machines or builds (marked mixed)");
+    cmd->callback([o, &exit_code] {
+      try {
+        std::vector<std::pair<std::string, bench::BenchTable>> tables;
+        for (const auto& f : o->inputs) tables.emplace_back(f, bench::read_bench_csv(f));
+        const auto merged = bench::merge_tables(tables, o->allow_mixed);
+        bench::write_bench_csv(o->out, merged);
+        std::cerr << "wrote " << o->out << " (" << merged.rows.size() << " rows from " << tables.size() << " tables)\n";
+        exit_code = 0;
+      } catch (const std::exception& e) {
+        std::cerr << "popper bench merge: " << e.what() << "\n";
         exit_code = 2;
       }
     });

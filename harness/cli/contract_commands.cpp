@@ -1,4 +1,5 @@
 // popper validate | scaffold | graph
+#include <filesystem>
 #include <iostream>
 
 #include "commands.hpp"
@@ -70,7 +71,8 @@ void add_scaffold_command(CLI::App& app, int& exit_code) {
       return;
     }
     try {
-      write_file_if_changed(*out, scaffold_source(r.contract, *contract));
+      write_file_if_changed(*out, scaffold_source(r.contract, read_file(*contract),
+                                                  std::filesystem::path(*contract).filename().string()));
     } catch (const std::exception& e) {
       std::cerr << "popper scaffold: " << e.what() << "\n";
       exit_code = 2;

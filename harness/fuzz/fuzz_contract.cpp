@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     set.contracts.push_back(r.contract);
     popper::check_contract_set(set, diags);
     check_reports(diags);
-    if (r.ok && profile == popper::Profile::Strict) (void)popper::scaffold_source(r.contract, file);
+    if (r.ok && profile == popper::Profile::Strict) (void)popper::scaffold_source(r.contract, text, file);
   }
   popper::Diagnostics mdiags;
   const popper::Migration m = popper::migrate_contract_text(text, file, mdiags);

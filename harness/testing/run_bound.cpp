@@ -4,6 +4,7 @@
 // reads: popper_id, popper_outcome, popper_reason, popper_backends
 // ("tag=auto|forced,..."), popper_declines, popper_where, popper_mutant and
 // popper_mutant_hits.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "popper/binding.hpp"
 #include "popper/loader.hpp"
 #include "popper/mutant.hpp"
+#include "popper/profile.hpp"
 
 namespace popper {
 
@@ -23,15 +25,17 @@ struct Loaded {
   std::string errors;  // non-empty when the contract did not load cleanly
 };
 
-const Loaded& load_cached(const std::string& path) {
+// Contracts load once per process: a binary runs many ids of one contract.
+template <class Load>
+const Loaded& load_cached(const std::string& key, Load load) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Loaded>> cache;
   std::lock_guard lock(mu);
-  auto& slot = cache[path];
+  auto& slot = cache[key];
   if (!slot) {
     slot = std::make_unique<Loaded>();
     Diagnostics diags;
-    LoadResult r = load_contract_file(path, diags);
+    LoadResult r = load(diags);
     slot->contract = std::move(r.contract);
     if (diags.has_errors()) slot->errors = format_text(diags);
   }
@@ -66,12 +70,11 @@ void skip_with(const std::string& why) { GTEST_SKIP() << why; }
 
 }  // namespace
 
-RunResult run_bound(const std::string& contract_path, const std::string& id) {
-  take_evidence();  // nothing recorded outside this test counts for it
-  mutant::hit_count().store(0);
-  const Loaded& loaded = load_cached(contract_path);
+namespace {
+
+RunResult run_loaded(const Loaded& loaded, const std::string& contract_name, const std::string& id) {
   if (!loaded.errors.empty()) {
-    ADD_FAILURE() << "contract " << contract_path << " does not validate:\n" << loaded.errors;
+    ADD_FAILURE() << "contract " << contract_name << " does not validate:\n" << loaded.errors;
     record(id, Outcome::Failed, "contract does not validate", {});
     return {Outcome::Failed, "contract does not validate"};
   }
@@ -105,6 +108,32 @@ RunResult run_bound(const std::string& contract_path, const std::string& id) {
   if (!failed && judged.outcome == Outcome::Failed) ADD_FAILURE() << judged.reason;
   if (!skipped && judged.outcome == Outcome::Skipped) skip_with(judged.reason);
   return judged;
+}
+
+void start_test() {
+  take_evidence();  // nothing recorded outside this test counts for it
+  mutant::hit_count().store(0);
+}
+
+}  // namespace
+
+RunResult run_bound(const EmbeddedContract& contract, const std::string& id) {
+  start_test();
+  const std::string key = std::string("embedded:") + contract.file + "@" +
+                          std::to_string(reinterpret_cast<std::uintptr_t>(contract.text));
+  const Loaded& loaded =
+      load_cached(key, [&](Diagnostics& d) {
+        return load_contract_text(contract.text, contract.file, d,
+                                  parse_profile(contract.profile).value_or(Profile::Strict));
+      });
+  return run_loaded(loaded, contract.file, id);
+}
+
+RunResult run_bound(const std::string& contract_path, const std::string& id) {
+  start_test();
+  const Loaded& loaded = load_cached("file:" + contract_path,
+                                     [&](Diagnostics& d) { return load_contract_file(contract_path, d); });
+  return run_loaded(loaded, contract_path, id);
 }
 
 }  // namespace popper

@@ -110,6 +110,10 @@ struct AuditReport {
 
 AuditReport audit(const AuditInputs& in);
 
+// The report as JUnit XML (one testcase per id and per declared mutant) for
+// CI test views; see audit_junit.cpp for how outcomes map.
+std::string audit_junit(const nlohmann::json& report);
+
 // Today's date in UTC, YYYY-MM-DD.
 std::string today_utc();
 

@@ -183,10 +183,20 @@ RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
                          const std::vector<std::string>& requires_, const Evidence& ev);
 PreparedCall prepare_bound(const Contract& c, const std::string& id, const Registry& registry = Registry::instance());
 
-// Loads the contract (cached per path), resolves `id` to a falsification test
-// or kani harness, checks `requires`, and runs its binding. Inside a
-// GoogleTest test it records the outcome as a property (popper_outcome) and
-// turns skips and UNBOUND into GTEST_SKIP with the reason.
+// A contract compiled into the test binary by `popper scaffold`: the file name
+// it came from (for diagnostics) and its text. A test binary built this way
+// reads no source file at run time, so it runs wherever it is copied.
+struct EmbeddedContract {
+  const char* file;
+  const char* profile;  // "strict" or "pv": how the scaffold read it
+  const char* text;
+};
+
+// Loads the contract (cached), resolves `id` to a falsification test or kani
+// harness, checks `requires`, and runs its binding. Inside a GoogleTest test
+// it records the outcome as a property (popper_outcome) and turns skips and
+// UNBOUND into GTEST_SKIP with the reason.
+RunResult run_bound(const EmbeddedContract& contract, const std::string& id);
 RunResult run_bound(const std::string& contract_path, const std::string& id);
 
 }  // namespace popper

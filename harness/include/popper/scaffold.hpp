@@ -10,7 +10,8 @@ namespace popper {
 // A C++ identifier from a contract stem or id: [A-Za-z0-9] kept, the rest '_'.
 std::string test_identifier(const std::string& s);
 
-// The generated source text. `contract_path` is embedded as given.
-std::string scaffold_source(const Contract& c, const std::string& contract_path);
+// The generated source text: `contract_text` (the file `c` was loaded from)
+// is compiled in under `file_name`, so the tests read no file at run time.
+std::string scaffold_source(const Contract& c, const std::string& contract_text, const std::string& file_name);
 
 }  // namespace popper

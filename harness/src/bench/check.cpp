@@ -162,6 +162,12 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
     else if (imp[j]) rc.change = Change::Improvement;
     else rc.change = Change::Unchanged;
   }
+  if (timed.empty()) {  // a gate run: instruction counts only
+    method = "instruction counts: exact, judged by their ratio (REGRESSION above " +
+             std::to_string(static_cast<int>(std::lround(100 * t.regression))) + "%, WARNING above " +
+             std::to_string(static_cast<int>(std::lround(100 * t.warning))) + "%)";
+    return;
+  }
   char m[320];
   std::snprintf(m, sizeof m,
                 "timed rows: ratio of medians with a two-level bootstrap interval (trials, then samples); REGRESSION "

@@ -1,0 +1,113 @@
+// JUnit XML of an audit report, for CI test views: one <testsuite> per
+// contract, one <testcase> per falsification test, harness and benchmark
+// claim (classname = contract, name = id), and one per declared mutant
+// (name = "<id> ~ <mutant>": killed passes, survived or never reached fails).
+//   failed, not_met, survived, not_reached   -> <failure message=reason>
+//   skipped, UNBOUND, not measured, inconclusive, not run, mutant not run
+//                                             -> <skipped message=reason>
+// A skipped case is not a pass: the audit's own exit code still fails on
+// UNBOUND and not-run ids; JUnit has no third state to say so.
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "popper/audit.hpp"
+#include "popper/mutant.hpp"
+
+namespace popper {
+
+namespace {
+
+// XML 1.0 text: the five entities escaped; control bytes other than tab and
+// newline are not allowed in XML at all and become '?'.
+std::string xml(const std::string& s) {
+  if (POPPER_MUTANT("junit-no-escape")) return s;
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\t': out += "&#9;"; break;
+      default: out += static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f ? '?' : ch;
+    }
+  }
+  return out;
+}
+
+enum class Verdict { Pass, Fail, Skip };
+
+Verdict verdict_of(const std::string& outcome) {
+  if (outcome == "passed" || outcome == "met" || outcome == "killed") return Verdict::Pass;
+  if (outcome == "failed" || outcome == "not_met" || outcome == "survived" || outcome == "not_reached")
+    return Verdict::Fail;
+  if (POPPER_MUTANT("junit-skip-as-pass")) return Verdict::Pass;
+  return Verdict::Skip;
+}
+
+struct Case {
+  std::string name, outcome, message;
+};
+
+std::string case_xml(const std::string& suite, const Case& c) {
+  const std::string head = fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml(suite), xml(c.name));
+  const std::string msg = c.message.empty() ? c.outcome : c.outcome + ": " + c.message;
+  switch (verdict_of(c.outcome)) {
+    case Verdict::Pass: return head + "/>\n";
+    case Verdict::Fail:
+      return fmt::format("{}>\n      <failure message=\"{}\" type=\"{}\"/>\n    </testcase>\n", head, xml(msg), xml(c.outcome));
+    case Verdict::Skip: return fmt::format("{}>\n      <skipped message=\"{}\"/>\n    </testcase>\n", head, xml(msg));
+  }
+  return head + "/>\n";
+}
+
+}  // namespace
+
+std::string audit_junit(const nlohmann::json& report) {
+  std::string suites;
+  std::size_t all = 0, all_failed = 0, all_skipped = 0;
+  for (const auto& c : report.at("contracts")) {
+    const std::string name = c.at("contract").get<std::string>();
+    std::vector<Case> cases;
+    for (const auto& r : c.at("results")) {
+      const std::string id = r.at("id").get<std::string>();
+      std::string outcome = r.at("outcome").get<std::string>();
+      cases.push_back({id, outcome == "unbound" ? "UNBOUND" : outcome, r.value("reason", "")});
+      if (!r.contains("mutants")) continue;
+      for (const auto& m : r.at("mutants"))
+        cases.push_back({id + " ~ " + m.at("id").get<std::string>(), m.at("outcome").get<std::string>(),
+                         m.value("description", "") + (m.value("detail", "").empty() ? "" : " (" + m.value("detail", "") + ")")});
+    }
+    std::size_t failed = 0, skipped = 0;
+    std::string body;
+    for (const auto& k : cases) {
+      failed += verdict_of(k.outcome) == Verdict::Fail;
+      skipped += verdict_of(k.outcome) == Verdict::Skip;
+      body += case_xml(name, k);
+    }
+    suites += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  </testsuite>\n",
+                          xml(name), cases.size(), failed, skipped, body);
+    all += cases.size();
+    all_failed += failed;
+    all_skipped += skipped;
+  }
+  // A bound id no contract names: an orphan fails the audit, so it fails here.
+  if (report.contains("orphans") && !report.at("orphans").empty()) {
+    std::string body;
+    for (const auto& o : report.at("orphans"))
+      body += case_xml("orphans", {o.get<std::string>(), "failed", "bound in the test binary but named by no contract"});
+    suites += fmt::format("  <testsuite name=\"orphans\" tests=\"{0}\" failures=\"{0}\" errors=\"0\" skipped=\"0\">\n{1}  </testsuite>\n",
+                          report.at("orphans").size(), body);
+    all += report.at("orphans").size();
+    all_failed += report.at("orphans").size();
+  }
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                     "<testsuites name=\"popper audit\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}</testsuites>\n",
+                     all, all_failed, all_skipped, suites);
+}
+
+}  // namespace popper
