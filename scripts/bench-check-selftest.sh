@@ -18,6 +18,7 @@ POPPER="${POPPER:-$BUILD/bin/popper}"
 FAMILIES=("$@")
 [ ${#FAMILIES[@]} -eq 0 ] && FAMILIES=($(ls bench/*/family.yaml | xargs -n1 dirname | xargs -n1 basename))
 OUT="${OUT:-$(mktemp -d /tmp/popper-check-selftest.XXXXXX)}"
+mkdir -p "$OUT"
 start=$(date +%s)
 failures=0
 compare() {  # compare FAMILY OUTDIR [extra args...]

@@ -68,10 +68,6 @@ void record(const std::string& id, Outcome o, const std::string& reason, const E
 
 void skip_with(const std::string& why) { GTEST_SKIP() << why; }
 
-}  // namespace
-
-namespace {
-
 RunResult run_loaded(const Loaded& loaded, const std::string& contract_name, const std::string& id) {
   if (!loaded.errors.empty()) {
     ADD_FAILURE() << "contract " << contract_name << " does not validate:\n" << loaded.errors;
