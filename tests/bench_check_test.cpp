@@ -209,6 +209,27 @@ TEST(BenchCheck, WholeMachineSlowdownIsJudgedAgainstTheSameRunCeiling) {
   EXPECT_EQ(pb::check_tables(base, loaded, absolute).mode, pb::CheckMode::Absolute);
 }
 
+TEST(BenchCheck, NoisyCeilingRowsDoNotRescaleTheTable) {
+  // Two ceiling rows whose medians came out 1.3x and 1.5x (found on the arrow
+  // gate shape: 2 tiny LAPACK rows): two rows that disagree are not evidence
+  // that the machine moved. Rescaling by them would hide the hand
+  // kernel's real 40% slowdown, so the table stays absolute and says why.
+  const auto base = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kLoud, 3, "a"),
+                                trial_row("ceiling", "openblas:SkylakeX", 1.0, kLoud, 3, "b"),
+                                trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto cur = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kLoud, 3, "a"),
+                               trial_row("ceiling", "openblas:SkylakeX", 1.5, kLoud, 3, "b"),
+                               trial_row("hand", "cpu", 2.8, kQuiet)});
+  const auto rep = pb::check_tables(base, cur, pb::CheckOptions{});
+  EXPECT_EQ(rep.mode, pb::CheckMode::Absolute) << rep.mode_reason;
+  EXPECT_NE(rep.mode_reason.find("not beyond their own scatter"), std::string::npos) << rep.mode_reason;
+  for (const auto& r : rep.rows) {
+    if (r.key.tier == "hand") {
+      EXPECT_EQ(r.change, pb::Change::Regression) << pb::format_check_report(rep);
+    }
+  }
+}
+
 TEST(BenchInterval, StudentTAndHolmAndPower) {
   EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);   // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
   EXPECT_NEAR(pb::student_t_upper(0.0, 3), 0.5, 1e-12);

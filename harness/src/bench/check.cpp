@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <utility>
@@ -88,21 +89,48 @@ std::optional<BenchRow> normalized(const std::map<std::string, double>& best, co
   return out;
 }
 
-// Geometric mean of current/baseline median over the ceiling rows both tables
-// hold, and how many; nullopt with none.
-std::optional<std::pair<double, int>> ceiling_drift(const BenchTable& baseline, const BenchTable& current) {
-  double log_sum = 0;
-  int n = 0;
+// How far the vendor-library rows moved: the geometric mean of current/baseline
+// median over the ceiling rows both tables hold, and the evidence that the
+// whole machine moved beyond the warning band: a one-sided t-test of the mean
+// log ratio over the rows (df = rows - 1), or with a single row, that row's own
+// trial-level interval. Two rows that disagree are no evidence (df = 1).
+struct Drift {
+  double ratio = 1;
+  int rows = 0;
+  double p = 1;  // P-value of "moved no more than the warning band"
+};
+std::optional<Drift> ceiling_drift(const BenchTable& baseline, const BenchTable& current, const Thresholds& t) {
+  std::vector<double> logs;
+  RatioInterval single;
   for (const auto& b : baseline.rows) {
     if (b.key.tier != "ceiling" || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0) continue;
     for (const auto& c : current.rows)
       if (c.key == b.key && c.unit == b.unit && !c.samples.empty() && c.median() > 0) {
-        log_sum += std::log(c.median() / b.median());
-        ++n;
+        logs.push_back(std::log(c.median() / b.median()));
+        single = ratio_interval({&c.samples, &c.trials}, {&b.samples, &b.trials}, t.alpha, 1000,
+                                std::hash<std::string>{}(b.key.to_string()));
       }
   }
-  if (n == 0) return std::nullopt;
-  return std::make_pair(std::exp(log_sum / n), n);
+  if (logs.empty()) return std::nullopt;
+  Drift d;
+  d.rows = static_cast<int>(logs.size());
+  double mean = 0;
+  for (double x : logs) mean += x;
+  mean /= static_cast<double>(logs.size());
+  d.ratio = std::exp(mean);
+  const double band = std::log1p(t.warning);
+  if (logs.size() >= 2) {
+    double ss = 0;
+    for (double x : logs) ss += (x - mean) * (x - mean);
+    const double se = std::sqrt(ss / static_cast<double>(logs.size() - 1) / static_cast<double>(logs.size()));
+    d.p = se > 0 ? student_t_upper((std::fabs(mean) - band) / se, static_cast<double>(logs.size() - 1))
+                 : (std::fabs(mean) > band ? 0.0 : 1.0);
+  } else if (single.testable()) {
+    d.p = student_t_upper((std::fabs(mean) - band) / single.log_se, single.df);
+  } else {
+    d.p = std::fabs(mean) > band ? 0.0 : 1.0;  // one row of one trial: effect size only, as elsewhere
+  }
+  return d;
 }
 
 // A pair of rows to judge: the (possibly normalized) samples of each side.
@@ -191,15 +219,28 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
                                  "): each timed sample is divided by its own trial's best ceiling and those ratios "
                                  "are compared, never absolute times";
   if (report.mode == CheckMode::Absolute && opt.normalize_on_drift) {
-    if (const auto drift = ceiling_drift(baseline, current); drift && std::fabs(std::log(drift->first)) > std::log1p(t.warning)) {
+    // The machine moved only when the vendor rows show it beyond the warning
+    // band at the check's alpha: a couple of noisy ceiling rows must not
+    // rescale, and so hide, a real change.
+    const auto drift = ceiling_drift(baseline, current, t);
+    const bool beyond = drift && std::fabs(std::log(drift->ratio)) > std::log1p(t.warning);
+    if (beyond && drift->p < t.alpha) {
       report.mode = CheckMode::Normalized;
-      char buf[400];
+      char buf[440];
       std::snprintf(buf, sizeof buf,
                     "same machine, but its vendor-library rows (untouched by any change to this repository) are %.3fx "
-                    "their baseline time (geometric mean of %d ceiling rows): the machine itself is %s than when the "
-                    "baseline was recorded, so each timed sample is divided by its own trial's best ceiling",
-                    drift->first, drift->second, drift->first > 1 ? "slower" : "faster");
+                    "their baseline time (geometric mean of %d ceiling rows, beyond the %.0f%% band at p = %.2g): the "
+                    "machine itself is %s than when the baseline was recorded, so each timed sample is divided by its "
+                    "own trial's best ceiling",
+                    drift->ratio, drift->rows, 100 * t.warning, drift->p, drift->ratio > 1 ? "slower" : "faster");
       report.mode_reason = buf;
+    } else if (beyond) {
+      char buf[300];
+      std::snprintf(buf, sizeof buf,
+                    "; the vendor-library rows moved %.3fx (%d rows), but not beyond their own scatter (p = %.2g), "
+                    "so nothing is rescaled",
+                    drift->ratio, drift->rows, drift->p);
+      report.mode_reason += buf;
     }
   }
   BenchTable cur_table = current;
