@@ -6,7 +6,6 @@
 #   lib/cmake/popper/                       popperConfig.cmake (+ version), the export set,
 #                                           PopperContracts.cmake (popper_add_contract_tests, popper_add_audit)
 # The kernels, falsifiers and benchmarks of popper's own families are not installed.
-include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(POPPER_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/popper)

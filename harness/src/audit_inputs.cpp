@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "popper/audit.hpp"
+#include "popper/binding.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
 
@@ -103,12 +104,8 @@ void read_gtest_results(const std::string& path, std::map<std::string, IdResult>
       const std::string site = tc.value("popper_where", "native");
       r.sites.push_back(site);
       if (r.outcome == "passed")
-        for (const auto& item : split(tc.value("popper_backends", ""), ',')) {
-          const auto eq = item.find('=');
-          const std::string tag = item.substr(0, eq);
-          const std::string how = eq == std::string::npos ? "auto" : item.substr(eq + 1);
-          add_unique(r.backends[tag], EvidenceSite{site, how});
-        }
+        for (const auto& b : parse_backends(tc.value("popper_backends", "")))
+          add_unique(r.backends[b.tag], EvidenceSite{site, b.how == Dispatch::Forced ? "forced" : "auto"});
       for (const auto& d : split(tc.value("popper_declines", ""), ';')) {
         std::string t = d;
         while (!t.empty() && t.front() == ' ') t.erase(0, 1);

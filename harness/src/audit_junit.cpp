@@ -8,6 +8,7 @@
 // A skipped case is not a pass: the audit's own exit code still fails on
 // UNBOUND and not-run ids; JUnit has no third state to say so.
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -65,49 +66,58 @@ std::string case_xml(const std::string& suite, const Case& c) {
   return head + "/>\n";
 }
 
+struct Totals {
+  std::size_t tests = 0, failures = 0, skipped = 0;
+};
+
+// One <testsuite> of `cases`, added to `all`.
+std::string suite_xml(const std::string& name, const std::vector<Case>& cases, Totals& all) {
+  Totals t;
+  std::string body;
+  for (const auto& k : cases) {
+    const Verdict v = verdict_of(k.outcome);
+    ++t.tests;
+    t.failures += v == Verdict::Fail;
+    t.skipped += v == Verdict::Skip;
+    body += case_xml(name, k);
+  }
+  all.tests += t.tests;
+  all.failures += t.failures;
+  all.skipped += t.skipped;
+  return fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  </testsuite>\n",
+                     xml(name), t.tests, t.failures, t.skipped, body);
+}
+
 }  // namespace
 
 std::string audit_junit(const nlohmann::json& report) {
   std::string suites;
-  std::size_t all = 0, all_failed = 0, all_skipped = 0;
+  Totals all;
   for (const auto& c : report.at("contracts")) {
-    const std::string name = c.at("contract").get<std::string>();
     std::vector<Case> cases;
     for (const auto& r : c.at("results")) {
       const std::string id = r.at("id").get<std::string>();
-      std::string outcome = r.at("outcome").get<std::string>();
+      const std::string outcome = r.at("outcome").get<std::string>();
       cases.push_back({id, outcome == "unbound" ? "UNBOUND" : outcome, r.value("reason", "")});
       if (!r.contains("mutants")) continue;
-      for (const auto& m : r.at("mutants"))
+      for (const auto& m : r.at("mutants")) {
+        const std::string detail = m.value("detail", "");
         cases.push_back({id + " ~ " + m.at("id").get<std::string>(), m.at("outcome").get<std::string>(),
-                         m.value("description", "") + (m.value("detail", "").empty() ? "" : " (" + m.value("detail", "") + ")")});
+                         m.value("description", "") + (detail.empty() ? "" : " (" + detail + ")")});
+      }
     }
-    std::size_t failed = 0, skipped = 0;
-    std::string body;
-    for (const auto& k : cases) {
-      failed += verdict_of(k.outcome) == Verdict::Fail;
-      skipped += verdict_of(k.outcome) == Verdict::Skip;
-      body += case_xml(name, k);
-    }
-    suites += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  </testsuite>\n",
-                          xml(name), cases.size(), failed, skipped, body);
-    all += cases.size();
-    all_failed += failed;
-    all_skipped += skipped;
+    suites += suite_xml(c.at("contract").get<std::string>(), cases, all);
   }
   // A bound id no contract names: an orphan fails the audit, so it fails here.
   if (report.contains("orphans") && !report.at("orphans").empty()) {
-    std::string body;
+    std::vector<Case> cases;
     for (const auto& o : report.at("orphans"))
-      body += case_xml("orphans", {o.get<std::string>(), "failed", "bound in the test binary but named by no contract"});
-    suites += fmt::format("  <testsuite name=\"orphans\" tests=\"{0}\" failures=\"{0}\" errors=\"0\" skipped=\"0\">\n{1}  </testsuite>\n",
-                          report.at("orphans").size(), body);
-    all += report.at("orphans").size();
-    all_failed += report.at("orphans").size();
+      cases.push_back({o.get<std::string>(), "failed", "bound in the test binary but named by no contract"});
+    suites += suite_xml("orphans", cases, all);
   }
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                      "<testsuites name=\"popper audit\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}</testsuites>\n",
-                     all, all_failed, all_skipped, suites);
+                     all.tests, all.failures, all.skipped, suites);
 }
 
 }  // namespace popper

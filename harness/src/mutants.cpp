@@ -25,9 +25,8 @@ namespace {
 // Whether the test recorded evidence of `path` ("cpu:avx2=forced,openblas:haswell=auto").
 bool path_taken(const nlohmann::json& tc, const std::string& path) {
   if (POPPER_MUTANT("mutants-path-never-taken")) return false;
-  std::istringstream in(tc.value("popper_backends", std::string()));
-  for (std::string item; std::getline(in, item, ',');)
-    if (backend_matches(path, item.substr(0, item.find('=')))) return true;
+  for (const auto& b : parse_backends(tc.value("popper_backends", std::string())))
+    if (backend_matches(path, b.tag)) return true;
   return false;
 }
 }  // namespace

@@ -160,6 +160,28 @@ bool backend_matches(const std::string& want, const std::string& tag) {
   return tag == want || (tag.size() > want.size() && tag.compare(0, want.size(), want) == 0 && tag[want.size()] == ':');
 }
 
+std::string format_backends(const std::vector<BackendEvidence>& backends) {
+  std::string out;
+  for (const auto& b : backends)
+    out += (out.empty() ? "" : ",") + b.tag + (b.how == Dispatch::Forced ? "=forced" : "=auto");
+  return out;
+}
+
+std::vector<BackendEvidence> parse_backends(const std::string& property) {
+  std::vector<BackendEvidence> out;
+  for (std::size_t start = 0; start < property.size();) {
+    std::size_t end = property.find(',', start);
+    if (end == std::string::npos) end = property.size();
+    const std::string item = property.substr(start, end - start);
+    const auto eq = item.find('=');
+    if (!item.empty())
+      out.push_back({item.substr(0, eq), eq != std::string::npos && item.substr(eq + 1) == "forced" ? Dispatch::Forced
+                                                                                                 : Dispatch::Auto});
+    start = end + 1;
+  }
+  return out;
+}
+
 void register_capability(const std::string& name, CapabilityProbe probe) { probes()[name] = std::move(probe); }
 
 CapabilityStatus capability(const std::string& name) {

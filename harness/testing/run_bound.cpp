@@ -42,18 +42,11 @@ const Loaded& load_cached(const std::string& key, Load load) {
   return *slot;
 }
 
-std::string join_backends(const Evidence& ev) {
-  std::string out;
-  for (const auto& b : ev.backends)
-    out += (out.empty() ? "" : ",") + b.tag + (b.how == Dispatch::Forced ? "=forced" : "=auto");
-  return out;
-}
-
 void record(const std::string& id, Outcome o, const std::string& reason, const Evidence& ev) {
   ::testing::Test::RecordProperty("popper_id", id);
   ::testing::Test::RecordProperty("popper_outcome", to_string(o));
   if (!reason.empty()) ::testing::Test::RecordProperty("popper_reason", reason);
-  if (!ev.backends.empty()) ::testing::Test::RecordProperty("popper_backends", join_backends(ev));
+  if (!ev.backends.empty()) ::testing::Test::RecordProperty("popper_backends", format_backends(ev.backends));
   if (!ev.declines.empty()) {
     std::string d;
     for (const auto& x : ev.declines) d += (d.empty() ? "" : "; ") + x;

@@ -150,6 +150,10 @@ bool is_device_capability(const std::string& name);
 // Does evidence tag `tag` satisfy the backend requirement `want`? ("cuda"
 // matches "cuda" and "cuda:sm_90"; "cpu:avx2" matches only "cpu:avx2...".)
 bool backend_matches(const std::string& want, const std::string& tag);
+// The `popper_backends` result property, "tag=auto|forced,...": written by
+// run_bound, read by the audit and by the mutant judge.
+std::string format_backends(const std::vector<BackendEvidence>& backends);
+std::vector<BackendEvidence> parse_backends(const std::string& property);
 
 // What running one contract test id produced.
 enum class Outcome { Passed, Failed, Skipped, Unbound };

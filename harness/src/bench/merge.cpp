@@ -1,7 +1,6 @@
 #include "popper/bench/merge.hpp"
 
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -34,31 +33,20 @@ std::vector<std::string> shard_shapes(const std::vector<std::string>& shapes, co
   return out;
 }
 
-namespace {
-
-std::string meta_or(const BenchTable& t, const std::string& key, const std::string& fallback = "") {
-  const auto v = t.meta(key);
-  return v ? *v : fallback;
-}
-
-}  // namespace
-
 BenchTable merge_tables(const std::vector<std::pair<std::string, BenchTable>>& inputs, bool allow_mixed) {
   if (inputs.empty()) throw Error("bench merge: no input tables");
   const auto& [first_file, first] = inputs.front();
-  std::string family;
-  for (const auto& r : first.rows) family = r.key.family;
+  std::string family;  // of the first row seen
   BenchTable out;
   for (const auto& [k, v] : first.metadata)
-    if (k != "shard" && k != "shard_shapes" && k.rfind("merged_from.", 0) != 0 && k.rfind("rows_from.", 0) != 0)
-      out.metadata.emplace_back(k, v);
+    if (k != "shard" && k.rfind("merged_from.", 0) != 0 && k.rfind("rows_from.", 0) != 0) out.metadata.emplace_back(k, v);
   bool mixed = false;
   std::map<BenchKey, std::string> source;  // row -> input it came from
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& [file, t] = inputs[i];
     std::string rows_of;  // the row keys this input gave, space-separated
     for (const char* key : {"fingerprint", "gate_key"}) {
-      const std::string a = meta_or(first, key), b = meta_or(t, key);
+      const std::string a = first.meta(key).value_or(""), b = t.meta(key).value_or("");
       if (a == b) continue;
       if (!allow_mixed)
         throw Error(fmt::format("bench merge: {} has {} '{}' but {} has '{}' (different machines or builds; "
@@ -67,9 +55,9 @@ BenchTable merge_tables(const std::vector<std::pair<std::string, BenchTable>>& i
       mixed = true;
     }
     for (const auto& r : t.rows) {
-      if (!family.empty() && r.key.family != family)
-        throw Error(fmt::format("bench merge: {} holds family '{}', {} holds '{}'", file, r.key.family, first_file, family));
-      family = r.key.family;
+      if (family.empty()) family = r.key.family;
+      if (r.key.family != family)
+        throw Error(fmt::format("bench merge: {} holds family '{}', the tables before it '{}'", file, r.key.family, family));
       if (auto it = source.find(r.key); it != source.end())
         throw Error(fmt::format("bench merge: row {} is in both {} and {} (overlapping shards?)", r.key.to_string(),
                                 it->second, file));
@@ -79,9 +67,8 @@ BenchTable merge_tables(const std::vector<std::pair<std::string, BenchTable>>& i
     }
     out.set_meta("rows_from." + std::to_string(i + 1), rows_of);
     out.set_meta("merged_from." + std::to_string(i + 1),
-                 fmt::format("{} (shard {}, fingerprint {}, commit {}, {} rows)", file, meta_or(t, "shard", "all"),
-                             meta_or(t, "fingerprint", "?"), meta_or(t, "commit", "?"),
-                             t.rows.size()));
+                 fmt::format("{} (shard {}, fingerprint {}, commit {}, {} rows)", file, t.meta("shard").value_or("all"),
+                             t.meta("fingerprint").value_or("?"), t.meta("commit").value_or("?"), t.rows.size()));
   }
   if (mixed) out.set_meta("fingerprint", "mixed");
   return out;
