@@ -7,6 +7,9 @@
 #      flagged REGRESSION, and whether a ceiling or wrapped row is flagged;
 #   3. the same with 0.10: the detection rate at the default budget;
 #   4. --reps 3 with 0.50 injected: refused with the minimum, or REGRESSION.
+# Each check is the one `make bench-check` runs: with --rerun, so rows left
+# NOISY are measured again (as the current run measured them) while the
+# budget lasts. CHECK_ARGS adds options (e.g. --budget 300).
 # A benchmark, not a unit test: it takes a long time and wants a quiet machine.
 # usage: scripts/bench-check-selftest.sh [BUILD_DIR] [RUNS] [FAMILY...]
 set -u
@@ -26,6 +29,9 @@ compare() {  # compare FAMILY OUTDIR [extra args...]
   "$POPPER" bench compare --family "$fam" --shapes gate --build-dir "$BUILD" --out "$dir" "$@" > "$dir.log" 2>&1
 }
 count() { grep -cE "$1" "$2"; }
+check() {  # check BASE_CSV CURRENT_CSV OUT_TXT: the exit code of the check
+  "$POPPER" bench check --baseline "$1" --current "$2" --rerun ${CHECK_ARGS:-} > "$3" 2> "${3%.txt}.check.log"
+}
 
 for fam in "${FAMILIES[@]}"; do
   echo "== $fam: baseline run"
@@ -34,7 +40,7 @@ for fam in "${FAMILIES[@]}"; do
   pair_alarms=0; flagged=0; rows=0
   for i in $(seq 1 "$RUNS"); do
     compare "$fam" "$OUT/$fam-clean-$i" || { echo "$fam: clean run $i failed" >&2; exit 2; }
-    "$POPPER" bench check --baseline "$base" --current "$OUT/$fam-clean-$i/bench-$fam.csv" > "$OUT/$fam-clean-$i.txt"
+    check "$base" "$OUT/$fam-clean-$i/bench-$fam.csv" "$OUT/$fam-clean-$i.txt"
     rc=$?
     [ $rc -ne 0 ] && pair_alarms=$((pair_alarms + 1))
     n=$(count '^(REGRESSION|WARNING|UNCHANGED|IMPROVEMENT|NOISY|MISSING) ' "$OUT/$fam-clean-$i.txt")
@@ -46,7 +52,7 @@ for fam in "${FAMILIES[@]}"; do
   [ "$pair_alarms" -eq 0 ] || failures=$((failures + 1))
   for f in 0.25 0.10; do
     POPPER_BENCH_INJECT_SLOWDOWN=$f compare "$fam" "$OUT/$fam-inj-$f" || { echo "$fam: injected run failed" >&2; exit 2; }
-    "$POPPER" bench check --baseline "$base" --current "$OUT/$fam-inj-$f/bench-$fam.csv" > "$OUT/$fam-inj-$f.txt"
+    check "$base" "$OUT/$fam-inj-$f/bench-$fam.csv" "$OUT/$fam-inj-$f.txt"
     hand=$(count '^[A-Z]+ +[^ ]+/hand/' "$OUT/$fam-inj-$f.txt")
     hit=$(count '^REGRESSION +[^ ]+/hand/' "$OUT/$fam-inj-$f.txt")
     other=$(count '^(REGRESSION|WARNING) +[^ ]+/(ceiling|wrapped)/' "$OUT/$fam-inj-$f.txt")
@@ -57,7 +63,7 @@ for fam in "${FAMILIES[@]}"; do
     fi
   done
   if POPPER_BENCH_INJECT_SLOWDOWN=0.5 compare "$fam" "$OUT/$fam-reps3" --reps 3; then
-    "$POPPER" bench check --baseline "$base" --current "$OUT/$fam-reps3/bench-$fam.csv" > "$OUT/$fam-reps3.txt"
+    check "$base" "$OUT/$fam-reps3/bench-$fam.csv" "$OUT/$fam-reps3.txt"
     rc=$?
     hand=$(count '^[A-Z]+ +[^ ]+/hand/' "$OUT/$fam-reps3.txt")
     hit=$(count '^REGRESSION +[^ ]+/hand/' "$OUT/$fam-reps3.txt")

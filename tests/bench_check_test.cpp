@@ -119,6 +119,24 @@ TEST(BenchCheck, RemeasuringResolvesNoisyRows) {
   EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
 }
 
+TEST(BenchCheck, NoisyCeilingRowsAreNotRemeasuredOnTheirOwn) {
+  // A vendor row's scatter says nothing about this repository's code: only
+  // the hand row, which is NOISY too, is measured again.
+  const auto base = table("m", {trial_row("ceiling", "openblas", 1.0, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto cur = table("m", {trial_row("ceiling", "openblas", 1.0, {0.8, 1.3}), trial_row("hand", "cpu", 1.0, {0.8, 1.3})});
+  pb::CheckOptions opt;
+  std::vector<std::string> asked;
+  opt.remeasure = [&](const std::vector<pb::BenchKey>& keys) {
+    for (const auto& k : keys) asked.push_back(k.tier);
+    return std::optional<std::vector<pb::BenchRow>>();
+  };
+  const auto rep = pb::check_tables(base, cur, opt);
+  ASSERT_EQ(rep.rows.size(), 2u);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Noisy) << pb::format_check_report(rep);
+  EXPECT_EQ(rep.rows[1].change, pb::Change::Noisy) << pb::format_check_report(rep);
+  EXPECT_EQ(asked, std::vector<std::string>{"hand"});
+}
+
 TEST(BenchCheck, MissingRowFailsTheCheck) {
   const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet), trial_row("wrapped", "openblas:Zen", 1.0, kQuiet)});
   const auto cur = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});

@@ -92,7 +92,14 @@ Model make_model(std::uint64_t seed, std::uint32_t alignment) {
   return m;
 }
 
-std::string write_model(const Model& m, const std::string& tag) {
+// The written file, removed when the test leaves its scope (an ASSERT that
+// fails returns early, and a mutant run must not leave files behind).
+struct WrittenModel {
+  std::string path;
+  ~WrittenModel() { std::remove(path.c_str()); }
+};
+
+WrittenModel write_model(const Model& m, const std::string& tag) {
   gguf::Writer w;
   for (const auto& [k, v] : m.kv) w.set(k, v);
   for (const auto& t : m.tensors) w.add_tensor(t.name, t.type, t.ne, t.bytes);
@@ -104,13 +111,14 @@ std::string write_model(const Model& m, const std::string& tag) {
   const auto mem = w.bytes();
   EXPECT_TRUE(file.size() == mem.size() && std::memcmp(file.data(), mem.data(), mem.size()) == 0)
       << "Writer::bytes() differs from the written file";
-  return path;
+  return {path};
 }
 
 POPPER_FALSIFIER("FALSIFY-Q4K-010", [](const popper::Params& p) {
   for (auto a : p.integers("alignments")) {
     const Model m = make_model(p.seed(), static_cast<std::uint32_t>(a));
-    const std::string path = write_model(m, "popper");
+    const WrittenModel written = write_model(m, "popper");
+    const std::string& path = written.path;
     const auto f = gguf::File::open(path);
     popper::record_backend("reference");
     EXPECT_EQ(f.version(), gguf::kVersion);
@@ -131,14 +139,14 @@ POPPER_FALSIFIER("FALSIFY-Q4K-010", [](const popper::Params& p) {
       ASSERT_EQ(t.data.size(), m.tensors[i].bytes.size()) << t.name;
       EXPECT_EQ(std::memcmp(t.data.data(), m.tensors[i].bytes.data(), t.data.size()), 0) << t.name << " data differs";
     }
-    std::remove(path.c_str());
   }
 });
 
 POPPER_FALSIFIER("FALSIFY-Q4K-011", [](const popper::Params& p) {
   for (auto a : p.integers("alignments")) {
     const Model m = make_model(p.seed(), static_cast<std::uint32_t>(a));
-    const std::string path = write_model(m, "ggml");
+    const WrittenModel written = write_model(m, "ggml");
+    const std::string& path = written.path;
     const auto g = q4k::ggml::read_gguf(path);
     popper::record_backend("ggml-gguf");
     EXPECT_EQ(g.version, gguf::kVersion);
@@ -158,7 +166,6 @@ POPPER_FALSIFIER("FALSIFY-Q4K-011", [](const popper::Params& p) {
       EXPECT_EQ(std::memcmp(t.data.data(), m.tensors[i].bytes.data(), t.data.size()), 0)
           << t.name << ": ggml reads different bytes";
     }
-    std::remove(path.c_str());
   }
 });
 

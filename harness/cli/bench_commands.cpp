@@ -424,10 +424,18 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         copt.normalize_on_drift = !o->absolute;
         if (o->rerun) {
           // Re-measure under the baseline's recorded environment, in new trials.
-          const auto env = parse_environment(base.meta("environment").value_or(""));
+          // The new samples join the current's, so they measure what it
+          // measured: with its injected slowdown, if any, and never with one
+          // this process happens to have in its own environment.
+          auto env = parse_environment(base.meta("environment").value_or(""));
           std::string env_text;
           for (const auto& [k, v] : env) env_text += " " + k + "=" + v;
-          std::cerr << "re-measuring with the baseline's environment:" << (env_text.empty() ? " (none recorded)" : env_text) << "\n";
+          std::cerr << "re-measuring with the baseline's environment:" << (env_text.empty() ? " (none recorded)" : env_text);
+          const std::string injected = cur.meta("injected_slowdown").value_or("");
+          std::erase_if(env, [](const auto& kv) { return kv.first == "POPPER_BENCH_INJECT_SLOWDOWN"; });
+          env.emplace_back("POPPER_BENCH_INJECT_SLOWDOWN", injected);  // empty: none
+          if (!injected.empty()) std::cerr << ", and the current run's POPPER_BENCH_INJECT_SLOWDOWN=" << injected;
+          std::cerr << "\n";
           int next = 0;
           for (const auto& r : cur.rows)
             for (std::size_t i = 0; i < r.samples.size(); ++i) next = std::max(next, r.trial_of(i) + 1);
