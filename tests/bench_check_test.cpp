@@ -150,6 +150,26 @@ TEST(BenchCheck, MissingRowFailsTheCheck) {
   EXPECT_EQ(rep2.count(pb::Change::Missing), 1);
 }
 
+TEST(BenchCheck, CeilingConfigurationScreenedOutIsSkippedNotMissing) {
+  // BLIS's zen kernels sit near the screen's cut-off (1.50-1.79x on one shape):
+  // they run in one run and not the next. The vendor set changing is not a
+  // regression; a ceiling row that vanished without a recorded reason is.
+  const auto base = table("m", {trial_row("ceiling", "blis:zen", 1.0, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet)});
+  auto cur = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto missing = pb::check_tables(base, cur);
+  EXPECT_EQ(missing.rows[0].change, pb::Change::Missing) << pb::format_check_report(missing);
+  EXPECT_EQ(missing.exit_code(), 1);
+  cur.set_meta("ceiling_not_run",
+               "blis knl (BLIS_ARCH_TYPE=1): cpu_lacks: no avx512pf | blis zen (BLIS_ARCH_TYPE=8): screened_out: 1.63x "
+               "slower than the best BLIS configuration on small_256 (screen 1.50x)");
+  const auto screened = pb::check_tables(base, cur);
+  EXPECT_EQ(screened.rows[0].change, pb::Change::Skipped) << pb::format_check_report(screened);
+  EXPECT_NE(screened.rows[0].note.find("screened_out: 1.63x"), std::string::npos) << screened.rows[0].note;
+  EXPECT_EQ(screened.exit_code(), 0);
+  cur.set_meta("ceiling_not_run", "blis zen3 (BLIS_ARCH_TYPE=6): screened_out: 1.70x slower");  // another configuration
+  EXPECT_EQ(pb::check_tables(base, cur).rows[0].change, pb::Change::Missing);
+}
+
 TEST(BenchCheck, CountRegressionConfirmedOrClearedByRerun) {
   const auto base = table("m", {row("hand", "cpu", {1000}, {}, pb::kUnitInstructions)});
   const auto cur = table("m", {row("hand", "cpu", {1300}, {}, pb::kUnitInstructions)});

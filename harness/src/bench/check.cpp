@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -53,6 +54,27 @@ namespace {
 BenchKey without_backend(BenchKey k) {
   k.backend = "*";
   return k;
+}
+
+// Why a run did not measure a ceiling configuration, from its `ceiling_not_run`
+// metadata ("blis zen (BLIS_ARCH_TYPE=8): screened_out: 1.63x slower ... | ..."),
+// for a row keyed "blis:zen". A configuration near the screen's cut-off runs in
+// one run and not the next; that is the vendor set changing, not this code.
+std::optional<std::string> not_run_reason(const BenchTable& t, const BenchKey& k) {
+  const auto text = t.meta("ceiling_not_run");
+  const auto colon = k.backend.find(':');
+  if (!text || k.tier != "ceiling" || colon == std::string::npos) return std::nullopt;
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  const std::string want = lower(k.backend.substr(0, colon) + " " + k.backend.substr(colon + 1) + " (");
+  std::istringstream entries(*text);
+  for (std::string e; std::getline(entries, e, '|');) {
+    e.erase(0, e.find_first_not_of(' '));
+    if (lower(e).rfind(want, 0) == 0) return e.substr(e.find(") ") == std::string::npos ? 0 : e.find(") ") + 2);
+  }
+  return std::nullopt;
 }
 
 // Best (smallest) ceiling median per (shape, precision, threads, cache mode),
@@ -260,7 +282,10 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       const BenchRow* c = nullptr;
       for (const auto& r : cur_table.rows)
         if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
-      if (!c || c->samples.empty()) {
+      if (const auto why = c ? std::nullopt : not_run_reason(current, b.key)) {
+        pr.rc.change = Change::Skipped;
+        pr.rc.note = "ceiling configuration not run in current: " + *why;
+      } else if (!c || c->samples.empty()) {
         pr.rc.change = Change::Missing;
         pr.rc.note = c ? "no samples in current (" + c->verdict + ")" : "row absent from current";
       } else if (b.samples.empty()) {
