@@ -457,9 +457,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
               co.first_trial = next;
               co.env = env;
               co.blas_core_types = false;
+              if (k.tier == "ceiling") co.ceiling_backends = {k.backend};  // that configuration only, unscreened
               co.progress = progress;
-              if (k.tier == "ceiling")
-                for (const auto& [ek, ev] : env) (void)ev, co.blas_core_types = co.blas_core_types || ek == "OPENBLAS_CORETYPE";
               const auto t = bench::run_compare(co, fam, machine, nullptr);
               for (const auto& r : t.rows)
                 if (r.key == k) out.push_back(r);

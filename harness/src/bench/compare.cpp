@@ -199,9 +199,11 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   CeilingPlan plan;
   if (want_ceiling) {
     PlanOptions po;
-    po.enumerate = opt.blas_core_types && fam.blas_core_types;
+    const bool exact = !opt.ceiling_backends.empty();
+    po.enumerate = (exact || opt.blas_core_types) && fam.blas_core_types;
     const char* configs = std::getenv("POPPER_CEILING_CONFIGS");
-    po.screen = !(configs && std::string(configs) == "all");
+    po.screen = !exact && !(configs && std::string(configs) == "all");
+    po.only = opt.ceiling_backends;
     po.progress = say;
     plan = plan_ceiling(fam, machine, opt.build_dir, po);
     for (const auto& w : plan.warnings) say(w.message);

@@ -409,6 +409,10 @@ CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, cons
     plan.configs.insert(plan.configs.end(), cands.begin(), cands.end());
   }
 
+  if (!opt.only.empty())
+    std::erase_if(plan.configs, [&](const VendorConfig& c) {
+      return c.status == ConfigStatus::Run && std::find(opt.only.begin(), opt.only.end(), c.backend()) == opt.only.end();
+    });
   // Step 4: time the check shape when some vendor has a choice.
   bool choice = false;
   for (const auto& prog : programs) choice |= plan.runnable(prog).size() > 1;

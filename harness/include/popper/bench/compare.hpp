@@ -33,6 +33,9 @@ struct CompareOptions {
   std::vector<std::pair<std::string, std::string>> env;  // set for every process (check --rerun: the baseline's)
   double min_time = 0.2;                        // seconds per repetition (Google Benchmark)
   bool blas_core_types = true;                  // also run ceilings under other runnable core types
+  // Non-empty: run only these ceiling configurations (CSV backend names, e.g.
+  // "blis:zen"), unscreened: re-measuring rows a table already holds.
+  std::vector<std::string> ceiling_backends;
   std::function<void(const std::string&)> progress;
 };
 
