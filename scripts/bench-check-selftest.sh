@@ -37,6 +37,8 @@ for fam in "${FAMILIES[@]}"; do
   echo "== $fam: baseline run"
   compare "$fam" "$OUT/$fam-base" || { tail "$OUT/$fam-base.log"; echo "$fam: baseline run failed" >&2; exit 2; }
   base="$OUT/$fam-base/bench-$fam.csv"
+  # What this machine lets the check see today (a noisy host widens every interval).
+  echo "$fam baseline: noise $(grep -m1 '^# noise_between_trials:' "$base" | cut -d: -f2-); detectable slowdown$(grep -m1 '^# detectable_slowdown:' "$base" | cut -d: -f2-)"
   pair_alarms=0; flagged=0; rows=0
   for i in $(seq 1 "$RUNS"); do
     compare "$fam" "$OUT/$fam-clean-$i" || { echo "$fam: clean run $i failed" >&2; exit 2; }

@@ -275,6 +275,12 @@ TEST(BenchInterval, StudentTAndHolmAndPower) {
   const auto r = pb::holm({0.01, 0.04, 0.03, 0.5}, 0.05);      // thresholds 0.0125, 0.0167, 0.025, 0.05
   EXPECT_EQ(r, (std::vector<bool>{true, false, false, false}));
   EXPECT_EQ(pb::holm({0.001, 0.001}, 0.05), (std::vector<bool>{true, true}));
+  // The inverse: the trials that power asks for detect that effect, and one
+  // trial fewer does not; more noise, a larger detectable slowdown.
+  const int t13 = pb::trials_for_power(0.13, 1.25, 1.10, 0.002, 0.8);
+  EXPECT_LE(pb::detectable_ratio(0.13, t13, 1.10, 0.002, 0.8), 1.25 + 1e-9);
+  EXPECT_GT(pb::detectable_ratio(0.13, t13 - 1, 1.10, 0.002, 0.8), 1.25);
+  EXPECT_LT(pb::detectable_ratio(0.03, 6, 1.10, 0.002, 0.8), pb::detectable_ratio(0.13, 6, 1.10, 0.002, 0.8));
   const int quiet = pb::trials_for_power(0.01, 1.20, 1.10, 0.05, 0.8);
   const int loud = pb::trials_for_power(0.10, 1.20, 1.10, 0.05, 0.8);
   EXPECT_GE(quiet, 2);

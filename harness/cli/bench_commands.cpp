@@ -26,6 +26,7 @@
 #include "popper/bench/merge.hpp"
 #include "popper/bench/peak.hpp"
 #include "popper/bench/report.hpp"
+#include "popper/bench/stats.hpp"
 #include "popper/error.hpp"
 #include "popper/loader.hpp"
 
@@ -81,11 +82,40 @@ std::vector<std::pair<std::string, std::string>> parse_environment(const std::st
   return env;
 }
 
+// The per-row level trials are planned at: the table's alpha over an estimate
+// of its rows (Holm's first step).
+double planning_alpha(const bench::CompareOptions& co) {
+  const std::size_t rows_estimate = std::max<std::size_t>(1, co.threads.size() * co.precisions.size() * 3 * 4);
+  return bench::Thresholds{}.alpha / static_cast<double>(rows_estimate);
+}
+
+// What a finished run can see: the between-trial noise it measured on the rows
+// a change can move (not the vendor's), and the slowdown a check of an equally
+// noisy run against it flags with 80% power. Printed and kept in the metadata,
+// so a NOISY verdict later has its cause on record.
+void record_noise(bench::BenchTable& table, const bench::CompareOptions& co, double planned_sigma) {
+  std::vector<double> sd;
+  for (const auto& r : table.rows)
+    if (r.unit == bench::kUnitSeconds && r.key.tier != "ceiling" && bench::trial_count({&r.samples, &r.trials}) >= 2)
+      sd.push_back(bench::between_trial_log_sd({&r.samples, &r.trials}));
+  if (sd.empty() || co.trials < 2) return;
+  const double noise = bench::median(sd);
+  const double slowdown = bench::detectable_ratio(noise, co.trials, 1 + bench::Thresholds{}.regression, planning_alpha(co), 0.8);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "median %.1f%% over %zu rows (hand, wrapped, reference); trials were planned for %.1f%%",
+                100 * noise, sd.size(), 100 * planned_sigma);
+  table.set_meta("noise_between_trials", buf);
+  std::snprintf(buf, sizeof buf, "%.2fx at 80%% power (%d trials a side, at this noise)", slowdown, co.trials);
+  table.set_meta("detectable_slowdown", buf);
+  std::cerr << "between-trial noise: " << table.meta("noise_between_trials").value_or("") << "; a check against an "
+            << "equal run flags a slowdown of " << table.meta("detectable_slowdown").value_or("") << "\n";
+}
+
 // --reps / --trials / --budget -> trials and repetitions per trial. Auto sizes
 // the trials so that a slowdown of twice the regression threshold (20%) is
 // flagged with 80% power at the Holm-adjusted level, from the between-trial
 // noise of a previous run of this machine (or a 3% prior when there is none).
-void plan_trials(bench::CompareOptions& co, const std::string& reps_text, const std::string& trials_text,
+double plan_trials(bench::CompareOptions& co, const std::string& reps_text, const std::string& trials_text,
                  double budget, const std::string& noise_from, const bench::FamilyDescriptor& fam,
                  const bench::MachineInfo& machine, const std::string& source_dir) {
   const bench::Thresholds th;
@@ -123,8 +153,7 @@ void plan_trials(bench::CompareOptions& co, const std::string& reps_text, const 
       sigma_from = source;
     }
   }
-  const std::size_t rows_estimate = std::max<std::size_t>(1, co.threads.size() * co.precisions.size() * 3 * 4);
-  const double alpha = th.alpha / static_cast<double>(rows_estimate);
+  const double alpha = planning_alpha(co);
   const int needed = bench::trials_for_power(sigma, 1 + 2 * th.regression, 1 + th.regression, alpha, 0.8);
   co.reps_per_trial = 2;
   if (trials > 0) co.trials = trials;
@@ -142,6 +171,7 @@ void plan_trials(bench::CompareOptions& co, const std::string& reps_text, const 
   if (co.trials < needed)
     std::cerr << "warning: " << co.trials << " trials are fewer than the " << needed
               << " that power needs: a real slowdown may come out NOISY\n";
+  return sigma;
 }
 
 // Base and current built side by side, run in alternating trials (ABBA order,
@@ -263,7 +293,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         co.min_time = o->min_time;
         co.blas_core_types = !o->no_core_types;
         co.progress = progress;
-        plan_trials(co, o->reps, o->trials, o->budget, o->noise_from, fam, machine, o->common.source_dir);
+        const double planned_sigma =
+            plan_trials(co, o->reps, o->trials, o->budget, o->noise_from, fam, machine, o->common.source_dir);
         auto table = bench::run_compare(co, fam, machine, &peak);
 
         // Contract claims, judged with their uncertainty; inconclusive groups are
@@ -305,6 +336,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
           bench::apply_peaks(table, fam, &peak);
           claims = bench::evaluate_claims(contracts, fam.family, table, &peak, fam.peak, family_shapes);
         }
+        record_noise(table, co, planned_sigma);
         if (!o->shard.empty()) table.set_meta("shard", o->shard);
         table.set_meta("duration_seconds",
                        std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()));

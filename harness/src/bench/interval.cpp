@@ -214,17 +214,34 @@ double between_trial_log_sd(const TrialSamples& s) {
 
 int trial_count(const TrialSamples& s) { return static_cast<int>(by_trial(s).size()); }
 
+namespace {
+// P(reject "ratio <= threshold") for a true ratio `effect`, t trials a side:
+// P(T_df > t_crit - gap / se).
+double power_of(double sigma, double effect, double threshold, double alpha, int t) {
+  const double df = 2.0 * t - 2;
+  const double se = sigma * std::sqrt(2.0 / t);
+  const double gap = std::log(effect) - std::log(threshold);
+  if (se <= 0) return gap > 0 ? 1 : 0;
+  return student_t_upper(t_upper_quantile(alpha, df) - gap / se, df);
+}
+}  // namespace
+
 int trials_for_power(double sigma, double effect, double threshold, double alpha, double power) {
   if (!(effect > threshold)) throw InvalidArgument("trials_for_power: the effect must exceed the threshold");
-  const double gap = std::log(effect) - std::log(threshold);
-  for (int t = 2; t <= 1000; ++t) {
-    const double df = 2.0 * t - 2;
-    const double se = sigma * std::sqrt(2.0 / t);
-    if (se <= 0) return t;
-    // P(reject) ~ P(T_df > t_crit - gap / se) >= power
-    if (student_t_upper(t_upper_quantile(alpha, df) - gap / se, df) >= power) return t;
-  }
+  for (int t = 2; t <= 1000; ++t)
+    if (power_of(sigma, effect, threshold, alpha, t) >= power) return t;
   return 1000;
+}
+
+double detectable_ratio(double sigma, int trials, double threshold, double alpha, double power) {
+  if (trials < 2) throw InvalidArgument("detectable_ratio: a test needs 2 trials a side");
+  double lo = threshold, hi = 100 * threshold;  // power rises with the effect
+  if (power_of(sigma, hi, threshold, alpha, trials) < power) return hi;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (power_of(sigma, mid, threshold, alpha, trials) >= power ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 }  // namespace popper::bench

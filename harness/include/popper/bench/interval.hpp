@@ -65,4 +65,8 @@ int trial_count(const TrialSamples& s);
 // At least 2 (a test needs df >= 1 per comparison).
 int trials_for_power(double sigma, double effect, double threshold, double alpha, double power);
 
+// The inverse: the smallest true ratio that `trials` per side judge above
+// `threshold` with probability `power` (at most 100 x threshold).
+double detectable_ratio(double sigma, int trials, double threshold, double alpha, double power);
+
 }  // namespace popper::bench
