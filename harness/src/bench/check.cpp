@@ -236,18 +236,23 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
   const Thresholds& t = opt.thresholds;
   CheckReport report;
   const auto fb = baseline.meta("fingerprint"), fc = current.meta("fingerprint");
-  report.mode = fb && fc && *fb == *fc ? CheckMode::Absolute : CheckMode::Normalized;
-  report.mode_reason = report.mode == CheckMode::Absolute
-                           ? "same machine fingerprint (" + *fb + "): absolute per-iteration values compared"
-                           : "machine fingerprints differ (baseline " + fb.value_or("none") + ", current " +
-                                 fc.value_or("none") +
-                                 "): each timed sample is divided by its own trial's best ceiling and those ratios "
-                                 "are compared, never absolute times";
-  if (report.mode == CheckMode::Absolute && opt.normalize_on_drift) {
+  const bool same_machine = fb && fc && *fb == *fc;
+  // Absolute or normalized, decided again after every re-measuring round:
+  // re-measured trials are taken later, and if the machine moved meanwhile,
+  // the ceiling rows re-measured with them show it.
+  auto decide_mode = [&](const BenchTable& cur) {
+    report.mode = same_machine ? CheckMode::Absolute : CheckMode::Normalized;
+    report.mode_reason = same_machine
+                             ? "same machine fingerprint (" + *fb + "): absolute per-iteration values compared"
+                             : "machine fingerprints differ (baseline " + fb.value_or("none") + ", current " +
+                                   fc.value_or("none") +
+                                   "): each timed sample is divided by its own trial's best ceiling and those ratios "
+                                   "are compared, never absolute times";
+    if (!same_machine || !opt.normalize_on_drift) return;
     // The machine moved only when the vendor rows show it beyond the warning
     // band at the check's alpha: a couple of noisy ceiling rows must not
     // rescale, and so hide, a real change.
-    const auto drift = ceiling_drift(baseline, current, t);
+    const auto drift = ceiling_drift(baseline, cur, t);
     const bool beyond = drift && std::fabs(std::log(drift->ratio)) > std::log1p(t.warning);
     if (beyond && drift->p < t.alpha) {
       report.mode = CheckMode::Normalized;
@@ -267,10 +272,12 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
                     drift->ratio, drift->rows, drift->p);
       report.mode_reason += buf;
     }
-  }
+  };
   BenchTable cur_table = current;
   const auto started = std::chrono::steady_clock::now();
   for (int round = 0;; ++round) {
+    decide_mode(cur_table);
+    if (round > 0) report.mode_reason += " (after " + std::to_string(round) + " re-measuring round(s))";
     const auto nb = ceiling_medians(baseline), nc = ceiling_medians(cur_table);
     std::vector<Pair> pairs;
     for (const auto& b : baseline.rows) {
@@ -340,13 +347,13 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (again.empty() || !opt.remeasure || round >= opt.max_rounds || (opt.budget_seconds > 0 && spent >= opt.budget_seconds))
       break;
-    // The normalizers of re-measured rows are re-measured in the same trials.
-    if (report.mode == CheckMode::Normalized)
-      for (const auto& c : cur_table.rows)
-        for (const auto& k : std::vector<BenchKey>(again))
-          if (c.key.tier == "ceiling" && c.key.shape == k.shape && c.key.precision == k.precision &&
-              c.key.threads == k.threads)
-            again.push_back(c.key);
+    // The normalizers of re-measured rows are re-measured in the same trials,
+    // whatever the mode: they are what shows the machine moved in between.
+    for (const auto& c : cur_table.rows)
+      for (const auto& k : std::vector<BenchKey>(again))
+        if (c.key.tier == "ceiling" && c.key.shape == k.shape && c.key.precision == k.precision &&
+            c.key.threads == k.threads)
+          again.push_back(c.key);
     const auto more = opt.remeasure(again);
     if (!more || more->empty()) break;
     for (const auto& m : *more)
