@@ -471,30 +471,38 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
           int next = 0;
           for (const auto& r : cur.rows)
             for (std::size_t i = 0; i < r.samples.size(); ++i) next = std::max(next, r.trial_of(i) + 1);
+          // One run per round over the rows asked for, in shared trials (so a
+          // row and its ceiling see the same machine), planned once; the
+          // cross product's extra rows are dropped.
           copt.remeasure = [build, src, env, next](const std::vector<bench::BenchKey>& keys) mutable
               -> std::optional<std::vector<bench::BenchRow>> {
-            std::vector<bench::BenchRow> out;
-            const auto machine = bench::probe_machine();
+            if (keys.empty()) return std::vector<bench::BenchRow>{};
+            bench::CompareOptions co;
+            co.source_dir = src;
+            co.build_dir = build;
+            co.tiers.clear();
+            co.precisions.clear();
+            co.threads.clear();
+            co.shapes.clear();
+            auto add = [](auto& list, const auto& v) {
+              if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+            };
             for (const auto& k : keys) {
-              if (std::any_of(out.begin(), out.end(), [&](const bench::BenchRow& r) { return r.key == k; })) continue;
-              const auto fam = bench::load_family(src, k.family);
-              bench::CompareOptions co;
-              co.source_dir = src;
-              co.build_dir = build;
-              co.shapes = {k.shape};
-              co.tiers = {k.tier};
-              co.precisions = {k.precision};
-              co.threads = {k.threads};
-              co.trials = 2;
-              co.first_trial = next;
-              co.env = env;
-              co.blas_core_types = false;
-              if (k.tier == "ceiling") co.ceiling_backends = {k.backend};  // that configuration only, unscreened
-              co.progress = progress;
-              const auto t = bench::run_compare(co, fam, machine, nullptr);
-              for (const auto& r : t.rows)
-                if (r.key == k) out.push_back(r);
+              add(co.shapes, k.shape);
+              add(co.tiers, k.tier);
+              add(co.precisions, k.precision);
+              add(co.threads, k.threads);
+              if (k.tier == "ceiling") add(co.ceiling_backends, k.backend);  // those configurations only, unscreened
             }
+            co.trials = 2;
+            co.first_trial = next;
+            co.env = env;
+            co.blas_core_types = false;
+            co.progress = progress;
+            const auto t = bench::run_compare(co, bench::load_family(src, keys.front().family), bench::probe_machine(), nullptr);
+            std::vector<bench::BenchRow> out;
+            for (const auto& r : t.rows)
+              if (std::find(keys.begin(), keys.end(), r.key) != keys.end()) out.push_back(r);
             next += 2;
             return out;
           };
