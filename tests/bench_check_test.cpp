@@ -57,6 +57,22 @@ pb::Change classify_counts(double base, double cur) {
 const std::vector<double> kQuiet = {1.00, 1.01, 0.99, 1.005, 0.995};  // 1% between trials
 const std::vector<double> kLoud = {0.80, 1.25, 0.95, 1.30, 0.85};     // 20% between trials
 
+// A re-measure that answers every key with new trials (ids not used before)
+// centred on `center` at the given trial levels; counts its rounds in `calls`.
+pb::Remeasure fresh_trials(double center, std::vector<double> level, int& calls) {
+  return [center, level, &calls](const std::vector<pb::BenchKey>& keys) {
+    ++calls;
+    std::vector<pb::BenchRow> more;
+    for (const auto& k : keys) {
+      auto r = trial_row(k.tier, k.backend, center, level);
+      r.key = k;
+      for (auto& t : r.trials) t += 10 * calls;
+      more.push_back(r);
+    }
+    return std::optional<std::vector<pb::BenchRow>>(more);
+  };
+}
+
 }  // namespace
 
 TEST(BenchCheck, CountRatioBoundaries) {
@@ -101,17 +117,7 @@ TEST(BenchCheck, RemeasuringResolvesNoisyRows) {
   const auto cur = table("m", {trial_row("hand", "cpu", 1.0, {0.8, 1.3})});  // two wild trials
   pb::CheckOptions opt;
   int calls = 0;
-  opt.remeasure = [&](const std::vector<pb::BenchKey>& keys) {
-    ++calls;
-    std::vector<pb::BenchRow> more;
-    for (const auto& k : keys) {
-      auto r = trial_row("hand", "cpu", 1.0, kQuiet);
-      r.key = k;
-      for (auto& t : r.trials) t += 10 * calls;  // new trial ids
-      more.push_back(r);
-    }
-    return std::optional<std::vector<pb::BenchRow>>(more);
-  };
+  opt.remeasure = fresh_trials(1.0, kQuiet, calls);
   const auto first = pb::check_tables(base, cur);
   EXPECT_EQ(first.rows[0].change, pb::Change::Noisy) << pb::format_check_report(first);
   const auto rep = pb::check_tables(base, cur, opt);
@@ -156,17 +162,7 @@ TEST(BenchCheck, MachineThatMovesWhileRemeasuringIsSeenInTheRemeasuredCeilings) 
   const auto base = table("m", b), cur = table("m", c);
   pb::CheckOptions opt;
   int calls = 0;
-  opt.remeasure = [&](const std::vector<pb::BenchKey>& keys) {
-    ++calls;
-    std::vector<pb::BenchRow> more;
-    for (const auto& k : keys) {
-      auto r = trial_row(k.tier, k.backend, 1.5, {1.0, 1.01, 0.99, 1.0, 1.0, 1.01, 0.99, 1.0});
-      r.key = k;
-      for (auto& t : r.trials) t += 10 * calls;
-      more.push_back(r);
-    }
-    return std::optional<std::vector<pb::BenchRow>>(more);
-  };
+  opt.remeasure = fresh_trials(1.5, {1.0, 1.01, 0.99, 1.0, 1.0, 1.01, 0.99, 1.0}, calls);
   const auto rep = pb::check_tables(base, cur, opt);
   EXPECT_EQ(rep.mode, pb::CheckMode::Normalized) << pb::format_check_report(rep);
   EXPECT_EQ(rep.count(pb::Change::Regression), 0) << pb::format_check_report(rep);
@@ -196,7 +192,7 @@ TEST(BenchCheck, CeilingConfigurationScreenedOutIsSkippedNotMissing) {
   EXPECT_EQ(missing.exit_code(), 1);
   cur.set_meta("ceiling_not_run",
                "blis knl (BLIS_ARCH_TYPE=1): cpu_lacks: no avx512pf | blis zen (BLIS_ARCH_TYPE=8): screened_out: 1.63x "
-               "slower than the best BLIS configuration on small_256 (screen 1.50x)");
+               "slower than the best BLIS configuration on small_256 (screen 1.50x; POPPER_CEILING_CONFIGS=all runs it) ");
   const auto screened = pb::check_tables(base, cur);
   EXPECT_EQ(screened.rows[0].change, pb::Change::Skipped) << pb::format_check_report(screened);
   EXPECT_NE(screened.rows[0].note.find("screened_out: 1.63x"), std::string::npos) << screened.rows[0].note;

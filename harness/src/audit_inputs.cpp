@@ -105,7 +105,7 @@ void read_gtest_results(const std::string& path, std::map<std::string, IdResult>
       r.sites.push_back(site);
       if (r.outcome == "passed")
         for (const auto& b : parse_backends(tc.value("popper_backends", "")))
-          add_unique(r.backends[b.tag], EvidenceSite{site, b.how == Dispatch::Forced ? "forced" : "auto"});
+          add_unique(r.backends[b.tag], EvidenceSite{site, to_string(b.how)});
       for (const auto& d : split(tc.value("popper_declines", ""), ';')) {
         std::string t = d;
         while (!t.empty() && t.front() == ' ') t.erase(0, 1);

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "popper/binding.hpp"
 
@@ -160,24 +161,22 @@ bool backend_matches(const std::string& want, const std::string& tag) {
   return tag == want || (tag.size() > want.size() && tag.compare(0, want.size(), want) == 0 && tag[want.size()] == ':');
 }
 
+const char* to_string(Dispatch how) { return how == Dispatch::Forced ? "forced" : "auto"; }
+
 std::string format_backends(const std::vector<BackendEvidence>& backends) {
   std::string out;
-  for (const auto& b : backends)
-    out += (out.empty() ? "" : ",") + b.tag + (b.how == Dispatch::Forced ? "=forced" : "=auto");
+  for (const auto& b : backends) out += (out.empty() ? "" : ",") + b.tag + "=" + to_string(b.how);
   return out;
 }
 
 std::vector<BackendEvidence> parse_backends(const std::string& property) {
   std::vector<BackendEvidence> out;
-  for (std::size_t start = 0; start < property.size();) {
-    std::size_t end = property.find(',', start);
-    if (end == std::string::npos) end = property.size();
-    const std::string item = property.substr(start, end - start);
+  std::istringstream in(property);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) continue;
     const auto eq = item.find('=');
-    if (!item.empty())
-      out.push_back({item.substr(0, eq), eq != std::string::npos && item.substr(eq + 1) == "forced" ? Dispatch::Forced
-                                                                                                 : Dispatch::Auto});
-    start = end + 1;
+    const bool forced = eq != std::string::npos && item.substr(eq + 1) == to_string(Dispatch::Forced);
+    out.push_back({item.substr(0, eq), forced ? Dispatch::Forced : Dispatch::Auto});
   }
   return out;
 }

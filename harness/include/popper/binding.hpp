@@ -120,6 +120,7 @@ struct CapabilityRegistrar {
 // `requires: [cuda]` test with no cuda evidence is skipped, never passed, and
 // an obligation with `backends:` is covered only by evidence on each.
 enum class Dispatch { Auto, Forced };
+const char* to_string(Dispatch how);  // "auto" | "forced"
 void record_backend(const std::string& tag, Dispatch how = Dispatch::Auto);
 // A device entry that declined to the CPU. Never evidence for the device;
 // with POPPER_REQUIRE_DEVICE=1 (make gpu-check) it fails the test.

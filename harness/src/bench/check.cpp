@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -15,6 +14,7 @@
 
 #include "popper/bench/interval.hpp"
 #include "popper/bench/stats.hpp"
+#include "popper/bench/vendors.hpp"
 
 namespace popper::bench {
 
@@ -54,27 +54,6 @@ namespace {
 BenchKey without_backend(BenchKey k) {
   k.backend = "*";
   return k;
-}
-
-// Why a run did not measure a ceiling configuration, from its `ceiling_not_run`
-// metadata ("blis zen (BLIS_ARCH_TYPE=8): screened_out: 1.63x slower ... | ..."),
-// for a row keyed "blis:zen". A configuration near the screen's cut-off runs in
-// one run and not the next; that is the vendor set changing, not this code.
-std::optional<std::string> not_run_reason(const BenchTable& t, const BenchKey& k) {
-  const auto text = t.meta("ceiling_not_run");
-  const auto colon = k.backend.find(':');
-  if (!text || k.tier != "ceiling" || colon == std::string::npos) return std::nullopt;
-  auto lower = [](std::string s) {
-    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
-  const std::string want = lower(k.backend.substr(0, colon) + " " + k.backend.substr(colon + 1) + " (");
-  std::istringstream entries(*text);
-  for (std::string e; std::getline(entries, e, '|');) {
-    e.erase(0, e.find_first_not_of(' '));
-    if (lower(e).rfind(want, 0) == 0) return e.substr(e.find(") ") == std::string::npos ? 0 : e.find(") ") + 2);
-  }
-  return std::nullopt;
 }
 
 // Best (smallest) ceiling median per (shape, precision, threads, cache mode),
@@ -289,7 +268,10 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       const BenchRow* c = nullptr;
       for (const auto& r : cur_table.rows)
         if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
-      if (const auto why = c ? std::nullopt : not_run_reason(current, b.key)) {
+      // A configuration near the vendor screen's cut-off runs in one run and
+      // not the next: the vendor set changing, not this code.
+      const auto why = c || b.key.tier != "ceiling" ? std::nullopt : not_run_reason(current, b.key.backend);
+      if (why) {
         pr.rc.change = Change::Skipped;
         pr.rc.note = "ceiling configuration not run in current: " + *why;
       } else if (!c || c->samples.empty()) {
@@ -349,8 +331,9 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       break;
     // The normalizers of re-measured rows are re-measured in the same trials,
     // whatever the mode: they are what shows the machine moved in between.
-    for (const auto& c : cur_table.rows)
-      for (const auto& k : std::vector<BenchKey>(again))
+    const auto asked = again;
+    for (const auto& k : asked)
+      for (const auto& c : cur_table.rows)
         if (c.key.tier == "ceiling" && c.key.shape == k.shape && c.key.precision == k.precision &&
             c.key.threads == k.threads)
           again.push_back(c.key);

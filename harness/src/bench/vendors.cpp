@@ -588,6 +588,23 @@ void record_plan(const CeilingPlan& plan, BenchTable& table) {
   table.set_meta("vendor_warnings", w.empty() ? "none" : join(w, " | "));
 }
 
+std::optional<std::string> not_run_reason(const BenchTable& table, const std::string& backend) {
+  const auto text = table.meta("ceiling_not_run");
+  const auto colon = backend.find(':');
+  if (!text || colon == std::string::npos) return std::nullopt;
+  // not_run_lines: "<vendor> <kernels> (<setting>): <status>: <reason>".
+  const std::string want = lower(backend.substr(0, colon) + " " + backend.substr(colon + 1) + " (");
+  std::istringstream entries(*text);
+  for (std::string e; std::getline(entries, e, '|');) {
+    e.erase(0, e.find_first_not_of(' '));
+    e.erase(e.find_last_not_of(' ') + 1);
+    if (lower(e).rfind(want, 0) != 0) continue;
+    const auto end = e.find("): ");  // the setting's closing parenthesis
+    return end == std::string::npos ? e : e.substr(end + 3);
+  }
+  return std::nullopt;
+}
+
 std::string format_vendor_check(const CeilingPlan& plan) {
   std::ostringstream out;
   out << "ceiling vendors (GEMM" << (plan.check_shape.empty() ? "" : ", checked on " + plan.check_shape) << ")\n";

@@ -144,6 +144,10 @@ CeilingPlan cached_vendor_check(const std::string& source_dir, const std::string
 // Writes the plan into the table's metadata (ceiling_vendors, ceiling_not_run,
 // ceiling_check_shape, vendor_warnings), which the report's header shows.
 void record_plan(const CeilingPlan& plan, BenchTable& table);
+// Why that table's run did not measure the ceiling configuration `backend`
+// ("blis:zen"), read back from its ceiling_not_run metadata
+// ("screened_out: 1.63x slower ..."); nullopt when it records none.
+std::optional<std::string> not_run_reason(const BenchTable& table, const std::string& backend);
 
 // Text for a terminal: the configurations and the warnings.
 std::string format_vendor_check(const CeilingPlan& plan);
