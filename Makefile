@@ -26,7 +26,7 @@ BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
 .PHONY: setup configure build validate test test-cpus test-run audit graph fuzz asan clean gpu-check consumer-check \
-        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest
+        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest parity
 
 setup:
 	scripts/install-deps.sh
@@ -76,6 +76,9 @@ graph: validate
 
 peak: build
 	$(POPPER) peak
+
+parity: build
+	$(POPPER) parity --drift --drift-out reports --json reports/parity-gate.json $(PARITY_ARGS)
 
 bench-compare: build
 	$(POPPER) bench compare --family $(FAMILY) --shapes $(SHAPES) --out reports $(BENCH_ARGS)

@@ -1,0 +1,154 @@
+// The parity gate's backends (forward.hpp): cpu (reference order),
+// cpu-simd (hand kernels), vulkan and cuda (device GEMVs, host elsewhere).
+#include <map>
+
+#include "common/device.hpp"
+#include "common/vulkan_runtime.hpp"
+#include "decode/forward.hpp"
+#include "fused/fused.hpp"
+#include "popper/error.hpp"
+#include "popper/mutant.hpp"
+#include "q4k/cpu_q4k.hpp"
+#include "q4k/device_q4k.hpp"
+
+namespace popper::decode {
+
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const Model& m, int threads) : ops_(ordered_ops(m.config, accum::Order::Sequential, threads)) {
+    name_ = "cpu";
+    evidence_ = cpu::backend_tag(cpu::Isa::Scalar);
+  }
+  Ops<float>& ops() override { return *ops_; }
+
+ private:
+  std::unique_ptr<Ops<float>> ops_;
+};
+
+// The hand kernels: Q4_K GEMV with 14-bit fixed-point activations (q4k
+// contract, gemv_hand) and the fused family's one-token kernels.
+class SimdBackend final : public Backend, public Ops<float> {
+ public:
+  SimdBackend(const Model& m, int threads)
+      : c_(m.config), threads_(threads), table_(fused::make_rope_table(c_.context, c_.head_dim, c_.rope_base)),
+        lse_(static_cast<std::size_t>(c_.q_heads)) {
+    name_ = "cpu-simd";
+    evidence_ = cpu::backend_tag(cpu::Isa::Auto);
+  }
+  Ops<float>& ops() override { return *this; }
+
+  void gemv(const Weight& w, std::span<const float> x, std::span<float> y) override {
+    q4k::cpu::gemv(w.blocks, w.rows, w.cols, x, y, {threads_, cpu::Isa::Auto});
+  }
+  void rmsnorm(std::span<const float> x, std::span<const float> w, std::span<float> y) override {
+    fused::rmsnorm_forward({1, c_.hidden, static_cast<float>(c_.rms_eps)}, x, w, y);
+  }
+  void rope(std::span<float> q, std::span<float> k, std::int64_t pos) override {
+    fused::rope_forward({1, 1, c_.q_heads, c_.kv_heads, c_.head_dim, pos}, table_, q, k);
+  }
+  void attention(std::span<const float> q, std::span<const float> kc, std::span<const float> vc, std::int64_t len,
+                 std::span<float> out) override {
+    fused::AttentionShape s;
+    s.batch = 1, s.q_len = 1, s.kv_len = len, s.q_heads = c_.q_heads, s.kv_heads = c_.kv_heads, s.head_dim = c_.head_dim;
+    fused::attention_forward(s, q, kc, vc, out, lse_);
+  }
+  void swiglu(std::span<const float> g, std::span<const float> u, std::span<float> h) override {
+    fused::swiglu_forward({1, static_cast<std::int64_t>(h.size())}, g, u, h);
+  }
+
+ private:
+  Config c_;
+  int threads_;
+  fused::RopeTable table_;
+  std::vector<float> lse_;
+};
+
+// A device backend: its GEMVs on the device, every other operation on the
+// host in the cpu backend's order. A call the device declined makes the
+// backend unavailable (its result was the CPU's).
+class DeviceBackend : public Backend, public Ops<float> {
+ public:
+  DeviceBackend(const Model& m, int threads) : host_(ordered_ops(m.config, accum::Order::Sequential, threads)) {}
+  Ops<float>& ops() override { return *this; }
+
+  void rmsnorm(std::span<const float> x, std::span<const float> w, std::span<float> y) override { host_->rmsnorm(x, w, y); }
+  void rope(std::span<float> q, std::span<float> k, std::int64_t pos) override { host_->rope(q, k, pos); }
+  void attention(std::span<const float> q, std::span<const float> kc, std::span<const float> vc, std::int64_t len,
+                 std::span<float> out) override {
+    host_->attention(q, kc, vc, len, out);
+  }
+  void swiglu(std::span<const float> g, std::span<const float> u, std::span<float> h) override { host_->swiglu(g, u, h); }
+
+ protected:
+  // Mutation point (decode-device-half-rows): rows past the first half lost.
+  static void mutate(std::span<float> y) {
+    if (POPPER_MUTANT("decode-device-half-rows"))
+      for (std::size_t r = y.size() / 2; r < y.size(); ++r) y[r] = 0;
+  }
+  void note(const device::Execution& e) {
+    if (e.declined() && reason_.empty()) reason_ = e.declined_device + " declined a call: " + e.decline_reason;
+    else if (!e.declined()) evidence_ = e.backend;
+  }
+
+ private:
+  std::unique_ptr<Ops<float>> host_;
+};
+
+class VulkanBackend final : public DeviceBackend {
+ public:
+  VulkanBackend(const Model& m, int threads) : DeviceBackend(m, threads) {
+    name_ = "vulkan";
+    const auto& st = vulkan::status();
+    if (!st.usable()) {
+      reason_ = "requires vulkan: " + st.reason;
+      return;
+    }
+    // Every matrix resident on the device, uploaded once (as a serving runtime keeps them).
+    const auto upload = [&](const Weight& w) {
+      auto& slot = resident_[w.blocks.data()];
+      if (!slot) slot = std::make_unique<q4k::VulkanMatrix>(w.blocks, w.rows, w.cols);
+      if (!slot->decline_reason().empty() && reason_.empty()) reason_ = "vulkan declined: " + slot->decline_reason();
+    };
+    for (const auto& l : m.layers)
+      for (const Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) upload(*w);
+    upload(m.output);
+  }
+  void gemv(const Weight& w, std::span<const float> x, std::span<float> y) override {
+    const auto it = resident_.find(w.blocks.data());
+    if (it == resident_.end()) throw InvalidArgument("decode vulkan backend: a matrix that was not uploaded");
+    note(it->second->gemv(x, y));
+    mutate(y);
+  }
+
+ private:
+  std::map<const q4k::Block*, std::unique_ptr<q4k::VulkanMatrix>> resident_;
+};
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  CudaBackend(const Model& m, int threads) : DeviceBackend(m, threads) {
+    name_ = "cuda";
+    const auto& st = device::cuda_status();
+    if (!st.usable()) reason_ = "requires cuda: " + st.reason;
+  }
+  void gemv(const Weight& w, std::span<const float> x, std::span<float> y) override {
+    note(q4k::gemv_cuda(w.blocks, w.rows, w.cols, x, y));
+    mutate(y);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& name, const Model& m, int threads) {
+  if (threads < 1) throw InvalidArgument("decode backend: threads must be >= 1");
+  m.config.check();
+  if (name == "cpu") return std::make_unique<CpuBackend>(m, threads);
+  if (name == "cpu-simd") return std::make_unique<SimdBackend>(m, threads);
+  if (name == "vulkan") return std::make_unique<VulkanBackend>(m, threads);
+  if (name == "cuda") return std::make_unique<CudaBackend>(m, threads);
+  throw InvalidArgument("unknown backend '" + name + "' (cpu, cpu-simd, vulkan, cuda)");
+}
+
+}  // namespace popper::decode

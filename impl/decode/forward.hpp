@@ -1,0 +1,92 @@
+// The decode forward of the canary (model.hpp gives the formula) over the
+// operations a backend supplies, and the backends of the parity gate
+// (contracts/multi-backend-parity-v1.yaml):
+//
+//   cpu        FP32, every reduction (GEMV rows, RMSNorm, attention scores,
+//              softmax, P.V) summed sequentially: the reference order
+//   cpu-simd   the hand kernels: q4k::cpu::gemv (AVX-512/AVX2, threaded) and
+//              the fused family's RMSNorm, RoPE, attention and SwiGLU
+//   vulkan     the Q4_K GEMVs on the Vulkan device (Warp32 order, resident
+//              weights); RMSNorm, RoPE, attention and SwiGLU on the host in
+//              the cpu backend's order
+//   cuda       the Q4_K GEMVs on a CUDA device (Warp32 order); the rest as vulkan
+//
+// A backend whose device is missing is *unavailable* (never run as itself:
+// its declined calls would be the CPU's result under the device's name).
+// Every reduction is deterministic: results do not depend on the thread count.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "accum/accum.hpp"
+#include "decode/model.hpp"
+
+namespace popper::decode {
+
+// One token's operations in element type T (float for the backends, double
+// for the FP64 reference).
+template <class T>
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  // y = W x (W rows x cols, Q4_K).
+  virtual void gemv(const Weight& w, std::span<const T> x, std::span<T> y) = 0;
+  // y = x / sqrt(mean(x^2) + eps) * weight.
+  virtual void rmsnorm(std::span<const T> x, std::span<const float> weight, std::span<T> y) = 0;
+  // q [Hq D] and k [Hkv D] of the token at position pos, rotated in place.
+  virtual void rope(std::span<T> q, std::span<T> k, std::int64_t pos) = 0;
+  // q [Hq D] against positions 0..len-1 of k/v cache [len][Hkv][D]; out [Hq D].
+  virtual void attention(std::span<const T> q, std::span<const T> k_cache, std::span<const T> v_cache,
+                         std::int64_t len, std::span<T> out) = 0;
+  // h = silu(gate) * up.
+  virtual void swiglu(std::span<const T> gate, std::span<const T> up, std::span<T> h) = 0;
+};
+
+// The logits of a model truncated after layer `layer` (0-based): the final
+// RMSNorm and LM head applied to the residual stream there.
+template <class T>
+using DepthLogits = std::function<void(int layer, std::span<const T> logits)>;
+
+// Runs `tokens` one at a time from position 0 (a fresh KV cache) and returns
+// the logits after the last one. `at_depth`, when given, receives the logits
+// of every truncated model for the last token (the drift-vs-depth measurement).
+// Throws InvalidArgument for an empty prompt, more tokens than the context, or
+// a token id outside [0, vocab).
+template <class T>
+std::vector<T> forward(const Model& m, std::span<const std::int32_t> tokens, Ops<T>& ops,
+                       const DepthLogits<T>& at_depth = {});
+
+// The FP64 oracle: weights dequantized exactly (q4k::reference), every
+// operation and sum in FP64.
+std::unique_ptr<Ops<double>> reference_ops(const Config& c, int threads = 1);
+// FP32 with every reduction in `order` (accum-order-v1): Sequential is the cpu backend.
+std::unique_ptr<Ops<float>> ordered_ops(const Config& c, accum::Order order, int threads = 1);
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  const std::string& name() const { return name_; }
+  // Empty when available; otherwise why not (no device, a declined call).
+  const std::string& unavailable_reason() const { return reason_; }
+  bool available() const { return reason_.empty(); }
+  // What ran: "cpu:avx512", "vulkan:llvmpipe", ...
+  const std::string& evidence() const { return evidence_; }
+  virtual Ops<float>& ops() = 0;
+
+ protected:
+  std::string name_, reason_, evidence_;
+};
+
+inline const std::vector<std::string>& backend_names() {
+  static const std::vector<std::string> names{"cpu", "cpu-simd", "vulkan", "cuda"};
+  return names;
+}
+// One of backend_names(), over model m (which must outlive it); throws
+// InvalidArgument for another name. Device backends upload m's weights here.
+std::unique_ptr<Backend> make_backend(const std::string& name, const Model& m, int threads = 1);
+
+}  // namespace popper::decode

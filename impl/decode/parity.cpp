@@ -1,0 +1,158 @@
+// The parity gate (parity.hpp): agreement of logits, the selection rule, and
+// a gate run over the backends of forward.hpp.
+#include "decode/parity.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "decode/forward.hpp"
+#include "popper/error.hpp"
+#include "popper/mutant.hpp"
+
+namespace popper::decode {
+
+namespace {
+
+template <class R>
+std::vector<std::size_t> top(std::span<const R> v, std::size_t k) {
+  std::vector<std::size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  k = std::min(k, idx.size());
+  // Ties to the lower index, so the order is a function of the values alone.
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(),
+                    [&](std::size_t a, std::size_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
+  idx.resize(k);
+  return idx;
+}
+
+template <class R>
+Agreement agreement(std::span<const float> got, std::span<const R> ref) {
+  if (got.size() != ref.size() || got.empty())
+    throw InvalidArgument("compare_logits: " + std::to_string(got.size()) + " logits against " +
+                          std::to_string(ref.size()));
+  Agreement a;
+  double dot = 0, gg = 0, rr = 0, diff2 = 0, ref_max = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], r = static_cast<double>(ref[i]);
+    dot += g * r, gg += g * g, rr += r * r, diff2 += (g - r) * (g - r);
+    a.max_abs = std::max(a.max_abs, std::abs(g - r));
+    if (std::isnan(g - r)) a.max_abs = NAN;
+    ref_max = std::max(ref_max, std::abs(r));
+  }
+  a.cosine = gg > 0 && rr > 0 ? dot / std::sqrt(gg * rr) : NAN;
+  a.max_rel = a.max_abs / ref_max;
+  a.rel_l2 = std::sqrt(diff2 / rr);
+  const auto tg = top(got, 5);
+  std::vector<double> ref64(ref.begin(), ref.end());
+  const auto tr = top(std::span<const double>(ref64), 5);
+  a.top1 = !tg.empty() && tg[0] == tr[0];
+  for (auto i : tg) a.top5 += std::count(tr.begin(), tr.end(), i) > 0;
+  return a;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Agreement compare_logits(std::span<const float> got, std::span<const float> ref) { return agreement(got, ref); }
+Agreement compare_logits(std::span<const float> got, std::span<const double> ref) { return agreement(got, ref); }
+
+std::string select_backend(std::span<const Candidate> candidates) {
+  // Mutation points: the gate that trusts availability alone, and the one
+  // that takes the last passing candidate instead of the first.
+  if (POPPER_MUTANT("mbp-select-ignores-parity")) {
+    for (const auto& c : candidates)
+      if (c.available) return c.name;
+  } else if (POPPER_MUTANT("mbp-select-lowest-priority")) {
+    for (auto it = candidates.rbegin(); it != candidates.rend(); ++it)
+      if (it->available && it->passed) return it->name;
+  } else {
+    for (const auto& c : candidates)
+      if (c.available && c.passed) return c.name;
+  }
+  return "cpu";
+}
+
+GateResult run_gate(const Model& m, const GateOptions& o) {
+  if (!(o.min_cosine > -1 && o.min_cosine <= 1)) throw InvalidArgument("parity gate: min cosine must be in (-1, 1]");
+  for (const auto& name : o.candidates)
+    if (std::find(backend_names().begin(), backend_names().end(), name) == backend_names().end() || name == "cpu")
+      throw InvalidArgument("parity gate: unknown candidate '" + name +
+                            "' (cuda, vulkan, cpu-simd; cpu is the reference, always run)");
+  for (const auto& [name, fault] : o.faults)
+    if (std::find(o.candidates.begin(), o.candidates.end(), name) == o.candidates.end())
+      throw InvalidArgument("parity gate: fault injected into '" + name + "', which is not a candidate");
+
+  GateResult g;
+  g.model = m.source;
+  g.tokens = canary_tokens(m.config, o.tokens);
+  auto cpu = make_backend("cpu", m, o.threads);
+  auto t0 = std::chrono::steady_clock::now();
+  const std::vector<float> ref = forward<float>(m, g.tokens, cpu->ops());
+  g.cpu_seconds = seconds_since(t0);
+
+  std::vector<Candidate> candidates;
+  for (const auto& name : o.candidates) {
+    BackendRun run;
+    run.name = name;
+    Fault fault = Fault::None;
+    for (const auto& [target, f] : o.faults)
+      if (target == name) fault = f;
+    run.fault = to_string(fault);
+    const Model seen = with_fault(m, fault);
+    auto b = make_backend(name, seen, o.threads);
+    if (b->available()) {
+      t0 = std::chrono::steady_clock::now();
+      const std::vector<float> got = forward<float>(seen, g.tokens, b->ops());
+      run.seconds = seconds_since(t0);
+      run.available = b->available();  // a call may have declined during the run
+      if (run.available) {
+        run.agreement = compare_logits(got, ref);
+        run.passed = run.agreement.cosine >= o.min_cosine;
+        if (!run.passed) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "cosine %.6f < %.2f", run.agreement.cosine, o.min_cosine);
+          run.reason = buf;
+        }
+      }
+    }
+    if (!run.available) run.reason = b->unavailable_reason();
+    run.evidence = b->evidence();
+    candidates.push_back({name, run.available, run.passed});
+    g.runs.push_back(std::move(run));
+  }
+  g.selected = select_backend(candidates);
+  return g;
+}
+
+std::string format_gate(const GateResult& g, double min_cosine) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "parity gate: %s, %zu-token canary prompt, cpu reference %.3f s, threshold cos >= %.2f\n",
+                g.model.c_str(), g.tokens.size(), g.cpu_seconds, min_cosine);
+  out += line;
+  std::snprintf(line, sizeof line, "%-9s %-18s %-17s %10s %10s %10s %5s %5s %8s  %s\n", "backend", "ran on", "fault",
+                "cosine", "max abs", "max rel", "top1", "top5", "seconds", "verdict");
+  out += line;
+  for (const auto& r : g.runs) {
+    if (!r.available) {
+      std::snprintf(line, sizeof line, "%-9s %-18s %-17s %10s %10s %10s %5s %5s %8s  unavailable: %s\n", r.name.c_str(),
+                    "-", r.fault.c_str(), "-", "-", "-", "-", "-", "-", r.reason.c_str());
+    } else {
+      const auto& a = r.agreement;
+      std::snprintf(line, sizeof line, "%-9s %-18s %-17s %10.6f %10.3g %10.3g %5s %4d/5 %8.3f  %s\n", r.name.c_str(),
+                    r.evidence.c_str(), r.fault.c_str(), a.cosine, a.max_abs, a.max_rel, a.top1 ? "yes" : "no", a.top5,
+                    r.seconds, r.passed ? "pass" : ("EXCLUDED: " + r.reason).c_str());
+    }
+    out += line;
+  }
+  out += "selected: " + g.selected + (g.selected == "cpu" ? " (no candidate passed)" : "") + "\n";
+  return out;
+}
+
+}  // namespace popper::decode
