@@ -45,9 +45,7 @@ Agreement agreement(std::span<const float> got, std::span<const R> ref) {
   a.cosine = gg > 0 && rr > 0 ? dot / std::sqrt(gg * rr) : NAN;
   a.max_rel = a.max_abs / ref_max;
   a.rel_l2 = std::sqrt(diff2 / rr);
-  const auto tg = top(got, 5);
-  std::vector<double> ref64(ref.begin(), ref.end());
-  const auto tr = top(std::span<const double>(ref64), 5);
+  const auto tg = top(got, 5), tr = top(ref, 5);
   a.top1 = !tg.empty() && tg[0] == tr[0];
   for (auto i : tg) a.top5 += std::count(tr.begin(), tr.end(), i) > 0;
   return a;
