@@ -22,7 +22,7 @@ namespace {
 
 using namespace popper::decode;
 
-nlohmann::json to_json(const GateResult& g, double min_cosine) {
+nlohmann::json to_json(const GateResult& g) {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : g.runs) {
     nlohmann::json j{{"backend", r.name}, {"available", r.available}, {"fault", r.fault}, {"reason", r.reason}};
@@ -33,7 +33,7 @@ nlohmann::json to_json(const GateResult& g, double min_cosine) {
     }
     runs.push_back(j);
   }
-  return {{"model", g.model}, {"tokens", g.tokens}, {"min_cosine", min_cosine}, {"cpu_seconds", g.cpu_seconds},
+  return {{"model", g.model}, {"tokens", g.tokens}, {"min_cosine", g.min_cosine}, {"cpu_seconds", g.cpu_seconds},
           {"runs", runs}, {"selected", g.selected}};
 }
 
@@ -50,7 +50,7 @@ void print_drift(const std::vector<DriftPoint>& pts, const std::vector<std::stri
     for (const auto& o : series)
       for (const auto& p : pts)
         if (p.series == o && p.depth == d) std::printf(" %10.3g (%9.2g)", p.rel_l2, 1 - p.cosine);
-    std::printf(" %12.3g\n", std::pow(1.001, 10.0 * d) - 1);
+    std::printf(" %12.3g\n", hypothesis_rel(d));
   }
   std::printf("\ngrowth of rel_l2 with depth: exponent p of rel ~ L^p (0.5 random walk, 1 linear), and rel(L=%d) / rel(L=1)\n",
               max_depth);
@@ -62,7 +62,7 @@ void print_drift(const std::vector<DriftPoint>& pts, const std::vector<std::stri
   double worst_cos = 1, worst_rel = 0;
   for (const auto& p : pts)
     if (p.depth == max_depth) worst_cos = std::min(worst_cos, p.cosine), worst_rel = std::max(worst_rel, p.rel_l2);
-  const double predicted = std::pow(1.001, 10.0 * max_depth) - 1;
+  const double predicted = hypothesis_rel(max_depth);
   std::printf("verdict: at L = %d the largest rel of any series is %.3g (lowest cosine %.9f); the hypothesis predicts "
               "rel %.3g (and cosine ~ -0.005 at 28 layers): %s\n",
               max_depth, worst_rel, worst_cos, predicted,
@@ -133,12 +133,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "running the gate: cpu reference, then %zu candidates (%.1f MB of weights per token) ...\n",
                  candidates.size(), static_cast<double>(m.bytes_per_token()) / 1e6);
     const GateResult g = run_gate(m, o);
-    std::cout << format_gate(g, min_cosine);
-    if (!json_out.empty()) popper::write_file_atomic(json_out, to_json(g, min_cosine).dump(2) + "\n");
+    std::cout << format_gate(g);
+    if (!json_out.empty()) popper::write_file_atomic(json_out, to_json(g).dump(2) + "\n");
     if (drift) {
-      std::vector<std::string> series;
-      for (auto order : popper::accum::kAllOrders) series.emplace_back(popper::accum::to_string(order));
-      series.emplace_back("cpu-simd");
+      const auto series = drift_series();
       std::fprintf(stderr, "measuring drift: one FP64 and %zu FP32 forwards ...\n", series.size());
       const auto pts = measure_drift(m, canary_tokens(m.config, tokens), series, threads);
       print_drift(pts, series);

@@ -46,16 +46,14 @@ POPPER_FALSIFIER("FALSIFY-MBP-005", [](const popper::Params& p) {
 POPPER_FALSIFIER("FALSIFY-MBP-006", [](const popper::Params& p) {
   const Model m = tb::small_model(p);
   const auto tokens = canary_tokens(m.config, static_cast<int>(p.integer("tokens")));
-  std::vector<std::string> series;
-  for (auto o : popper::accum::kAllOrders) series.emplace_back(popper::accum::to_string(o));
-  series.emplace_back("cpu-simd");
+  const auto series = drift_series();
   const auto points = measure_drift(m, tokens, series, 2);
   tb::record_cpu_reference();
   popper::record_backend(make_backend("cpu-simd", m)->evidence());
   popper::record_backend("reference");
   ASSERT_EQ(points.size(), series.size() * static_cast<std::size_t>(m.config.layers));
   for (const auto& pt : points) {
-    const double predicted = std::pow(1.001, 10.0 * pt.depth) - 1;
+    const double predicted = hypothesis_rel(pt.depth);
     EXPECT_LT(pt.rel_l2, predicted / 10) << pt.series << " at depth " << pt.depth << ": rel " << pt.rel_l2
                                          << " is within 10x of the hypothesis' " << predicted;
   }

@@ -32,7 +32,6 @@
 
 namespace popper::cli {
 
-std::string default_build_dir();  // peak_command.cpp
 void add_bench_threshold_command(CLI::App& bench, int& exit_code);  // threshold_command.cpp
 
 namespace {

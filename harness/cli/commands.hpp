@@ -3,6 +3,7 @@
 // thing failed, 2 usage or I/O error).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace popper::cli {
 void add_validate_command(CLI::App& app, int& exit_code);
@@ -13,4 +14,6 @@ void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> str
 void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | baseline save
 void add_peak_command(CLI::App& app, int& exit_code);
 void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (the gate needs the kernels)
+// <build> of the running <build>/bin/popper (peak_command.cpp).
+std::string default_build_dir();
 }  // namespace popper::cli

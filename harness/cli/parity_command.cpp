@@ -13,8 +13,6 @@
 
 namespace popper::cli {
 
-std::string default_build_dir();
-
 void add_parity_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("parity",
                                  "Run the multi-backend parity gate on the canary model or a qwen2 Q4_K GGUF "

@@ -13,9 +13,6 @@ namespace popper::decode {
 
 namespace {
 
-// The hypothesis: about 10 kernels per layer, each 1.001x off.
-double hypothesis(int depth) { return std::pow(1.001, 10.0 * depth) - 1.0; }
-
 std::vector<DriftPoint> of_series(std::span<const DriftPoint> points, const std::string& series) {
   std::vector<DriftPoint> out;
   for (const auto& p : points)
@@ -40,6 +37,16 @@ double slope(const std::vector<double>& x, const std::vector<double>& y) {
 }
 
 }  // namespace
+
+// About 10 kernels per layer, each 1.001x off.
+double hypothesis_rel(int depth) { return std::pow(1.001, 10.0 * depth) - 1.0; }
+
+std::vector<std::string> drift_series() {
+  std::vector<std::string> out;
+  for (auto o : accum::kAllOrders) out.emplace_back(accum::to_string(o));
+  out.emplace_back("cpu-simd");
+  return out;
+}
 
 std::vector<DriftPoint> measure_drift(const Model& m, std::span<const std::int32_t> tokens,
                                       const std::vector<std::string>& series, int threads) {
@@ -76,8 +83,8 @@ DriftFit fit_drift(std::span<const DriftPoint> points, const std::string& series
   f.power = slope(logd, loge);
   f.rel = pts.back().rel_l2;
   f.growth = f.rel / pts.front().rel_l2;
-  f.hypothesis_rel = hypothesis(pts.back().depth);
-  f.hypothesis_growth = f.hypothesis_rel / hypothesis(pts.front().depth);
+  f.hypothesis_rel = hypothesis_rel(pts.back().depth);
+  f.hypothesis_growth = f.hypothesis_rel / hypothesis_rel(pts.front().depth);
   return f;
 }
 
@@ -86,7 +93,7 @@ std::string drift_csv(std::span<const DriftPoint> points) {
   char line[160];
   for (const auto& p : points) {
     std::snprintf(line, sizeof line, "%s,%d,%.17g,%.6g,%.6g\n", p.series.c_str(), p.depth, p.cosine, p.rel_l2,
-                  hypothesis(p.depth));
+                  hypothesis_rel(p.depth));
     out += line;
   }
   return out;
@@ -98,7 +105,7 @@ std::string drift_svg(std::span<const DriftPoint> points, const std::string& tit
   double lo = 1e300;
   for (const auto& p : points)
     if (p.rel_l2 > 0) max_depth = std::max(max_depth, p.depth), lo = std::min(lo, p.rel_l2);
-  const double hi_exp = std::ceil(std::log10(std::max(hypothesis(max_depth), 1.0)));
+  const double hi_exp = std::ceil(std::log10(std::max(hypothesis_rel(max_depth), 1.0)));
   const double lo_exp = std::floor(std::log10(std::min(lo, 1e-1)));
   const auto X = [&](double d) { return left + (d - 1) / std::max(1, max_depth - 1) * (W - left - right); };
   const auto Y = [&](double v) { return top + (hi_exp - std::log10(v)) / (hi_exp - lo_exp) * (H - top - bottom); };
@@ -151,7 +158,7 @@ std::string drift_svg(std::span<const DriftPoint> points, const std::string& tit
     if (!xy.empty()) polyline(xy, colours[row % 7], "none", name, row), ++row;
   }
   std::vector<std::pair<double, double>> hyp;
-  for (int d = 1; d <= max_depth; ++d) hyp.emplace_back(d, hypothesis(d));
+  for (int d = 1; d <= max_depth; ++d) hyp.emplace_back(d, hypothesis_rel(d));
   polyline(hyp, "black", "6 4", "1.001^(10L) - 1", row);
   return s + "</svg>\n";
 }

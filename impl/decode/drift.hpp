@@ -23,6 +23,13 @@ struct DriftPoint {
   double rel_l2 = 0;     // |y32 - y64| / |y64|
 };
 
+// The hypothesis' relative error after `depth` layers: 1.001^(10 depth) - 1.
+double hypothesis_rel(int depth);
+
+// The series `popper parity --drift` and FALSIFY-MBP-006 measure: every
+// accumulation order, then cpu-simd.
+std::vector<std::string> drift_series();
+
 // One FP64 forward and one per series (each giving every depth). A series
 // is an accum::Order name (the plain FP32 forward in that order) or a backend
 // name of forward.hpp; throws InvalidArgument for an unavailable backend.

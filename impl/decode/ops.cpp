@@ -48,9 +48,9 @@ class ReferenceOps final : public Ops<double> {
         for (std::size_t j = 0; j < half; ++j) {
           const double ang = static_cast<double>(pos) *
                              std::pow(c_.rope_base, -2.0 * static_cast<double>(j) / static_cast<double>(c_.head_dim));
-          const double x1 = v[at + j], x2 = v[at + j + half];
-          v[at + j] = x1 * std::cos(ang) - x2 * std::sin(ang);
-          v[at + j + half] = x2 * std::cos(ang) + x1 * std::sin(ang);
+          const double c = std::cos(ang), sn = std::sin(ang), x1 = v[at + j], x2 = v[at + j + half];
+          v[at + j] = x1 * c - x2 * sn;
+          v[at + j + half] = x2 * c + x1 * sn;
         }
       }
   }

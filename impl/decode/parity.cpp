@@ -88,6 +88,7 @@ GateResult run_gate(const Model& m, const GateOptions& o) {
 
   GateResult g;
   g.model = m.source;
+  g.min_cosine = o.min_cosine;
   g.tokens = canary_tokens(m.config, o.tokens);
   auto cpu = make_backend("cpu", m, o.threads);
   auto t0 = std::chrono::steady_clock::now();
@@ -128,11 +129,11 @@ GateResult run_gate(const Model& m, const GateOptions& o) {
   return g;
 }
 
-std::string format_gate(const GateResult& g, double min_cosine) {
+std::string format_gate(const GateResult& g) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line, "parity gate: %s, %zu-token canary prompt, cpu reference %.3f s, threshold cos >= %.2f\n",
-                g.model.c_str(), g.tokens.size(), g.cpu_seconds, min_cosine);
+                g.model.c_str(), g.tokens.size(), g.cpu_seconds, g.min_cosine);
   out += line;
   std::snprintf(line, sizeof line, "%-9s %-18s %-17s %10s %10s %10s %5s %5s %8s  %s\n", "backend", "ran on", "fault",
                 "cosine", "max abs", "max rel", "top1", "top5", "seconds", "verdict");

@@ -58,6 +58,7 @@ struct BackendRun {
 struct GateResult {
   std::string model;          // Model::source
   std::vector<std::int32_t> tokens;
+  double min_cosine = kMinCosine;  // the threshold it was judged at
   double cpu_seconds = 0;
   std::vector<BackendRun> runs;  // in priority order
   std::string selected;
@@ -65,6 +66,6 @@ struct GateResult {
 
 // Runs the gate on m; throws InvalidArgument for an unknown candidate or fault target.
 GateResult run_gate(const Model& m, const GateOptions& o);
-std::string format_gate(const GateResult& g, double min_cosine = kMinCosine);
+std::string format_gate(const GateResult& g);
 
 }  // namespace popper::decode
