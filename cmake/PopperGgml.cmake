@@ -13,11 +13,16 @@
 # libraries per micro-architecture, loaded at run time by path
 # (ggml_backend_load), so the choice of variant is popper's and explicit.
 #
+#     cuda/      libggml-cuda.so ... (only where make gpu-check installed it)
+# The vulkan and cuda packages hold the same libllama and registry as the cpu
+# one; popper links the cpu package's and loads libggml-vulkan.so /
+# libggml-cuda.so from their folders as backends (ggml_backend_load).
+#
 # Sets POPPER_HAVE_GGML and, when found, the imported targets
 #   popper::ggml        libggml-base.so + libggml.v0.5.0.so + headers
 #   popper::llama       libllama.v0.5.0.so (+ popper::ggml)
-# and popper_use_ggml(<target>) which links popper::ggml and defines
-# POPPER_HAVE_GGML=1, POPPER_GGML_CPU_DIR, POPPER_GGML_VULKAN_DIR, POPPER_GGML_VERSION.
+# and popper_use_ggml(<target>) which links popper::llama and defines
+# POPPER_HAVE_GGML=1, POPPER_GGML_{CPU,VULKAN,CUDA}_DIR, POPPER_GGML_VERSION.
 set(POPPER_GGML "AUTO" CACHE STRING "AUTO | ON | OFF")
 set_property(CACHE POPPER_GGML PROPERTY STRINGS AUTO ON OFF)
 set(POPPER_GGML_VERSION "3.22.1")
@@ -64,9 +69,10 @@ endif()
 
 function(popper_use_ggml target)
   if(POPPER_HAVE_GGML)
-    target_link_libraries(${target} PRIVATE popper::ggml)
+    target_link_libraries(${target} PRIVATE popper::llama)
     target_compile_definitions(${target} PRIVATE POPPER_HAVE_GGML=1
       POPPER_GGML_CPU_DIR="${POPPER_GGML_ROOT}/cpu" POPPER_GGML_VULKAN_DIR="${POPPER_GGML_ROOT}/vulkan"
+      POPPER_GGML_CUDA_DIR="${POPPER_GGML_ROOT}/cuda"
       POPPER_GGML_VERSION="${POPPER_GGML_VERSION}")
   else()
     target_compile_definitions(${target} PRIVATE POPPER_HAVE_GGML=0)

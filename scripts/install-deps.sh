@@ -49,6 +49,8 @@ fi
 # node-llama-cpp at the same version (its one commit pinned too). Unpacked into
 # a cache outside the source tree (cmake/PopperGgml.cmake looks there):
 #   ${POPPER_GGML_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/popper/ggml-3.22.1}/{cpu,vulkan,include}
+# and cuda/ (143 MB, the ggml-cuda parity subject) only where `nvidia-smi -L`
+# lists a GPU, or with POPPER_GGML_CUDA=1.
 # POPPER_SKIP_GGML=1 skips this block (the ggml tests then report "requires ggml").
 ggml_version=3.22.1
 ggml_commit=de3ff815ea7d559ee917f063901b8986f038abc6
@@ -57,9 +59,14 @@ ggml_packages=(
   "@node-llama-cpp/linux-x64-vulkan|vulkan|bins/linux-x64-vulkan|sha512-bBxqU+JOcBu1nb5Qj2zcMci+JByT1E8EajHvYodyNfVIPkEhXh+/HMwR1/BT7xP08YK0hks+kM8fglER0P8JEg=="
   "node-llama-cpp|source|llama|sha512-bltIipuWmc123H7tMIgDGKSsSrhmhlQYeVUC48XTjVW7XGJJiJJyCdlTMzQ/LiWoPkGDpcL4FviDpgw7qfTiDw=="
 )
+ggml_cuda_package="@node-llama-cpp/linux-x64-cuda|cuda|bins/linux-x64-cuda|sha512-8rQCjyNNLZJUFit+YpjwlC4hwkKgOMIkB2wuycKBf8NU2O3ySKbiWZQ8aw9ku2nUTXjSnUIrE6KB88itduTBuA=="
+if [ "${POPPER_GGML_CUDA:-0}" = 1 ] || nvidia-smi -L >/dev/null 2>&1; then ggml_packages+=("$ggml_cuda_package"); fi
 ggml_home="${POPPER_GGML_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/popper/ggml-$ggml_version}"
 fetch_ggml() {
-  if [ -f "$ggml_home/STAMP" ] && grep -qx "commit $ggml_commit" "$ggml_home/STAMP"; then
+  local want_cuda=0
+  [[ " ${ggml_packages[*]} " == *"|cuda|"* ]] && want_cuda=1
+  if [ -f "$ggml_home/STAMP" ] && grep -qx "commit $ggml_commit" "$ggml_home/STAMP" &&
+     { [ "$want_cuda" = 0 ] || [ -f "$ggml_home/cuda/libggml-cuda.so" ]; }; then
     echo "install-deps: ggml $ggml_version already in $ggml_home"
     return 0
   fi

@@ -14,6 +14,7 @@
 #include "common/parallel.hpp"
 #include "decode/drift.hpp"
 #include "decode/forward.hpp"
+#include "decode/lib_llama.hpp"
 #include "decode/parity.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
@@ -30,11 +31,14 @@ nlohmann::json to_json(const GateResult& g) {
       const auto& a = r.agreement;
       j.update({{"ran_on", r.evidence}, {"passed", r.passed}, {"cosine", a.cosine}, {"max_abs", a.max_abs},
                 {"max_rel", a.max_rel}, {"rel_l2", a.rel_l2}, {"top1", a.top1}, {"top5", a.top5}, {"seconds", r.seconds}});
+      if (!g.names.empty() && g.names.front() == "fp64")
+        j["fp64"] = {{"cosine", r.fp64.cosine}, {"max_rel", r.fp64.max_rel}, {"rel_l2", r.fp64.rel_l2}, {"top1", r.fp64.top1}};
     }
     runs.push_back(j);
   }
-  return {{"model", g.model}, {"tokens", g.tokens}, {"min_cosine", g.min_cosine}, {"cpu_seconds", g.cpu_seconds},
-          {"runs", runs}, {"selected", g.selected}};
+  return {{"model", g.model},   {"tokens", g.tokens},       {"min_cosine", g.min_cosine}, {"cpu_seconds", g.cpu_seconds},
+          {"runs", runs},       {"selected", g.selected},   {"names", g.names},           {"cosine", g.cosine},
+          {"fp64_seconds", g.fp64_seconds}};
 }
 
 void print_drift(const std::vector<DriftPoint>& pts, const std::vector<std::string>& series) {
@@ -47,9 +51,11 @@ void print_drift(const std::vector<DriftPoint>& pts, const std::vector<std::stri
   for (const auto& p : pts) max_depth = std::max(max_depth, p.depth);
   for (int d = 1; d <= max_depth; ++d) {
     std::printf("%-10d", d);
-    for (const auto& o : series)
-      for (const auto& p : pts)
-        if (p.series == o && p.depth == d) std::printf(" %10.3g (%9.2g)", p.rel_l2, 1 - p.cosine);
+    for (const auto& o : series) {
+      const auto at = std::find_if(pts.begin(), pts.end(), [&](const DriftPoint& p) { return p.series == o && p.depth == d; });
+      if (at == pts.end()) std::printf(" %22s", "-");  // a whole-model runtime is measured at fewer depths
+      else std::printf(" %10.3g (%9.2g)", at->rel_l2, 1 - at->cosine);
+    }
     std::printf(" %12.3g\n", hypothesis_rel(d));
   }
   std::printf("\ngrowth of rel_l2 with depth: exponent p of rel ~ L^p (0.5 random walk, 1 linear), and rel(L=%d) / rel(L=1)\n",
@@ -77,10 +83,11 @@ int main(int argc, char** argv) {
                "reference; keep the first backend in priority order with cosine >= threshold) and measure "
                "accumulation drift against depth"};
   std::string model_path, write_model, json_out, drift_dir, preset = "canary";
-  std::vector<std::string> candidates{"cuda", "vulkan", "cpu-simd"}, faults;
+  std::vector<std::string> candidates{"cuda", "vulkan", "cpu-simd", "ggml-cuda", "ggml-vulkan", "ggml-cpu"}, faults,
+      drift_names;
   int tokens = 4, threads = popper::parallel::hardware_threads(), layers = 0;
   double min_cosine = kMinCosine;
-  bool drift = false;
+  bool drift = false, no_fp64 = false;
   std::uint64_t seed = 20261123;
   app.add_option("--model", model_path, "a qwen2 GGUF whose matrices are Q4_K (default: the generated canary)");
   app.add_option("--preset", preset, "generated model: canary (hidden 1024, 24 layers, vocab 32768) or small")
@@ -88,7 +95,10 @@ int main(int argc, char** argv) {
   app.add_option("--layers", layers, "generated model: number of layers (default: the preset's)")->check(CLI::Range(1, 1024));
   app.add_option("--seed", seed, "generated model: weight seed");
   app.add_option("--write-model", write_model, "write the generated model as GGUF to this path, then run on it");
-  app.add_option("--candidates", candidates, "priority order (cuda, vulkan, cpu-simd)")->delimiter(',');
+  app.add_option("--candidates", candidates,
+                 "priority order (popper's cuda, vulkan, cpu-simd; llama.cpp's ggml-cuda, ggml-vulkan, ggml-cpu)")
+      ->delimiter(',');
+  app.add_flag("--no-fp64", no_fp64, "skip the FP64 oracle (its column and the cosine matrix's fp64 row)");
   app.add_option("--inject-fault", faults, "BACKEND:KIND (zero-scale | reverse-subblocks): corrupt what that backend's "
                                            "GEMVs read, to see the gate exclude it (repeatable)");
   app.add_option("--tokens", tokens, "canary prompt length")->check(CLI::Range(1, 4096));
@@ -97,6 +107,10 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_out, "write the gate's result as JSON");
   app.add_flag("--drift", drift, "also measure drift against depth for every accumulation order");
   app.add_option("--drift-out", drift_dir, "folder for parity-drift.csv and parity-drift.svg (with --drift)");
+  app.add_option("--drift-series", drift_names,
+                 "with --drift: accumulation orders and backends (default: every order, cpu-simd, and ggml-cpu, "
+                 "ggml-vulkan where available)")
+      ->delimiter(',');
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -125,6 +139,7 @@ int main(int argc, char** argv) {
     o.min_cosine = min_cosine;
     o.threads = threads;
     o.tokens = tokens;
+    o.fp64 = !no_fp64;
     for (const auto& f : faults) {
       const auto colon = f.find(':');
       if (colon == std::string::npos) throw popper::InvalidArgument("--inject-fault '" + f + "': expected BACKEND:KIND");
@@ -136,7 +151,12 @@ int main(int argc, char** argv) {
     std::cout << format_gate(g);
     if (!json_out.empty()) popper::write_file_atomic(json_out, to_json(g).dump(2) + "\n");
     if (drift) {
-      const auto series = drift_series();
+      auto series = drift_names;
+      if (series.empty()) {
+        series = drift_series();
+        for (auto d : {llama::Device::Cpu, llama::Device::Vulkan})
+          if (llama::unavailable_reason(d).empty()) series.emplace_back(llama::to_string(d));
+      }
       std::fprintf(stderr, "measuring drift: one FP64 and %zu FP32 forwards ...\n", series.size());
       const auto pts = measure_drift(m, canary_tokens(m.config, tokens), series, threads);
       print_drift(pts, series);

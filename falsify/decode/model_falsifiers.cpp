@@ -54,7 +54,7 @@ POPPER_FALSIFIER("FALSIFY-MBP-007", [](const popper::Params& p) {
   const auto tokens = canary_tokens(m.config, static_cast<int>(p.integer("tokens")));
   auto cpu = make_backend("cpu", m);
   tb::record_cpu_reference();
-  const auto expected = forward<float>(m, tokens, cpu->ops());
+  const auto expected = cpu->logits(tokens);
   TempFile good("good"), bad("bad");
   write_gguf(m, good.path);
   const Model loaded = load_gguf(good.path);
@@ -63,7 +63,7 @@ POPPER_FALSIFIER("FALSIFY-MBP-007", [](const popper::Params& p) {
   EXPECT_EQ(loaded.config.rms_eps, m.config.rms_eps);
   EXPECT_EQ(loaded.config.rope_base, m.config.rope_base);
   auto cpu2 = make_backend("cpu", loaded);
-  const auto got = forward<float>(loaded, tokens, cpu2->ops());
+  const auto got = cpu2->logits(tokens);
   ASSERT_EQ(got.size(), expected.size());
   EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0)
       << "the loaded model's logits differ from the generated model's";
@@ -120,7 +120,7 @@ POPPER_FALSIFIER("FALSIFY-MBP-008", [](const popper::Params& p) {
   auto cpu = make_backend("cpu", m);
   tb::record_cpu_reference();
   const Config& c = m.config;
-  const auto run = [&](std::vector<std::int32_t> t) { return forward<float>(m, t, cpu->ops()); };
+  const auto run = [&](std::vector<std::int32_t> t) { return cpu->logits(t); };
   expect_invalid("empty prompt", [&] { run({}); });
   expect_invalid("context + 1 tokens", [&] { run(std::vector<std::int32_t>(static_cast<std::size_t>(c.context + 1), 1)); });
   expect_invalid("token = vocab", [&] { run({1, static_cast<std::int32_t>(c.vocab)}); });

@@ -64,6 +64,13 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-012", [](const popper::Params&) {
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
   j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"vulkan:llvmpipe", "cpu:avx512"}));
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
+  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-vulkan:llvmpipe"}));  // llama.cpp on the device
+  EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
+  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-cpu:zen4", "cpu:avx512"}));
+  EXPECT_EQ(j.outcome, Outcome::Skipped) << "another runtime's CPU work is no Vulkan evidence";
+  EXPECT_FALSE(device_ran("vulkan", "-vulkan:x"));
+  EXPECT_FALSE(device_ran("vulkan", "ggml-vulkanx:x"));
+  EXPECT_FALSE(device_ran("cuda", "cpu:x-cuda"));
   j = judge_evidence(Outcome::Passed, "", {"avx2"}, evidence({}));  // a CPU feature is not a device
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
   j = judge_evidence(Outcome::Failed, "boom", cuda, evidence({"cpu:avx2"}));

@@ -161,6 +161,13 @@ bool backend_matches(const std::string& want, const std::string& tag) {
   return tag == want || (tag.size() > want.size() && tag.compare(0, want.size(), want) == 0 && tag[want.size()] == ':');
 }
 
+bool device_ran(const std::string& device, const std::string& tag) {
+  if (backend_matches(device, tag)) return true;
+  // "<runtime>-<device>[:...]": a vendor runtime's work on the device (ggml-vulkan:llvmpipe).
+  const auto dash = tag.find('-'), colon = tag.find(':');
+  return dash != std::string::npos && dash > 0 && dash < colon && backend_matches(device, tag.substr(dash + 1));
+}
+
 const char* to_string(Dispatch how) { return how == Dispatch::Forced ? "forced" : "auto"; }
 
 std::string format_backends(const std::vector<BackendEvidence>& backends) {

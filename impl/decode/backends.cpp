@@ -1,10 +1,16 @@
 // The parity gate's backends (forward.hpp): cpu (reference order),
-// cpu-simd (hand kernels), vulkan and cuda (device GEMVs, host elsewhere).
+// cpu-simd (hand kernels), vulkan and cuda (device GEMVs, host elsewhere),
+// and llama.cpp on ggml-cpu, ggml-vulkan and ggml-cuda.
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
 #include <map>
 
 #include "common/device.hpp"
 #include "common/vulkan_runtime.hpp"
 #include "decode/forward.hpp"
+#include "decode/lib_llama.hpp"
 #include "fused/fused.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
@@ -15,13 +21,23 @@ namespace popper::decode {
 
 namespace {
 
-class CpuBackend final : public Backend {
+// A backend that runs popper's forward over its own Ops.
+class ForwardBackend : public Backend {
  public:
-  CpuBackend(const Model& m, int threads) : ops_(ordered_ops(m.config, accum::Order::Sequential, threads)) {
+  explicit ForwardBackend(const Model& m) : m_(m) {}
+  std::vector<float> logits(std::span<const std::int32_t> tokens) override { return forward<float>(m_, tokens, *ops()); }
+
+ private:
+  const Model& m_;
+};
+
+class CpuBackend final : public ForwardBackend {
+ public:
+  CpuBackend(const Model& m, int threads) : ForwardBackend(m), ops_(ordered_ops(m.config, accum::Order::Sequential, threads)) {
     name_ = "cpu";
     evidence_ = cpu::backend_tag(cpu::Isa::Scalar);
   }
-  Ops<float>& ops() override { return *ops_; }
+  Ops<float>* ops() override { return ops_.get(); }
 
  private:
   std::unique_ptr<Ops<float>> ops_;
@@ -29,15 +45,15 @@ class CpuBackend final : public Backend {
 
 // The hand kernels: Q4_K GEMV with 14-bit fixed-point activations (q4k
 // contract, gemv_hand) and the fused family's one-token kernels.
-class SimdBackend final : public Backend, public Ops<float> {
+class SimdBackend final : public ForwardBackend, public Ops<float> {
  public:
   SimdBackend(const Model& m, int threads)
-      : c_(m.config), threads_(threads), table_(fused::make_rope_table(c_.context, c_.head_dim, c_.rope_base)),
+      : ForwardBackend(m), c_(m.config), threads_(threads), table_(fused::make_rope_table(c_.context, c_.head_dim, c_.rope_base)),
         lse_(static_cast<std::size_t>(c_.q_heads)) {
     name_ = "cpu-simd";
     evidence_ = cpu::backend_tag(cpu::Isa::Auto);
   }
-  Ops<float>& ops() override { return *this; }
+  Ops<float>* ops() override { return this; }
 
   void gemv(const Weight& w, std::span<const float> x, std::span<float> y) override {
     q4k::cpu::gemv(w.blocks, w.rows, w.cols, x, y, {threads_, cpu::Isa::Auto});
@@ -68,10 +84,11 @@ class SimdBackend final : public Backend, public Ops<float> {
 // A device backend: its GEMVs on the device, every other operation on the
 // host in the cpu backend's order. A call the device declined makes the
 // backend unavailable (its result was the CPU's).
-class DeviceBackend : public Backend, public Ops<float> {
+class DeviceBackend : public ForwardBackend, public Ops<float> {
  public:
-  DeviceBackend(const Model& m, int threads) : host_(ordered_ops(m.config, accum::Order::Sequential, threads)) {}
-  Ops<float>& ops() override { return *this; }
+  DeviceBackend(const Model& m, int threads)
+      : ForwardBackend(m), host_(ordered_ops(m.config, accum::Order::Sequential, threads)) {}
+  Ops<float>* ops() override { return this; }
 
   void rmsnorm(std::span<const float> x, std::span<const float> w, std::span<float> y) override { host_->rmsnorm(x, w, y); }
   void rope(std::span<float> q, std::span<float> k, std::int64_t pos) override { host_->rope(q, k, pos); }
@@ -139,6 +156,41 @@ class CudaBackend final : public DeviceBackend {
   }
 };
 
+// llama.cpp, unmodified, on one of ggml's devices: the model is the GGUF file
+// it came from, or popper's GGUF of it in a temporary file (removed once
+// llama.cpp has mapped or uploaded it).
+class LlamaBackend final : public Backend {
+ public:
+  LlamaBackend(const Model& m, llama::Device d, int threads) {
+    name_ = llama::to_string(d);
+    reason_ = llama::unavailable_reason(d);
+    if (!reason_.empty()) return;
+    std::string path = m.file;
+    if (path.empty()) {
+      static std::atomic<int> serial{0};
+      path = (std::filesystem::temp_directory_path() /
+              ("popper-" + name_ + "-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + ".gguf"))
+                 .string();
+      write_gguf(m, path);
+    }
+    struct Remove {
+      std::string path;
+      ~Remove() {
+        if (!path.empty()) std::filesystem::remove(path);
+      }
+    } remove{m.file.empty() ? path : ""};
+    session_ = std::make_unique<llama::Session>(path, d, threads);
+    if (session_->vocab() != m.config.vocab)
+      throw Error(name_ + ": llama.cpp reads a vocabulary of " + std::to_string(session_->vocab()) + " from " + path +
+                  ", popper " + std::to_string(m.config.vocab));
+    evidence_ = session_->evidence();
+  }
+  std::vector<float> logits(std::span<const std::int32_t> tokens) override { return session_->logits(tokens); }
+
+ private:
+  std::unique_ptr<llama::Session> session_;
+};
+
 }  // namespace
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const Model& m, int threads) {
@@ -148,7 +200,11 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const Model& m, i
   if (name == "cpu-simd") return std::make_unique<SimdBackend>(m, threads);
   if (name == "vulkan") return std::make_unique<VulkanBackend>(m, threads);
   if (name == "cuda") return std::make_unique<CudaBackend>(m, threads);
-  throw InvalidArgument("unknown backend '" + name + "' (cpu, cpu-simd, vulkan, cuda)");
+  for (auto d : {llama::Device::Cpu, llama::Device::Vulkan, llama::Device::Cuda})
+    if (name == llama::to_string(d)) return std::make_unique<LlamaBackend>(m, d, threads);
+  std::string known;
+  for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InvalidArgument("unknown backend '" + name + "' (" + known + ")");
 }
 
 }  // namespace popper::decode

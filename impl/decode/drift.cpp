@@ -48,25 +48,47 @@ std::vector<std::string> drift_series() {
   return out;
 }
 
+std::vector<int> drift_depths(int layers) {
+  std::vector<int> out;
+  for (int d = 1; d < layers; d *= 2) out.push_back(d);
+  out.push_back(layers);
+  return out;
+}
+
 std::vector<DriftPoint> measure_drift(const Model& m, std::span<const std::int32_t> tokens,
                                       const std::vector<std::string>& series, int threads) {
   std::vector<std::vector<double>> exact;
   auto ref = reference_ops(m.config, threads);
   forward<double>(m, tokens, *ref, [&](int, std::span<const double> y) { exact.emplace_back(y.begin(), y.end()); });
   std::vector<DriftPoint> out;
+  const auto add = [&](const std::string& name, int layer, std::span<const float> y) {
+    const auto a = compare_logits(y, std::span<const double>(exact[static_cast<std::size_t>(layer)]));
+    out.push_back({name, layer + 1, a.cosine, a.rel_l2});
+  };
   for (const auto& name : series) {
     const bool is_order = std::any_of(std::begin(accum::kAllOrders), std::end(accum::kAllOrders),
                                       [&](accum::Order o) { return name == accum::to_string(o); });
-    std::unique_ptr<Ops<float>> ordered;
-    std::unique_ptr<Backend> backend;
-    if (is_order) ordered = ordered_ops(m.config, accum::parse_order(name), threads);
-    else backend = make_backend(name, m, threads);
-    if (backend && !backend->available())
-      throw InvalidArgument("drift: backend " + name + " is unavailable: " + backend->unavailable_reason());
-    forward<float>(m, tokens, ordered ? *ordered : backend->ops(), [&](int layer, std::span<const float> y) {
-      const auto a = compare_logits(y, std::span<const double>(exact[static_cast<std::size_t>(layer)]));
-      out.push_back({name, layer + 1, a.cosine, a.rel_l2});
-    });
+    if (is_order) {
+      auto ordered = ordered_ops(m.config, accum::parse_order(name), threads);
+      forward<float>(m, tokens, *ordered, [&](int layer, std::span<const float> y) { add(name, layer, y); });
+      continue;
+    }
+    const auto unavailable = [&](const Backend& b) {
+      return InvalidArgument("drift: backend " + name + " is unavailable: " + b.unavailable_reason());
+    };
+    if (whole_model_backend(name)) {
+      // No per-layer interface: each truncated model is loaded and run whole.
+      for (int d : drift_depths(static_cast<int>(m.layers.size()))) {
+        const Model cut = truncated(m, d);
+        auto b = make_backend(name, cut, threads);
+        if (!b->available()) throw unavailable(*b);
+        add(name, d - 1, b->logits(tokens));
+      }
+      continue;
+    }
+    auto b = make_backend(name, m, threads);
+    if (!b->available()) throw unavailable(*b);
+    forward<float>(m, tokens, *b->ops(), [&](int layer, std::span<const float> y) { add(name, layer, y); });
   }
   return out;
 }

@@ -30,9 +30,14 @@ double hypothesis_rel(int depth);
 // accumulation order, then cpu-simd.
 std::vector<std::string> drift_series();
 
-// One FP64 forward and one per series (each giving every depth). A series
-// is an accum::Order name (the plain FP32 forward in that order) or a backend
-// name of forward.hpp; throws InvalidArgument for an unavailable backend.
+// The depths a whole-model backend (llama.cpp) is measured at: 1, 2, 4, ...
+// below `layers`, and `layers` (each depth is a model file of its own).
+std::vector<int> drift_depths(int layers);
+
+// One FP64 forward and one per series (each giving every depth; a
+// whole-model backend the drift_depths). A series is an accum::Order name
+// (the plain FP32 forward in that order) or a backend name of forward.hpp;
+// throws InvalidArgument for an unavailable backend.
 std::vector<DriftPoint> measure_drift(const Model& m, std::span<const std::int32_t> tokens,
                                       const std::vector<std::string>& series, int threads = 1);
 

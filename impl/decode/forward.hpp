@@ -73,20 +73,31 @@ class Backend {
   // Empty when available; otherwise why not (no device, a declined call).
   const std::string& unavailable_reason() const { return reason_; }
   bool available() const { return reason_.empty(); }
-  // What ran: "cpu:avx512", "vulkan:llvmpipe", ...
+  // What ran: "cpu:avx512", "vulkan:llvmpipe", "ggml-cpu:zen4", ...
   const std::string& evidence() const { return evidence_; }
-  virtual Ops<float>& ops() = 0;
+  // The logits after the last of `tokens`, decoded one at a time from
+  // position 0 with a fresh KV cache.
+  virtual std::vector<float> logits(std::span<const std::int32_t> tokens) = 0;
+  // The per-operation interface of a backend that runs popper's forward;
+  // nullptr for a whole-model runtime (llama.cpp), which gives logits only.
+  virtual Ops<float>* ops() { return nullptr; }
 
  protected:
   std::string name_, reason_, evidence_;
 };
 
+// popper's own backends, then llama.cpp on its devices (decode/lib_llama.hpp:
+// the model is handed to it as a GGUF file, written to a temporary file when
+// the model is not one already).
 inline const std::vector<std::string>& backend_names() {
-  static const std::vector<std::string> names{"cpu", "cpu-simd", "vulkan", "cuda"};
+  static const std::vector<std::string> names{"cpu", "cpu-simd", "vulkan", "cuda", "ggml-cpu", "ggml-vulkan", "ggml-cuda"};
   return names;
 }
+// True for llama.cpp's backends, whose Backend::ops() is nullptr.
+inline bool whole_model_backend(const std::string& name) { return name.rfind("ggml-", 0) == 0; }
 // One of backend_names(), over model m (which must outlive it); throws
-// InvalidArgument for another name. Device backends upload m's weights here.
+// InvalidArgument for another name. Device backends upload m's weights here;
+// llama.cpp loads them here (popper::Error when it refuses the file).
 std::unique_ptr<Backend> make_backend(const std::string& name, const Model& m, int threads = 1);
 
 }  // namespace popper::decode

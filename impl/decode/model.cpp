@@ -224,6 +224,18 @@ Model with_fault(const Model& m, Fault f) {
   });
   out.storage = arena;
   out.source = m.source + " with fault " + to_string(f);
+  out.file.clear();
+  return out;
+}
+
+Model truncated(const Model& m, int layers) {
+  require(layers >= 1 && layers <= static_cast<int>(m.layers.size()),
+          "truncated: layers must be in [1, " + std::to_string(m.layers.size()) + "]");
+  Model out = m;
+  out.layers.resize(static_cast<std::size_t>(layers));
+  out.config.layers = layers;
+  out.source = m.source + " cut after " + std::to_string(layers) + " layers";
+  out.file.clear();
   return out;
 }
 

@@ -71,6 +71,7 @@ struct Model {
   std::span<const float> output_norm;
   std::vector<Layer> layers;
   std::string source;  // "canary (seed N)" or the GGUF path
+  std::string file;    // the GGUF file these exact weights are in; empty for a generated or altered model
   std::shared_ptr<const void> storage;
 
   // Weights read by one decode step (every Q4_K matrix except the embedding,
@@ -100,5 +101,9 @@ enum class Fault { None, ZeroScale, ReverseSubBlocks };
 const char* to_string(Fault f);              // "none" "zero-scale" "reverse-subblocks"
 Fault parse_fault(const std::string& name);  // throws InvalidArgument listing the names
 Model with_fault(const Model& m, Fault f);   // a copy with its own corrupted blocks
+
+// The model cut after its first `layers` layers (1 <= layers <= m's): the
+// final RMSNorm and LM head applied to the residual stream there. Shares m's storage.
+Model truncated(const Model& m, int layers);
 
 }  // namespace popper::decode

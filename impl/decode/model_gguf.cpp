@@ -119,7 +119,13 @@ void write_gguf(const Model& m, const std::string& path) {
   w.set(ll::arch_key(kArch, "attention.key_length"), u32(c.head_dim));
   w.set(ll::arch_key(kArch, "attention.value_length"), u32(c.head_dim));
   w.set(ll::arch_key(kArch, ll::kRmsEpsilon), gguf::Value::f32(static_cast<float>(c.rms_eps)));
-  w.set(ll::arch_key(kArch, ll::kRopeFreqBase), gguf::Value::f32(static_cast<float>(c.rope_base)));
+  // Mutation point (decode-gguf-write-no-rope-base): the key left out, so a reader assumes 10000.
+  if (!POPPER_MUTANT("decode-gguf-write-no-rope-base"))
+    w.set(ll::arch_key(kArch, ll::kRopeFreqBase), gguf::Value::f32(static_cast<float>(c.rope_base)));
+  // No tokenizer: the canary is driven by token ids. llama.cpp reads
+  // tokenizer model "none" as a vocabulary of <arch>.vocab_size ids.
+  w.set(ll::kTokenizerModel, gguf::Value::str("none"));
+  w.set(ll::arch_key(kArch, ll::kVocabSize), u32(c.vocab));
   w.set(kSeedKey, gguf::Value::str(m.source));
 
   const auto q4 = static_cast<std::uint32_t>(gguf::TensorType::Q4_K), f32 = static_cast<std::uint32_t>(gguf::TensorType::F32);
@@ -135,8 +141,10 @@ void write_gguf(const Model& m, const std::string& path) {
     const Names n = names(l);
     vec(n.attn_norm, y.attn_norm);
     mat(n.q, y.q), vec(n.q_bias, y.q_bias);
-    mat(n.k, y.k), vec(n.k_bias, y.k_bias);
-    mat(n.v, y.v), vec(n.v_bias, y.v_bias);
+    // Mutation point (decode-gguf-write-swap-kv): W_k stored under attn_v and W_v under attn_k.
+    const bool swap_kv = POPPER_MUTANT("decode-gguf-write-swap-kv");
+    mat(swap_kv ? n.v : n.k, y.k), vec(n.k_bias, y.k_bias);
+    mat(swap_kv ? n.k : n.v, y.v), vec(n.v_bias, y.v_bias);
     mat(n.o, y.o);
     vec(n.ffn_norm, y.ffn_norm);
     mat(n.gate, y.gate), mat(n.up, y.up), mat(n.down, y.down);
@@ -175,7 +183,7 @@ Model load_gguf(const std::string& path) {
 
   Model m;
   m.config = c;
-  m.source = path;
+  m.source = m.file = path;
   const std::int64_t H = c.hidden, Q = c.q_width(), KV = c.kv_width(), I = c.intermediate;
   m.token_embd = r.matrix(ll::kTokenEmbd, c.vocab, H);
   for (int l = 0; l < c.layers; ++l) {

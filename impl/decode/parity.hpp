@@ -40,8 +40,11 @@ struct Candidate {
 std::string select_backend(std::span<const Candidate> candidates);
 
 struct GateOptions {
-  std::vector<std::string> candidates{"cuda", "vulkan", "cpu-simd"};  // priority order; the cpu backend is the reference
+  // Priority order; the cpu backend is the reference. llama.cpp's backends
+  // (ggml-*) may be named as well.
+  std::vector<std::string> candidates{"cuda", "vulkan", "cpu-simd"};
   double min_cosine = kMinCosine;
+  bool fp64 = true;  // also run the FP64 oracle: every run's agreement with it, and the cosine matrix
   int threads = 1;
   int tokens = 4;  // canary prompt length (the logits of the last token are compared)
   std::vector<std::pair<std::string, Fault>> faults;  // backend -> fault injected into the weights it sees
@@ -50,8 +53,9 @@ struct GateOptions {
 struct BackendRun {
   std::string name, evidence, fault = "none";
   bool available = false, passed = false;
-  std::string reason;  // unavailable: why; failed: the cosine against tau
-  Agreement agreement;
+  std::string reason;  // unavailable: why; failed: the cosine against tau, or the runtime's error
+  Agreement agreement;  // against the cpu reference (what the gate judges)
+  Agreement fp64;       // against the FP64 oracle (GateOptions::fp64)
   double seconds = 0;  // the forward's wall time (all tokens)
 };
 
@@ -59,12 +63,19 @@ struct GateResult {
   std::string model;          // Model::source
   std::vector<std::int32_t> tokens;
   double min_cosine = kMinCosine;  // the threshold it was judged at
-  double cpu_seconds = 0;
+  double cpu_seconds = 0, fp64_seconds = 0;
+  Agreement cpu_fp64;            // the cpu reference against the FP64 oracle
   std::vector<BackendRun> runs;  // in priority order
   std::string selected;
+  // cosine[i][j] between the logits of names[i] and names[j]: "fp64" (when
+  // run), "cpu", then every candidate that ran.
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> cosine;
 };
 
-// Runs the gate on m; throws InvalidArgument for an unknown candidate or fault target.
+// Runs the gate on m; throws InvalidArgument for an unknown candidate or fault
+// target. A candidate whose runtime fails (llama.cpp refusing the file) is
+// excluded with its error.
 GateResult run_gate(const Model& m, const GateOptions& o);
 std::string format_gate(const GateResult& g);
 

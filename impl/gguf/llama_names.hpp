@@ -27,9 +27,10 @@ inline constexpr const char* kHeadCount = "attention.head_count";
 inline constexpr const char* kHeadCountKv = "attention.head_count_kv";
 inline constexpr const char* kRmsEpsilon = "attention.layer_norm_rms_epsilon";
 inline constexpr const char* kRopeFreqBase = "rope.freq_base";
+inline constexpr const char* kVocabSize = "vocab_size";  // read when the tokenizer model is "none"
 
 // Tokenizer keys (llama-vocab).
-inline constexpr const char* kTokenizerModel = "tokenizer.ggml.model";  // "gpt2", "llama", ...
+inline constexpr const char* kTokenizerModel = "tokenizer.ggml.model";  // "gpt2", "llama", ... "none": ids only
 inline constexpr const char* kTokenizerPre = "tokenizer.ggml.pre";
 inline constexpr const char* kTokens = "tokenizer.ggml.tokens";
 inline constexpr const char* kTokenTypes = "tokenizer.ggml.token_type";

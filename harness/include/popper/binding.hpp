@@ -151,6 +151,10 @@ bool is_device_capability(const std::string& name);
 // Does evidence tag `tag` satisfy the backend requirement `want`? ("cuda"
 // matches "cuda" and "cuda:sm_90"; "cpu:avx2" matches only "cpu:avx2...".)
 bool backend_matches(const std::string& want, const std::string& tag);
+// Did the work of evidence tag `tag` run on `device` (a device capability)?
+// Its own tags ("vulkan:llvmpipe") and a vendor runtime's on it
+// ("ggml-vulkan:llvmpipe"); "ggml-cpu:zen4" is no Vulkan evidence.
+bool device_ran(const std::string& device, const std::string& tag);
 // The `popper_backends` result property, "tag=auto|forced,...": written by
 // run_bound, read by the audit and by the mutant judge.
 std::string format_backends(const std::vector<BackendEvidence>& backends);
