@@ -165,6 +165,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < POPPER_FUSED_SHAPE_COUNT; ++i) printf("%s,%s\n", names[i], POPPER_FUSED_SHAPES[i].set);
     return 0;
   }
+  if (args.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
+    printf("# config: %s\n", openblas_get_corename());
+    return 0;
+  }
   openblas_set_num_threads(args.threads);
   const char* core = openblas_get_corename();
   fprintf(stderr, "# blas_core: %s\n", core);

@@ -166,6 +166,10 @@ int main(int argc, char** argv) {
              POPPER_NSA_SHAPES[s].heads, POPPER_NSA_SHAPES[s].dim, POPPER_NSA_SHAPES[s].sel_len, POPPER_NSA_SHAPES[s].set);
     return 0;
   }
+  if (args.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
+    printf("# config: %s\n", openblas_get_corename());
+    return 0;
+  }
   const int threads = args.threads, reps = args.reps;
   if (threads > 64) {
     fprintf(stderr, "%s: at most 64 threads\n", program);

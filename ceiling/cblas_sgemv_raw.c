@@ -31,6 +31,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (ceiling_check_shapes(&a, names, POPPER_Q4K_SHAPE_COUNT, "ceiling_cblas_sgemv_raw")) return 2;
+  if (a.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
+    printf("# config: %s\n", openblas_get_corename());
+    return 0;
+  }
   if (!ceiling_precision_selected(&a, "f32")) return 0;
   openblas_set_num_threads(a.threads);
   char backend[96];

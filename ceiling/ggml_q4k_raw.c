@@ -169,6 +169,10 @@ int main(int argc, char** argv) {
     printf("# skipped: requires ggml (no CPU backend variant loads on this CPU)\n");
     return 0;
   }
+  if (a.probe) {  /* the variant ggml loads here: the configuration this ceiling runs */
+    printf("# config: ggml-cpu:%s\n", variant);
+    return 0;
+  }
   if (!ceiling_precision_selected(&a, "q4k")) return 0;
   ceiling_print_header();
   for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) {
