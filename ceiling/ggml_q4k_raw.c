@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (a.probe) {  /* the variant ggml loads here: the configuration this ceiling runs */
-    printf("# config: ggml-cpu:%s\n", variant);
+    printf("# config: %s\n", variant);
     return 0;
   }
   if (!ceiling_precision_selected(&a, "q4k")) return 0;

@@ -176,6 +176,7 @@ std::vector<std::string> VendorConfig::env_unset() const {
 std::string vendor_of(const std::string& program) {
   if (program.rfind("blis_", 0) == 0) return "blis";
   if (program.rfind("cublas_", 0) == 0) return "cublas";
+  if (program.rfind("ggml_", 0) == 0) return "ggml-cpu";  // llama.cpp's CPU backend; probes print its variant
   return "openblas";
 }
 

@@ -1,0 +1,35 @@
+// Every ceiling program a family names answers --probe with the configuration
+// it loads ("# config: <name>") or why it cannot run ("# skipped: ..."),
+// without timing anything: bench compare refuses a family whose ceiling
+// ignores the flag (it did for q4k, fused and nsa).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "popper/bench/family.hpp"
+#include "popper/bench/process.hpp"
+
+namespace {
+
+using namespace popper::bench;
+
+TEST(CeilingProbe, EveryFamilyCeilingAnswersProbe) {
+  int probed = 0;
+  for (const auto& name : list_families(POPPER_SOURCE_DIR)) {
+    const FamilyDescriptor fam = load_family(POPPER_SOURCE_DIR, name);
+    for (const auto& prog : fam.ceilings) {
+      const std::string bin = std::string(POPPER_BINARY_DIR) + "/bin/ceiling_" + prog;
+      if (!std::filesystem::exists(bin)) continue;  // an optional vendor (BLIS) not built here
+      const ProcessResult r = run_process({bin, "--probe"}, {}, {}, 60);
+      const std::string first = r.out.substr(0, r.out.find('\n'));
+      EXPECT_TRUE(r.ok()) << name << ": " << bin << " --probe: " << r.describe() << "\n" << r.err;
+      EXPECT_TRUE(first.rfind("# config: ", 0) == 0 || first.rfind("# skipped: ", 0) == 0)
+          << name << ": " << bin << " --probe printed '" << first << "' (it ran the benchmark?)";
+      EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << name << ": " << bin << " --probe printed more than one line";
+      ++probed;
+    }
+  }
+  EXPECT_GE(probed, 6) << "fewer ceiling programs found than the families name";
+}
+
+}  // namespace
