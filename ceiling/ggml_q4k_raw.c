@@ -112,6 +112,9 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     ggml_backend_tensor_set(w, blocks, 0, nblocks * POPPER_Q4K_BLOCK_BYTES);
     ggml_backend_tensor_set(x, xv, 0, (size_t)sh->cols * sizeof *xv);
 
+    /* The bound first, before any of ggml's worker threads exist to share the cores with the probe. */
+    const double bytes = popper_q4k_bytes(sh->rows, sh->cols);
+    const double bound = ceiling_read_bound(bytes, a->threads, 5);
     double t0 = ceiling_now();
     ggml_backend_graph_compute(backend, graph);
     const double one = ceiling_now() - t0;
@@ -119,8 +122,6 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     char verdict[160];
     snprintf(verdict, sizeof verdict, "verified(err %.2e%s)", scaled_error(blocks, xv, yv, sh->rows, sh->cols),
              sh->rows > 256 ? " sampled 256 rows" : "");
-    const double bytes = popper_q4k_bytes(sh->rows, sh->cols);
-    const double bound = ceiling_read_bound(bytes, a->threads, 5);
     const long iters = ceiling_iterations(one);
     char backend_name[96];
     snprintf(backend_name, sizeof backend_name, "ggml-cpu:%s%s", variant, repack ? "+repack" : "");

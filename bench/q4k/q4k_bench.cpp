@@ -112,6 +112,9 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
     state.SkipWithError((std::string("not_run: ") + e.what()).c_str());
     return;
   }
+  // The bound first, before any kernel's worker threads run beside the probe.
+  const double bytes = q4k::gemv_bytes(rows, cols);
+  const std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : read_bandwidth(std::size_t(bytes), threads, 5);
   const q4k::cpu::CpuOptions opts{threads, q4k::cpu::Isa::Auto};
   auto run_rows = [&](std::int64_t r) {
     switch (tier) {
@@ -148,9 +151,6 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
     state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
     return;
   }
-
-  const double bytes = q4k::gemv_bytes(rows, cols);
-  const std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : read_bandwidth(std::size_t(bytes), threads, 5);
 
   auto timed = [&] { run_rows(rows); };  // the injected slowdown is popper_bench_call_hand's
   const auto t0 = Clock::now();
