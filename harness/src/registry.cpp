@@ -2,9 +2,11 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "popper/binding.hpp"
 
@@ -102,9 +104,35 @@ CapabilityStatus probe_vulkan() {
   if (const int rc = create(&ci, nullptr, &inst); rc != 0)
     return {false, "no Vulkan device: vkCreateInstance failed with VkResult " + std::to_string(rc)};
   std::uint32_t n = 0;
-  const int rc = enumerate(inst, &n, nullptr);
+  int rc = enumerate(inst, &n, nullptr);
+  if (rc != 0 || n == 0) {
+    destroy(inst, nullptr);
+    return {false, "no Vulkan device: the loader reports no physical device"};
+  }
+  // Under emulation (the CPU-matrix legs set POPPER_CPU_MODEL) a CPU Vulkan
+  // device (lavapipe) JIT-compiles shaders for the host CPU and faults; popper's
+  // Vulkan runtime and its ggml-vulkan backend decline it there, so the
+  // capability is absent unless a real device exists or POPPER_VULKAN_DEVICE asks.
+  const char* model = std::getenv("POPPER_CPU_MODEL");
+  bool only_cpu_devices = false;
+  if (model && *model && !std::getenv("POPPER_VULKAN_DEVICE")) {
+    using PropsFn = void (*)(void*, void*);
+    auto props = reinterpret_cast<PropsFn>(::dlsym(h, "vkGetPhysicalDeviceProperties"));
+    std::vector<void*> devices(n);
+    rc = enumerate(inst, &n, devices.data());
+    only_cpu_devices = props && rc == 0;
+    for (std::uint32_t i = 0; i < n && only_cpu_devices; ++i) {
+      alignas(8) unsigned char p[4096] = {};  // VkPhysicalDeviceProperties (about 824 bytes)
+      props(devices[i], p);
+      std::int32_t type = 0;  // VkPhysicalDeviceType after apiVersion, driverVersion, vendorID, deviceID
+      std::memcpy(&type, p + 16, sizeof type);
+      only_cpu_devices = type == 4;  // VK_PHYSICAL_DEVICE_TYPE_CPU
+    }
+  }
   destroy(inst, nullptr);
-  if (rc != 0 || n == 0) return {false, "no Vulkan device: the loader reports no physical device"};
+  if (only_cpu_devices)
+    return {false, std::string("only a CPU Vulkan device, and this CPU is emulated (") + model +
+                       "): its shader JIT does not run under qemu-user; POPPER_VULKAN_DEVICE overrides"};
   return {true, ""};
 }
 
