@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;  // usage errors exit 2, as every popper command
   }
   try {
+    check_drift_series(drift_names);  // before minutes of work, not after
     Model m;
     if (!model_path.empty()) {
       if (layers || !write_model.empty()) throw popper::InvalidArgument("--layers and --write-model apply to a generated model, not --model");

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "decode/drift.hpp"
 #include "gguf/gguf.hpp"
 #include "gguf/llama_names.hpp"
 #include "popper/error.hpp"
@@ -146,6 +147,7 @@ POPPER_FALSIFIER("FALSIFY-MBP-008", [](const popper::Params& p) {
   o.faults = {{"vulkan", Fault::ZeroScale}};
   expect_invalid("fault aimed at a non-candidate", [&] { (void)run_gate(m, o); });
   expect_invalid("unknown fault", [&] { (void)parse_fault("flip-bits"); });
+  expect_invalid("unknown drift series", [&] { (void)measure_drift(m, canary_tokens(c, 2), {"pairwise", "bf16"}); });
 });
 
 }  // namespace

@@ -55,8 +55,21 @@ std::vector<int> drift_depths(int layers) {
   return out;
 }
 
+void check_drift_series(const std::vector<std::string>& series) {
+  std::string known;
+  for (auto o : accum::kAllOrders) known += std::string(known.empty() ? "" : ", ") + accum::to_string(o);
+  for (const auto& b : backend_names()) known += ", " + b;
+  for (const auto& name : series) {
+    const bool ok = std::any_of(std::begin(accum::kAllOrders), std::end(accum::kAllOrders),
+                                [&](accum::Order o) { return name == accum::to_string(o); }) ||
+                    std::find(backend_names().begin(), backend_names().end(), name) != backend_names().end();
+    if (!ok) throw InvalidArgument("drift: unknown series '" + name + "' (" + known + ")");
+  }
+}
+
 std::vector<DriftPoint> measure_drift(const Model& m, std::span<const std::int32_t> tokens,
                                       const std::vector<std::string>& series, int threads) {
+  check_drift_series(series);
   std::vector<std::vector<double>> exact;
   auto ref = reference_ops(m.config, threads);
   forward<double>(m, tokens, *ref, [&](int, std::span<const double> y) { exact.emplace_back(y.begin(), y.end()); });

@@ -34,6 +34,10 @@ std::vector<std::string> drift_series();
 // below `layers`, and `layers` (each depth is a model file of its own).
 std::vector<int> drift_depths(int layers);
 
+// Throws InvalidArgument naming the accumulation orders and backends when a
+// series is neither.
+void check_drift_series(const std::vector<std::string>& series);
+
 // One FP64 forward and one per series (each giving every depth; a
 // whole-model backend the drift_depths). A series is an accum::Order name
 // (the plain FP32 forward in that order) or a backend name of forward.hpp;
