@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "decode/lib_llama.hpp"
+#include "gguf/llama_names.hpp"
 #include "testbed.hpp"
 
 namespace {
@@ -38,7 +39,34 @@ void check_llama(const popper::Params& p, const char* id, llama::Device d) {
   EXPECT_EQ(g.selected, name);
 }
 
-POPPER_FALSIFIER("FALSIFY-MBP-009", [](const popper::Params& p) { check_llama(p, "FALSIFY-MBP-009", llama::Device::Cpu); });
+// A file llama.cpp refuses (no tokenizer model): the candidate ran and
+// failed, so it is EXCLUDED with llama.cpp's error, never unavailable and
+// never selected.
+void check_refused_file(const popper::Params& p) {
+  const Model m = tb::small_model(p);
+  tb::TempFile good("llama-good"), bad("llama-bad");
+  write_gguf(m, good.path);
+  tb::rewrite(good.path, bad.path, [](auto& kv, auto&) {
+    std::erase_if(kv, [](const auto& e) { return e.first == popper::gguf::llama::kTokenizerModel; });
+  });
+  const Model loaded = load_gguf(bad.path);  // popper needs no tokenizer; llama.cpp does
+  GateOptions o;
+  o.candidates = {"ggml-cpu", "cpu-simd"};
+  o.tokens = 2;
+  o.fp64 = false;
+  const GateResult g = run_gate(loaded, o);
+  tb::print("FALSIFY-MBP-009", g);
+  const BackendRun& r = g.runs.at(0);
+  EXPECT_TRUE(r.available) << "a runtime that fails is not 'unavailable': " << r.reason;
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.reason.rfind("error: ", 0), 0u) << r.reason;
+  EXPECT_EQ(g.selected, "cpu-simd");
+}
+
+POPPER_FALSIFIER("FALSIFY-MBP-009", [](const popper::Params& p) {
+  check_llama(p, "FALSIFY-MBP-009", llama::Device::Cpu);
+  check_refused_file(p);
+});
 POPPER_FALSIFIER("FALSIFY-MBP-010", [](const popper::Params& p) { check_llama(p, "FALSIFY-MBP-010", llama::Device::Vulkan); });
 
 }  // namespace

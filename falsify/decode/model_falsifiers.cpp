@@ -1,10 +1,8 @@
 // The canary model as a file and as input: FALSIFY-MBP-007 (GGUF round trip
 // and rejection of bad files by name), FALSIFY-MBP-008 (argument checks).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 
 #include "decode/drift.hpp"
 #include "gguf/gguf.hpp"
@@ -16,28 +14,8 @@ namespace {
 
 using namespace popper::decode;
 namespace tb = popper::decode::testbed;
-
-// A temporary GGUF path, removed on every exit.
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& tag)
-      : path((std::filesystem::temp_directory_path() / ("popper-mbp-" + tag + "-" + std::to_string(getpid()) + ".gguf"))
-                 .string()) {}
-  ~TempFile() { std::filesystem::remove(path); }
-};
-
-// Rewrites a model file with `edit` applied to its tensor table and metadata.
-template <class Edit>
-void rewrite(const std::string& from, const std::string& to, Edit edit) {
-  const auto f = popper::gguf::File::open(from);
-  popper::gguf::Writer w;
-  std::vector<std::pair<std::string, popper::gguf::Value>> kv = f.metadata();
-  std::vector<popper::gguf::TensorInfo> tensors = f.tensors();
-  edit(kv, tensors);
-  for (auto& [k, v] : kv) w.set(k, v);
-  for (const auto& t : tensors) w.add_tensor(t.name, t.type, t.ne, t.data);
-  w.write(to);
-}
+using tb::rewrite;
+using tb::TempFile;
 
 void expect_rejected(const std::string& path, const std::string& mentions) {
   try {

@@ -1,14 +1,20 @@
 // Shared pieces of the parity-gate falsifiers (contracts/multi-backend-parity-v1.yaml):
-// the small canary at a given depth and the evidence a gate run leaves.
+// the small canary at a given depth, the evidence a gate run leaves, and
+// temporary model files (edited copies of a GGUF).
 #pragma once
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "common/cpu_features.hpp"
 #include "decode/forward.hpp"
 #include "decode/model.hpp"
 #include "decode/parity.hpp"
+#include "gguf/gguf.hpp"
 #include "popper/binding.hpp"
 
 namespace popper::decode::testbed {
@@ -51,7 +57,9 @@ inline const BackendRun* run_of(const GateResult& g, const std::string& name) {
 
 inline void print(const char* id, const GateResult& g) {
   for (const auto& r : g.runs)
-    if (r.available)
+    if (r.available && r.reason.rfind("error: ", 0) == 0)
+      std::printf("[%s] %s excluded, %s\n", id, r.name.c_str(), r.reason.c_str());
+    else if (r.available)
       std::printf("[%s] %s (%s, fault %s): cosine %.9f, max abs %.3g, max rel %.3g, top1 %s, top5 %d/5 -> %s\n", id,
                   r.name.c_str(), r.evidence.c_str(), r.fault.c_str(), r.agreement.cosine, r.agreement.max_abs,
                   r.agreement.max_rel, r.agreement.top1 ? "yes" : "no", r.agreement.top5,
@@ -59,6 +67,28 @@ inline void print(const char* id, const GateResult& g) {
     else
       std::printf("[%s] %s unavailable: %s\n", id, r.name.c_str(), r.reason.c_str());
   std::printf("[%s] selected %s\n", id, g.selected.c_str());
+}
+
+// A temporary GGUF path, removed on every exit.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& tag)
+      : path((std::filesystem::temp_directory_path() / ("popper-mbp-" + tag + "-" + std::to_string(getpid()) + ".gguf"))
+                 .string()) {}
+  ~TempFile() { std::filesystem::remove(path); }
+};
+
+// Rewrites a model file with `edit` applied to its tensor table and metadata.
+template <class Edit>
+inline void rewrite(const std::string& from, const std::string& to, Edit edit) {
+  const auto f = popper::gguf::File::open(from);
+  popper::gguf::Writer w;
+  std::vector<std::pair<std::string, popper::gguf::Value>> kv = f.metadata();
+  std::vector<popper::gguf::TensorInfo> tensors = f.tensors();
+  edit(kv, tensors);
+  for (auto& [k, v] : kv) w.set(k, v);
+  for (const auto& t : tensors) w.add_tensor(t.name, t.type, t.ne, t.data);
+  w.write(to);
 }
 
 }  // namespace popper::decode::testbed
