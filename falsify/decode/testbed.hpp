@@ -57,7 +57,7 @@ inline const BackendRun* run_of(const GateResult& g, const std::string& name) {
 
 inline void print(const char* id, const GateResult& g) {
   for (const auto& r : g.runs)
-    if (r.available && r.reason.rfind("error: ", 0) == 0)
+    if (r.errored)
       std::printf("[%s] %s excluded, %s\n", id, r.name.c_str(), r.reason.c_str());
     else if (r.available)
       std::printf("[%s] %s (%s, fault %s): cosine %.9f, max abs %.3g, max rel %.3g, top1 %s, top5 %d/5 -> %s\n", id,

@@ -20,6 +20,11 @@
 
 namespace popper::vulkan {
 
+const char* emulated_cpu_model() {
+  const char* model = std::getenv("POPPER_CPU_MODEL");
+  return model && *model && !std::getenv("POPPER_VULKAN_DEVICE") ? model : nullptr;
+}
+
 #if !POPPER_HAVE_VULKAN
 
 const Status& status() {
@@ -215,11 +220,8 @@ struct Context {
       if (chosen < 0) return fail("no physical device with Vulkan 1.1 and a compute queue");
     }
     physical = devices[static_cast<std::size_t>(chosen)];
-    // A CPU device (lavapipe) JIT-compiles shaders for the CPU it detects; under
-    // qemu-user (the CPU-matrix legs set POPPER_CPU_MODEL) that code was seen to
-    // fault (SIGILL on -cpu Nehalem), and those legs exist for the CPU paths, so
-    // there the CPU device declines unless POPPER_VULKAN_DEVICE asks for it.
-    if (const char* model = std::getenv("POPPER_CPU_MODEL"); model && *model && !std::getenv("POPPER_VULKAN_DEVICE")) {
+    // A CPU device declines under emulation (emulated_cpu_model()).
+    if (const char* model = emulated_cpu_model()) {
       VkPhysicalDeviceProperties p;
       api.vkGetPhysicalDeviceProperties(physical, &p);
       if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)

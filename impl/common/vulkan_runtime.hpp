@@ -49,6 +49,14 @@ struct Status {
 // Probed once per process (thread-safe), then cached.
 const Status& status();
 
+// POPPER_CPU_MODEL when the CPU is emulated (the CPU-matrix legs set it) and
+// POPPER_VULKAN_DEVICE forces no device, else nullptr. A CPU Vulkan device
+// (lavapipe) JIT-compiles shaders for the CPU it detects, and under qemu-user
+// that code was seen to fault (SIGILL on -cpu Nehalem); those legs exist for
+// the CPU paths, so there every Vulkan runtime (popper's, ggml-vulkan)
+// declines a CPU device.
+const char* emulated_cpu_model();
+
 // "vulkan:<device name up to the first ' ('>", spaces as '_' (e.g. "vulkan:llvmpipe").
 // Throws popper::Unsupported when no device is usable.
 std::string backend_tag();

@@ -202,9 +202,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const Model& m, i
   if (name == "cuda") return std::make_unique<CudaBackend>(m, threads);
   for (auto d : {llama::Device::Cpu, llama::Device::Vulkan, llama::Device::Cuda})
     if (name == llama::to_string(d)) return std::make_unique<LlamaBackend>(m, d, threads);
-  std::string known;
-  for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InvalidArgument("unknown backend '" + name + "' (" + known + ")");
+  throw InvalidArgument("unknown backend '" + name + "' (" + backend_list() + ")");
 }
 
 }  // namespace popper::decode

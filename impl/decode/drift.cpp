@@ -27,6 +27,11 @@ std::vector<std::string> series_names(std::span<const DriftPoint> points) {
   return out;
 }
 
+bool is_order(const std::string& name) {
+  return std::any_of(std::begin(accum::kAllOrders), std::end(accum::kAllOrders),
+                     [&](accum::Order o) { return name == accum::to_string(o); });
+}
+
 // Slope of the least-squares line through (x_i, y_i).
 double slope(const std::vector<double>& x, const std::vector<double>& y) {
   const double n = static_cast<double>(x.size());
@@ -57,14 +62,10 @@ std::vector<int> drift_depths(int layers) {
 
 void check_drift_series(const std::vector<std::string>& series) {
   std::string known;
-  for (auto o : accum::kAllOrders) known += std::string(known.empty() ? "" : ", ") + accum::to_string(o);
-  for (const auto& b : backend_names()) known += ", " + b;
-  for (const auto& name : series) {
-    const bool ok = std::any_of(std::begin(accum::kAllOrders), std::end(accum::kAllOrders),
-                                [&](accum::Order o) { return name == accum::to_string(o); }) ||
-                    std::find(backend_names().begin(), backend_names().end(), name) != backend_names().end();
-    if (!ok) throw InvalidArgument("drift: unknown series '" + name + "' (" + known + ")");
-  }
+  for (auto o : accum::kAllOrders) known += accum::to_string(o) + std::string(", ");
+  for (const auto& name : series)
+    if (!is_order(name) && std::find(backend_names().begin(), backend_names().end(), name) == backend_names().end())
+      throw InvalidArgument("drift: unknown series '" + name + "' (" + known + backend_list() + ")");
 }
 
 std::vector<DriftPoint> measure_drift(const Model& m, std::span<const std::int32_t> tokens,
@@ -78,30 +79,31 @@ std::vector<DriftPoint> measure_drift(const Model& m, std::span<const std::int32
     const auto a = compare_logits(y, std::span<const double>(exact[static_cast<std::size_t>(layer)]));
     out.push_back({name, layer + 1, a.cosine, a.rel_l2});
   };
+  const auto usable = [&](std::unique_ptr<Backend> b) {
+    if (!b->available()) throw InvalidArgument("drift: backend " + b->name() + " is unavailable: " + b->unavailable_reason());
+    return b;
+  };
   for (const auto& name : series) {
-    const bool is_order = std::any_of(std::begin(accum::kAllOrders), std::end(accum::kAllOrders),
-                                      [&](accum::Order o) { return name == accum::to_string(o); });
-    if (is_order) {
+    if (is_order(name)) {
       auto ordered = ordered_ops(m.config, accum::parse_order(name), threads);
       forward<float>(m, tokens, *ordered, [&](int layer, std::span<const float> y) { add(name, layer, y); });
       continue;
     }
-    const auto unavailable = [&](const Backend& b) {
-      return InvalidArgument("drift: backend " + name + " is unavailable: " + b.unavailable_reason());
-    };
-    if (whole_model_backend(name)) {
-      // No per-layer interface: each truncated model is loaded and run whole.
-      for (int d : drift_depths(static_cast<int>(m.layers.size()))) {
-        const Model cut = truncated(m, d);
-        auto b = make_backend(name, cut, threads);
-        if (!b->available()) throw unavailable(*b);
-        add(name, d - 1, b->logits(tokens));
-      }
+    auto b = usable(make_backend(name, m, threads));
+    if (Ops<float>* ops = b->ops()) {
+      forward<float>(m, tokens, *ops, [&](int layer, std::span<const float> y) { add(name, layer, y); });
       continue;
     }
-    auto b = make_backend(name, m, threads);
-    if (!b->available()) throw unavailable(*b);
-    forward<float>(m, tokens, *b->ops(), [&](int layer, std::span<const float> y) { add(name, layer, y); });
+    // A whole-model runtime: each truncated model is loaded and run whole (the full one is b).
+    const int layers = static_cast<int>(m.layers.size());
+    for (int d : drift_depths(layers)) {
+      if (d == layers) {
+        add(name, d - 1, b->logits(tokens));
+        continue;
+      }
+      const Model cut = truncated(m, d);
+      add(name, d - 1, usable(make_backend(name, cut, threads))->logits(tokens));
+    }
   }
   return out;
 }

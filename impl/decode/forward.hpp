@@ -93,8 +93,12 @@ inline const std::vector<std::string>& backend_names() {
   static const std::vector<std::string> names{"cpu", "cpu-simd", "vulkan", "cuda", "ggml-cpu", "ggml-vulkan", "ggml-cuda"};
   return names;
 }
-// True for llama.cpp's backends, whose Backend::ops() is nullptr.
-inline bool whole_model_backend(const std::string& name) { return name.rfind("ggml-", 0) == 0; }
+// backend_names() as "cpu, cpu-simd, ...", for messages.
+inline std::string backend_list() {
+  std::string out;
+  for (const auto& n : backend_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 // One of backend_names(), over model m (which must outlive it); throws
 // InvalidArgument for another name. Device backends upload m's weights here;
 // llama.cpp loads them here (popper::Error when it refuses the file).

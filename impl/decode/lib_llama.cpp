@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/device.hpp"
+#include "common/vulkan_runtime.hpp"
 #include "popper/error.hpp"
 #include "q4k/lib_ggml.hpp"
 
@@ -92,8 +93,8 @@ Probe probe(Device d) {
   switch (d) {
     case Device::Cpu: return {"", nullptr, q4k::ggml::cpu_backend_tag()};
     case Device::Vulkan: {
-      // As popper's own Vulkan runtime: lavapipe's shader JIT faults under qemu-user (the CPU-matrix legs).
-      if (const char* model = std::getenv("POPPER_CPU_MODEL"); model && *model && !std::getenv("POPPER_VULKAN_DEVICE"))
+      // ggml cannot say whether its device is a CPU one; under emulation it declines as popper's runtime does.
+      if (const char* model = vulkan::emulated_cpu_model())
         return {std::string("requires vulkan: this CPU is emulated (") + model +
                     "), where a CPU Vulkan device's shader JIT does not run; POPPER_VULKAN_DEVICE overrides",
                 nullptr, ""};

@@ -42,17 +42,20 @@ class ReferenceOps final : public Ops<double> {
     for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * static_cast<double>(w[i]);
   }
   void rope(std::span<double> q, std::span<double> k, std::int64_t pos) override {
+    const auto half = static_cast<std::size_t>(c_.head_dim / 2);
+    std::vector<double> cs(half), sn(half);  // the angles of this position, once for every head
+    for (std::size_t j = 0; j < half; ++j) {
+      const double ang = static_cast<double>(pos) *
+                         std::pow(c_.rope_base, -2.0 * static_cast<double>(j) / static_cast<double>(c_.head_dim));
+      cs[j] = std::cos(ang), sn[j] = std::sin(ang);
+    }
     for (auto v : {q, k})
-      for (std::size_t at = 0; at < v.size(); at += static_cast<std::size_t>(c_.head_dim)) {
-        const std::size_t half = static_cast<std::size_t>(c_.head_dim / 2);
+      for (std::size_t at = 0; at < v.size(); at += 2 * half)
         for (std::size_t j = 0; j < half; ++j) {
-          const double ang = static_cast<double>(pos) *
-                             std::pow(c_.rope_base, -2.0 * static_cast<double>(j) / static_cast<double>(c_.head_dim));
-          const double c = std::cos(ang), sn = std::sin(ang), x1 = v[at + j], x2 = v[at + j + half];
-          v[at + j] = x1 * c - x2 * sn;
-          v[at + j + half] = x2 * c + x1 * sn;
+          const double x1 = v[at + j], x2 = v[at + j + half];
+          v[at + j] = x1 * cs[j] - x2 * sn[j];
+          v[at + j + half] = x2 * cs[j] + x1 * sn[j];
         }
-      }
   }
   void attention(std::span<const double> q, std::span<const double> kc, std::span<const double> vc, std::int64_t len,
                  std::span<double> out) override {

@@ -79,12 +79,9 @@ std::string select_backend(std::span<const Candidate> candidates) {
 GateResult run_gate(const Model& m, const GateOptions& o) {
   if (!(o.min_cosine > -1 && o.min_cosine <= 1)) throw InvalidArgument("parity gate: min cosine must be in (-1, 1]");
   for (const auto& name : o.candidates)
-    if (std::find(backend_names().begin(), backend_names().end(), name) == backend_names().end() || name == "cpu") {
-      std::string known;
-      for (const auto& n : backend_names())
-        if (n != "cpu") known += (known.empty() ? "" : ", ") + n;
-      throw InvalidArgument("parity gate: unknown candidate '" + name + "' (" + known + "; cpu is the reference, always run)");
-    }
+    if (std::find(backend_names().begin(), backend_names().end(), name) == backend_names().end() || name == "cpu")
+      throw InvalidArgument("parity gate: unknown candidate '" + name + "' (" + backend_list() +
+                            "; cpu is the reference, always run, never a candidate)");
   for (const auto& [name, fault] : o.faults)
     if (std::find(o.candidates.begin(), o.candidates.end(), name) == o.candidates.end())
       throw InvalidArgument("parity gate: fault injected into '" + name + "', which is not a candidate");
@@ -148,7 +145,7 @@ GateResult run_gate(const Model& m, const GateOptions& o) {
       throw;
     } catch (const Error& e) {
       // The runtime ran and failed: excluded, never unavailable.
-      run.available = true, run.passed = false;
+      run.available = run.errored = true, run.passed = false;
       run.agreement.cosine = run.fp64.cosine = NAN;
       run.reason = std::string("error: ") + e.what();
     }
@@ -186,7 +183,7 @@ std::string format_gate(const GateResult& g) {
     if (!r.available) {
       std::snprintf(line, sizeof line, "%-11s %-26s %-17s %10s %10s %10s %5s %5s %12s %8s  unavailable: %s\n", r.name.c_str(),
                     "-", r.fault.c_str(), "-", "-", "-", "-", "-", "-", "-", r.reason.c_str());
-    } else if (std::isnan(r.agreement.cosine) && r.reason.rfind("error: ", 0) == 0) {
+    } else if (r.errored) {
       std::snprintf(line, sizeof line, "%-11s %-26.26s %-17s %10s %10s %10s %5s %5s %12s %8s  EXCLUDED: %s\n", r.name.c_str(),
                     r.evidence.c_str(), r.fault.c_str(), "-", "-", "-", "-", "-", "-", "-", r.reason.c_str());
     } else {

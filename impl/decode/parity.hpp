@@ -53,7 +53,8 @@ struct GateOptions {
 struct BackendRun {
   std::string name, evidence, fault = "none";
   bool available = false, passed = false;
-  std::string reason;  // unavailable: why; failed: the cosine against tau, or the runtime's error
+  bool errored = false;  // the runtime ran and failed (llama.cpp refusing the file): excluded, reason has its error
+  std::string reason;    // unavailable: why; failed: the cosine against tau, or "error: " and the runtime's error
   Agreement agreement;  // against the cpu reference (what the gate judges)
   Agreement fp64;       // against the FP64 oracle (GateOptions::fp64)
   double seconds = 0;  // the forward's wall time (all tokens)
