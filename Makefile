@@ -64,7 +64,7 @@ CPU_LEGS = $(wildcard $(BUILD_DIR)/results/cpu-*-contract_tests.json)
 CPU_MUTANTS = $(wildcard $(BUILD_DIR)/results/cpu-*-mutants.json)
 audit: $(if $(SKIP_TESTS),build,test-run)
 	$(POPPER) audit --contracts contracts --mutants \
-	  --results $(BUILD_DIR)/results/contract_tests.json $(CPU_LEGS) \
+	  --results $(BUILD_DIR)/results/contract_tests $(CPU_LEGS) \
 	  $(if $(CPU_MUTANTS),--mutant-results $(CPU_MUTANTS)) \
 	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests \
 	  $(if $(wildcard reports/bench-claims.json),--bench-claims reports/bench-claims.json) \

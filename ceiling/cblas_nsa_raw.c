@@ -8,7 +8,7 @@
  *   O_t = P V_J                      cblas_sgemm(RowMajor, NoTrans, NoTrans)
  *
  * Shapes and the workload (spans, BF16 data) come from bench/nsa/shapes.h and
- * workload.h, the same definition the bench suite uses. --threads T splits
+ * generate.h, the same definition the bench suite uses. --threads T splits
  * the rows over T pthreads, OpenBLAS single-threaded inside each (as the
  * wrapped tier does). Before timing, rows 0 and N-1 are checked against an
  * FP64 evaluation (MAE <= 1e-3, the contract's target). One CSV row per
@@ -20,7 +20,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "nsa/workload.h"
+#include "nsa/generate.h"
 
 char* openblas_get_corename(void);
 void openblas_set_num_threads(int num_threads);

@@ -1,5 +1,5 @@
 /* Ceiling tier of the arrow family: raw C LAPACKE over the same packed inputs
- * as bench_arrow (bench/arrow/shapes.h + generate.h, fixed-seed PRNG). Each
+ * as the arrow bench (bench/arrow/shapes.h + generate.h, fixed-seed PRNG). Each
  * atom's dense bordered Hessian H = [[blockdiag(D_i + rho_t I), B], [B^T, C + rho_beta I]]
  * (order [t_0..t_{n-1}, beta]) is assembled and solved with dpotrf + dpotrs,
  * H delta = -g. Atoms are independent problems, so the program does what a C

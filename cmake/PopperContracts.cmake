@@ -3,6 +3,7 @@
 #
 # popper_add_contract_tests(TARGET <target> CONTRACTS <yaml>...
 #                           [DISCOVER] [RESULTS_DIR <dir>] [LABELS <label>...]
+#                           [ENVIRONMENT <var=value>...] [TEST_PROPERTIES <property> <value>...]
 #                           [POPPER_EXECUTABLE <path>])
 #   For each contract, generates <binary dir>/popper_gen/<target>/<stem>_contract_test.cpp
 #   with `popper scaffold` at build time — one TEST per falsification test and
@@ -15,7 +16,9 @@
 #   DISCOVER: one ctest test per contract id (gtest_discover_tests), named
 #   <stem>.<ID>, labelled popper, contract:<stem> and LABELS; each writes its
 #   GoogleTest JSON to RESULTS_DIR (default <binary dir>/popper_results/<target>),
-#   where popper_add_audit reads them.
+#   where popper_add_audit reads them. ENVIRONMENT and TEST_PROPERTIES
+#   (single-valued pairs, e.g. TIMEOUT 600 FIXTURES_SETUP x) are set on every
+#   discovered test.
 #
 # popper_add_audit(NAME <name> TEST_TARGET <target> CONTRACTS <yaml or dir>...
 #                  [RESULTS_DIR <dir>] [OUTPUT <dir>] [MUTANTS] [JUNIT <file>] [ARGS <arg>...])
@@ -49,7 +52,8 @@ function(_popper_suite_name stem out)
 endfunction()
 
 function(popper_add_contract_tests)
-  cmake_parse_arguments(ARG "DISCOVER" "TARGET;POPPER_EXECUTABLE;RESULTS_DIR" "CONTRACTS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "DISCOVER" "TARGET;POPPER_EXECUTABLE;RESULTS_DIR" "CONTRACTS;LABELS;ENVIRONMENT;TEST_PROPERTIES"
+                        ${ARGN})
   if(NOT ARG_TARGET)
     message(FATAL_ERROR "popper_add_contract_tests: TARGET is required")
   endif()
@@ -62,6 +66,25 @@ function(popper_add_contract_tests)
   if(NOT ARG_RESULTS_DIR)
     set(ARG_RESULTS_DIR ${CMAKE_CURRENT_BINARY_DIR}/popper_results/${ARG_TARGET})
   endif()
+  # The properties written into the ctest include file below, each value in a
+  # bracket argument so that ';', quotes and backslashes pass through unchanged.
+  set(props "LABELS [==[popper;contract:STEM")
+  foreach(label IN LISTS ARG_LABELS)
+    string(APPEND props ";${label}")
+  endforeach()
+  string(APPEND props "]==]")
+  if(ARG_ENVIRONMENT)
+    string(APPEND props " ENVIRONMENT [==[${ARG_ENVIRONMENT}]==]")
+  endif()
+  set(pending "${ARG_TEST_PROPERTIES}")
+  while(pending)
+    list(LENGTH pending n)
+    if(n LESS 2)
+      message(FATAL_ERROR "popper_add_contract_tests(${ARG_TARGET}): TEST_PROPERTIES '${pending}' has no value")
+    endif()
+    list(POP_FRONT pending name value)
+    string(APPEND props " ${name} [==[${value}]==]")
+  endwhile()
   get_target_property(seen ${ARG_TARGET} POPPER_CONTRACT_FILES)
   if(NOT seen)
     set(seen "")
@@ -94,15 +117,15 @@ function(popper_add_contract_tests)
         TEST_LIST popper_tests_${ARG_TARGET}_${suite}
         EXTRA_ARGS "--popper-results-dir=${ARG_RESULTS_DIR}"
         DISCOVERY_TIMEOUT 60)
-      # Labels go on in a ctest include file read after the discovered list:
-      # a list-valued LABELS does not survive gtest_discover_tests' PROPERTIES.
-      set(labels popper contract:${stem} ${ARG_LABELS})
-      set(label_file ${gen_dir}/${stem}_labels.cmake)
-      file(WRITE ${label_file}
+      # Labels and properties go on in a ctest include file read after the
+      # discovered list: list values do not survive gtest_discover_tests' PROPERTIES.
+      string(REPLACE "contract:STEM" "contract:${stem}" stem_props "${props}")
+      set(props_file ${gen_dir}/${stem}_properties.cmake)
+      file(WRITE ${props_file}
            "foreach(t IN LISTS popper_tests_${ARG_TARGET}_${suite})\n"
-           "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${labels}\")\n"
+           "  set_tests_properties(\"\${t}\" PROPERTIES ${stem_props})\n"
            "endforeach()\n")
-      set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${label_file})
+      set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${props_file})
     endif()
   endforeach()
   set_target_properties(${ARG_TARGET} PROPERTIES POPPER_CONTRACT_FILES "${seen}" POPPER_RESULTS_DIR ${ARG_RESULTS_DIR})

@@ -5,12 +5,11 @@
 //   bytes = (m k + k n + m n) * sizeof(T): the compulsory DRAM traffic of the
 //   roofline (A and B read once, C written once; beta = 0 never reads C)
 //
-// Before timing, every tier's output is checked against the reference formula
-// evaluated in double: the full matrix for small shapes, 256 sampled entries
-// for the large ones (label "verified(sampled 256)"). Bound per entry
-// (Higham, Accuracy and Stability, §3.5): |c - c^| <= gamma_k * (|A||B|)_ij,
-// gamma_k = k u / (1 - k u), doubled to cover the rounding of the output
-// itself. A violation skips the benchmark with "incorrect: ...".
+// Before timing, every tier's output is checked against the dot products
+// evaluated in FP64 with the testbed's bound (falsify/gemm/testbed.hpp,
+// check_product_entries): the full matrix for small shapes, 256 sampled
+// entries for the large ones (label "verified(sampled 256)"). A violation
+// skips the benchmark with "incorrect: ...".
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include "gemm/lib_blas.hpp"
 #include "gemm/reference.hpp"
 #include "gemm/shapes.h"
+#include "gemm/testbed.hpp"
 
 namespace {
 
@@ -55,53 +55,6 @@ GemmShape make_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
   s.ldb = n;
   s.ldc = n;
   return s;
-}
-
-// Largest (|c - exact| - bound) over the checked entries; <= 0 means correct.
-template <class T>
-struct Check {
-  double worst_err = 0, worst_bound = 0;
-  bool ok = true;
-};
-
-template <class T>
-Check<T> verify(const popper_gemm_shape& sh, const std::vector<T>& a, const std::vector<T>& b,
-                const std::vector<T>& c, bool sampled) {
-  Check<T> r;
-  const double u = std::numeric_limits<T>::epsilon() / 2;
-  const double k = sh.k;
-  const double gamma = k * u / (1 - k * u);
-  auto check_entry = [&](long i, long j) {
-    double exact = 0, mag = 0;
-    for (long p = 0; p < sh.k; ++p) {
-      const double x = double(a[std::size_t(i * sh.k + p)]) * double(b[std::size_t(p * sh.n + j)]);
-      exact += x;
-      mag += std::fabs(x);
-    }
-    const double bound = 2 * gamma * mag + 2 * u * std::fabs(exact) + std::numeric_limits<T>::denorm_min();
-    const double err = std::fabs(double(c[std::size_t(i * sh.n + j)]) - exact);
-    if (!(err <= bound)) r.ok = false;  // also catches NaN
-    if (!(err <= r.worst_err) || err / bound > r.worst_err / std::max(r.worst_bound, 1e-300)) {
-      r.worst_err = err;
-      r.worst_bound = bound;
-    }
-  };
-  if (!sampled) {
-    for (long i = 0; i < sh.m; ++i)
-      for (long j = 0; j < sh.n; ++j) check_entry(i, j);
-  } else {
-    std::uint64_t x = 12345;
-    for (int s = 0; s < 256; ++s) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      const long i = long((x >> 33) % std::uint64_t(sh.m));
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      const long j = long((x >> 33) % std::uint64_t(sh.n));
-      check_entry(i, j);
-    }
-    check_entry(0, 0);
-    check_entry(sh.m - 1, sh.n - 1);
-  }
-  return r;
 }
 
 template <class T>
@@ -136,7 +89,7 @@ void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int th
       label = "not_verified: the reference is the oracle";
     } else {
       const bool sampled = !is_small(sh);
-      const auto chk = verify<T>(sh, a, b, c, sampled);
+      const auto chk = popper::gemm::testbed::check_product_entries<T>(sh.m, sh.n, sh.k, a, b, c, sampled ? 256 : 0);
       if (!chk.ok) {
         char msg[160];
         std::snprintf(msg, sizeof msg, "incorrect: max err %.3e > bound %.3e", chk.worst_err, chk.worst_bound);

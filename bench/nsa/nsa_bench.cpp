@@ -1,6 +1,6 @@
 // bench_nsa: the NSA selection attention suite (bench producer protocol).
 // Names nsa/<tier>/<shape>/bf16/threads:<n>, shapes from bench/nsa/shapes.h,
-// workload from bench/nsa/workload.h (the ceiling builds the same one):
+// workload from bench/nsa/generate.h (the ceiling builds the same one):
 //
 //   wrapped    the fallback: gather + dense attention through OpenBLAS SGEMM
 //   hand       the group-centric kernel (its own CPU path: cpu:avx512bf16 here)
@@ -24,7 +24,7 @@
 #include "nsa/nsa.hpp"
 #include "nsa/shapes.h"
 #include "nsa/testbed.hpp"
-#include "nsa/workload.h"
+#include "nsa/generate.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
  * equal sequences), "many" = 8 spans of L/8 keys with gaps (varlen batch of 4
  * sequences of different lengths). Names: <dist>_n<N>_h<H>_d<D>_l<L>; the
  * threshold command reads n, h, d, l back from them. "gate" shapes are small
- * enough for the callgrind gate. The workload itself is in workload.h. */
+ * enough for the callgrind gate. The workload itself is in generate.h. */
 #ifndef POPPER_BENCH_NSA_SHAPES_H
 #define POPPER_BENCH_NSA_SHAPES_H
 

@@ -5,16 +5,16 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
-#include "engine_support.hpp"
+#include "support.hpp"
 #include "popper/binding.hpp"
 #include "popper/loader.hpp"
 
 namespace fs = std::filesystem;
 using namespace popper;
-using popper::engine_test::has_code;
-using popper::engine_test::source_path;
-using popper::engine_test::text_without;
-using popper::engine_test::expected_text;
+using popper::engine::testing::has_code;
+using popper::engine::testing::source_path;
+using popper::engine::testing::text_without;
+using popper::engine::testing::expected_text;
 
 namespace {
 

@@ -6,14 +6,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "engine_support.hpp"
+#include "support.hpp"
 #include "popper/binding.hpp"
 #include "popper/loader.hpp"
 #include "popper/scaffold.hpp"
 
 namespace fs = std::filesystem;
 using namespace popper;
-using popper::engine_test::source_path;
+using popper::engine::testing::source_path;
 
 POPPER_FALSIFIER("FALSIFY-ENGINE-010", [](const popper::Params&) {
   Diagnostics d;
@@ -88,8 +88,8 @@ POPPER_HARNESS("KANI-ENGINE-001", [](const popper::Params& p) {
       for (int i = 0; i < n; ++i) cyclic = cyclic || reach[i][i];
       Diagnostics d;
       check_contract_set(set, d);
-      ASSERT_EQ(engine_test::has_code(d, "POP-V032"), cyclic) << "n=" << n << " mask=" << mask;
-      ASSERT_FALSE(engine_test::has_code(d, "POP-V031"));
+      ASSERT_EQ(popper::engine::testing::has_code(d, "POP-V032"), cyclic) << "n=" << n << " mask=" << mask;
+      ASSERT_FALSE(popper::engine::testing::has_code(d, "POP-V031"));
       ++graphs;
     }
   }

@@ -9,13 +9,13 @@
 #include "gemm/cpu_gemm.hpp"
 #include "gemm/cuda_gemm.hpp"
 #include "gemm/lib_blas.hpp"
-#include "gemm_support.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 namespace {
 
 using namespace popper::gemm;
-using namespace popper::gemm::testing;
+using namespace popper::gemm::testbed;
 
 // Largest |C - C_ref| / (|A||B|) over the matrix (row-major, beta = 0).
 double max_rel(const std::vector<float>& c, const std::vector<float>& ref, const std::vector<double>& absprod) {

@@ -9,13 +9,13 @@
 #include "gemm/cpu_gemm.hpp"
 #include "gemm/cuda_gemm.hpp"
 #include "gemm/lib_blas.hpp"
-#include "gemm_support.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 namespace {
 
 using namespace popper::gemm;
-using namespace popper::gemm::testing;
+using namespace popper::gemm::testbed;
 
 // Independent footprint: one past the largest offset any element of a stored
 // rows x cols matrix has, found by visiting every element (no closed formula).

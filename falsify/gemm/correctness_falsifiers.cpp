@@ -1,6 +1,6 @@
 // FALSIFY-GEMM-001 (OpenBLAS wrapper), -002 (hand CPU kernel), -003 (beta = 0
 // never reads C), -014 (ISA dispatch): every implementation against the
-// reference with the Higham bound of gemm_support.hpp.
+// reference with the Higham bound of testbed.hpp.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -9,13 +9,13 @@
 #include "gemm/cpu_gemm.hpp"
 #include "gemm/cuda_gemm.hpp"
 #include "gemm/lib_blas.hpp"
-#include "gemm_support.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 namespace {
 
 using namespace popper::gemm;
-using namespace popper::gemm::testing;
+using namespace popper::gemm::testbed;
 
 // A GEMM implementation under test, for one precision. `record` writes the
 // evidence of what the last call ran on; it is called once the call is judged.

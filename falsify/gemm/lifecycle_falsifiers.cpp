@@ -11,13 +11,13 @@
 #include "gemm/cpu_gemm.hpp"
 #include "gemm/cuda_gemm.hpp"
 #include "gemm/lib_blas.hpp"
-#include "gemm_support.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 namespace {
 
 using namespace popper::gemm;
-using namespace popper::gemm::testing;
+using namespace popper::gemm::testbed;
 
 bool bitwise_equal(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;

@@ -7,13 +7,13 @@
 #include "gemm/cpu_gemm.hpp"
 #include "gemm/cpu_gemm_blocking.hpp"
 #include "gemm/lib_blas.hpp"
-#include "gemm_support.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 namespace {
 
 using namespace popper::gemm;
-using namespace popper::gemm::testing;
+using namespace popper::gemm::testbed;
 
 std::vector<float> random_vec(std::size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);

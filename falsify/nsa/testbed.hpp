@@ -16,7 +16,7 @@
 
 #include "nsa/nsa.hpp"
 #include "nsa/reference.hpp"
-#include "nsa/workload.h"
+#include "nsa/generate.h"
 
 namespace popper::nsa::testbed {
 
@@ -66,7 +66,7 @@ struct Workload {
   std::size_t lse_size() const { return static_cast<std::size_t>(cu_q.back()) * layout.heads; }
 };
 
-// The bench workload of one shape (bench/nsa/workload.h); q_amplitude scales Q before rounding.
+// The bench workload of one shape (bench/nsa/generate.h); q_amplitude scales Q before rounding.
 inline Workload make_workload(const popper_nsa_shape& s, double q_amplitude = 1.0) {
   popper_nsa_layout lay;
   popper_nsa_layout_of(&s, &lay);

@@ -14,7 +14,7 @@
 #include "q4k/device_q4k.hpp"
 #include "q4k/lib_ggml.hpp"
 #include "q4k/reference.hpp"
-#include "q4k_support.hpp"
+#include "support.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "popper/binding.hpp"
 #include "q4k/cpu_q4k.hpp"
 #include "q4k/device_q4k.hpp"
-#include "q4k_support.hpp"
+#include "support.hpp"
 #include "testbed.hpp"
 
 namespace {

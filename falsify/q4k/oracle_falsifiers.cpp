@@ -11,7 +11,7 @@
 #include "q4k/cpu_q4k.hpp"
 #include "q4k/lib_ggml.hpp"
 #include "q4k/reference.hpp"
-#include "q4k_support.hpp"
+#include "support.hpp"
 #include "testbed.hpp"
 
 namespace {

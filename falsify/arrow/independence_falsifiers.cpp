@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <random>
 
-#include "arrow_testbed.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 POPPER_FALSIFIER("FALSIFY-ARROW-003", [](const popper::Params& p) {

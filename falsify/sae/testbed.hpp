@@ -1,5 +1,6 @@
-// Seeded random SAE problems for the falsifiers: ragged rows with repeated
-// block indices, planted zero weights and heterogeneous q_i (including 0).
+// SAE testbed: seeded random problems for the falsifiers (ragged rows with
+// repeated block indices, planted zero weights and heterogeneous q_i, including 0).
+// The bench draws its inputs with bench/sae/generate.h, shared with the C ceiling.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -12,7 +13,7 @@
 #include "sae/row_kernels.hpp"
 #include "sae/sae.hpp"
 
-namespace popper::sae::testgen {
+namespace popper::sae::testbed {
 
 struct Shape {
   std::size_t rows = 4, K = 3, p = 4, max_m = 3, max_q = 3;
@@ -75,4 +76,4 @@ inline void record_cpu_path() {
 }
 
 
-}  // namespace popper::sae::testgen
+}  // namespace popper::sae::testbed

@@ -4,7 +4,7 @@
 
 #include "popper/binding.hpp"
 #include "sae/schur_pcg.hpp"
-#include "sae_gen.hpp"
+#include "testbed.hpp"
 
 namespace {
 using namespace popper::sae;
@@ -39,20 +39,20 @@ POPPER_FALSIFIER("FALSIFY-SAE-006", [](const popper::Params& prm) {
   double s = 0;
   for (double v : y) s += std::abs(v);
   EXPECT_GT(s, 0.0);
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-011", [](const popper::Params& prm) {
   const auto cases = static_cast<std::size_t>(prm.integer("cases"));
   std::mt19937_64 rng(prm.seed());
   for (std::size_t c = 0; c < cases; ++c) {
-    testgen::Shape s;
+    testbed::Shape s;
     s.rows = std::uniform_int_distribution<std::size_t>(0, 30)(rng);
     s.p = std::uniform_int_distribution<std::size_t>(1, 40)(rng);
     s.K = std::uniform_int_distribution<std::size_t>(1, 10)(rng);
     s.max_m = 6;
     s.max_q = 9;
-    const auto pr = testgen::random_problem(s, rng);
+    const auto pr = testbed::random_problem(s, rng);
     const auto rows = pr.make_rows();
     std::size_t scalars = 0, sum_m = 0;
     for (std::size_t i = 0; i < s.rows; ++i) {
@@ -63,7 +63,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-011", [](const popper::Params& prm) {
     EXPECT_EQ(rows.resident_indices(), sum_m + 2 * (s.rows + 1)) << "case " << c << " seed " << prm.seed();
     EXPECT_EQ(rows.resident_bytes(), scalars * sizeof(double) + (sum_m + 2 * (s.rows + 1)) * sizeof(std::size_t));
   }
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 }  // namespace

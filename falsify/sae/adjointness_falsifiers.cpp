@@ -9,7 +9,7 @@
 
 #include "popper/binding.hpp"
 #include "sae/sae.hpp"
-#include "sae_gen.hpp"
+#include "testbed.hpp"
 
 namespace {
 using namespace popper::sae;
@@ -27,7 +27,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-001", [](const popper::Params& prm) {
   // The contract's tolerance must cover the derived bound at the largest size.
   ASSERT_LE(2 * gamma_n(static_cast<double>(max_m * max_p + 1)), tol);
   const bool ok = rc::check("gather/scatter adjoint", [&] {
-    testgen::Shape s;
+    testbed::Shape s;
     s.rows = 1;
     s.p = *rc::gen::inRange<std::size_t>(1, max_p + 1);
     s.K = *rc::gen::inRange<std::size_t>(1, max_k + 1);
@@ -35,10 +35,10 @@ POPPER_FALSIFIER("FALSIFY-SAE-001", [](const popper::Params& prm) {
     s.max_q = 0;
     s.zero_weight_prob = 0.3;
     std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
-    const auto pr = testgen::random_problem(s, rng);
+    const auto pr = testbed::random_problem(s, rng);
     const auto rows = pr.make_rows();
-    const auto x = testgen::random_vector(rows.beta_dim(), rng);
-    const auto u = testgen::random_vector(s.p, rng);
+    const auto x = testbed::random_vector(rows.beta_dim(), rng);
+    const auto u = testbed::random_vector(s.p, rng);
     std::vector<double> jx(s.p), jtu(rows.beta_dim(), 0.0);
     rows.apply_jbeta(0, x, jx);
     rows.scatter_jbeta_t(0, u, jtu);
@@ -51,7 +51,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-001", [](const popper::Params& prm) {
     RC_ASSERT(std::abs(lhs - rhs) <= tol * scale);
   });
   EXPECT_TRUE(ok) << "seed " << prm.seed();
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-002", [](const popper::Params& prm) {
@@ -61,20 +61,20 @@ POPPER_FALSIFIER("FALSIFY-SAE-002", [](const popper::Params& prm) {
   const auto nrows = static_cast<std::size_t>(prm.integer("rows"));
   ASSERT_LE(2 * gamma_n(static_cast<double>(max_q * max_p + 1)), tol);
   const bool ok = rc::check("L / L^T adjoint, heterogeneous q_i", [&] {
-    testgen::Shape s;
+    testbed::Shape s;
     s.rows = nrows;
     s.p = *rc::gen::inRange<std::size_t>(1, max_p + 1);
     s.K = 1;
     s.max_m = 1;
     s.max_q = max_q;
     std::mt19937_64 rng(*rc::gen::arbitrary<std::uint64_t>());
-    const auto pr = testgen::random_problem(s, rng);
+    const auto pr = testbed::random_problem(s, rng);
     const auto rows = pr.make_rows();
     for (std::size_t i = 0; i < nrows; ++i) {
       const std::size_t q = rows.q(i);
       RC_ASSERT(q == pr.q[i]);
-      const auto u = testgen::random_vector(s.p, rng);
-      auto v = testgen::random_vector(q, rng);
+      const auto u = testbed::random_vector(s.p, rng);
+      auto v = testbed::random_vector(q, rng);
       if (q > 0) v[0] = 0.0;  // a zero entry is skipped by L^T
       std::vector<double> lu(q), ltv(s.p, 0.0);
       rows.apply_l(i, u, lu);
@@ -89,7 +89,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-002", [](const popper::Params& prm) {
     }
   });
   EXPECT_TRUE(ok) << "seed " << prm.seed();
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 }  // namespace

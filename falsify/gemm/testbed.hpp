@@ -1,10 +1,12 @@
-// Shared helpers of the GEMM falsifiers: operands, the Higham bound, and the
-// elementwise comparison.
+// GEMM testbed, shared by the falsifiers (falsify/gemm) and the bench
+// (bench/gemm): operands, the Higham bound, and the elementwise comparison.
 //
 //   accept C_out iff |C_out - C_ref| <= f * gamma_{k+2} * (|alpha| (|op(A)||op(B)|) + |beta| |C_in|)
 //   gamma_j = j*u / (1 - j*u),  u = eps/2 of the working precision
 //
 // and every element of C outside the m x n window (ld padding) is unchanged.
+// The bench checks C = A B (row-major, NoTrans, alpha 1, beta 0) against the
+// FP64 dot product instead of C_ref (check_product_entries, below).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -27,7 +29,7 @@
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"
 
-namespace popper::gemm::testing {
+namespace popper::gemm::testbed {
 
 template <class T>
 constexpr double unit_roundoff() {
@@ -156,6 +158,60 @@ Verdict check_result(const GemmShape& s, std::span<const T> out, std::span<const
   return v;
 }
 
+// The bench's check of C = A B (row-major NoTrans, alpha = 1, beta = 0) against
+// exact_ij, the dot product evaluated in FP64, entry by entry:
+//   |c_ij - exact_ij| <= (gamma_{k+2}(u) + gamma_k(2^-53)) (|A||B|)_ij
+// the falsifiers' bound at f = 1 (the kernel's error) plus the error of the FP64
+// evaluation of exact_ij itself. Every entry when `samples` is 0, else `samples`
+// pseudo-random entries (a fixed LCG) and the two corners: a large product's
+// full FP64 reference would cost more than the benchmark.
+struct EntryCheck {
+  bool ok = true;
+  double worst_err = 0.0, worst_bound = 0.0;  // the entry with the largest err / bound
+};
+
+template <class T>
+EntryCheck check_product_entries(std::int64_t m, std::int64_t n, std::int64_t k, std::span<const T> a,
+                                 std::span<const T> b, std::span<const T> c, int samples) {
+  EntryCheck r;
+  const double g = gamma(k + 2, unit_roundoff<T>()) + gamma(k, unit_roundoff<double>());
+  double worst_ratio = -1.0;
+  auto check_entry = [&](std::int64_t i, std::int64_t j) {
+    double exact = 0.0, mag = 0.0;
+    for (std::int64_t p = 0; p < k; ++p) {
+      const double x = static_cast<double>(a[std::size_t(i * k + p)]) * static_cast<double>(b[std::size_t(p * n + j)]);
+      exact += x;
+      mag += std::fabs(x);
+    }
+    const double bound = g * mag;
+    const double err = std::fabs(static_cast<double>(c[std::size_t(i * n + j)]) - exact);
+    if (!(err <= bound)) r.ok = false;  // also catches NaN
+    const double ratio = bound > 0.0 ? err / bound : (err == 0.0 ? 0.0 : INFINITY);
+    if (!(ratio <= worst_ratio)) {
+      worst_ratio = ratio;
+      r.worst_err = err;
+      r.worst_bound = bound;
+    }
+  };
+  if (samples == 0) {
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) check_entry(i, j);
+    return r;
+  }
+  std::uint64_t x = 12345;
+  auto next = [&x](std::int64_t range) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return std::int64_t((x >> 33) % std::uint64_t(range));
+  };
+  for (int s = 0; s < samples; ++s) {
+    const std::int64_t i = next(m);
+    check_entry(i, next(n));
+  }
+  check_entry(0, 0);
+  check_entry(m - 1, n - 1);
+  return r;
+}
+
 struct AlphaBeta {
   double alpha, beta;
 };
@@ -215,4 +271,4 @@ inline std::vector<cpu::Isa> isas_to_test() {
 inline constexpr Layout kLayouts[] = {Layout::RowMajor, Layout::ColMajor};
 inline constexpr Op kOps[] = {Op::NoTrans, Op::Trans};
 
-}  // namespace popper::gemm::testing
+}  // namespace popper::gemm::testbed

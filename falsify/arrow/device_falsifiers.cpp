@@ -10,7 +10,7 @@
 #include <string>
 
 #include "arrow/atom_body.hpp"
-#include "arrow_testbed.hpp"
+#include "testbed.hpp"
 #include "common/device.hpp"
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"

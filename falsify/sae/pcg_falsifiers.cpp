@@ -18,7 +18,7 @@
 #include "sae/reference.hpp"
 #include "sae/row_kernels.hpp"
 #include "sae/schur_pcg.hpp"
-#include "sae_gen.hpp"
+#include "testbed.hpp"
 
 namespace {
 using namespace popper::sae;
@@ -28,8 +28,8 @@ Eigen::VectorXd as_eigen(const std::vector<double>& v) {
   return Eigen::Map<const Eigen::VectorXd>(v.data(), static_cast<Eigen::Index>(v.size()));
 }
 
-testgen::Shape shape_from(const popper::Params& prm) {
-  testgen::Shape s;
+testbed::Shape shape_from(const popper::Params& prm) {
+  testbed::Shape s;
   s.rows = static_cast<std::size_t>(prm.integer("rows"));
   s.K = static_cast<std::size_t>(prm.integer("K"));
   s.p = static_cast<std::size_t>(prm.integer("p"));
@@ -46,12 +46,12 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
   const auto shape = shape_from(prm);
   std::vector<std::string> forced;  // narrower paths that ran
   for (std::size_t c = 0; c < cases; ++c) {
-    const auto pr = testgen::random_problem(shape, rng);
+    const auto pr = testbed::random_problem(shape, rng);
     const auto rows = pr.make_rows();
     const auto fr = factor_gauss_newton_blocks(rows, std::uniform_real_distribution<double>(0.1, 1.0)(rng));
     ASSERT_TRUE(fr.ok());
     const SaeSchurSystem sys(rows, fr.value(), rho);
-    const auto b = testgen::random_vector(sys.dim(), rng);
+    const auto b = testbed::random_vector(sys.dim(), rng);
     std::vector<double> x(sys.dim(), 0.0);
     PcgOptions opt;
     opt.rel_tol = tol;
@@ -101,10 +101,10 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
     EXPECT_LE((as_eigen(xd) - xs).norm() / xs.norm(), 4 * n * kEps * kappa) << "case " << c;
   }
   // Over its memory budget the dense route declines before allocating.
-  const auto big = testgen::random_problem(shape, rng).make_rows();
+  const auto big = testbed::random_problem(shape, rng).make_rows();
   const SaeSchurSystem big_sys(big, factor_gauss_newton_blocks(big, 1.0).value(), rho);
   EXPECT_THROW(dense_route::DenseSchurMatrix::form(big_sys, 100.0), popper::Unsupported);
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
   if (!::testing::Test::HasFailure()) popper::record_backend("lapacke");
   if (!::testing::Test::HasFailure())
     for (const auto& tag : forced) popper::record_backend(tag, popper::Dispatch::Forced);
@@ -113,12 +113,12 @@ POPPER_FALSIFIER("FALSIFY-SAE-007", [](const popper::Params& prm) {
 POPPER_FALSIFIER("FALSIFY-SAE-008", [](const popper::Params& prm) {
   const auto cap = static_cast<std::size_t>(prm.integer("cap"));
   std::mt19937_64 rng(prm.seed());
-  const auto pr = testgen::random_problem(shape_from(prm), rng);
+  const auto pr = testbed::random_problem(shape_from(prm), rng);
   const auto rows = pr.make_rows();
   const auto fr = factor_gauss_newton_blocks(rows, 0.05);
   ASSERT_TRUE(fr.ok());
   const SaeSchurSystem sys(rows, fr.value(), 1e-3);
-  const auto b = testgen::random_vector(sys.dim(), rng);
+  const auto b = testbed::random_vector(sys.dim(), rng);
   const Eigen::MatrixXd a = reference::dense_schur_system(rows, *fr.value(), 1e-3);
   for (std::size_t limit : {cap, std::size_t{0}}) {
     std::vector<double> x(sys.dim(), std::numeric_limits<double>::quiet_NaN());
@@ -138,18 +138,18 @@ POPPER_FALSIFIER("FALSIFY-SAE-008", [](const popper::Params& prm) {
       EXPECT_EQ(rep.rel_residual, 1.0);
     }
   }
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-009", [](const popper::Params& prm) {
   std::mt19937_64 rng(prm.seed());
-  const auto pr = testgen::random_problem(shape_from(prm), rng);
+  const auto pr = testbed::random_problem(shape_from(prm), rng);
   const auto rows = pr.make_rows();
   const auto fr = factor_gauss_newton_blocks(rows, 0.3);
   ASSERT_TRUE(fr.ok());
   const SaeSchurSystem sys(rows, fr.value(), 0.01);
-  const auto x = testgen::random_vector(sys.dim(), rng);
-  const auto b = testgen::random_vector(sys.dim(), rng);
+  const auto x = testbed::random_vector(sys.dim(), rng);
+  const auto b = testbed::random_vector(sys.dim(), rng);
   // Serial oracle of the same arithmetic: y = rho x, then rows in order.
   std::vector<double> y_serial(sys.dim());
   for (std::size_t e = 0; e < sys.dim(); ++e) y_serial[e] = sys.rho() * x[e];
@@ -178,7 +178,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-009", [](const popper::Params& prm) {
     EXPECT_EQ(rep.iterations, rep_first.iterations);
     EXPECT_EQ(std::memcmp(&rep.rel_residual, &rep_first.rel_residual, sizeof(double)), 0);
   }
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 }  // namespace
@@ -215,7 +215,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-012", [](const popper::Params& prm) {
   const double tol = prm.number("rel_tol");
   const double min_drift = prm.number("min_drift");
   std::mt19937_64 rng(prm.seed());
-  const auto pr = testgen::random_problem(shape_from(prm), rng);
+  const auto pr = testbed::random_problem(shape_from(prm), rng);
   const auto rows = pr.make_rows();
   const auto fr = factor_gauss_newton_blocks(rows, prm.number("lambda"));
   ASSERT_TRUE(fr.ok());
@@ -224,7 +224,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-012", [](const popper::Params& prm) {
   const Eigen::MatrixXd a = reference::dense_schur_system(rows, *fr.value(), rho);
   // b with weight on every eigen-direction, the small ones too: x is large, so
   // rounding in A x is large against b and the recurrence drifts.
-  const Eigen::VectorXd be = as_eigen(testgen::random_vector(sys.dim(), rng));
+  const Eigen::VectorXd be = as_eigen(testbed::random_vector(sys.dim(), rng));
   const std::size_t cap = 20 * sys.dim();
   // The problem must be one where the recurrence lies, or the test proves nothing.
   const double drift = recurrence_drift(a, be, tol, cap);
@@ -259,5 +259,5 @@ POPPER_FALSIFIER("FALSIFY-SAE-012", [](const popper::Params& prm) {
   EXPECT_NEAR(truth, dense_truth, apply_err);
   std::printf("[FALSIFY-SAE-012] dim %zu drift %.3g  solver: %s after %zu iterations, reported %.3e, true %.3e\n",
               sys.dim(), drift, rep.converged ? "converged" : "not converged", rep.iterations, rep.rel_residual, truth);
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });

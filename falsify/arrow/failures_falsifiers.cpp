@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "arrow_testbed.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "popper/binding.hpp"
-#include "sae_gen.hpp"
+#include "testbed.hpp"
 #include "sae/schur_pcg.hpp"
 
 namespace {
@@ -120,7 +120,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-010", [](const popper::Params& prm) {
   expect_error<InvalidArgument>([&] { (void)solve_schur_pcg(sys, b, out_n, zero_tol); }, {"rel_tol"}, "zero tolerance");
   EXPECT_TRUE(untouched(out_n));
   expect_error<popper::InvalidArgument>([] { (void)LocalFactors::from_rows({std::vector<double>(3, 1.0)}); }, {"row 0", "q_i * q_i"}, "non-square factor");
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "arrow_testbed.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 #include "popper/error.hpp"
 

@@ -7,7 +7,7 @@
 #include "popper/diagnostics.hpp"
 #include "popper/io.hpp"
 
-namespace popper::engine_test {
+namespace popper::engine::testing {
 
 inline std::string source_path(const std::string& rel) { return std::string(POPPER_SOURCE_DIR) + "/" + rel; }
 
@@ -33,4 +33,4 @@ inline std::string expected_text(const std::string& path, const std::string& act
   return read_file(path);
 }
 
-}  // namespace popper::engine_test
+}  // namespace popper::engine::testing

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
-#include "arrow_testbed.hpp"
+#include "testbed.hpp"
 #include "popper/binding.hpp"
 
 namespace {

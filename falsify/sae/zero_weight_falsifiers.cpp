@@ -9,7 +9,7 @@
 #include "popper/binding.hpp"
 #include "sae/reference.hpp"
 #include "sae/sae.hpp"
-#include "sae_gen.hpp"
+#include "testbed.hpp"
 
 namespace {
 using namespace popper::sae;
@@ -32,7 +32,7 @@ std::vector<bool> live_blocks(const SaeKroneckerRows& rows, std::size_t row) {
 POPPER_FALSIFIER("FALSIFY-SAE-003", [](const popper::Params& prm) {
   const auto cases = static_cast<std::size_t>(prm.integer("cases"));
   std::mt19937_64 rng(prm.seed());
-  testgen::Shape s;
+  testbed::Shape s;
   s.rows = 3;
   s.p = static_cast<std::size_t>(prm.integer("p"));
   s.K = static_cast<std::size_t>(prm.integer("K"));
@@ -41,11 +41,11 @@ POPPER_FALSIFIER("FALSIFY-SAE-003", [](const popper::Params& prm) {
   s.zero_weight_prob = 0.5;
   std::size_t poisoned = 0;
   for (std::size_t c = 0; c < cases; ++c) {
-    const auto pr = testgen::random_problem(s, rng);
+    const auto pr = testbed::random_problem(s, rng);
     const auto rows = pr.make_rows();
     for (std::size_t i = 0; i < rows.rows(); ++i) {
       const auto live = live_blocks(rows, i);
-      const auto x = testgen::random_vector(rows.beta_dim(), rng);
+      const auto x = testbed::random_vector(rows.beta_dim(), rng);
       auto x_poison = x;
       for (std::size_t k = 0; k < rows.K(); ++k)
         if (!live[k]) {
@@ -58,7 +58,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-003", [](const popper::Params& prm) {
       EXPECT_TRUE(same_bits(u, u_poison)) << "case " << c << " row " << i << " seed " << prm.seed();
       for (double v : u_poison) EXPECT_TRUE(std::isfinite(v)) << "NaN leaked through a zero weight, seed " << prm.seed();
       // Scatter: dead blocks of y are untouched even when u holds Inf.
-      auto y0 = testgen::random_vector(rows.beta_dim(), rng);
+      auto y0 = testbed::random_vector(rows.beta_dim(), rng);
       auto y = y0;
       std::vector<double> u_inf(s.p, kInf);
       rows.scatter_jbeta_t(i, u_inf, y);
@@ -80,7 +80,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-003", [](const popper::Params& prm) {
   EXPECT_EQ(un[0], 0.0);
   EXPECT_EQ(un[1], 0.0);
   EXPECT_GT(poisoned, 0u) << "no case had a dead block: the test would be vacuous";
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 POPPER_HARNESS("KANI-SAE-001", [](const popper::Params& prm) {
@@ -134,7 +134,7 @@ POPPER_HARNESS("KANI-SAE-001", [](const popper::Params& prm) {
         }
       }
   EXPECT_GT(checked, 1000u);
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "common/bench_support.hpp"
 #include "arrow/kernels.hpp"
 #include "arrow/shapes.h"
+#include "arrow/testbed.hpp"
 
 namespace {
 using namespace popper::arrow;
@@ -57,8 +58,8 @@ std::shared_ptr<Fixture> make_fixture(const arrow_shape& sh) {
   return f;
 }
 
-// Max relative error of `got` against the dense reference over sampled atoms;
-// negative when an atom failed.
+// Max relative error of `got` against the dense reference over sampled atoms
+// (the testbed's comparison, the falsifiers' measure); negative when an atom failed.
 double verify(const Fixture& f, const std::vector<ArrowResult>& got, std::size_t sample) {
   const auto slices = index_pack(f.pack);
   const std::size_t B = slices.size(), stride = std::max<std::size_t>(1, B / sample);
@@ -66,19 +67,9 @@ double verify(const Fixture& f, const std::vector<ArrowResult>& got, std::size_t
   for (std::size_t a = 0; a < B; a += stride) {
     const ArrowResult ref = reference::solve_dense(view_of(f.pack, slices[a]), kRhoT, kRhoBeta);
     if (!ref.ok() || !got[a].ok()) return -1.0;
-    double diff = 0.0, norm = 0.0;
-    const auto& x = got[a].value();
-    const auto& y = ref.value();
-    for (std::size_t i = 0; i < y.delta_t.size(); ++i) {
-      diff = std::max(diff, std::fabs(x.delta_t[i] - y.delta_t[i]));
-      norm = std::max(norm, std::fabs(y.delta_t[i]));
-    }
-    for (std::size_t i = 0; i < y.delta_beta.size(); ++i) {
-      diff = std::max(diff, std::fabs(x.delta_beta[i] - y.delta_beta[i]));
-      norm = std::max(norm, std::fabs(y.delta_beta[i]));
-    }
-    if (!(norm > 0.0)) return -1.0;
-    worst = std::max({worst, diff / norm, std::fabs(x.log_det - y.log_det) / std::max(1.0, std::fabs(y.log_det))});
+    const testbed::Errors e = testbed::compare(got[a].value(), ref.value());
+    if (!(e.ref_norm > 0.0)) return -1.0;
+    worst = std::max({worst, e.delta, e.log_det});
   }
   return worst;
 }

@@ -15,13 +15,13 @@
 #include "popper/binding.hpp"
 #include "sae/reference.hpp"
 #include "sae/sae.hpp"
-#include "sae_gen.hpp"
+#include "testbed.hpp"
 
 namespace {
 using namespace popper::sae;
 
-testgen::Shape shape_from(const popper::Params& prm, std::mt19937_64& rng) {
-  testgen::Shape s;
+testbed::Shape shape_from(const popper::Params& prm, std::mt19937_64& rng) {
+  testbed::Shape s;
   s.rows = 3;
   s.p = std::uniform_int_distribution<std::size_t>(1, static_cast<std::size_t>(prm.integer("max_p")))(rng);
   s.K = std::uniform_int_distribution<std::size_t>(1, static_cast<std::size_t>(prm.integer("max_k")))(rng);
@@ -59,19 +59,19 @@ POPPER_FALSIFIER("FALSIFY-SAE-004", [](const popper::Params& prm) {
   std::size_t nontrivial = 0, q_gt_p = 0;
   for (std::size_t c = 0; c < cases; ++c) {
     const auto s = shape_from(prm, rng);
-    const auto pr = testgen::random_problem(s, rng);
+    const auto pr = testbed::random_problem(s, rng);
     const auto rows = pr.make_rows();
     const auto fr = factor_gauss_newton_blocks(rows, lam(rng));
     ASSERT_TRUE(fr.ok()) << "seed " << prm.seed();
     const auto& f = *fr.value();
     for (std::size_t i = 0; i < rows.rows(); ++i) {
-      const auto x = testgen::random_vector(rows.beta_dim(), rng);
-      const auto y0 = testgen::random_vector(rows.beta_dim(), rng);
+      const auto x = testbed::random_vector(rows.beta_dim(), rng);
+      const auto y0 = testbed::random_vector(rows.beta_dim(), rng);
       auto y = y0;
       schur_row_apply(rows, f, i, x, y);
       Eigen::VectorXd xe = Eigen::Map<const Eigen::VectorXd>(x.data(), static_cast<Eigen::Index>(x.size()));
       const Eigen::VectorXd sx = reference::dense_schur_row(rows, f, i) * xe;
-      const double phi1 = testgen::phi_l1(rows, i);
+      const double phi1 = testbed::phi_l1(rows, i);
       const double bound = tol * (phi1 * phi1 * inf_norm(x) + inf_norm(y0));
       double err = 0;
       for (std::size_t e = 0; e < y.size(); ++e)
@@ -83,7 +83,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-004", [](const popper::Params& prm) {
   }
   EXPECT_GT(nontrivial, cases / 2) << "most rows gave S_i x ~ 0: the comparison would be vacuous";
   EXPECT_GT(q_gt_p, 0u) << "no row with q_i > p (rank-deficient L_i L_i^T) was generated";
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 POPPER_FALSIFIER("FALSIFY-SAE-005", [](const popper::Params& prm) {
@@ -96,9 +96,9 @@ POPPER_FALSIFIER("FALSIFY-SAE-005", [](const popper::Params& prm) {
     auto s = shape_from(prm, rng);
     s.rows = 1;
     s.zero_weight_prob = 0.1;
-    const auto pr = testgen::random_problem(s, rng);
+    const auto pr = testbed::random_problem(s, rng);
     const auto rows = pr.make_rows();
-    const double phi1 = testgen::phi_l1(rows, 0);
+    const double phi1 = testbed::phi_l1(rows, 0);
     const auto fr = factor_gauss_newton_blocks(rows, lam(rng));
     ASSERT_TRUE(fr.ok());
     const Eigen::MatrixXd sm = assemble_row(rows, *fr.value(), 0);
@@ -127,7 +127,7 @@ POPPER_FALSIFIER("FALSIFY-SAE-005", [](const popper::Params& prm) {
   }
   EXPECT_GT(control_cases, 0u);
   EXPECT_GT(indefinite_controls, 0u) << "undersized A_i never gave an indefinite S_i: PSD check would be blind";
-  if (!::testing::Test::HasFailure()) testgen::record_cpu_path();
+  if (!::testing::Test::HasFailure()) testbed::record_cpu_path();
 });
 
 }  // namespace
