@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "common/cpu_features.hpp"
-#include "gemm/cpu_gemm_blocking.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/gemm/cpu_gemm_blocking.hpp"
 
 extern "C" {
 char* openblas_get_corename(void);

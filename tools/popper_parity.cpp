@@ -11,11 +11,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "common/parallel.hpp"
-#include "decode/drift.hpp"
-#include "decode/forward.hpp"
-#include "decode/lib_llama.hpp"
-#include "decode/parity.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/decode/drift.hpp"
+#include "impl/decode/forward.hpp"
+#include "impl/decode/lib_llama.hpp"
+#include "impl/decode/parity.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
 

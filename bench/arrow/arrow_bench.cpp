@@ -24,7 +24,7 @@
 
 #include "arrow/generate.h"
 #include "common/bench_support.hpp"
-#include "arrow/kernels.hpp"
+#include "impl/arrow/kernels.hpp"
 #include "arrow/shapes.h"
 #include "arrow/testbed.hpp"
 

@@ -34,12 +34,12 @@
 #include <vector>
 
 #include "common/bench_support.hpp"
-#include "common/cpu_features.hpp"
-#include "fused/fused.hpp"
-#include "fused/reference.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/fused/fused.hpp"
+#include "impl/fused/reference.hpp"
 #include "fused/shapes.h"
 #include "fused/testbed.hpp"
-#include "gemm/lib_blas.hpp"
+#include "impl/gemm/lib_blas.hpp"
 
 namespace {
 

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "common/bench_support.hpp"
-#include "gemm/cpu_gemm.hpp"
-#include "gemm/lib_blas.hpp"
-#include "gemm/reference.hpp"
+#include "impl/gemm/cpu_gemm.hpp"
+#include "impl/gemm/lib_blas.hpp"
+#include "impl/gemm/reference.hpp"
 #include "gemm/shapes.h"
 #include "gemm/testbed.hpp"
 

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "common/bench_support.hpp"
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "nsa/shapes.h"
 #include "nsa/testbed.hpp"
 #include "nsa/generate.h"

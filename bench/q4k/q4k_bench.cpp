@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "common/bench_support.hpp"
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 #include "popper/error.hpp"
-#include "q4k/bandwidth_bound.hpp"
-#include "q4k/cpu_q4k.hpp"
-#include "q4k/lib_ggml.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/bandwidth_bound.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "impl/q4k/lib_ggml.hpp"
+#include "impl/q4k/reference.hpp"
 #include "q4k/shapes.h"
 #include "q4k/testbed.hpp"
 

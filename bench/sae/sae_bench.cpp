@@ -24,10 +24,10 @@
 #include <string>
 
 #include "common/bench_support.hpp"
-#include "common/cpu_features.hpp"
-#include "sae/lib_dense_route.hpp"
-#include "sae/row_pool.hpp"
-#include "sae/schur_pcg.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/sae/lib_dense_route.hpp"
+#include "impl/sae/row_pool.hpp"
+#include "impl/sae/schur_pcg.hpp"
 #include "sae/generate.h"
 #include "sae/shapes.h"
 

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <random>
 
-#include "accum/accum.hpp"
+#include "impl/accum/accum.hpp"
 #include "popper/binding.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/reference.hpp"
 #include "q4k/testbed.hpp"
 
 namespace {

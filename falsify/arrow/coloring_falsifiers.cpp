@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
-#include "arrow/coloring.hpp"
+#include "impl/arrow/coloring.hpp"
 #include "popper/binding.hpp"
 
 namespace {

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "arrow/atom_body.hpp"
+#include "impl/arrow/atom_body.hpp"
 #include "testbed.hpp"
-#include "common/device.hpp"
+#include "impl/common/device.hpp"
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"
 

@@ -16,10 +16,10 @@
 #include <variant>
 #include <vector>
 
-#include "arrow/arrow.hpp"
-#include "arrow/kernels.hpp"
-#include "arrow/pack.hpp"
-#include "common/cpu_features.hpp"
+#include "impl/arrow/arrow.hpp"
+#include "impl/arrow/kernels.hpp"
+#include "impl/arrow/pack.hpp"
+#include "impl/common/cpu_features.hpp"
 #include "popper/binding.hpp"
 
 namespace popper::arrow::testbed {

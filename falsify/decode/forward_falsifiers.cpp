@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "decode/drift.hpp"
+#include "impl/decode/drift.hpp"
 #include "testbed.hpp"
 
 namespace {

@@ -3,8 +3,8 @@
 // runtime and hold its logits to popper's FP64 oracle and to the gate.
 #include <gtest/gtest.h>
 
-#include "decode/lib_llama.hpp"
-#include "gguf/llama_names.hpp"
+#include "impl/decode/lib_llama.hpp"
+#include "impl/gguf/llama_names.hpp"
 #include "testbed.hpp"
 
 namespace {

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "decode/drift.hpp"
-#include "gguf/gguf.hpp"
-#include "gguf/llama_names.hpp"
+#include "impl/decode/drift.hpp"
+#include "impl/gguf/gguf.hpp"
+#include "impl/gguf/llama_names.hpp"
 #include "popper/error.hpp"
 #include "testbed.hpp"
 

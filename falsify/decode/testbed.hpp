@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.hpp"
-#include "decode/forward.hpp"
-#include "decode/model.hpp"
-#include "decode/parity.hpp"
-#include "gguf/gguf.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/decode/forward.hpp"
+#include "impl/decode/model.hpp"
+#include "impl/decode/parity.hpp"
+#include "impl/gguf/gguf.hpp"
 #include "popper/binding.hpp"
 
 namespace popper::decode::testbed {

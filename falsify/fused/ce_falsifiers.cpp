@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "fused/fused.hpp"
-#include "fused/reference.hpp"
+#include "impl/fused/fused.hpp"
+#include "impl/fused/reference.hpp"
 #include "support.hpp"
 #include "testbed.hpp"
 

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <functional>
 
-#include "common/cpu_features.hpp"
-#include "common/device.hpp"
-#include "fused/cpu_kernels.hpp"
-#include "fused/fused.hpp"
-#include "fused/reference.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/common/device.hpp"
+#include "impl/fused/cpu_kernels.hpp"
+#include "impl/fused/fused.hpp"
+#include "impl/fused/reference.hpp"
 #include "popper/error.hpp"
 #include "support.hpp"
 #include "testbed.hpp"

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.hpp"
-#include "fused/fused.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/fused/fused.hpp"
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"
 

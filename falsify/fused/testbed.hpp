@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "fused/fused.hpp"
-#include "fused/reference.hpp"
+#include "impl/fused/fused.hpp"
+#include "impl/fused/reference.hpp"
 
 namespace popper::fused::testbed {
 

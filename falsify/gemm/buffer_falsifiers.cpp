@@ -6,9 +6,9 @@
 
 #include <functional>
 
-#include "gemm/cpu_gemm.hpp"
-#include "gemm/cuda_gemm.hpp"
-#include "gemm/lib_blas.hpp"
+#include "impl/gemm/cpu_gemm.hpp"
+#include "impl/gemm/cuda_gemm.hpp"
+#include "impl/gemm/lib_blas.hpp"
 #include "testbed.hpp"
 #include "popper/binding.hpp"
 

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <regex>
 
-#include "common/device.hpp"
-#include "gemm/cpu_gemm.hpp"
-#include "gemm/cuda_gemm.hpp"
-#include "gemm/lib_blas.hpp"
+#include "impl/common/device.hpp"
+#include "impl/gemm/cpu_gemm.hpp"
+#include "impl/gemm/cuda_gemm.hpp"
+#include "impl/gemm/lib_blas.hpp"
 #include "testbed.hpp"
 #include "popper/binding.hpp"
 

@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.hpp"
-#include "common/device.hpp"
-#include "gemm/cpu_gemm.hpp"
-#include "gemm/cuda_gemm.hpp"
-#include "gemm/gemm.hpp"
-#include "gemm/lib_blas.hpp"
-#include "gemm/reference.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/common/device.hpp"
+#include "impl/gemm/cpu_gemm.hpp"
+#include "impl/gemm/cuda_gemm.hpp"
+#include "impl/gemm/gemm.hpp"
+#include "impl/gemm/lib_blas.hpp"
+#include "impl/gemm/reference.hpp"
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"
 

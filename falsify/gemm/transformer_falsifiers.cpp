@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "../../bench/gemm/shapes.h"
-#include "gemm/cpu_gemm.hpp"
-#include "gemm/cpu_gemm_blocking.hpp"
-#include "gemm/lib_blas.hpp"
+#include "impl/gemm/cpu_gemm.hpp"
+#include "impl/gemm/cpu_gemm_blocking.hpp"
+#include "impl/gemm/lib_blas.hpp"
 #include "testbed.hpp"
 #include "popper/binding.hpp"
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <map>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "nsa/testbed.hpp"
 #include "popper/binding.hpp"
 

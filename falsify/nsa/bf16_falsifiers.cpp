@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/binding.hpp"
 
 namespace {

@@ -12,7 +12,7 @@
 
 #include <cstring>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "nsa/testbed.hpp"
 #include "popper/binding.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "common/device.hpp"
-#include "nsa/nsa.hpp"
+#include "impl/common/device.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "nsa/testbed.hpp"
 #include "popper/binding.hpp"
 #include "popper/error.hpp"

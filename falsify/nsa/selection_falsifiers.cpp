@@ -8,8 +8,8 @@
 #include <cstring>
 #include <random>
 
-#include "nsa/nsa.hpp"
-#include "nsa/reference.hpp"
+#include "impl/nsa/nsa.hpp"
+#include "impl/nsa/reference.hpp"
 #include "nsa/testbed.hpp"
 #include "popper/binding.hpp"
 #include "popper/error.hpp"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "nsa/nsa.hpp"
-#include "nsa/reference.hpp"
+#include "impl/nsa/nsa.hpp"
+#include "impl/nsa/reference.hpp"
 #include "nsa/generate.h"
 
 namespace popper::nsa::testbed {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "nsa/testbed.hpp"
 #include "popper/binding.hpp"
 #include "popper/error.hpp"

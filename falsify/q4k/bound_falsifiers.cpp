@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "popper/binding.hpp"
-#include "q4k/bandwidth_bound.hpp"
-#include "q4k/q4k.hpp"
+#include "impl/q4k/bandwidth_bound.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace {
 

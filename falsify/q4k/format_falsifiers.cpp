@@ -9,11 +9,11 @@
 #include <functional>
 #include <limits>
 
-#include "accum/accum.hpp"
+#include "impl/accum/accum.hpp"
 #include "popper/binding.hpp"
-#include "q4k/device_q4k.hpp"
-#include "q4k/lib_ggml.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/device_q4k.hpp"
+#include "impl/q4k/lib_ggml.hpp"
+#include "impl/q4k/reference.hpp"
 #include "support.hpp"
 
 namespace {

@@ -3,12 +3,12 @@
 // CUDA compute the Warp32 order exactly), FALSIFY-Q4K-009 (decline contract).
 #include <gtest/gtest.h>
 
-#include "accum/accum.hpp"
-#include "common/device.hpp"
-#include "common/vulkan_runtime.hpp"
+#include "impl/accum/accum.hpp"
+#include "impl/common/device.hpp"
+#include "impl/common/vulkan_runtime.hpp"
 #include "popper/binding.hpp"
-#include "q4k/cpu_q4k.hpp"
-#include "q4k/device_q4k.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "impl/q4k/device_q4k.hpp"
 #include "support.hpp"
 #include "testbed.hpp"
 

@@ -10,11 +10,11 @@
 #include <iterator>
 #include <random>
 
-#include "gguf/gguf.hpp"
-#include "gguf/llama_names.hpp"
+#include "impl/gguf/gguf.hpp"
+#include "impl/gguf/llama_names.hpp"
 #include "popper/binding.hpp"
-#include "q4k/lib_ggml.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/lib_ggml.hpp"
+#include "impl/q4k/reference.hpp"
 #include "testbed.hpp"
 
 namespace {

@@ -8,9 +8,9 @@
 #include <random>
 
 #include "popper/binding.hpp"
-#include "q4k/cpu_q4k.hpp"
-#include "q4k/lib_ggml.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "impl/q4k/lib_ggml.hpp"
+#include "impl/q4k/reference.hpp"
 #include "support.hpp"
 #include "testbed.hpp"
 

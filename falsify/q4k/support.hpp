@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.hpp"
-#include "common/execution.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/common/execution.hpp"
 #include "popper/binding.hpp"
-#include "q4k/cpu_q4k.hpp"
-#include "q4k/q4k.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k::testing {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "accum/accum.hpp"
-#include "q4k/q4k.hpp"
-#include "q4k/reference.hpp"
+#include "impl/accum/accum.hpp"
+#include "impl/q4k/q4k.hpp"
+#include "impl/q4k/reference.hpp"
 
 namespace popper::q4k::testbed {
 

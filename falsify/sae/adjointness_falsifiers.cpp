@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "popper/binding.hpp"
-#include "sae/sae.hpp"
+#include "impl/sae/sae.hpp"
 #include "testbed.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 
 #include "popper/binding.hpp"
 #include "testbed.hpp"
-#include "sae/schur_pcg.hpp"
+#include "impl/sae/schur_pcg.hpp"
 
 namespace {
 using namespace popper::sae;

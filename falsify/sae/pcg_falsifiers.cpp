@@ -12,12 +12,12 @@
 #include <cstdio>
 #include <limits>
 
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 #include "popper/binding.hpp"
-#include "sae/lib_dense_route.hpp"
-#include "sae/reference.hpp"
-#include "sae/row_kernels.hpp"
-#include "sae/schur_pcg.hpp"
+#include "impl/sae/lib_dense_route.hpp"
+#include "impl/sae/reference.hpp"
+#include "impl/sae/row_kernels.hpp"
+#include "impl/sae/schur_pcg.hpp"
 #include "testbed.hpp"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <cmath>
 
 #include "popper/binding.hpp"
-#include "sae/reference.hpp"
-#include "sae/sae.hpp"
+#include "impl/sae/reference.hpp"
+#include "impl/sae/sae.hpp"
 #include "testbed.hpp"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "popper/binding.hpp"
-#include "sae/schur_pcg.hpp"
+#include "impl/sae/schur_pcg.hpp"
 #include "testbed.hpp"
 
 namespace {

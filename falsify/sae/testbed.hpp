@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 #include "popper/binding.hpp"
-#include "sae/row_kernels.hpp"
-#include "sae/sae.hpp"
+#include "impl/sae/row_kernels.hpp"
+#include "impl/sae/sae.hpp"
 
 namespace popper::sae::testbed {
 

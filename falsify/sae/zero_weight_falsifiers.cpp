@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "popper/binding.hpp"
-#include "sae/reference.hpp"
-#include "sae/sae.hpp"
+#include "impl/sae/reference.hpp"
+#include "impl/sae/sae.hpp"
 #include "testbed.hpp"
 
 namespace {

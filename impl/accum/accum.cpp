@@ -1,16 +1,16 @@
 // Accumulation orders (definitions and bounds in accum.hpp). Plain scalar
 // code: the order is the specification, so nothing here may reassociate
 // (the family is built with -ffp-contract=off, no fast-math).
-#include "accum/accum.hpp"
+#include "impl/accum/accum.hpp"
 
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/reference.hpp"
 
 namespace popper::accum {
 namespace {

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "q4k/q4k.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::accum {
 

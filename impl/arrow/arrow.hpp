@@ -25,7 +25,7 @@
 #include <variant>
 #include <vector>
 
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 #include "popper/result.hpp"
 
 namespace popper::arrow {

@@ -21,7 +21,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "arrow/host_device.hpp"
+#include "impl/arrow/host_device.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::arrow {

@@ -1,7 +1,7 @@
 // Greedy first-fit coloring (coloring.hpp). For each row id we remember the
 // classes already holding it, so an atom's forbidden classes are the union
 // over its rows; cost is O(sum |S_a| * classes-per-row).
-#include "arrow/coloring.hpp"
+#include "impl/arrow/coloring.hpp"
 
 #include <algorithm>
 #include <unordered_map>

@@ -10,9 +10,9 @@
 #include <map>
 #include <utility>
 
-#include "arrow/hand_group.hpp"
-#include "arrow/kernels.hpp"
-#include "common/cpu_features.hpp"
+#include "impl/arrow/hand_group.hpp"
+#include "impl/arrow/kernels.hpp"
+#include "impl/common/cpu_features.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::arrow {

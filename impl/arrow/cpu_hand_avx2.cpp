@@ -12,8 +12,8 @@
 // spelling (-Wignored-attributes); the lane type is only ever used in this TU.
 #pragma GCC diagnostic ignored "-Wignored-attributes"
 
-#include "arrow/atom_body.hpp"
-#include "arrow/hand_group.hpp"
+#include "impl/arrow/atom_body.hpp"
+#include "impl/arrow/hand_group.hpp"
 
 namespace popper::arrow {
 

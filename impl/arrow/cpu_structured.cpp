@@ -4,8 +4,8 @@
 // image of the CUDA body.
 #include <algorithm>
 
-#include "arrow/atom_body.hpp"
-#include "arrow/kernels.hpp"
+#include "impl/arrow/atom_body.hpp"
+#include "impl/arrow/kernels.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::arrow {

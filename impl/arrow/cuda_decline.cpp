@@ -1,5 +1,5 @@
 // Without a CUDA build the device entry always declines (the CPU serves).
-#include "arrow/kernels.hpp"
+#include "impl/arrow/kernels.hpp"
 
 #if !POPPER_HAVE_CUDA
 namespace popper::arrow {

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <limits>
 
-#include "arrow/atom_body.hpp"
-#include "arrow/kernels.hpp"
+#include "impl/arrow/atom_body.hpp"
+#include "impl/arrow/kernels.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::arrow {

@@ -17,7 +17,7 @@ if(POPPER_HAVE_CUDA)
   add_custom_command(
     OUTPUT ${POPPER_ARROW_PTXAS_LOG}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/arrow
-    COMMAND sh -c "'${CMAKE_CUDA_COMPILER}' -std=c++20 -O3 --fmad=false -arch=sm_${POPPER_ARROW_PTXAS_ARCH} -I'${PROJECT_SOURCE_DIR}/impl' -I'${PROJECT_SOURCE_DIR}/harness/include' -DPOPPER_HAVE_CUDA=1 -Xptxas -v -c '${CMAKE_CURRENT_LIST_DIR}/cuda/batched_k1.cu' -o '${PROJECT_BINARY_DIR}/arrow/ptxas_batched_k1.o' > '${POPPER_ARROW_PTXAS_LOG}' 2>&1"
+    COMMAND sh -c "'${CMAKE_CUDA_COMPILER}' -std=c++20 -O3 --fmad=false -arch=sm_${POPPER_ARROW_PTXAS_ARCH} -I'${PROJECT_SOURCE_DIR}' -I'${PROJECT_SOURCE_DIR}/harness/include' -DPOPPER_HAVE_CUDA=1 -Xptxas -v -c '${CMAKE_CURRENT_LIST_DIR}/cuda/batched_k1.cu' -o '${PROJECT_BINARY_DIR}/arrow/ptxas_batched_k1.o' > '${POPPER_ARROW_PTXAS_LOG}' 2>&1"
     DEPENDS ${CMAKE_CURRENT_LIST_DIR}/cuda/batched_k1.cu ${CMAKE_CURRENT_LIST_DIR}/atom_body.hpp
     COMMENT "ptxas -v resource usage of the arrow batched K=1 kernel"
     VERBATIM)

@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
-#include "arrow/arrow.hpp"
-#include "arrow/pack.hpp"
-#include "common/cpu_features.hpp"
+#include "impl/arrow/arrow.hpp"
+#include "impl/arrow/pack.hpp"
+#include "impl/common/cpu_features.hpp"
 
 namespace popper::arrow {
 
@@ -94,4 +94,4 @@ void run_partitioned(std::span<const double> cost, unsigned threads, Fn&& fn);
 
 }  // namespace popper::arrow
 
-#include "arrow/partition.inl"
+#include "impl/arrow/partition.inl"

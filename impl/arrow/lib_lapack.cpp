@@ -7,7 +7,7 @@
 
 #include <lapacke.h>
 
-#include "arrow/kernels.hpp"
+#include "impl/arrow/kernels.hpp"
 
 namespace popper::arrow::lapack {
 

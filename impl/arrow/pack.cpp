@@ -1,6 +1,6 @@
 // Dimension checks and the CSR pack (pack.hpp). Every check runs before any
 // numerical work, and names the atom index and the field.
-#include "arrow/pack.hpp"
+#include "impl/arrow/pack.hpp"
 
 #include <string>
 

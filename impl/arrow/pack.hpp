@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "arrow/arrow.hpp"
+#include "impl/arrow/arrow.hpp"
 
 namespace popper::arrow {
 

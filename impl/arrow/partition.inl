@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 
 namespace popper::arrow {
 

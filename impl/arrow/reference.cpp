@@ -8,7 +8,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 
-#include "arrow/kernels.hpp"
+#include "impl/arrow/kernels.hpp"
 
 namespace popper::arrow::reference {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "arrow/kernels.hpp"
-#include "common/device.hpp"
+#include "impl/arrow/kernels.hpp"
+#include "impl/common/device.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -1,5 +1,5 @@
 // CPU features through the compiler's cpuid builtins (cpu_features.hpp).
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 
 #include <atomic>
 #include <cstdlib>

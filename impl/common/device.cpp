@@ -1,4 +1,4 @@
-#include "common/device.hpp"
+#include "impl/common/device.hpp"
 
 #if POPPER_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -17,7 +17,7 @@
 // claim a slot of a later job. `done` counts finished slots; the caller
 // returns when done == slots. Workers spin briefly for the next job, then
 // sleep in std::atomic::wait (a futex on Linux).
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 
 #include <immintrin.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Vulkan compute runtime (vulkan_runtime.hpp). The loader is opened with
 // dlopen and every entry point is fetched through vkGetInstanceProcAddr /
 // vkGetDeviceProcAddr (VK_NO_PROTOTYPES), so nothing links libvulkan.
-#include "common/vulkan_runtime.hpp"
+#include "impl/common/vulkan_runtime.hpp"
 
 #include <dlfcn.h>
 

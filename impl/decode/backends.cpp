@@ -7,15 +7,15 @@
 #include <filesystem>
 #include <map>
 
-#include "common/device.hpp"
-#include "common/vulkan_runtime.hpp"
-#include "decode/forward.hpp"
-#include "decode/lib_llama.hpp"
-#include "fused/fused.hpp"
+#include "impl/common/device.hpp"
+#include "impl/common/vulkan_runtime.hpp"
+#include "impl/decode/forward.hpp"
+#include "impl/decode/lib_llama.hpp"
+#include "impl/fused/fused.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/cpu_q4k.hpp"
-#include "q4k/device_q4k.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "impl/q4k/device_q4k.hpp"
 
 namespace popper::decode {
 

@@ -1,12 +1,12 @@
 // Drift against depth (drift.hpp): measurement, fits, CSV and SVG.
-#include "decode/drift.hpp"
+#include "impl/decode/drift.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "decode/forward.hpp"
-#include "decode/parity.hpp"
+#include "impl/decode/forward.hpp"
+#include "impl/decode/parity.hpp"
 #include "popper/error.hpp"
 
 namespace popper::decode {

@@ -1,13 +1,13 @@
 // The decode forward (model.hpp's formula), one token at a time over a KV
 // cache, on whatever operations a backend supplies (forward.hpp).
-#include "decode/forward.hpp"
+#include "impl/decode/forward.hpp"
 
 #include <algorithm>
 #include <string>
 
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/reference.hpp"
 
 namespace popper::decode {
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "accum/accum.hpp"
-#include "decode/model.hpp"
+#include "impl/accum/accum.hpp"
+#include "impl/decode/model.hpp"
 
 namespace popper::decode {
 

@@ -1,16 +1,16 @@
 // popper's C++ API over libllama (lib_llama.hpp). Compiled as stubs that
 // report "requires ggml" when cmake/PopperGgml.cmake did not find the packages.
-#include "decode/lib_llama.hpp"
+#include "impl/decode/lib_llama.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 
-#include "common/device.hpp"
-#include "common/vulkan_runtime.hpp"
+#include "impl/common/device.hpp"
+#include "impl/common/vulkan_runtime.hpp"
 #include "popper/error.hpp"
-#include "q4k/lib_ggml.hpp"
+#include "impl/q4k/lib_ggml.hpp"
 
 #if POPPER_HAVE_GGML
 #include <ggml-backend.h>

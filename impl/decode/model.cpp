@@ -1,11 +1,11 @@
 // The canary model: dimension rules, deterministic weights, faults (model.hpp).
-#include "decode/model.hpp"
+#include "impl/decode/model.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <string>
 
-#include "decode/model.hpp"
-#include "gguf/gguf.hpp"
-#include "gguf/llama_names.hpp"
+#include "impl/decode/model.hpp"
+#include "impl/gguf/gguf.hpp"
+#include "impl/gguf/llama_names.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <vector>
 
-#include "common/parallel.hpp"
-#include "decode/forward.hpp"
-#include "fused/fused.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/decode/forward.hpp"
+#include "impl/fused/fused.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/reference.hpp"
+#include "impl/q4k/reference.hpp"
 
 namespace popper::decode {
 

@@ -1,6 +1,6 @@
 // The parity gate (parity.hpp): agreement of logits, the selection rule, and
 // a gate run over the backends of forward.hpp.
-#include "decode/parity.hpp"
+#include "impl/decode/parity.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "decode/forward.hpp"
+#include "impl/decode/forward.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "decode/model.hpp"
+#include "impl/decode/model.hpp"
 
 namespace popper::decode {
 

@@ -1,8 +1,8 @@
 // BF16 storage (contract bf16_conversion): FP32 -> BF16 round to nearest even
 // on the integer bits, NaN kept NaN (quieted); BF16 -> FP32 exact. The
 // AVX512-BF16 path (vcvtne2ps2bf16) lives in cpu_bf16_avx512bf16.cpp.
-#include "common/cpu_features.hpp"
-#include "fused/driver.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/fused/driver.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::fused {

@@ -3,8 +3,8 @@
 #include <new>
 #include <string>
 
-#include "common/cpu_features.hpp"
-#include "fused/driver.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/fused/driver.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/parallel.hpp"
-#include "fused/driver.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/fused/driver.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

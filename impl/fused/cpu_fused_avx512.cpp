@@ -9,15 +9,15 @@
 #endif
 #include <immintrin.h>
 
-#include "fused/cpu_kernels.hpp"
+#include "impl/fused/cpu_kernels.hpp"
 
 namespace popper::fused::detail {
 namespace {
 #define POPPER_FUSED_ISA_LEVEL 5
-#include "fused/simd.inl"
-#include "fused/ce_body.inl"
-#include "fused/norm_body.inl"
-#include "fused/attention_body.inl"
+#include "impl/fused/simd.inl"
+#include "impl/fused/ce_body.inl"
+#include "impl/fused/norm_body.inl"
+#include "impl/fused/attention_body.inl"
 #undef POPPER_FUSED_ISA_LEVEL
 }  // namespace
 

@@ -2,15 +2,15 @@
 // baseline x86-64 target; no FMA is assumed (vfma is a multiply and an add).
 #include <cstdint>
 
-#include "fused/cpu_kernels.hpp"
+#include "impl/fused/cpu_kernels.hpp"
 
 namespace popper::fused::detail {
 namespace {
 #define POPPER_FUSED_ISA_LEVEL 0
-#include "fused/simd.inl"
-#include "fused/ce_body.inl"
-#include "fused/norm_body.inl"
-#include "fused/attention_body.inl"
+#include "impl/fused/simd.inl"
+#include "impl/fused/ce_body.inl"
+#include "impl/fused/norm_body.inl"
+#include "impl/fused/attention_body.inl"
 #undef POPPER_FUSED_ISA_LEVEL
 }  // namespace
 

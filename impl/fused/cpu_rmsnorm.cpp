@@ -10,8 +10,8 @@
 // depend on the thread count.
 #include <algorithm>
 
-#include "common/parallel.hpp"
-#include "fused/driver.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/fused/driver.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::fused {

@@ -2,8 +2,8 @@
 // applied to all Hq query heads and Hkv key heads; backward = inverse rotation.
 #include <cmath>
 
-#include "common/parallel.hpp"
-#include "fused/driver.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/fused/driver.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::fused {

@@ -1,8 +1,8 @@
 // Fused SwiGLU driver (contract swiglu): h = silu(g) u; the backward writes
 // d_gate over g and d_up over u, allocating nothing. Elements are independent,
 // split over workers in whole rows.
-#include "common/parallel.hpp"
-#include "fused/driver.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/fused/driver.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::fused {

@@ -1,5 +1,5 @@
 // Without a CUDA build every fused device launcher declines (the CPU serves).
-#include "fused/cuda_launch.hpp"
+#include "impl/fused/cuda_launch.hpp"
 
 #if !POPPER_HAVE_CUDA
 namespace popper::fused::cuda_launch {

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/device.hpp"
-#include "fused/cuda_launch.hpp"
-#include "fused/driver.hpp"
-#include "fused/reference.hpp"
+#include "impl/common/device.hpp"
+#include "impl/fused/cuda_launch.hpp"
+#include "impl/fused/driver.hpp"
+#include "impl/fused/reference.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::fused::cuda {

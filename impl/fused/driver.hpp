@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "fused/cpu_kernels.hpp"
-#include "fused/fused.hpp"
+#include "impl/fused/cpu_kernels.hpp"
+#include "impl/fused/fused.hpp"
 
 namespace popper::fused::detail {
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 
 namespace popper::fused {
 

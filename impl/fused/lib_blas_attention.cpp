@@ -9,9 +9,9 @@
 // do not multiply.
 #include <algorithm>
 
-#include "common/parallel.hpp"
-#include "fused/driver.hpp"
-#include "gemm/lib_blas.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/fused/driver.hpp"
+#include "impl/gemm/lib_blas.hpp"
 
 namespace popper::fused::separate {
 namespace {

@@ -1,12 +1,12 @@
 // FP64 reference of the fused kernels: each step separate, plain loops.
-#include "fused/reference.hpp"
+#include "impl/fused/reference.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "fused/driver.hpp"
+#include "impl/fused/driver.hpp"
 
 namespace popper::fused::reference {
 

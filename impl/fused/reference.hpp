@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "fused/fused.hpp"
+#include "impl/fused/fused.hpp"
 
 namespace popper::fused::reference {
 

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <vector>
 
-#include "common/parallel.hpp"
-#include "fused/driver.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/fused/driver.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::fused {

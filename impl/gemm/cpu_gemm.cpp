@@ -21,7 +21,7 @@
 // is fixed by KC alone (cpu_gemm_blocking.hpp), so the result does not depend
 // on the thread count; the thread count itself is chosen from the problem
 // size, so that a product too small to amortize a team wake-up runs on one.
-#include "gemm/cpu_gemm.hpp"
+#include "impl/gemm/cpu_gemm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "common/parallel.hpp"
-#include "gemm/cpu_gemm_blocking.hpp"
-#include "gemm/cpu_gemm_kernels.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/gemm/cpu_gemm_blocking.hpp"
+#include "impl/gemm/cpu_gemm_kernels.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -16,8 +16,8 @@
 #pragma once
 #include <span>
 
-#include "common/cpu_features.hpp"
-#include "gemm/gemm.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/gemm/gemm.hpp"
 
 namespace popper::gemm::cpu {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "gemm/cpu_gemm_kernels.hpp"
+#include "impl/gemm/cpu_gemm_kernels.hpp"
 
 namespace popper::gemm::cpu::detail {
 namespace {
@@ -46,7 +46,7 @@ struct VecF64 {
   static void maskstore(double* p, mask m, reg v) { _mm256_maskstore_pd(p, m, v); }
 };
 
-#include "gemm/cpu_gemm_ukernel.inl"
+#include "impl/gemm/cpu_gemm_ukernel.inl"
 
 }  // namespace
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "gemm/cpu_gemm_kernels.hpp"
+#include "impl/gemm/cpu_gemm_kernels.hpp"
 
 namespace popper::gemm::cpu::detail {
 namespace {
@@ -49,7 +49,7 @@ struct VecF64 {
   static void maskstore(double* p, mask m, reg v) { _mm512_mask_storeu_pd(p, m, v); }
 };
 
-#include "gemm/cpu_gemm_ukernel.inl"
+#include "impl/gemm/cpu_gemm_ukernel.inl"
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // Cache sizes and the analytical blocking (cpu_gemm_blocking.hpp).
-#include "gemm/cpu_gemm_blocking.hpp"
+#include "impl/gemm/cpu_gemm_blocking.hpp"
 
 #include <unistd.h>
 

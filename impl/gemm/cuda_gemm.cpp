@@ -4,16 +4,16 @@
 // Row-major operands are handed to column-major cuBLAS as the transposed
 // problem over the same memory:  C^T = op(B)^T op(A)^T, i.e.
 //   cublas(op_b, op_a, n, m, k, alpha, B, ldb, A, lda, beta, C, ldc).
-#include "gemm/cuda_gemm.hpp"
+#include "impl/gemm/cuda_gemm.hpp"
 
 #include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "common/device.hpp"
-#include "gemm/cpu_gemm.hpp"
-#include "gemm/reference.hpp"
+#include "impl/common/device.hpp"
+#include "impl/gemm/cpu_gemm.hpp"
+#include "impl/gemm/reference.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 
@@ -21,7 +21,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "gemm/cuda/hand_gemm_launch.hpp"
+#include "impl/gemm/cuda/hand_gemm_launch.hpp"
 #endif
 
 namespace popper::gemm::cuda {

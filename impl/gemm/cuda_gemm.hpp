@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <span>
 
-#include "gemm/gemm.hpp"
+#include "impl/gemm/gemm.hpp"
 
 namespace popper::gemm::cuda {
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "gemm/gemm.hpp"
+#include "impl/gemm/gemm.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

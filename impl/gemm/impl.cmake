@@ -14,7 +14,7 @@ if(POPPER_HAVE_CUDA)
     OUTPUT ${_gemm_ptxas_log}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/gemm
     COMMAND ${CMAKE_CUDA_COMPILER} -O3 -arch=sm_${_gemm_arch} -Xptxas -v
-            -I${CMAKE_CURRENT_SOURCE_DIR} -DPOPPER_HAVE_CUDA=1
+            -I${PROJECT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/harness/include -DPOPPER_HAVE_CUDA=1
             -c ${_gemm_hand_cu} -o ${PROJECT_BINARY_DIR}/gemm/hand_gemm_ptxas.o
             > ${_gemm_ptxas_log} 2>&1
     DEPENDS ${_gemm_hand_cu} ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm_launch.hpp

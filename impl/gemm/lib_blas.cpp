@@ -2,9 +2,9 @@
 //   C = alpha * op(A) * op(B) + beta * C
 // Row-major is passed as CblasRowMajor (no copies, no transposition by hand);
 // op(X) maps to CblasTrans. Arguments are checked before the library is called.
-#include "gemm/lib_blas.hpp"
+#include "impl/gemm/lib_blas.hpp"
 
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 #include "popper/mutant.hpp"
 
 #include <cblas.h>

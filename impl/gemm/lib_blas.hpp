@@ -15,7 +15,7 @@
 #include <span>
 #include <string>
 
-#include "gemm/gemm.hpp"
+#include "impl/gemm/gemm.hpp"
 
 namespace popper::gemm {
 

@@ -1,7 +1,7 @@
 // Reference GEMM: the obviously-correct triple loop, wide accumulation.
 //   C[i][j] = alpha * sum_p op(A)[i][p] * op(B)[p][j] + beta * C[i][j]
 // beta == 0: C[i][j] is assigned, never read (NaN/Inf in C do not propagate).
-#include "gemm/reference.hpp"
+#include "impl/gemm/reference.hpp"
 
 namespace popper::gemm::reference {
 namespace {

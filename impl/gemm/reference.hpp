@@ -9,7 +9,7 @@
 #pragma once
 #include <span>
 
-#include "gemm/gemm.hpp"
+#include "impl/gemm/gemm.hpp"
 
 namespace popper::gemm::reference {
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "gguf/gguf.hpp"
+#include "impl/gguf/gguf.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

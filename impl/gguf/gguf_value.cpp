@@ -2,7 +2,7 @@
 #include <limits>
 #include <string>
 
-#include "gguf/gguf.hpp"
+#include "impl/gguf/gguf.hpp"
 #include "popper/error.hpp"
 
 namespace popper::gguf {

@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-#include "gguf/gguf.hpp"
+#include "impl/gguf/gguf.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

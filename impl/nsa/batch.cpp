@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -13,9 +13,9 @@
 #include <memory>
 #include <vector>
 
-#include "common/parallel.hpp"
-#include "nsa/cpu_selection_kernels.hpp"
-#include "nsa/nsa.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/nsa/cpu_selection_kernels.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

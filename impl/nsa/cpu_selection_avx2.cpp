@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "nsa/cpu_selection_kernels.hpp"
+#include "impl/nsa/cpu_selection_kernels.hpp"
 
 namespace popper::nsa::detail {
 

@@ -8,13 +8,13 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include "nsa/cpu_selection_kernels.hpp"
+#include "impl/nsa/cpu_selection_kernels.hpp"
 
 #define POPPER_NSA_AVX512_NS avx512_impl
 namespace popper::nsa::detail::avx512_impl {
 constexpr bool kBf16Dot = false;
 }
-#include "nsa/cpu_selection_avx512.inl"
+#include "impl/nsa/cpu_selection_avx512.inl"
 
 namespace popper::nsa::detail {
 void row_avx512(const RowTask& t, const KernelParams& kp, float* scratch) { avx512_impl::row(t, kp, scratch); }

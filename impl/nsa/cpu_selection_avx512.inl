@@ -15,7 +15,7 @@
 #include <cmath>
 #include <limits>
 
-#include "nsa/cpu_selection_kernels.hpp"
+#include "impl/nsa/cpu_selection_kernels.hpp"
 
 namespace popper::nsa::detail::POPPER_NSA_AVX512_NS {
 

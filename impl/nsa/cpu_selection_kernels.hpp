@@ -12,7 +12,7 @@
 #pragma once
 #include <cstdint>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 
 namespace popper::nsa::detail {
 

@@ -3,9 +3,9 @@
 // usable and the shape is admitted, and otherwise declines: the CPU hand
 // kernel serves the call with identical results and the reason is returned
 // (a decline is never evidence for the device).
-#include "common/device.hpp"
-#include "nsa/cuda_selection.hpp"
-#include "nsa/nsa.hpp"
+#include "impl/common/device.hpp"
+#include "impl/nsa/cuda_selection.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::nsa {

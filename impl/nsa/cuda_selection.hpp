@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 
 namespace popper::nsa::detail {
 

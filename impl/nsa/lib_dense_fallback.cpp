@@ -13,10 +13,10 @@
 #include <limits>
 #include <vector>
 
-#include "common/parallel.hpp"
-#include "gemm/lib_blas.hpp"
-#include "nsa/cpu_selection_kernels.hpp"
-#include "nsa/nsa.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/gemm/lib_blas.hpp"
+#include "impl/nsa/cpu_selection_kernels.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

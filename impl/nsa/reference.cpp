@@ -1,5 +1,5 @@
 // FP64 reference of NSA selection attention and of the selection rule (reference.hpp).
-#include "nsa/reference.hpp"
+#include "impl/nsa/reference.hpp"
 
 #include <algorithm>
 #include <cmath>

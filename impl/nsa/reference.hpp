@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 
 namespace popper::nsa::reference {
 

@@ -14,7 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <string>
 
-#include "common/parallel.hpp"
-#include "nsa/nsa.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

@@ -7,7 +7,7 @@
 // the sequence end, after the query, or listed twice is an error naming it.
 #include <string>
 
-#include "nsa/nsa.hpp"
+#include "impl/nsa/nsa.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

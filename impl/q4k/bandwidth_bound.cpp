@@ -1,12 +1,12 @@
 // Bandwidth-bound verdict (bandwidth_bound.hpp).
-#include "q4k/bandwidth_bound.hpp"
+#include "impl/q4k/bandwidth_bound.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
 #include "popper/mutant.hpp"
-#include "q4k/q4k.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k {
 

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <string>
 
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/cpu_q4k.hpp"
-#include "q4k/cpu_q4k_kernels.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "impl/q4k/cpu_q4k_kernels.hpp"
 
 namespace popper::q4k::cpu {
 namespace {

@@ -4,7 +4,7 @@
 // are accumulated in FP64 with d*s_b (the mins likewise): one reduction per row.
 #include <immintrin.h>
 
-#include "q4k/cpu_q4k_kernels.hpp"
+#include "impl/q4k/cpu_q4k_kernels.hpp"
 
 namespace popper::q4k::cpu::detail {
 namespace {

@@ -2,7 +2,7 @@
 // and the AVX-512 dequantization. Called only after the CPU check.
 #define POPPER_Q4K_VNNI 0
 #define POPPER_Q4K_ROWS_FN gemv_rows_avx512
-#include "q4k/cpu_gemv_avx512.inl"
+#include "impl/q4k/cpu_gemv_avx512.inl"
 
 namespace popper::q4k::cpu::detail {
 

@@ -18,7 +18,7 @@
 
 #include <cstring>
 
-#include "q4k/cpu_q4k_kernels.hpp"
+#include "impl/q4k/cpu_q4k_kernels.hpp"
 
 namespace popper::q4k::cpu::detail {
 namespace {

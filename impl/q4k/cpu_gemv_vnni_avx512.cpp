@@ -2,7 +2,7 @@
 // Compiled with -mavx512vnni (impl/q4k/impl.cmake); called only when the CPU has it.
 #define POPPER_Q4K_VNNI 1
 #define POPPER_Q4K_ROWS_FN gemv_rows_avx512_vnni
-#include "q4k/cpu_gemv_avx512.inl"
+#include "impl/q4k/cpu_gemv_avx512.inl"
 
 namespace popper::q4k::cpu::detail {
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.hpp"
-#include "q4k/q4k.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k::cpu {
 

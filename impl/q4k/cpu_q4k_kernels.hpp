@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "q4k/q4k.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k::cpu::detail {
 

@@ -3,15 +3,15 @@
 // hand CPU kernel; sizes are checked first either way.
 #include <string>
 
-#include "common/device.hpp"
+#include "impl/common/device.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/device_q4k.hpp"
+#include "impl/q4k/device_q4k.hpp"
 
 #if POPPER_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "q4k/cuda/gemv_q4k_launch.hpp"
+#include "impl/q4k/cuda/gemv_q4k_launch.hpp"
 #endif
 
 namespace popper::q4k {

@@ -14,9 +14,9 @@
 #include <memory>
 #include <span>
 
-#include "common/execution.hpp"
-#include "q4k/cpu_q4k.hpp"
-#include "q4k/q4k.hpp"
+#include "impl/common/execution.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k {
 

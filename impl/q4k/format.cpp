@@ -5,7 +5,7 @@
 
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/q4k.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k {
 

@@ -1,6 +1,6 @@
 // popper's C++ API over ggml (lib_ggml.hpp). Compiled as stubs that report
 // "requires ggml" when cmake/PopperGgml.cmake did not find the packages.
-#include "q4k/lib_ggml.hpp"
+#include "impl/q4k/lib_ggml.hpp"
 
 #include <algorithm>
 #include <cstdio>

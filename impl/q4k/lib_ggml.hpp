@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "gguf/gguf.hpp"
-#include "q4k/q4k.hpp"
+#include "impl/gguf/gguf.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k::ggml {
 

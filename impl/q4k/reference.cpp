@@ -15,14 +15,14 @@
 //     to x_i (ties to the smaller code): optimal for the stored scales.
 // Unweighted least squares throughout (ggml's reference quantizer weights the
 // error by |x_i| + rms(x)); both are compared in FALSIFY-Q4K-008.
-#include "q4k/reference.hpp"
+#include "impl/q4k/reference.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 

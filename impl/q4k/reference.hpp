@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "q4k/q4k.hpp"
+#include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k::reference {
 

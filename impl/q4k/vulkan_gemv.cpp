@@ -4,10 +4,10 @@
 #include <array>
 #include <mutex>
 
-#include "common/vulkan_runtime.hpp"
+#include "impl/common/vulkan_runtime.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
-#include "q4k/device_q4k.hpp"
+#include "impl/q4k/device_q4k.hpp"
 
 namespace popper::q4k {
 namespace {

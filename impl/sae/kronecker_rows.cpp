@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "sae/row_kernels.hpp"
-#include "sae/sae.hpp"
+#include "impl/sae/row_kernels.hpp"
+#include "impl/sae/sae.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::sae {

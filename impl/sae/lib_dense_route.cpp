@@ -1,5 +1,5 @@
 // Dense route (see lib_dense_route.hpp): CBLAS/LAPACKE on the explicit matrix.
-#include "sae/lib_dense_route.hpp"
+#include "impl/sae/lib_dense_route.hpp"
 
 #include <cblas.h>
 #include <lapacke.h>

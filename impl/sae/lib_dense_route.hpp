@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "sae/schur_pcg.hpp"
+#include "impl/sae/schur_pcg.hpp"
 
 namespace popper::sae::dense_route {
 

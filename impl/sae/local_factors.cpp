@@ -8,7 +8,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 
-#include "sae/sae.hpp"
+#include "impl/sae/sae.hpp"
 
 namespace popper::sae {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sae/row_pool.hpp"
-#include "sae/schur_pcg.hpp"
+#include "impl/sae/row_pool.hpp"
+#include "impl/sae/schur_pcg.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::sae {

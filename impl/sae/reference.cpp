@@ -1,5 +1,5 @@
 // Dense Eigen oracle for the SAE Kronecker operator (see reference.hpp).
-#include "sae/reference.hpp"
+#include "impl/sae/reference.hpp"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Dense>

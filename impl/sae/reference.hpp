@@ -7,7 +7,7 @@
 #pragma once
 #include <Eigen/Core>
 
-#include "sae/sae.hpp"
+#include "impl/sae/sae.hpp"
 
 namespace popper::sae::reference {
 

@@ -1,5 +1,5 @@
 // Portable row kernels and the dispatch per ISA (see row_kernels.hpp).
-#include "sae/row_kernels.hpp"
+#include "impl/sae/row_kernels.hpp"
 
 #include "popper/mutant.hpp"
 

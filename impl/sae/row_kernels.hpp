@@ -8,7 +8,7 @@
 #pragma once
 #include <cstddef>
 
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 
 namespace popper::sae {
 

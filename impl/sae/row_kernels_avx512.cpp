@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "sae/row_kernels.hpp"
+#include "impl/sae/row_kernels.hpp"
 
 namespace popper::sae {
 

@@ -1,10 +1,10 @@
 // RowThreadPool over parallel::run (row_pool.hpp): the caller is worker 0,
 // the persistent OpenMP team supplies the rest; one worker runs inline.
-#include "sae/row_pool.hpp"
+#include "impl/sae/row_pool.hpp"
 
 #include <algorithm>
 
-#include "common/parallel.hpp"
+#include "impl/common/parallel.hpp"
 
 namespace popper::sae {
 

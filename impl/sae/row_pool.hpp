@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <functional>
 
-#include "common/cpu_features.hpp"
+#include "impl/common/cpu_features.hpp"
 
 namespace popper::sae {
 

@@ -22,8 +22,8 @@
 #include <span>
 #include <vector>
 
-#include "common/cpu_features.hpp"
-#include "sae/sae.hpp"
+#include "impl/common/cpu_features.hpp"
+#include "impl/sae/sae.hpp"
 
 namespace popper::sae {
 

@@ -3,7 +3,7 @@
 //   u = J_b,i x (gather); w = L_i u; v = A_i^{-1} w (R_i R_i^T); u -= L_i^T v; y += J_b,i^T u (scatter).
 #include <string>
 
-#include "sae/sae.hpp"
+#include "impl/sae/sae.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::sae {

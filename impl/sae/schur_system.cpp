@@ -4,10 +4,10 @@
 #include <cmath>
 #include <string>
 
-#include "common/parallel.hpp"
-#include "sae/row_kernels.hpp"
-#include "sae/row_pool.hpp"
-#include "sae/schur_pcg.hpp"
+#include "impl/common/parallel.hpp"
+#include "impl/sae/row_kernels.hpp"
+#include "impl/sae/row_pool.hpp"
+#include "impl/sae/schur_pcg.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::sae {

@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "arrow/atom_body.hpp"
-#include "arrow/kernels.hpp"
-#include "common/device.hpp"
+#include "impl/arrow/atom_body.hpp"
+#include "impl/arrow/kernels.hpp"
+#include "impl/common/device.hpp"
 
 namespace popper::arrow {
 

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "fused/cuda_launch.hpp"
+#include "impl/fused/cuda_launch.hpp"
 
 namespace popper::fused::cuda_launch {
 namespace {

@@ -10,7 +10,7 @@
 // (impl/gemm/impl.cmake) and checked by FALSIFY-GEMM-011.
 #include <cuda_runtime.h>
 
-#include "gemm/cuda/hand_gemm_launch.hpp"
+#include "impl/gemm/cuda/hand_gemm_launch.hpp"
 
 namespace popper::gemm::cuda::detail {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "nsa/cuda_selection.hpp"
+#include "impl/nsa/cuda_selection.hpp"
 
 namespace popper::nsa::detail {
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "q4k/cuda/gemv_q4k_launch.hpp"
+#include "impl/q4k/cuda/gemv_q4k_launch.hpp"
 
 namespace popper::q4k::cuda::detail {
 namespace {
