@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "popper/bench/check.hpp"
-#include "popper/bench/interval.hpp"
+#include "bench/check.hpp"
+#include "bench/interval.hpp"
 
 namespace pb = popper::bench;
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "popper/bench/csv.hpp"
+#include "bench/csv.hpp"
 
 namespace pb = popper::bench;
 

@@ -2,12 +2,12 @@
 #include <cstdio>
 #include <gtest/gtest.h>
 
-#include "popper/bench/claims.hpp"
-#include "popper/bench/family.hpp"
-#include "popper/bench/gate.hpp"
-#include "popper/bench/ingest.hpp"
-#include "popper/bench/interval.hpp"
-#include "popper/bench/report.hpp"
+#include "bench/claims.hpp"
+#include "bench/family.hpp"
+#include "bench/gate.hpp"
+#include "bench/ingest.hpp"
+#include "bench/interval.hpp"
+#include "bench/report.hpp"
 #include "popper/error.hpp"
 
 namespace pb = popper::bench;

@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "popper/bench/csv.hpp"
-#include "popper/bench/merge.hpp"
+#include "bench/csv.hpp"
+#include "bench/merge.hpp"
 #include "popper/error.hpp"
 
 namespace pb = popper::bench;

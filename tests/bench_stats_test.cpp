@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "popper/bench/stats.hpp"
+#include "bench/stats.hpp"
 #include "popper/error.hpp"
 
 namespace pb = popper::bench;

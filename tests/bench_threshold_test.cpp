@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
-#include "popper/bench/threshold.hpp"
+#include "bench/threshold.hpp"
 
 namespace pb = popper::bench;
 

@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "popper/bench/family.hpp"
-#include "popper/bench/process.hpp"
+#include "bench/family.hpp"
+#include "bench/process.hpp"
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "commands.hpp"
-#include "popper/bench/machine.hpp"
-#include "popper/bench/peak.hpp"
-#include "popper/bench/vendors.hpp"
+#include "bench/machine.hpp"
+#include "bench/peak.hpp"
+#include "bench/vendors.hpp"
 #include "popper/error.hpp"
 
 namespace popper::cli {

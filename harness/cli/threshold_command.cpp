@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "popper/bench/csv.hpp"
-#include "popper/bench/family.hpp"
-#include "popper/bench/threshold.hpp"
+#include "bench/csv.hpp"
+#include "bench/family.hpp"
+#include "bench/threshold.hpp"
 #include "popper/io.hpp"
 
 namespace popper::cli {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "popper/bench/process.hpp"
+#include "bench/process.hpp"
 #include "popper/binding.hpp"
 #include "popper/error.hpp"
 #include "popper/scaffold.hpp"

@@ -1,5 +1,5 @@
 // Regression classification; rules in check.hpp.
-#include "popper/bench/check.hpp"
+#include "bench/check.hpp"
 
 #include <unistd.h>
 
@@ -12,9 +12,9 @@
 #include <utility>
 #include <sstream>
 
-#include "popper/bench/interval.hpp"
-#include "popper/bench/stats.hpp"
-#include "popper/bench/vendors.hpp"
+#include "bench/interval.hpp"
+#include "bench/stats.hpp"
+#include "bench/vendors.hpp"
 
 namespace popper::bench {
 

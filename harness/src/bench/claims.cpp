@@ -1,5 +1,5 @@
 // Contract `benchmarks` claims evaluated on a bench table (rules in claims.hpp).
-#include "popper/bench/claims.hpp"
+#include "bench/claims.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "popper/bench/interval.hpp"
-#include "popper/bench/report.hpp"
+#include "bench/interval.hpp"
+#include "bench/report.hpp"
 #include "popper/io.hpp"
 
 namespace popper::bench {

@@ -1,5 +1,5 @@
 // The interleaved three-tier run behind `popper bench compare` (compare.hpp).
-#include "popper/bench/compare.hpp"
+#include "bench/compare.hpp"
 
 
 #include <stdlib.h>
@@ -13,9 +13,9 @@
 #include <set>
 #include <sstream>
 
-#include "popper/bench/ingest.hpp"
-#include "popper/bench/process.hpp"
-#include "popper/bench/vendors.hpp"
+#include "bench/ingest.hpp"
+#include "bench/process.hpp"
+#include "bench/vendors.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {

@@ -1,5 +1,5 @@
 // Bench CSV writer/reader; schema in csv.hpp and baselines/README.md.
-#include "popper/bench/csv.hpp"
+#include "bench/csv.hpp"
 #include "popper/io.hpp"
 
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "popper/bench/stats.hpp"
+#include "bench/stats.hpp"
 
 namespace popper::bench {
 namespace {

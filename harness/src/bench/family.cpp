@@ -1,5 +1,5 @@
 // family.yaml reader (schema in family.hpp and baselines/README.md).
-#include "popper/bench/family.hpp"
+#include "bench/family.hpp"
 
 #include <yaml-cpp/yaml.h>
 

@@ -1,5 +1,5 @@
 // Callgrind instruction-count gate (gate.hpp).
-#include "popper/bench/gate.hpp"
+#include "bench/gate.hpp"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "popper/bench/ingest.hpp"
-#include "popper/bench/machine.hpp"
-#include "popper/bench/process.hpp"
+#include "bench/ingest.hpp"
+#include "bench/machine.hpp"
+#include "bench/process.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
 

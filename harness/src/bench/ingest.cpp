@@ -1,5 +1,5 @@
 // Google Benchmark JSON and ceiling CSV -> BenchRow (see ingest.hpp).
-#include "popper/bench/ingest.hpp"
+#include "bench/ingest.hpp"
 
 #include <charconv>
 #include <sstream>

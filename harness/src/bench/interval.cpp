@@ -1,5 +1,5 @@
 // Trial-aware bootstrap intervals, t tests, Holm and power (interval.hpp).
-#include "popper/bench/interval.hpp"
+#include "bench/interval.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "popper/bench/stats.hpp"
+#include "bench/stats.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {

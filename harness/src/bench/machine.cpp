@@ -1,5 +1,5 @@
 // Machine probe and fingerprint (see machine.hpp).
-#include "popper/bench/machine.hpp"
+#include "bench/machine.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>

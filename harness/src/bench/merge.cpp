@@ -1,4 +1,4 @@
-#include "popper/bench/merge.hpp"
+#include "bench/merge.hpp"
 
 #include <map>
 

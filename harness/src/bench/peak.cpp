@@ -1,6 +1,6 @@
 // Peak FMA throughput and triad bandwidth (method in peak.hpp).
 #include "popper/io.hpp"
-#include "popper/bench/peak.hpp"
+#include "bench/peak.hpp"
 
 #include <immintrin.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "popper/bench/csv.hpp"
+#include "bench/csv.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {

@@ -1,7 +1,7 @@
 // fork/execve with stdout and stderr captured through temporary files.
 // Everything the child needs (path, argv, envp) is built before fork, so the
 // child only calls async-signal-safe functions: safe from threaded callers.
-#include "popper/bench/process.hpp"
+#include "bench/process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

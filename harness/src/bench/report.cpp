@@ -1,8 +1,8 @@
 // Markdown table and SVG chart of a bench table (definitions in report.hpp).
-#include "popper/bench/report.hpp"
+#include "bench/report.hpp"
 
-#include "popper/bench/interval.hpp"
-#include "popper/bench/stats.hpp"
+#include "bench/interval.hpp"
+#include "bench/stats.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // Summary statistics and the one-sided Mann–Whitney U test (formulas in stats.hpp).
-#include "popper/bench/stats.hpp"
+#include "bench/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

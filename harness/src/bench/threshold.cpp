@@ -1,5 +1,5 @@
 // Routing thresholds from a bench CSV (threshold.hpp).
-#include "popper/bench/threshold.hpp"
+#include "bench/threshold.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "popper/bench/stats.hpp"
+#include "bench/stats.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {

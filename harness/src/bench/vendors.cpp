@@ -1,6 +1,6 @@
 // Ceiling vendors, their configurations, the CPU check and the mis-detection
 // check (vendors.hpp).
-#include "popper/bench/vendors.hpp"
+#include "bench/vendors.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "popper/bench/ingest.hpp"
-#include "popper/bench/process.hpp"
+#include "bench/ingest.hpp"
+#include "bench/process.hpp"
 #include "popper/io.hpp"
 
 namespace popper::bench {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "popper/bench/csv.hpp"
+#include "bench/csv.hpp"
 
 namespace popper::bench {
 

@@ -22,8 +22,8 @@
 #include <tuple>
 #include <vector>
 
-#include "popper/bench/csv.hpp"
-#include "popper/bench/peak.hpp"
+#include "bench/csv.hpp"
+#include "bench/peak.hpp"
 #include "popper/contract.hpp"
 
 namespace popper::bench {

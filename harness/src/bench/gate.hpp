@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "popper/bench/csv.hpp"
-#include "popper/bench/family.hpp"
+#include "bench/csv.hpp"
+#include "bench/family.hpp"
 
 namespace popper::bench {
 

@@ -34,9 +34,9 @@
 #include <utility>
 #include <vector>
 
-#include "popper/bench/csv.hpp"
-#include "popper/bench/family.hpp"
-#include "popper/bench/machine.hpp"
+#include "bench/csv.hpp"
+#include "bench/family.hpp"
+#include "bench/machine.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {

@@ -18,8 +18,8 @@
 #include <optional>
 #include <string>
 
-#include "popper/bench/csv.hpp"
-#include "popper/bench/peak.hpp"
+#include "bench/csv.hpp"
+#include "bench/peak.hpp"
 
 namespace popper::bench {
 

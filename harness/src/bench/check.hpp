@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "popper/bench/csv.hpp"
+#include "bench/csv.hpp"
 
 namespace popper::bench {
 

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "popper/bench/machine.hpp"
+#include "bench/machine.hpp"
 
 namespace popper::bench {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "popper/bench/csv.hpp"
-#include "popper/bench/family.hpp"
-#include "popper/bench/machine.hpp"
-#include "popper/bench/peak.hpp"
+#include "bench/csv.hpp"
+#include "bench/family.hpp"
+#include "bench/machine.hpp"
+#include "bench/peak.hpp"
 
 namespace popper::bench {
 

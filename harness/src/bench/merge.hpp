@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "popper/bench/csv.hpp"
+#include "bench/csv.hpp"
 
 namespace popper::bench {
 
