@@ -4,6 +4,7 @@
 #   make test       build and run every test (contract tests + harness unit tests, mutants, gate self-test)
 #   make test-cpus  the CPU matrix: the tests natively and under qemu-user Nehalem and Haswell
 #   make audit      run the tests, then write reports/coverage.{json,md} (SKIP_TESTS=1 reuses the last results)
+#   make report     reports/index.html: audit, bench tables and the baselines' history on one self-contained page
 #   make peak            measure this machine's FMA throughput and memory bandwidth
 #   make bench-compare   three-tier benchmark of FAMILY (default gemm) on SHAPES (gate | full | names)
 #   make bench-regression  CI gate: instruction counts of the gate shapes against baselines/ (or the base commit)
@@ -25,7 +26,7 @@ SHAPES ?= gate
 BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
-.PHONY: setup configure build validate test test-cpus test-run audit graph fuzz asan clean gpu-check consumer-check \
+.PHONY: setup configure build validate test test-cpus test-run audit report graph fuzz asan clean gpu-check consumer-check \
         peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest parity
 
 setup:
@@ -70,6 +71,11 @@ audit: $(if $(SKIP_TESTS),build,test-run)
 	  $(if $(wildcard reports/bench-claims.json),--bench-claims reports/bench-claims.json) \
 	  $(if $(WAIVERS),--waivers $(WAIVERS)) \
 	  -o reports
+
+# One page over what is in reports/ (audit, bench tables) and the committed
+# baselines' git history; checked in headless Chromium by scripts/report-check.sh.
+report: build
+	$(POPPER) report html --reports reports --baselines baselines -o reports/index.html
 
 graph: validate
 	$(POPPER) graph contracts --format mermaid
