@@ -12,13 +12,14 @@ namespace popper::cpu {
 namespace {
 
 struct Probe {
-  bool avx2 = false, avx512 = false, bf16 = false;
+  bool avx2 = false, avx512 = false, bf16 = false, vnni = false;
   Probe() {
     __builtin_cpu_init();
     avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+    vnni = avx512 && __builtin_cpu_supports("avx512vnni");
   }
 };
 const Probe& probe() {
@@ -62,6 +63,7 @@ bool supports(Isa isa) {
 }
 
 bool has_avx512_bf16() { return probe().bf16 && within_cap(Isa::Avx512); }
+bool has_avx512_vnni() { return probe().vnni && within_cap(Isa::Avx512); }
 
 Isa detected_isa() { return probe().avx512 ? Isa::Avx512 : probe().avx2 ? Isa::Avx2 : Isa::Scalar; }
 

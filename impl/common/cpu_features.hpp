@@ -21,6 +21,7 @@ enum class Isa { Auto, Scalar, Avx2, Avx512 };
 
 bool supports(Isa isa);     // Auto and Scalar: always true
 bool has_avx512_bf16();     // AVX512-BF16 dot products (vdpbf16ps), within the cap
+bool has_avx512_vnni();     // AVX512-VNNI integer dot products (vpdpwssd), within the cap
 Isa detected_isa();         // the widest the CPU runs, ignoring the cap
 Isa auto_isa();             // what Isa::Auto resolves to (cap applied)
 bool auto_isa_overridden(); // the cap lowered auto_isa() below detected_isa()

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "impl/common/cpu_features.hpp"
 #include "impl/common/parallel.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
@@ -132,7 +133,7 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
   if (opts.threads < 1) throw InvalidArgument("q4k::cpu::gemv: threads must be >= 1");
   const Isa isa = popper::cpu::resolve(opts.isa, "q4k::cpu::gemv");
   detail::GemvRowsFn fn = &gemv_rows_scalar;
-  if (isa == Isa::Avx512) fn = detail::cpu_has_avx512_vnni() ? &detail::gemv_rows_avx512_vnni : &detail::gemv_rows_avx512;
+  if (isa == Isa::Avx512) fn = popper::cpu::has_avx512_vnni() ? &detail::gemv_rows_avx512_vnni : &detail::gemv_rows_avx512;
   else if (isa == Isa::Avx2) fn = &detail::gemv_rows_avx2;
   const GemvRows args{w.data(), cols / kBlockWeights, x.q.data(), x.scale.data(), x.sub_sum.data(), x.scaled_sub_sum.data(), y.data(),
                       active_mutation()};

@@ -68,7 +68,6 @@ using GemvRowsFn = void (*)(const GemvRows&, std::size_t r0, std::size_t r1);
 void gemv_rows_avx2(const GemvRows&, std::size_t r0, std::size_t r1);
 void gemv_rows_avx512(const GemvRows&, std::size_t r0, std::size_t r1);
 void gemv_rows_avx512_vnni(const GemvRows&, std::size_t r0, std::size_t r1);
-bool cpu_has_avx512_vnni();
 
 // One row's contribution of block b given the exact integer sums.
 inline double block_value(const Block& blk, double s_b, std::int32_t s1, std::int32_t s2) {
