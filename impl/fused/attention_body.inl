@@ -1,7 +1,8 @@
 // Causal GQA attention bodies over simd.inl (contract attention_forward, attention_backward).
 //
-// Forward unit (b, hq, 64-row query block): Qs = Q * scale * L2E (so scores are
-// in base 2), then for each 64-key block up to the causal limit:
+// Forward unit (b, hkv, 64-row query block), for each query head of the group:
+// Qs = Q * scale * L2E (so scores are in base 2), then for each 64-key block
+// up to the causal limit (packed once for the group):
 //   S = Qs K^T,  mask,  m' = max(m, rowmax S),  P = 2^(S - m'),
 //   l = l 2^(m - m') + rowsum P,  O = O 2^(m - m') + P V
 // and finally O / l, lse = ln2 (m + log2 l). Only lse is kept for backward.
@@ -131,29 +132,84 @@ static void pack_rows(const float* f32, const std::uint16_t* b16, bool drop, std
           (r < rows && c < D) ? in_at(f32, b16, first_row_offset + r * row_stride + c, drop) * mul : 0.0f;
 }
 
-static void attn_fwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) {
-  const std::int64_t Sq = a.q_len, Skv = a.kv_len, Hq = a.q_heads;
-  const std::int64_t nqb = (Sq + kTileQ - 1) / kTileQ;
-  const std::int64_t qb = unit % nqb, hq = (unit / nqb) % Hq, b = unit / nqb / Hq;
-  AttnGeom g{a.head_dim, padded_head_dim(a.head_dim), Hq / a.kv_heads, 0};
-  g.off = (a.mut & kMutAttnDecodeTopLeft) ? 0 : Skv - Sq;
-  const std::int64_t hk = (a.mut & kMutAttnGqaWrongKvHead) ? hq % a.kv_heads : hq / g.group;
+// One query head's state in a forward unit: its scaled Q rows, score tile,
+// O accumulator and running max / sum.
+struct FwdHead {
+  float *Qs, *S, *O, *m, *l;
+};
+
+// One key block for one query head: S = Qs K^T, mask, online softmax, O update.
+static void attn_fwd_block(const AttnArgs& a, const AttnGeom& g, std::int64_t i0, std::int64_t rows,
+                           std::int64_t j0, std::int64_t nk, const float* Kt, const float* Vp, const FwdHead& h) {
   const std::int64_t D = g.D, Dp = g.Dp;
+  const bool no_rescale = (a.mut & kMutAttnNoRescale) != 0;
+  float *S = h.S, *O = h.O, *m = h.m, *l = h.l;
+  tile_gemm(static_cast<int>(rows), kTileKv, D, h.Qs, Dp, Kt, kTileKv, S, kTileKv, false);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* s = S + r * kTileKv;
+    const std::int64_t vis = visible_keys(a, i0 + r, j0, nk, g.off);
+    vf mx = vset(kNegInf);
+    for (int c = 0; c < kTileKv; c += W) {
+      vf x = vload(s + c);
+      if (c + W > vis) x = vkeep(x, vis - c < 0 ? 0 : static_cast<int>(vis - c), kNegInf);
+      vstore(s + c, x);
+      mx = vmax(mx, x);
+    }
+    const float mt = vmaxr(mx);
+    float mnew = mt > m[r] ? mt : m[r];
+    if (no_rescale) mnew = mt;
+    if (mnew == kNegInf) {  // nothing visible yet: P = 0
+      for (int c = 0; c < kTileKv; c += W) vstore(s + c, vzero());
+      continue;
+    }
+    const float alpha = no_rescale ? 1.0f : __builtin_exp2f(m[r] - mnew);
+    const vf vm = vset(mnew);
+    vf sum = vzero();
+    for (int c = 0; c < kTileKv; c += W) {
+      const vf p = vexp2(vsub(vload(s + c), vm));
+      vstore(s + c, p);
+      sum = vadd(sum, p);
+    }
+    l[r] = l[r] * alpha + vsum(sum);
+    m[r] = no_rescale ? (mnew > m[r] ? mnew : m[r]) : mnew;
+    if (alpha != 1.0f) {
+      const vf va = vset(alpha);
+      for (std::int64_t c = 0; c < Dp; c += W) vstore(O + r * Dp + c, vmul(vload(O + r * Dp + c), va));
+    }
+  }
+  tile_gemm(static_cast<int>(rows), static_cast<int>(Dp), nk, S, kTileKv, Vp, Dp, O, Dp, true);
+}
+
+// Forward unit (b, hkv, q block): every query head of the GQA group, so each
+// key/value block is packed once for the group (the packing is a transpose,
+// as costly as a sizeable part of the block's arithmetic). Each head's
+// arithmetic is the same sequence as alone: results do not depend on grouping.
+static void attn_fwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) {
+  const std::int64_t Sq = a.q_len, Skv = a.kv_len, Hq = a.q_heads, Hkv = a.kv_heads;
+  const std::int64_t nqb = (Sq + kTileQ - 1) / kTileQ;
+  const std::int64_t qb = unit % nqb, hk = (unit / nqb) % Hkv, b = unit / nqb / Hkv;
+  AttnGeom g{a.head_dim, padded_head_dim(a.head_dim), Hq / Hkv, 0};
+  g.off = (a.mut & kMutAttnDecodeTopLeft) ? 0 : Skv - Sq;
+  const std::int64_t D = g.D, Dp = g.Dp, group = g.group;
   const std::int64_t i0 = qb * kTileQ, rows = Sq - i0 < kTileQ ? Sq - i0 : kTileQ;
   const bool drop = (a.mut & kMutBf16WidenDropsLowBit) != 0;
-  const bool no_rescale = (a.mut & kMutAttnNoRescale) != 0;
+  // The query heads of key/value head hk; the mutant pairs them as hq % Hkv == hk.
+  auto head_of = [&](std::int64_t gi) { return (a.mut & kMutAttnGqaWrongKvHead) ? gi * Hkv + hk : hk * group + gi; };
 
-  float* Qs = ws;
-  float* Kt = Qs + kTileQ * Dp;
+  float* Kt = ws;
   float* Vp = Kt + Dp * kTileKv;
-  float* S = Vp + kTileKv * Dp;
-  float* O = S + kTileQ * kTileKv;
-  float* m = O + kTileQ * Dp;
-  float* l = m + kTileQ;
-
-  pack_rows(a.q, a.q16, drop, g.q_row(b, i0, hq, Sq, Hq), Hq * D, rows, D, Dp, a.scale * kLog2e, Qs);
-  zero_floats(O, kTileQ * Dp);
-  for (int r = 0; r < kTileQ; ++r) m[r] = kNegInf, l[r] = 0.0f;
+  const std::size_t head_floats = attn_fwd_head_ws_floats(D);
+  auto head = [&](std::int64_t gi) {  // head gi's slice of the workspace
+    float* h = Vp + kTileKv * Dp + static_cast<std::size_t>(gi) * head_floats;
+    float* O = h + kTileQ * Dp + kTileQ * kTileKv;
+    return FwdHead{h, h + kTileQ * Dp, O, O + kTileQ * Dp, O + kTileQ * Dp + kTileQ};
+  };
+  for (std::int64_t gi = 0; gi < group; ++gi) {
+    const FwdHead h = head(gi);
+    pack_rows(a.q, a.q16, drop, g.q_row(b, i0, head_of(gi), Sq, Hq), Hq * D, rows, D, Dp, a.scale * kLog2e, h.Qs);
+    zero_floats(h.O, kTileQ * Dp);
+    for (int r = 0; r < kTileQ; ++r) h.m[r] = kNegInf, h.l[r] = 0.0f;
+  }
 
   std::int64_t kv_end = Skv;
   if (a.causal) {
@@ -163,50 +219,21 @@ static void attn_fwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
   for (std::int64_t j0 = 0; j0 < kv_end; j0 += kTileKv) {
     const std::int64_t nk = Skv - j0 < kTileKv ? Skv - j0 : kTileKv;
     pack_kv_block(a, g, b, hk, j0, nk, Kt, nullptr, Vp, nullptr);
-    tile_gemm(static_cast<int>(rows), kTileKv, D, Qs, Dp, Kt, kTileKv, S, kTileKv, false);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      float* s = S + r * kTileKv;
-      const std::int64_t vis = visible_keys(a, i0 + r, j0, nk, g.off);
-      vf mx = vset(kNegInf);
-      for (int c = 0; c < kTileKv; c += W) {
-        vf x = vload(s + c);
-        if (c + W > vis) x = vkeep(x, vis - c < 0 ? 0 : static_cast<int>(vis - c), kNegInf);
-        vstore(s + c, x);
-        mx = vmax(mx, x);
-      }
-      const float mt = vmaxr(mx);
-      float mnew = mt > m[r] ? mt : m[r];
-      if (no_rescale) mnew = mt;
-      if (mnew == kNegInf) {  // nothing visible yet: P = 0
-        for (int c = 0; c < kTileKv; c += W) vstore(s + c, vzero());
-        continue;
-      }
-      const float alpha = no_rescale ? 1.0f : __builtin_exp2f(m[r] - mnew);
-      const vf vm = vset(mnew);
-      vf sum = vzero();
-      for (int c = 0; c < kTileKv; c += W) {
-        const vf p = vexp2(vsub(vload(s + c), vm));
-        vstore(s + c, p);
-        sum = vadd(sum, p);
-      }
-      l[r] = l[r] * alpha + vsum(sum);
-      m[r] = no_rescale ? (mnew > m[r] ? mnew : m[r]) : mnew;
-      if (alpha != 1.0f) {
-        const vf va = vset(alpha);
-        for (std::int64_t c = 0; c < Dp; c += W) vstore(O + r * Dp + c, vmul(vload(O + r * Dp + c), va));
-      }
-    }
-    tile_gemm(static_cast<int>(rows), static_cast<int>(Dp), nk, S, kTileKv, Vp, Dp, O, Dp, true);
+    for (std::int64_t gi = 0; gi < group; ++gi) attn_fwd_block(a, g, i0, rows, j0, nk, Kt, Vp, head(gi));
   }
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::int64_t i = i0 + r;
-    float* orow = a.o + g.q_row(b, i, hq, Sq, Hq);
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-    for (std::int64_t c = 0; c < D; ++c) orow[c] = O[r * Dp + c] * inv;
-    a.lse[(b * Hq + hq) * Sq + i] =
-        l[r] > 0.0f ? static_cast<float>((static_cast<double>(m[r]) + __builtin_log2(static_cast<double>(l[r]))) *
-                                         0.69314718055994530942)
-                    : kNegInf;
+  for (std::int64_t gi = 0; gi < group; ++gi) {
+    const FwdHead h = head(gi);
+    const std::int64_t hq = head_of(gi);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t i = i0 + r;
+      float* orow = a.o + g.q_row(b, i, hq, Sq, Hq);
+      const float inv = h.l[r] > 0.0f ? 1.0f / h.l[r] : 0.0f;
+      for (std::int64_t c = 0; c < D; ++c) orow[c] = h.O[r * Dp + c] * inv;
+      a.lse[(b * Hq + hq) * Sq + i] =
+          h.l[r] > 0.0f ? static_cast<float>((static_cast<double>(h.m[r]) + __builtin_log2(static_cast<double>(h.l[r]))) *
+                                             0.69314718055994530942)
+                        : kNegInf;
+    }
   }
 }
 

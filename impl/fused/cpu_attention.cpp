@@ -3,7 +3,8 @@
 //
 //   O = softmax(Q K^T scale + causal mask) V,  lse = ln sum_j exp(s_ij)   (bottom-right causal)
 //
-// Forward units (b, hq, 64-query block) weighted by their number of key blocks;
+// Forward units (b, hkv, 64-query block: every query head of the group, so a
+// key/value block is packed once per group) weighted by their number of key blocks;
 // backward units (b, hkv) own dK, dV and the dQ of their query heads. Workspace
 // per worker is attn_fwd_ws_floats / attn_bwd_ws_floats (cpu_kernels.hpp), so
 // the peak is O(threads tile) (+ O(g Sq D) per backward worker), never O(Sq Skv).
@@ -54,7 +55,7 @@ std::uint32_t attn_mutants() {
 }
 
 std::int64_t forward_units(const AttentionShape& s) {
-  return s.batch * s.q_heads * ((s.q_len + kTileQ - 1) / kTileQ);
+  return s.batch * s.kv_heads * ((s.q_len + kTileQ - 1) / kTileQ);
 }
 
 RunInfo run_forward(const AttentionShape& s, AttnArgs a, const ExecOptions& opt, const char* who) {
@@ -67,7 +68,7 @@ RunInfo run_forward(const AttentionShape& s, AttnArgs a, const ExecOptions& opt,
     scores.data()[0] = 0.0f;
   }
   const int workers = workers_for(units, opt.threads);
-  WorkerScratch ws(alloc, workers, attn_fwd_ws_floats(s.head_dim));
+  WorkerScratch ws(alloc, workers, attn_fwd_ws_floats(s.head_dim, s.q_heads / s.kv_heads));
   // Cost of a unit: its key blocks (causal: grows with the query block).
   const std::int64_t nqb = (s.q_len + kTileQ - 1) / kTileQ;
   std::vector<double> cost(static_cast<std::size_t>(units));
@@ -86,7 +87,7 @@ RunInfo run_forward(const AttentionShape& s, AttnArgs a, const ExecOptions& opt,
 
 std::size_t attention_forward_workspace_bytes(const AttentionShape& s, int threads) {
   const int workers = detail::workers_for(detail::forward_units(s), threads < 1 ? 1 : threads);
-  return static_cast<std::size_t>(workers) * ((detail::attn_fwd_ws_floats(s.head_dim) + 15) / 16 * 16) * sizeof(float);
+  return static_cast<std::size_t>(workers) * ((detail::attn_fwd_ws_floats(s.head_dim, s.q_heads / s.kv_heads) + 15) / 16 * 16) * sizeof(float);
 }
 
 std::size_t attention_backward_workspace_bytes(const AttentionShape& s, int threads) {

@@ -104,15 +104,20 @@ struct AttnArgs {
   float scale;
   std::uint32_t mut;
 };
-// Workspace floats per worker (identical for every ISA).
-static inline std::size_t attn_fwd_ws_floats(std::int64_t d) {
+// Workspace floats per worker (identical for every ISA). Forward: one packed
+// K^T and V block, shared by the group's query heads, and per query head:
+static inline std::size_t attn_fwd_head_ws_floats(std::int64_t d) {
   const std::size_t dp = static_cast<std::size_t>(padded_head_dim(d));
-  return dp * kTileQ       // Qs
-         + dp * kTileKv    // K^T
+  return dp * kTileQ          // Qs
+         + kTileQ * kTileKv   // S / P
+         + kTileQ * dp        // O accumulator
+         + 2 * kTileQ;        // m, l
+}
+static inline std::size_t attn_fwd_ws_floats(std::int64_t d, std::int64_t group) {
+  const std::size_t dp = static_cast<std::size_t>(padded_head_dim(d));
+  return dp * kTileKv      // K^T
          + kTileKv * dp    // V
-         + kTileQ * kTileKv  // S / P
-         + kTileQ * dp     // O accumulator
-         + 2 * kTileQ;     // m, l
+         + static_cast<std::size_t>(group) * attn_fwd_head_ws_floats(d);
 }
 static inline std::size_t attn_bwd_ws_floats(std::int64_t d, std::int64_t group, std::int64_t q_len) {
   const std::size_t dp = static_cast<std::size_t>(padded_head_dim(d));
@@ -124,7 +129,7 @@ static inline std::size_t attn_bwd_ws_floats(std::int64_t d, std::int64_t group,
          + 2 * gq                  // lse2, D
          + gq * dp;                // dQ accumulator
 }
-// Forward unit = (b, hq, q block); backward unit = (b, hkv).
+// Forward unit = (b, hkv, q block); backward unit = (b, hkv).
 using AttnUnitFn = void (*)(const AttnArgs&, std::int64_t unit, float* ws);
 
 // ---- BF16 conversion and exp2 (tests)
