@@ -1,7 +1,7 @@
 // `popper peak`: measured FMA throughput and memory bandwidth of this machine,
 // cached in <build>/peak.json (keyed by machine fingerprint) and written into
-// every bench CSV header. Method in popper/bench/peak.hpp. Then the vendor
-// check (popper/bench/vendors.hpp): which GEMM kernel sets OpenBLAS and BLIS
+// every bench CSV header. Method in harness/src/bench/peak.hpp. Then the vendor
+// check (harness/src/bench/vendors.hpp): which GEMM kernel sets OpenBLAS and BLIS
 // load here, and a warning when the one a user gets by default runs more than
 // 1.2x below the library's best (cached in <build>/vendors.json).
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // `popper bench threshold`: derive a family's routing thresholds from its
-// bench CSV and write the router config (popper/bench/threshold.hpp).
+// bench CSV and write the router config (harness/src/bench/threshold.hpp).
 #include <filesystem>
 #include <iostream>
 #include <memory>

@@ -129,7 +129,10 @@ CapabilityStatus probe_vulkan() {
       only_cpu_devices = type == 4;  // VK_PHYSICAL_DEVICE_TYPE_CPU
     }
   }
-  destroy(inst, nullptr);
+  // The instance is kept until exit, never destroyed: destroying it lets the
+  // loader unload the driver, which the kernels' runtime then loads again, maybe
+  // at another address, and LeakSanitizer can no longer attribute the driver's
+  // own leaks to it (cmake/lsan-suppressions.txt names the driver's module).
   if (only_cpu_devices)
     return {false, std::string("only a CPU Vulkan device, and this CPU is emulated (") + model +
                        "): its shader JIT does not run under qemu-user; POPPER_VULKAN_DEVICE overrides"};
