@@ -1,102 +1,226 @@
 #!/usr/bin/env bash
-# Loads popper's HTML report in headless Chromium and fails on what a reader
-# would trip over.
+# Loads popper's HTML report (popper report html) in headless Chromium and fails
+# on what a reader would trip over.
 #
-#   scripts/report-check.sh --page FILE        check one page (e.g. reports/index.html)
-#   scripts/report-check.sh POPPER WORKDIR     self-test: a page built from tests/corpus/report
-#                                              (hostile strings, every outcome) and a git history
-#                                              of two baseline versions must pass; four broken
-#                                              pages (a script error, a missing section, an
-#                                              external image, an input's markup left
-#                                              unescaped) must each be rejected
+#   scripts/report-check.sh --page FILE      check one page (CI: reports/index.html)
+#   scripts/report-check.sh POPPER WORKDIR   self-test: POPPER builds pages from
+#       tests/corpus/report (every outcome, hostile strings) and a git history of
+#       baseline CSVs made in WORKDIR; they must pass; inputs that are missing or
+#       malformed must give a page that says so or exit 2 without a file; and seven
+#       broken pages must each be rejected for their own fault.
 #
-# A page fails when: Chromium logs any console message (the report logs
-# nothing, so any message is an error, an uncaught exception or injected
-# markup that ran); a section id is missing from the DOM after load; the page
-# references anything outside itself (src/href/url() to http(s):, //, file:);
-# or Chromium cannot load it. Exit 0 pass, 1 fail, 77 chromium missing.
+# A page fails when
+#   - Chromium logs any console message: the report logs nothing, so any message
+#     is an error, an uncaught exception or markup from an input that ran. Chromium
+#     (--enable-logging=stderr --v=0) prints each as "[...:INFO:CONSOLE:<line>] "<text>",
+#     source: <url> (<line>)" (older versions: "CONSOLE(<line>)"); matched by ':CONSOLE[:(]';
+#   - Chromium exits non-zero or times out, or --dump-dom gives no document;
+#   - a section id (#summary #coverage #mutants #claims #bench #history) is missing
+#     from the DOM after load;
+#   - any tag of the page, as written or after its scripts ran, references anything
+#     but itself: a src/href/srcset/action/data/poster/... value not starting with
+#     '#' or 'data:', a CSS url() likewise, or @import;
+#   - the page requested anything over the network: Chromium's net log
+#     (--log-net-log) lists each request with the page's network isolation key
+#     (file://...); host resolution is disabled (--host-resolver-rules), so nothing
+#     leaves the machine;
+#   - in the self-test, markup from an input reached the DOM as markup.
+# Before any page, a probe page that logs one console message must be caught, so
+# a Chromium that stopped reporting console messages fails the check instead of
+# passing everything.
+# Exit 0 pass, 1 fail, 2 usage, 77 chromium missing (ctest: skipped).
 set -uo pipefail
 
 CHROMIUM="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
 SECTIONS=(summary coverage mutants claims bench history)
+REF_ATTRS='src|href|srcset|action|formaction|data|poster|background|xlink:href|ping|manifest|cite|longdesc|codebase|archive|lowsrc|icon'
 
-check_page() {  # FILE [extra DOM pattern that must NOT appear]...
-  local page="$1"; shift
-  local work; work="$(mktemp -d)"
-  local why=()
-  if ! timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$work/profile" \
-      --enable-logging=stderr --v=0 --virtual-time-budget=5000 --dump-dom "file://$(realpath "$page")" \
-      > "$work/dom.html" 2> "$work/log.txt"; then
-    why+=("chromium failed on the page (exit $?)")
-  fi
-  # Chromium prints every console message (log, warn, error, uncaught exception) as "CONSOLE".
-  local console; console="$(grep -a 'CONSOLE' "$work/log.txt" | sed 's/^\[[^]]*\] //' | head -5)"
-  [ -n "$console" ] && why+=("console output: $console")
-  grep -q '</html>' "$work/dom.html" || why+=("no DOM after load")
+# load PAGE DIR: Chromium loads PAGE; DIR gets dom.html, chromium.log, netlog.json. Returns its exit code.
+load() {
+  local page="$1" dir="$2"
+  rm -rf "$dir" && mkdir -p "$dir"
+  timeout -k 5 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --no-default-browser-check \
+    --disable-background-networking --disable-component-update --disable-sync --disable-extensions \
+    --disable-default-apps --user-data-dir="$dir/profile" --host-resolver-rules='MAP * ~NOTFOUND' \
+    --log-net-log="$dir/netlog.json" --enable-logging=stderr --v=0 --virtual-time-budget=5000 \
+    --dump-dom "file://$(realpath "$page")" > "$dir/dom.html" 2> "$dir/chromium.log"
+}
+
+console_lines() { grep -aE ':CONSOLE[:(]' "$1" | sed -E 's/^\[[^]]*\] ?//' | cut -c1-200; }
+
+# Every reference in FILE's tags and style to something other than the page itself.
+outside_refs() {
+  grep -aoE '<[a-zA-Z][^>]*>' "$1" |
+    grep -aoiE "(^|[[:space:]\"'/])($REF_ATTRS)[[:space:]]*=[[:space:]]*(\"[^\"]*\"|'[^']*'|[^[:space:]>]+)" |
+    sed -E "s/^[[:space:]\"'\\/]//" | grep -aviE "=[[:space:]]*[\"']?(#|data:)" | sort -u | head -5
+  # CSS: the style elements and the tags' style attributes.
+  { perl -0777 -ne 'print "$1\n" while /<style[^>]*>(.*?)<\/style>/gis' "$1"; grep -aoE '<[a-zA-Z][^>]*>' "$1"; } |
+    grep -aoiE "url\\([[:space:]]*[\"']?[^)\"'[:space:]]*|@import[^;]*" | grep -aviE "url\\([[:space:]]*[\"']?(#|data:)" |
+    sort -u | head -5
+}
+
+# check_page PAGE DIR [MARKUP...]: prints ok or FAIL with one line per fault; returns 0 or 1.
+# MARKUP: strings that must not appear in the DOM (an input's markup that was not escaped).
+check_page() {
+  local page="$1" dir="$2"; shift 2
+  local why=() rc
+  load "$page" "$dir"; rc=$?
+  [ $rc -eq 0 ] || why+=("chromium failed on the page (exit $rc$([ $rc -eq 124 ] && echo ', timed out'))")
+  local console; console="$(console_lines "$dir/chromium.log" | head -5)"
+  [ -n "$console" ] && why+=("console output: $(echo "$console" | paste -sd '|')")
+  grep -aq '</html>' "$dir/dom.html" || why+=("no document after load (--dump-dom)")
   for s in "${SECTIONS[@]}"; do
-    grep -q "<section id=\"$s\"" "$work/dom.html" || why+=("section #$s missing")
+    grep -aqE "<section[^>]* id=\"$s\"" "$dir/dom.html" || why+=("section #$s missing")
   done
-  local external
-  external="$(grep -aoiE "(src|href)=[\"']?(https?:|//|file:)[^\"' >]*|url\\([\"']?(https?:|//|file:)[^)]*" "$page" | head -3)"
-  [ -n "$external" ] && why+=("references outside the page: $external")
-  for pattern in "$@"; do
-    grep -qF "$pattern" "$work/dom.html" && why+=("markup from an input reached the DOM unescaped: $pattern")
+  local refs; refs="$( (outside_refs "$page"; outside_refs "$dir/dom.html") | sort -u | head -5)"
+  [ -n "$refs" ] && why+=("references outside the page: $(echo "$refs" | paste -sd ' ')")
+  if [ ! -s "$dir/netlog.json" ]; then
+    why+=("no network log from chromium (--log-net-log): cannot tell whether the page requested anything")
+  else
+    local req; req="$(grep -a '"network_isolation_key":"file://' "$dir/netlog.json" | grep -aoE '"url":"[^"]*"' | sort -u | head -3)"
+    [ -n "$req" ] && why+=("the page requested over the network: $(echo "$req" | paste -sd ' ')")
+  fi
+  for m in "$@"; do
+    grep -aqF -- "$m" "$dir/dom.html" && why+=("markup from an input reached the DOM unescaped: $m")
   done
-  rm -rf "$work"
   if [ ${#why[@]} -gt 0 ]; then
     printf 'report-check: %s: FAIL\n' "$page"
     printf '  - %s\n' "${why[@]}"
     return 1
   fi
-  printf 'report-check: %s: ok (%s sections, no console output, nothing external)\n' "$page" "${#SECTIONS[@]}"
+  printf 'report-check: %s: ok (%s sections, no console output, nothing outside the page, no request)\n' "$page" "${#SECTIONS[@]}"
 }
 
-if [ -z "$CHROMIUM" ]; then
-  echo "report-check: skipped: chromium not found (Debian package chromium; scripts/install-deps.sh installs it)"
+# The probe: a console message must be seen, else this Chromium cannot be checked with.
+probe() {
+  local dir="$1"
+  mkdir -p "$dir"
+  printf '<!DOCTYPE html><html><body><script>console.log("report-check-probe")</script></body></html>\n' > "$dir/probe.html"
+  load "$dir/probe.html" "$dir/probe"
+  if ! console_lines "$dir/probe/chromium.log" | grep -q 'report-check-probe'; then
+    echo "report-check: FAIL: $CHROMIUM did not report a console message of a probe page on stderr (looked for ':CONSOLE[:(]'" \
+         "in $dir/probe/chromium.log), so console errors could not be caught"
+    return 1
+  fi
+}
+
+if [ -z "$CHROMIUM" ] || ! command -v "$CHROMIUM" > /dev/null; then
+  echo "report-check: skipped: chromium not found${CHROMIUM:+ at $CHROMIUM} (Debian package chromium;" \
+       "scripts/install-deps.sh installs it)"
   exit 77
 fi
 
 if [ "${1:-}" = "--page" ]; then
-  [ -f "${2:-}" ] || { echo "report-check: no page '${2:-}'" >&2; exit 1; }
-  check_page "$2"
-  exit $?
+  [ $# -eq 2 ] || { echo "usage: $0 --page FILE | $0 POPPER WORKDIR" >&2; exit 2; }
+  [ -f "$2" ] || { echo "report-check: no page '$2' (make report writes reports/index.html)" >&2; exit 1; }
+  tmp="$(mktemp -d)"
+  probe "$tmp" && check_page "$2" "$tmp/page"; rc=$?
+  rm -rf "$tmp"
+  exit $rc
 fi
 
 [ $# -eq 2 ] || { echo "usage: $0 --page FILE | $0 POPPER WORKDIR" >&2; exit 2; }
-popper="$1"; work="$2"
+popper="$(realpath "$1")"; work="$2"
 src="$(cd "$(dirname "$0")/.." && pwd)"
-rm -rf "$work" && mkdir -p "$work/reports" "$work/repo/baselines/gate-fixture" || exit 1
-cp "$src/tests/corpus/report/coverage.json" "$src/tests/corpus/report/bench-arrow.csv" "$work/reports/"
+corpus="$src/tests/corpus/report"
+rm -rf "$work" && mkdir -p "$work" && work="$(realpath "$work")" || exit 2
+fail=0
+bad() { echo "report-check: $*"; fail=1; }
+probe "$work" || exit 1
 
-# A history: two commits of one gate baseline.
-gate_csv="$(ls "$src"/baselines/gate-*/arrow-gate.csv | head -1)"
+# ---- the fixture page: every outcome, hostile strings, a history of three commits ----
+mkdir -p "$work/reports" && cp "$corpus/coverage.json" "$corpus/bench-arrow.csv" "$work/reports/"
 (
-  cd "$work/repo" && git init -q && git config user.email check@popper && git config user.name report-check &&
-  cp "$gate_csv" baselines/gate-fixture/arrow-gate.csv && git add -A && git commit -qm first &&
-  sed -i '1s/^# commit: .*/# commit: second/' baselines/gate-fixture/arrow-gate.csv && git commit -qam second
-) || { echo "report-check: could not build the fixture git history" >&2; exit 1; }
+  set -e
+  repo="$work/repo"
+  mkdir -p "$repo/baselines/gate-fixture-a" "$repo/baselines/fixture-machine"
+  cd "$repo"
+  git init -q . && git config user.email report-check@popper.invalid && git config user.name report-check &&
+    git config commit.gpgsign false
+  cp "$corpus/arrow-gate.csv" baselines/gate-fixture-a/arrow-gate.csv
+  cp "$corpus/bench-arrow.csv" baselines/fixture-machine/arrow.csv  # a timed baseline
+  git add -A && git commit -qm "first baselines"
+  sed -i 's/498527\.25/473600.5/g' baselines/gate-fixture-a/arrow-gate.csv  # the hand kernel got 5% cheaper
+  git commit -qam "arrow faster"
+  git mv baselines/gate-fixture-a baselines/gate-fixture-b                    # a new gate key ...
+  sed -i 's/1012345\.5/1063000.25/g' baselines/gate-fixture-b/arrow-gate.csv  # ... and a 5% dearer row
+  git commit -qam "new gate key"
+) > "$work/git.log" 2>&1 || { echo "report-check: could not build the fixture git history:"; cat "$work/git.log"; exit 1; }
 
 "$popper" report html --reports "$work/reports" --baselines "$work/repo/baselines" -o "$work/index.html" || exit 1
-fail=0
-check_page "$work/index.html" '<script>console.log("injected' '<img src="x"' || fail=1
-for sha in $(git -C "$work/repo" log --format=%h); do
-  grep -q "$sha" "$work/index.html" || { echo "report-check: the history does not show commit $sha"; fail=1; }
+page="$work/index.html"
+check_page "$page" "$work/load-fixture" \
+  '<script>console.log("injected' '<img src="x"' '<img src=x' '<b>bold?</b>' '<i>down</i>' || fail=1
+# The hostile strings are on the page, as text.
+grep -qF '&lt;script&gt;console.log("injected-marker")&lt;/script&gt; &amp;' "$work/load-fixture/dom.html" ||
+  bad "the failure reason with <script> and & is not shown as text"
+grep -qF 'AMD EPYC &lt;script&gt;console.log("injected-bench")' "$work/load-fixture/dom.html" ||
+  bad "the bench table's metadata with <script> is not shown as text"
+# Every outcome shown as itself; none of the four problem ids shown as passed.
+for b in 'b bad">failed<' 'b bad">UNBOUND<' 'b warn">skipped<' 'b warn">not run<' 'b warn">declined<' 'b bad">survived<' \
+         'b bad">not_met<' 'b warn">not_measured<' 'b bad">not covered<' 'b bad">FAIL<'; do
+  grep -qF "class=\"$b" "$page" || bad "no '$b' badge on the fixture page"
 done
-grep -q 'span class="b warn">skipped' "$work/index.html" || { echo "report-check: the skipped id is not shown as skipped"; fail=1; }
-grep -q 'span class="b bad">unbound' "$work/index.html" || { echo "report-check: the UNBOUND id is not shown as unbound"; fail=1; }
+grep -qE '<tr class="id pass"><td>FALSIFY-ACC-00[1-4]<' "$page" && bad "a failed, UNBOUND, skipped or not-run id is marked as passed"
+grep -qF '<th>falsification tests UNBOUND</th><td>1/15</td>' "$page" || bad "the summary lacks 'falsification tests UNBOUND 1/15'"
+grep -qF '<th>mutants killed (power)</th><td>21/29</td>' "$page" || bad "the summary lacks 'mutants killed 21/29'"
+grep -qF 'hand ÷ best ceiling' "$page" && grep -qF 'hand % of peak' "$page" && grep -q '<svg' "$page" ||
+  bad "the bench section lacks its table or chart"
+# The history: every commit, the key change, a line per hand row, the timed baseline.
+for sha in $(git -C "$work/repo" log --format=%h --abbrev=7); do
+  grep -qF "<code>$sha</code>" "$page" || bad "the history does not show commit $sha"
+done
+grep -qF 'key changed' "$page" || bad "the history does not mark the gate key change"
+[ "$(sed -n '/<section id="history">/,$p' "$page" | grep -o 'class="trend"' | wc -l)" -ge 4 ] ||
+  bad "the history has fewer trend lines than hand rows (2 gate + 2 timed expected)"
+grep -qF '<b>arrow</b> — timed baselines' "$page" || bad "the timed baseline is not in the history"
 
-# The check must be able to fail: each broken page is rejected.
-sed 's#<script>#<script>undefinedFunction();#' "$work/index.html" > "$work/broken-script.html"
-sed 's#<section id="history">#<section id="histories">#' "$work/index.html" > "$work/broken-section.html"
-sed 's#<h1>popper report</h1>#<h1>popper report</h1><img src="https://example.invalid/logo.png">#' "$work/index.html" \
-  > "$work/broken-external.html"
-sed 's#&lt;script&gt;#<script>#g; s#&lt;/script&gt;#</script>#g' "$work/index.html" > "$work/broken-unescaped.html"
-for broken in broken-script broken-section broken-external broken-unescaped; do
-  if check_page "$work/$broken.html" > "$work/$broken.log"; then
-    echo "report-check: $broken.html was NOT rejected: the check cannot fail"; fail=1
+# ---- missing inputs: a page that says what is missing; no git: no history, said so ----
+mkdir -p "$work/empty-reports" "$work/nogit/baselines"
+cp "$corpus/arrow-gate.csv" "$work/nogit/baselines/"
+GIT_CEILING_DIRECTORIES="$work" "$popper" report html --reports "$work/empty-reports" --baselines "$work/nogit/baselines" \
+  -o "$work/empty.html" > "$work/empty.out" 2>&1 || bad "popper report html failed on missing inputs: $(cat "$work/empty.out")"
+for said in 'No audit results' 'make audit' 'No bench tables' 'make bench-compare' 'No history'; do
+  grep -qF "$said" "$work/empty.html" 2>/dev/null || bad "the page of missing inputs does not say '$said'"
+done
+[ -f "$work/empty.html" ] && { check_page "$work/empty.html" "$work/load-empty" || fail=1; }
+
+# ---- malformed inputs: exit 2 naming the file, no page written ----
+mkdir -p "$work/bad-json" "$work/bad-csv"
+printf '{"contracts": [' > "$work/bad-json/coverage.json"
+grep -v '^# end rows' "$corpus/bench-arrow.csv" > "$work/bad-csv/bench-arrow.csv"  # truncated: no trailer
+for d in bad-json:coverage.json bad-csv:bench-arrow.csv; do
+  dir="${d%%:*}" file="${d#*:}"
+  "$popper" report html --reports "$work/$dir" --baselines "$work/nogit/baselines" -o "$work/$dir/index.html" \
+    > "$work/$dir.out" 2>&1; rc=$?
+  [ $rc -eq 2 ] || bad "a malformed $file gave exit $rc, not 2"
+  grep -qF "$file" "$work/$dir.out" || bad "the error for a malformed $file does not name it: $(cat "$work/$dir.out")"
+  [ -e "$work/$dir/index.html" ] && bad "a malformed $file still wrote a page"
+  echo "report-check: malformed $file rejected: $(head -c 200 "$work/$dir.out")"
+done
+
+# ---- the check must be able to fail: each broken page is rejected for its own fault ----
+mk() { sed "$2" "$page" > "$work/$1.html"; }
+mk broken-script   's#<script>#<script>undefinedFunction();#'
+mk broken-section  's#<section id="history">#<section id="histories">#'
+mk broken-external 's#<h1>popper report</h1>#<h1>popper report</h1><img src="https://example.invalid/logo.png">#'
+mk broken-relative 's#<h1>popper report</h1>#<h1>popper report</h1><img src="logo.png">#'
+mk broken-css      's#</style>#body{background:url(https://example.invalid/bg.png)}</style>#'
+mk broken-request  "s#<script>#<script>new Image().src = 'https:' + '//example.invalid/pixel.png';#"
+mk broken-unescaped 's#&lt;script&gt;#<script>#g; s#&lt;/script&gt;#</script>#g; s#&quot;#"#g'
+for spec in 'broken-script:console output:' 'broken-section:section #history missing' \
+            'broken-external:references outside the page:' 'broken-relative:references outside the page:' \
+            'broken-css:references outside the page:' 'broken-request:the page requested over the network:' \
+            'broken-unescaped:markup from an input reached the DOM'; do
+  name="${spec%%:*}" expect="${spec#*:}"
+  if check_page "$work/$name.html" "$work/load-$name" '<script>console.log("injected' > "$work/$name.log"; then
+    bad "$name.html was NOT rejected: the check cannot fail"
+  elif ! grep -qF -- "  - $expect" "$work/$name.log"; then
+    bad "$name.html was rejected, but not for '$expect': $(grep '  - ' "$work/$name.log" | paste -sd ' ')"
   else
-    echo "report-check: $broken.html rejected as it must be: $(grep -m1 '  - ' "$work/$broken.log" | cut -c1-160)"
+    echo "report-check: $name.html rejected as it must be: $(grep -F -- "  - $expect" "$work/$name.log" | head -1 | cut -c5-200)"
   fi
 done
-[ $fail -eq 0 ] && echo "report-check: self-test PASS"
+
+[ $fail -eq 0 ] && echo "report-check: self-test PASS" || echo "report-check: self-test FAIL"
 exit $fail

@@ -13,8 +13,8 @@ void add_graph_command(CLI::App& app, int& exit_code);
 void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> strict
 void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | baseline save
 void add_peak_command(CLI::App& app, int& exit_code);
-void add_parity_command(CLI::App& app, int& exit_code);
-void add_report_command(CLI::App& app, int& exit_code);  // report html  // runs popper_parity (the gate needs the kernels)
+void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (the gate needs the kernels)
+void add_report_command(CLI::App& app, int& exit_code);  // report html
 // <build> of the running <build>/bin/popper (peak_command.cpp).
 std::string default_build_dir();
 }  // namespace popper::cli

@@ -1,10 +1,12 @@
 // `popper report html`: the self-contained reports/index.html over the audit,
 // the bench tables and the committed baselines' history (src/report_html.hpp).
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "popper/error.hpp"
@@ -31,38 +33,40 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->callback([o, &exit_code] {
     namespace fs = std::filesystem;
     try {
+      // A missing input is a section that says so; a malformed one is an error naming the file.
       const std::string coverage_path = o->reports + "/coverage.json";
       std::optional<nlohmann::json> coverage;
       if (fs::exists(coverage_path)) {
         try {
           coverage = nlohmann::json::parse(read_file(coverage_path));
-          if (!coverage->is_object() || !coverage->contains("contracts") || !coverage->contains("total"))
-            throw Error("not an audit report (no contracts / total)");
         } catch (const nlohmann::json::exception& e) {
           throw Error(coverage_path + ": " + e.what());
-        } catch (const Error& e) {
-          throw Error(coverage_path + ": " + e.what());
         }
+        if (!coverage->is_object() || !coverage->contains("contracts") || !(*coverage)["contracts"].is_array() ||
+            !coverage->contains("total"))
+          throw Error(coverage_path + ": not a popper audit report (no contracts list / total)");
       }
       std::vector<report::BenchPage> bench;
       if (fs::is_directory(o->reports)) {
         std::vector<fs::path> csvs;
         for (const auto& e : fs::directory_iterator(o->reports)) {
           const std::string name = e.path().filename().string();
-          // Timed tables only: gate tables (instruction counts) are in the history section.
-          if (name.rfind("bench-", 0) == 0 && name.ends_with(".csv") && !name.ends_with("-gate.csv")) csvs.push_back(e.path());
+          if (name.starts_with("bench-") && name.ends_with(".csv") && !name.ends_with(".prev.csv")) csvs.push_back(e.path());
         }
         std::sort(csvs.begin(), csvs.end());
-        for (const auto& p : csvs) {
-          report::BenchPage page{p.stem().string().substr(6), bench::read_bench_csv(p.string())};
-          bench.push_back(std::move(page));
-        }
+        for (const auto& p : csvs) bench.push_back({p.stem().string().substr(6), bench::read_bench_csv(p.string())});
       }
       const auto history = report::read_history(o->baselines, o->max_commits);
+      std::string page;
+      try {
+        page = report::render_html(coverage, o->reports, bench, history);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(coverage_path + ": not as popper audit writes it: " + e.what());
+      }
       const std::string out = o->out.empty() ? o->reports + "/index.html" : o->out;
-      write_file_atomic(out, report::render_html(coverage, coverage_path, bench, history));
+      write_file_atomic(out, page);
       std::cout << "wrote " << out << " (" << (coverage ? "audit" : "no audit") << ", " << bench.size() << " bench table(s), "
-                << history.series.size() << " baseline series)\n";
+                << history.series.size() << " baseline series" << (history.note.empty() ? "" : "; " + history.note) << ")\n";
       exit_code = 0;
     } catch (const std::exception& e) {
       std::cerr << "popper report html: " << e.what() << "\n";

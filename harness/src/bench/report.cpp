@@ -159,13 +159,79 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
   return b;
 }
 
+std::string figure(double v, const char* fmt) { return num(v, fmt); }
+
+std::string throughput_unit(const BenchTable& t) { return unit_label(t); }
+
+std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTable& t) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const char* k : {"date", "commit", "fingerprint", "cpu_model", "blas_core", "compiler", "loadavg_at_start",
+                        "peak_fp32_avx2_gflops", "peak_fp64_avx2_gflops", "peak_avx512", "peak_triad_gbs", "llc"})
+    if (auto v = t.meta(k)) out.emplace_back(k, *v);
+  return out;
+}
+
+std::vector<GroupFigures> table_figures(const BenchTable& t) {
+  std::vector<GroupFigures> out;
+  const double nan = std::nan("");
+  for (const auto& g : groups(t)) {
+    GroupFigures gf{g.precision, g.threads, {}};
+    for (const auto& shape : shapes_in_order(t)) {
+      ShapeFigures f{};
+      f.shape = shape;
+      f.ceiling = best_row(t, "ceiling", shape, g.precision, g.threads);
+      f.wrapped = best_row(t, "wrapped", shape, g.precision, g.threads);
+      f.hand = best_row(t, "hand", shape, g.precision, g.threads);
+      if (!f.ceiling && !f.wrapped && !f.hand) {
+        // A row may exist without samples (incorrect): still show it.
+        bool any = false;
+        for (const auto& r : t.rows) any |= r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads;
+        if (!any) continue;
+      }
+      const BenchRow* c_same =
+          f.wrapped ? matching_row(t, "ceiling", shape, g.precision, g.threads, f.wrapped->key.backend) : nullptr;
+      f.ffi = (c_same && f.wrapped) ? f.wrapped->median() / c_same->median() : nan;
+      f.hand_vs_ceiling = (f.ceiling && f.hand) ? f.ceiling->median() / f.hand->median() : nan;
+      f.wrapped_vs_ceiling = (f.ceiling && f.wrapped) ? f.ceiling->median() / f.wrapped->median() : nan;
+      f.hand_pct_of_peak = f.hand && f.hand->pct_of_peak >= 0 ? f.hand->pct_of_peak : nan;
+      f.bound_row = f.hand ? f.hand : (f.ceiling ? f.ceiling : f.wrapped);
+      f.bound = f.bound_row ? roofline_bound(t, *f.bound_row) : std::nullopt;
+      auto pct = [&](const BenchRow* r) {
+        return r && f.bound && f.bound->flops > 0 ? 100.0 * r->throughput() / f.bound->flops : nan;
+      };
+      f.hand_pct_of_bound = pct(f.hand);
+      f.ceiling_pct_of_bound = pct(f.ceiling);
+      const BenchRow* tiers[3] = {f.ceiling, f.wrapped, f.hand};
+      for (int i = 0; i < 3; ++i)
+        f.cv_pct[i] = !tiers[i] ? nan : tiers[i]->samples.size() > 1 ? 100.0 * coefficient_of_variation(tiers[i]->samples) : 0.0;
+      auto verdict = [&](const std::string& tier) {
+        for (const auto& r : t.rows)
+          if (r.key.tier == tier && r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads)
+            return r.verdict;
+        return std::string("not run");
+      };
+      f.verdict_wrapped = verdict("wrapped");
+      f.verdict_hand = verdict("hand");
+      gf.shapes.push_back(std::move(f));
+    }
+    out.push_back(std::move(gf));
+  }
+  return out;
+}
+
+std::string bound_cell(const ShapeFigures& f) {
+  if (!f.bound) return "—";
+  std::string cell = gf(f.bound->flops) + " (" + f.bound->limit;
+  if (f.bound->in_llc) cell += " " + mib(f.bound_row->bytes_per_iter);
+  else cell += ", " + num(f.bound->intensity, "%.3g") + " flop/B";
+  return cell + ")";
+}
+
 std::string render_markdown(const BenchTable& t, const std::string& family) {
   std::ostringstream out;
   const std::string unit = unit_label(t);
   out << "# Bench: " << family << "\n\n";
-  for (const char* k : {"date", "commit", "fingerprint", "cpu_model", "blas_core", "compiler", "loadavg_at_start",
-                        "peak_fp32_avx2_gflops", "peak_fp64_avx2_gflops", "peak_avx512", "peak_triad_gbs", "llc"})
-    if (auto v = t.meta(k)) out << "- " << k << ": " << *v << "\n";
+  for (const auto& [k, v] : report_metadata(t)) out << "- " << k << ": " << v << "\n";
   if (auto v = t.meta("ceiling_vendors")) {
     out << "\n## Ceiling vendors\n\nTried (each timed on every shape unless screened out):\n\n";
     std::istringstream in(*v);
@@ -192,54 +258,20 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
                  "traffic). "
                : "Roofline: no measured peaks in this table (run `popper peak`). ")
       << "Medians over the repetitions; cv = stddev/mean.\n";
-  for (const auto& g : groups(t)) {
+  for (const auto& g : table_figures(t)) {
     out << "\n## " << g.precision << ", threads " << g.threads << "\n\n";
     out << "| shape | ceiling " << unit << " (winner) | wrapped " << unit << " | hand " << unit
         << " | hand ÷ ceiling | FFI overhead | wrapped ÷ ceiling | bound " << unit
         << " (limit) | hand % bound | ceiling % bound | cv (c/w/h) | verdict (wrapped / hand) |\n";
     out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
-    for (const auto& shape : shapes_in_order(t)) {
-      const BenchRow* c = best_row(t, "ceiling", shape, g.precision, g.threads);
-      const BenchRow* w = best_row(t, "wrapped", shape, g.precision, g.threads);
-      const BenchRow* h = best_row(t, "hand", shape, g.precision, g.threads);
-      if (!c && !w && !h) {
-        // A row may exist without samples (incorrect): still show it.
-        bool any = false;
-        for (const auto& r : t.rows) any |= r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads;
-        if (!any) continue;
-      }
+    for (const auto& f : g.shapes) {
       auto tput = [](const BenchRow* r) { return r ? num(r->throughput() * 1e-9, "%.2f") : std::string("—"); };
-      auto cv = [](const BenchRow* r) {
-        return r ? num(r->samples.size() > 1 ? 100.0 * coefficient_of_variation(r->samples) : 0.0, "%.1f%%")
-                 : std::string("—");
-      };
-      auto verdict = [&](const std::string& tier) {
-        for (const auto& r : t.rows)
-          if (r.key.tier == tier && r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads)
-            return r.verdict;
-        return std::string("not run");
-      };
-      const BenchRow* c_same = w ? matching_row(t, "ceiling", shape, g.precision, g.threads, w->key.backend) : nullptr;
-      const double ffi = (c_same && w) ? w->median() / c_same->median() : std::nan("");
-      const double hand_vs = (c && h) ? c->median() / h->median() : std::nan("");
-      const double wrapped_vs = (c && w) ? c->median() / w->median() : std::nan("");
-      const BenchRow* any = h ? h : (c ? c : w);
-      const auto bound = any ? roofline_bound(t, *any) : std::nullopt;
-      auto pct = [&](const BenchRow* r) {
-        if (!r || !bound || bound->flops <= 0) return std::string("—");
-        return num(100.0 * r->throughput() / bound->flops, "%.1f%%");
-      };
-      std::string bound_cell = "—";
-      if (bound) {
-        bound_cell = gf(bound->flops) + " (" + bound->limit;
-        if (bound->in_llc) bound_cell += " " + mib(any->bytes_per_iter);
-        else bound_cell += ", " + num(bound->intensity, "%.3g") + " flop/B";
-        bound_cell += ")";
-      }
-      out << "| " << shape << " | " << tput(c) << (c ? " (" + c->key.backend + ")" : "") << " | " << tput(w) << " | "
-          << tput(h) << " | " << num(hand_vs, "%.3f×") << " | " << num(ffi, "%.3f×") << " | "
-          << num(wrapped_vs, "%.3f×") << " | " << bound_cell << " | " << pct(h) << " | " << pct(c) << " | " << cv(c)
-          << " / " << cv(w) << " / " << cv(h) << " | " << verdict("wrapped") << " / " << verdict("hand") << " |\n";
+      out << "| " << f.shape << " | " << tput(f.ceiling) << (f.ceiling ? " (" + f.ceiling->key.backend + ")" : "") << " | "
+          << tput(f.wrapped) << " | " << tput(f.hand) << " | " << num(f.hand_vs_ceiling, "%.3f×") << " | "
+          << num(f.ffi, "%.3f×") << " | " << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f) << " | "
+          << num(f.hand_pct_of_bound, "%.1f%%") << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | "
+          << num(f.cv_pct[0], "%.1f%%") << " / " << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%")
+          << " | " << f.verdict_wrapped << " / " << f.verdict_hand << " |\n";
     }
   }
   // Every ceiling configuration, so the vendor comparison is visible.

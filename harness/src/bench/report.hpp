@@ -17,6 +17,8 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/csv.hpp"
 #include "bench/peak.hpp"
@@ -43,6 +45,40 @@ struct RooflineBound {
   std::string limit;     // "compute" | "DRAM" | "compute, in LLC"
 };
 std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow& r);
+
+// The figures of one line of the three-tier table, (precision, threads, shape):
+// what render_markdown prints and the HTML report (src/report_html.cpp) shows,
+// computed here once. A NaN figure is unknown (printed "—").
+struct ShapeFigures {
+  std::string shape;
+  const BenchRow* ceiling = nullptr;  // the best ceiling configuration; nullptr: no ceiling row with samples
+  const BenchRow* wrapped = nullptr;  // the best wrapped row
+  const BenchRow* hand = nullptr;     // the best hand row
+  double hand_vs_ceiling;             // median time(best ceiling) / median time(hand)
+  double ffi;                         // median time(wrapped) / median time(ceiling of the same configuration)
+  double wrapped_vs_ceiling;          // median time(best ceiling) / median time(wrapped)
+  double hand_pct_of_peak;            // the hand row's pct_of_peak (throughput / measured peak, %)
+  std::optional<RooflineBound> bound; // of the hand row (else the ceiling's, else the wrapped's)
+  const BenchRow* bound_row = nullptr;
+  double hand_pct_of_bound, ceiling_pct_of_bound;  // throughput / bound, %
+  double cv_pct[3];                   // ceiling, wrapped, hand: 100 * stddev / mean (0 with one sample)
+  std::string verdict_wrapped, verdict_hand;  // the tier's verdict column, "not run" without a row
+};
+struct GroupFigures {
+  std::string precision;
+  int threads = 1;
+  std::vector<ShapeFigures> shapes;  // in the table's shape order
+};
+// Every (precision, threads) group of timed rows, each shape with any row in it.
+std::vector<GroupFigures> table_figures(const BenchTable& t);
+// The metadata lines a report shows, in order ("date", "commit", "fingerprint", ...): those the table has.
+std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTable& t);
+// "45.2 (DRAM, 0.93 flop/B)" | "220.1 (compute, in LLC 1.2 MiB)" | "—": the bound cell of a line.
+std::string bound_cell(const ShapeFigures& f);
+// "GFLOP/s", or "G items/s" when the table counts items: the unit of its throughput columns.
+std::string throughput_unit(const BenchTable& t);
+// v formatted with printf's fmt, or "—" when NaN or <= 0.
+std::string figure(double v, const char* fmt);
 
 std::string render_markdown(const BenchTable& t, const std::string& family);
 std::string render_svg(const BenchTable& t, const std::string& family, const PeakResult* peak,
