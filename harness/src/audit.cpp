@@ -248,13 +248,16 @@ AuditReport audit(const AuditInputs& in) {
       for (const auto& chk : c.qa_gate->checks) {
         std::string state;
         if (const Equation* e = c.find_equation(chk)) {
-          bool some = false, all = true;
+          bool some = false;
+          std::vector<std::string> uncovered;  // named, so an "all" obligation left open is seen as one cause
           for (const auto& oj : obs)
             if (oj["applies_to"] == e->name || oj["applies_to"] == "all") {
               some = true;
-              all = all && oj["covered"].get<bool>();
+              if (!oj["covered"].get<bool>()) uncovered.push_back(oj["id"].get<std::string>());
             }
-          state = !some ? "no obligations" : all ? "passed" : "uncovered obligations";
+          state = !some                ? "no obligations"
+                  : uncovered.empty() ? "passed"
+                                      : fmt::format("uncovered obligations ({})", fmt::join(uncovered, ", "));
         } else if (c.find_test(chk) || c.find_harness(chk)) {
           state = outcome_of(chk).outcome;
         } else {
