@@ -10,6 +10,7 @@
 #include "popper/binding.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
+#include "split.hpp"
 
 namespace popper {
 
@@ -42,21 +43,6 @@ int mutant_rank(const std::string& o) {
 template <class T>
 void add_unique(std::vector<T>& v, const T& x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
 }
 
 }  // namespace
@@ -106,7 +92,7 @@ void read_gtest_results(const std::string& path, std::map<std::string, IdResult>
       if (r.outcome == "passed")
         for (const auto& b : parse_backends(tc.value("popper_backends", "")))
           add_unique(r.backends[b.tag], EvidenceSite{site, to_string(b.how)});
-      for (const auto& d : split(tc.value("popper_declines", ""), ';')) {
+      for (const auto& d : split_nonempty(tc.value("popper_declines", ""), ';')) {
         std::string t = d;
         while (!t.empty() && t.front() == ' ') t.erase(0, 1);
         if (!t.empty()) r.declines.push_back(t);

@@ -14,6 +14,7 @@
 
 #include "bench/process.hpp"
 #include "bench/report.hpp"
+#include "split.hpp"
 
 namespace popper::report {
 
@@ -63,6 +64,9 @@ const json& arr(const json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_array() ? *it : empty;
 }
+
+// A JSON value as text: a string as is, anything else as JSON.
+std::string text(const json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
 
 // "115/123" of a {covered, total} fraction.
 std::string fraction(const json& j, const char* key) {
@@ -127,7 +131,7 @@ void render_summary(std::ostringstream& o, const json& cov, const std::string& s
     const json& items = arr(cov, list);
     if (items.empty()) continue;
     o << "<h3>" << list << " (" << items.size() << ")</h3><ul class=\"" << list << "\">";
-    for (const auto& item : items) o << "<li>" << esc(item.is_string() ? item.get<std::string>() : item.dump()) << "</li>";
+    for (const auto& item : items) o << "<li>" << esc(text(item)) << "</li>";
     o << "</ul>\n";
   }
 }
@@ -143,7 +147,7 @@ std::string evidence(const json& backends, const json& declines) {
     out += fmt::format("<span class=\"ev\">{}</span> <small>{}</small><br>", esc(backend), esc(fmt::format("{}", fmt::join(where, ", "))));
   }
   for (const auto& d : declines)
-    out += "<span class=\"b warn\">declined</span> <small>" + esc(d.is_string() ? d.get<std::string>() : d.dump()) + "</small><br>";
+    out += "<span class=\"b warn\">declined</span> <small>" + esc(text(d)) + "</small><br>";
   return out.empty() ? "<small>none recorded</small><br>" : out;
 }
 
@@ -170,7 +174,7 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
         not_run += str(mu, "outcome") == "not_run";
         std::string sites;
         for (const auto& [site, out] : obj(mu, "by_site").items())
-          sites += esc(site) + ": " + badge(out.is_string() ? out.get<std::string>() : out.dump()) + " ";
+          sites += esc(site) + ": " + badge(text(out)) + " ";
         mut_out << "<tr class=\"row-" << outcome_class(str(mu, "outcome")) << "\"><td>" << esc(name) << "</td><td>" << esc(id)
                 << "</td><td>" << esc(str(mu, "id")) << "</td><td>" << (str(mu, "path").empty() ? "any" : esc(str(mu, "path")))
                 << "</td><td>" << badge(str(mu, "outcome")) << "</td><td>" << (sites.empty() ? "—" : sites) << "</td><td>"
@@ -183,7 +187,7 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
       else if (declared > 0)
         power = fmt::format("<span class=\"b warn\">{} declared, not run</span>", declared);
       std::string sites;
-      for (const auto& s : arr(r, "sites")) sites += (sites.empty() ? "" : ", ") + esc(s.is_string() ? s.get<std::string>() : s.dump());
+      for (const auto& s : arr(r, "sites")) sites += (sites.empty() ? "" : ", ") + esc(text(s));
       rows << "<tr class=\"id " << (outcome == "passed" ? "pass" : "problem") << "\"><td>" << esc(id) << "</td><td>" << esc(kind)
            << "</td><td>" << badge(outcome) << "</td><td>" << esc(str(r, "reason")) << "</td><td>"
            << evidence(obj(r, "backends"), arr(r, "declines")) << (sites.empty() ? "" : "<small>ran at: " + sites + "</small>")
@@ -195,8 +199,8 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
       const bool covered = ob.value("covered", false);
       uncovered = uncovered || !covered;
       std::vector<std::string> required, backed;
-      for (const auto& b : arr(ob, "backends_required")) required.push_back(b.is_string() ? b.get<std::string>() : b.dump());
-      for (const auto& b : arr(ob, covered ? "passed" : "backed_by")) backed.push_back(b.is_string() ? b.get<std::string>() : b.dump());
+      for (const auto& b : arr(ob, "backends_required")) required.push_back(text(b));
+      for (const auto& b : arr(ob, covered ? "passed" : "backed_by")) backed.push_back(text(b));
       obs << "<tr><td>" << esc(str(ob, "id")) << "</td><td>" << esc(str(ob, "applies_to")) << "</td><td>"
           << badge(covered ? "covered" : "not covered") << "</td><td>"
           << (required.empty() ? "any" : esc(fmt::format("{}", fmt::join(required, ", ")))) << "</td><td>"
@@ -220,7 +224,7 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
     const json& open_checks = arr(obj(c, "qa_gate"), "open_checks");
     if (!open_checks.empty()) {
       cov_out << "<p><small>qa gate open checks:";
-      for (const auto& chk : open_checks) cov_out << " " << esc(chk.is_string() ? chk.get<std::string>() : chk.dump()) << ";";
+      for (const auto& chk : open_checks) cov_out << " " << esc(text(chk)) << ";";
       cov_out << "</small></p>\n";
     }
     cov_out << "</details>\n";
@@ -294,23 +298,8 @@ bench::ProcessResult git(const std::string& repo, std::vector<std::string> args)
   return bench::run_process(args, {}, {}, 60);
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s) {
-    if (ch == sep) {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur.push_back(ch);
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 std::string first_line(const std::string& s) {
-  const auto lines = split(s, '\n');
+  const auto lines = split_nonempty(s, '\n');
   return lines.empty() ? std::string() : lines.front();
 }
 
@@ -477,7 +466,7 @@ History read_history(const std::string& baselines_dir, int max_commits) {
   // versions never alternate between two lines of history.
   const auto log = git(root, {"log", "--first-parent", "--format=%H %cs", "-n", std::to_string(std::max(1, max_commits)), "--", rel});
   std::vector<std::pair<std::string, std::string>> commits;
-  for (const auto& l : split(log.out, '\n'))
+  for (const auto& l : split_nonempty(log.out, '\n'))
     if (const auto sp = l.find(' '); sp != std::string::npos) commits.push_back({l.substr(0, sp), l.substr(sp + 1)});
   std::reverse(commits.begin(), commits.end());  // oldest first
   if (commits.empty()) {
@@ -490,7 +479,7 @@ History read_history(const std::string& baselines_dir, int max_commits) {
   for (const auto& [sha, date] : commits) {
     const auto tree = git(root, {"ls-tree", "-r", "-z", sha, "--", rel});
     std::map<std::string, std::string> now;
-    for (const auto& entry : split(tree.out, '\0')) {  // "<mode> blob <sha>\t<path>"
+    for (const auto& entry : split_nonempty(tree.out, '\0')) {  // "<mode> blob <sha>\t<path>"
       const auto tab = entry.find('\t');
       const auto sp1 = entry.find(' '), sp2 = entry.find(' ', sp1 + 1);
       if (tab == std::string::npos || sp2 == std::string::npos || entry.compare(sp1 + 1, 5, "blob ") != 0) continue;
