@@ -228,6 +228,50 @@ TEST(BenchInterval, MedianIntervalCoversTheMedianAndWidensWithTrialSpread) {
   EXPECT_EQ(ci.df, 2);
 }
 
+TEST(BenchReport, ARowFasterThanItsDramBoundIsCacheResidentNotAboveOneHundredPercent) {
+  // Peaks: 100 GFLOP/s, 10 GB/s, LLC 16 MiB. A 64 MiB working set at 1 flop/B
+  // has a DRAM bound of 10 GFLOP/s.
+  pb::BenchTable t;
+  t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=10/20 llc_mib=16 cores=2");
+  auto hand = timed("hand", "s", 0.2);  // 1e9 flop in 0.2 s = 5 GFLOP/s: below the DRAM bound
+  hand.bytes_per_iter = 1e9;
+  hand.work_per_iter = 1e9;
+  t.rows = {hand};
+  auto f = pb::table_figures(t);
+  ASSERT_TRUE(f[0].shapes[0].bound);
+  EXPECT_EQ(f[0].shapes[0].bound->limit, "DRAM");
+  EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 50.0, 0.5);
+  t.rows[0] = timed("hand", "s", 0.05);  // 20 GFLOP/s: twice what DRAM can feed
+  t.rows[0].bytes_per_iter = 1e9;
+  f = pb::table_figures(t);
+  ASSERT_TRUE(f[0].shapes[0].bound);
+  EXPECT_NE(f[0].shapes[0].bound->limit.find("cache-resident"), std::string::npos) << f[0].shapes[0].bound->limit;
+  EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 20.0, 0.5);  // of the 100 GFLOP/s compute peak
+  EXPECT_LE(f[0].shapes[0].hand_pct_of_bound, 100.0);
+}
+
+TEST(BenchReport, ItemRatesGetAPrefixThatShowsThemAndOtherTiersAreListed) {
+  // Decode: 8 tokens per iteration in 0.15 s is 53 tokens/s, which "G items/s" would print as 0.00.
+  pb::BenchTable t;
+  auto hand = timed("hand", "canary_t8", 0.15);
+  auto device = timed("device", "canary_t8", 8.0);
+  for (auto* r : {&hand, &device}) r->work_per_iter = 8, r->work_unit = "items";
+  device.key.backend = "vulkan:llvmpipe";
+  t.rows = {hand, device};
+  const auto sc = pb::throughput_scale(t);
+  EXPECT_EQ(sc.unit, "items/s");
+  EXPECT_DOUBLE_EQ(sc.factor, 1.0);
+  const auto md = pb::render_markdown(t, "decode");
+  EXPECT_NE(md.find("| 53.33 |"), std::string::npos) << md;
+  const auto other = md.find("## Other tiers");
+  ASSERT_NE(other, std::string::npos) << md;
+  EXPECT_NE(md.find("| device | vulkan:llvmpipe | canary_t8 | f32 | 1 | 1 |", other), std::string::npos) << md;
+  t.rows[0].work_per_iter = 8e6;  // 53 M items/s
+  EXPECT_EQ(pb::throughput_scale(t).unit, "M items/s");
+  t.rows = {timed("hand", "s", 1.0)};  // flop rows stay in GFLOP/s
+  EXPECT_EQ(pb::throughput_scale(t).unit, "GFLOP/s");
+}
+
 TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   // Haswell ceiling is faster, but the wrapped tier ran on Zen: FFI overhead is
   // measured against the Zen ceiling (1.01), not the best core (1.5).

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/bench_support.hpp"
+#include "common/read_bandwidth.hpp"
 #include "impl/common/parallel.hpp"
 #include "popper/error.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
@@ -43,49 +44,6 @@ enum class Tier { Wrapped, Hand, Reference };
 const char* tier_name(Tier t) { return t == Tier::Wrapped ? "wrapped" : t == Tier::Hand ? "hand" : "reference"; }
 
 bool is_gate(const popper_q4k_shape& s) { return std::strcmp(s.set, "gate") == 0; }
-
-// The sum of p[0 .. n - n % 32) with 64-byte vector loads and four
-// accumulators, cloned for AVX-512, AVX2 and the baseline (as
-// ceiling/read_bound.h): a scalar loop reads slower than the cache delivers.
-using U64x8 = std::uint64_t __attribute__((vector_size(64)));
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t read_sum(const std::uint64_t* p, std::size_t n) {
-  U64x8 a0 = {}, a1 = {}, a2 = {}, a3 = {}, x;
-  for (std::size_t i = 0; i + 32 <= n; i += 32) {
-    std::memcpy(&x, p + i, 64), a0 += x;
-    std::memcpy(&x, p + i + 8, 64), a1 += x;
-    std::memcpy(&x, p + i + 16, 64), a2 += x;
-    std::memcpy(&x, p + i + 24, 64), a3 += x;
-  }
-  a0 += a1 + a2 + a3;
-  std::uint64_t s = 0;
-  for (int k = 0; k < 8; ++k) s += a0[k];
-  return s;
-}
-
-// Read bandwidth of `bytes` on `threads` workers (bytes per second per
-// repetition): a streaming sum, the least any kernel must spend to read them.
-std::vector<double> read_bandwidth(std::size_t bytes, int threads, int reps) {
-  const std::size_t n = std::max<std::size_t>(bytes / sizeof(std::uint64_t), 1024);
-  std::vector<std::uint64_t> buf(n);
-  for (std::size_t i = 0; i < n; ++i) buf[i] = i * 0x9E3779B97F4A7C15ULL;
-  // A small buffer is read several times per repetition (at least 64 MiB in
-  // all), so dispatching the workers does not count as reading time.
-  const int passes = static_cast<int>(64.0 * 1024 * 1024 / static_cast<double>(n * sizeof(std::uint64_t)) + 1);
-  std::vector<double> out;
-  volatile std::uint64_t sink = 0;
-  for (int r = 0; r < reps + 1; ++r) {
-    std::vector<std::uint64_t> partial(static_cast<std::size_t>(std::max(threads, 1)), 0);
-    const auto t0 = Clock::now();
-    popper::parallel::run(n / 32, threads, [&](std::size_t b, std::size_t e, int w) {
-      for (int k = 0; k < passes; ++k) partial[static_cast<std::size_t>(w)] += read_sum(buf.data() + 32 * b, 32 * (e - b));
-    });
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    for (auto p : partial) sink = sink + p;
-    if (r > 0) out.push_back(double(n / 32 * 32 * sizeof(std::uint64_t)) * passes / dt);  // the first pass warms up
-  }
-  (void)sink;
-  return out;
-}
 
 struct Inputs {
   q4k::Matrix w;
@@ -114,7 +72,7 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   }
   // The bound first, before any kernel's worker threads run beside the probe.
   const double bytes = q4k::gemv_bytes(rows, cols);
-  const std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : read_bandwidth(std::size_t(bytes), threads, 5);
+  const std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : bs::read_bandwidth(std::size_t(bytes), threads, 5);
   const q4k::cpu::CpuOptions opts{threads, q4k::cpu::Isa::Auto};
   auto run_rows = [&](std::int64_t r) {
     switch (tier) {

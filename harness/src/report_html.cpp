@@ -247,7 +247,8 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
     if (auto v = t.meta(k)) meta.emplace_back(k, *v);
   for (const auto& [k, v] : meta) o << "<tr><th>" << esc(k) << "</th><td>" << esc(v) << "</td></tr>";
   o << "</table>\n";
-  const std::string unit = bench::throughput_unit(t);
+  const bench::ThroughputScale scale = bench::throughput_scale(t);
+  const std::string& unit = scale.unit;
   const auto groups = bench::table_figures(t);
   for (const auto& g : groups) {
     o << "<h4>" << esc(g.precision) << ", threads " << g.threads << "</h4>\n<table class=\"num\"><tr><th>shape</th><th>ceiling "
@@ -256,7 +257,7 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
       << " (limit)</th><th>hand % of bound</th><th>ceiling % of bound</th><th>FFI overhead</th><th>wrapped ÷ ceiling</th>"
          "<th>cv c / w / h</th><th>verdict wrapped / hand</th></tr>\n";
     for (const auto& f : g.shapes) {
-      auto tput = [](const bench::BenchRow* r) { return r ? bench::figure(r->throughput() * 1e-9, "%.2f") : std::string("—"); };
+      auto tput = [&](const bench::BenchRow* r) { return r ? bench::figure(r->throughput() * scale.factor, "%.2f") : std::string("—"); };
       o << "<tr><td>" << esc(f.shape) << "</td><td>" << tput(f.ceiling)
         << (f.ceiling ? " <small>" + esc(f.ceiling->key.backend) + "</small>" : "") << "</td><td>" << tput(f.wrapped)
         << "</td><td>" << tput(f.hand) << "</td><td><b>" << bench::figure(f.hand_vs_ceiling, "%.3f×") << "</b></td><td>"

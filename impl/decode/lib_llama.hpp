@@ -4,7 +4,8 @@
 //
 //   Session(path, device).logits(tokens)
 //     = llama.cpp's logits after the last token, the tokens decoded one at a
-//       time from a fresh KV cache (the same decode steps as popper's forward)
+//       time from an empty KV cache (the same decode steps as popper's forward);
+//       the session keeps its llama.cpp context between calls, as a server does
 //
 // llama.cpp runs as it serves by default: activations quantized to Q8_K
 // before each Q4_K dot product on the CPU, an F16 KV cache, flash attention

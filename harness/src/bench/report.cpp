@@ -54,11 +54,6 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-const char* unit_label(const BenchTable& t) {
-  for (const auto& r : t.rows)
-    if (r.work_unit == "items") return "G items/s";
-  return "GFLOP/s";
-}
 
 }  // namespace
 
@@ -161,7 +156,18 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
 
 std::string figure(double v, const char* fmt) { return num(v, fmt); }
 
-std::string throughput_unit(const BenchTable& t) { return unit_label(t); }
+ThroughputScale throughput_scale(const BenchTable& t) {
+  bool items = false;
+  double fastest = 0;
+  for (const auto& r : t.rows) {
+    items |= r.work_unit == "items";
+    fastest = std::max(fastest, r.throughput());
+  }
+  if (!items) return {};
+  for (const auto& [factor, unit] : {std::pair{1e-9, "G items/s"}, {1e-6, "M items/s"}, {1e-3, "k items/s"}})
+    if (fastest * factor >= 1) return {factor, unit};
+  return {1.0, "items/s"};
+}
 
 std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTable& t) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -196,6 +202,19 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       f.hand_pct_of_peak = f.hand && f.hand->pct_of_peak >= 0 ? f.hand->pct_of_peak : nan;
       f.bound_row = f.hand ? f.hand : (f.ceiling ? f.ceiling : f.wrapped);
       f.bound = f.bound_row ? roofline_bound(t, *f.bound_row) : std::nullopt;
+      // A tier measured faster than the DRAM term cannot have read its bytes
+      // from DRAM: the working set sat in a cache the LLC probe did not see
+      // (a shared or partitioned L3). Bound it by P alone, never print > 100% of DRAM.
+      if (f.bound && !f.bound->in_llc && f.bound->dram < f.bound->peak) {
+        double fastest = 0;
+        for (const BenchRow* r : {f.ceiling, f.wrapped, f.hand})
+          if (r) fastest = std::max(fastest, r->throughput());
+        if (fastest > f.bound->dram) {
+          f.bound->flops = f.bound->peak;
+          f.bound->in_llc = true;
+          f.bound->limit = "compute, cache-resident: measured above the DRAM bound";
+        }
+      }
       auto pct = [&](const BenchRow* r) {
         return r && f.bound && f.bound->flops > 0 ? 100.0 * r->throughput() / f.bound->flops : nan;
       };
@@ -229,7 +248,8 @@ std::string bound_cell(const ShapeFigures& f) {
 
 std::string render_markdown(const BenchTable& t, const std::string& family) {
   std::ostringstream out;
-  const std::string unit = unit_label(t);
+  const ThroughputScale scale = throughput_scale(t);
+  const std::string& unit = scale.unit;
   out << "# Bench: " << family << "\n\n";
   for (const auto& [k, v] : report_metadata(t)) out << "- " << k << ": " << v << "\n";
   if (auto v = t.meta("ceiling_vendors")) {
@@ -255,7 +275,8 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
          "configuration as the wrapped tier. "
       << (roof ? "Bound = roofline min(P, BW × flop/byte) from the measured peaks for the thread count; a working set "
                  "within the measured LLC is bounded by P alone and marked \"in LLC\" (its traffic is not DRAM "
-                 "traffic). "
+                 "traffic); so is a row some tier ran faster than its DRAM term allows, marked \"cache-resident\" "
+                 "(its data came from a cache the LLC probe missed). "
                : "Roofline: no measured peaks in this table (run `popper peak`). ")
       << "Medians over the repetitions; cv = stddev/mean.\n";
   for (const auto& g : table_figures(t)) {
@@ -265,13 +286,29 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
         << " (limit) | hand % bound | ceiling % bound | cv (c/w/h) | verdict (wrapped / hand) |\n";
     out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
     for (const auto& f : g.shapes) {
-      auto tput = [](const BenchRow* r) { return r ? num(r->throughput() * 1e-9, "%.2f") : std::string("—"); };
+      auto tput = [&](const BenchRow* r) { return r ? num(r->throughput() * scale.factor, "%.2f") : std::string("—"); };
       out << "| " << f.shape << " | " << tput(f.ceiling) << (f.ceiling ? " (" + f.ceiling->key.backend + ")" : "") << " | "
           << tput(f.wrapped) << " | " << tput(f.hand) << " | " << num(f.hand_vs_ceiling, "%.3f×") << " | "
           << num(f.ffi, "%.3f×") << " | " << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f) << " | "
           << num(f.hand_pct_of_bound, "%.1f%%") << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | "
           << num(f.cv_pct[0], "%.1f%%") << " / " << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%")
           << " | " << f.verdict_wrapped << " / " << f.verdict_hand << " |\n";
+    }
+  }
+  // Tiers beside the three above (a device backend, the reference, packing): every row, as measured.
+  bool any_other = false;
+  for (const auto& r : t.rows) any_other |= r.key.tier != "ceiling" && r.key.tier != "wrapped" && r.key.tier != "hand";
+  if (any_other) {
+    out << "\n## Other tiers\n\n| tier | backend | shape | precision | threads | " << unit
+        << " | % of peak | median s | cv | verdict |\n|---|---|---|---|---:|---:|---:|---:|---:|---|\n";
+    for (const auto& r : t.rows) {
+      if (r.key.tier == "ceiling" || r.key.tier == "wrapped" || r.key.tier == "hand") continue;
+      const bool timed = !r.samples.empty() && r.unit == kUnitSeconds;
+      out << "| " << r.key.tier << " | " << r.key.backend << " | " << r.key.shape << " | " << r.key.precision << " | "
+          << r.key.threads << " | " << (timed ? num(r.throughput() * scale.factor, "%.3g") : "—") << " | "
+          << (timed && r.pct_of_peak >= 0 ? num(r.pct_of_peak, "%.1f%%") : "—") << " | "
+          << (timed ? num(r.median(), "%.4g") : "—") << " | "
+          << (timed ? num(100 * coefficient_of_variation(r.samples), "%.1f%%") : "—") << " | " << r.verdict << " |\n";
     }
   }
   // Every ceiling configuration, so the vendor comparison is visible.
@@ -285,7 +322,7 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
       const double cvv = coefficient_of_variation(r.samples);
       const BenchRow* best = best_row(t, "ceiling", r.key.shape, r.key.precision, r.key.threads);
       out << "| " << r.key.shape << " | " << r.key.precision << " | " << r.key.threads << " | " << r.key.backend
-          << (best == &r ? " **best**" : "") << " | " << num(r.throughput() * 1e-9, "%.2f") << " | "
+          << (best == &r ? " **best**" : "") << " | " << num(r.throughput() * scale.factor, "%.2f") << " | "
           << num(best ? best->median() / r.median() : std::nan(""), "%.3f") << " | " << num(r.median(), "%.4g")
           << " | " << num(cvv * 100, "%.1f%%") << " |\n";
     }
@@ -409,7 +446,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
   double roof_height = 0;
   const std::string roof = roofline_panels(t, width, bars_height, roof_height);
   const double height = bars_height + roof_height;
-  const std::string unit = unit_label(t);
+  const ThroughputScale scale = throughput_scale(t);
+  const std::string& unit = scale.unit;
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -426,7 +464,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     double vmax = pk;
     for (const auto& shape : shapes)
       for (const auto& [tier, color] : tiers)
-        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads)) vmax = std::max(vmax, r->throughput() * 1e-9);
+        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads)) vmax = std::max(vmax, r->throughput() * scale.factor);
     if (vmax <= 0) vmax = 1;
     vmax *= 1.1;
     const double plot_top = y0 + 20, plot_bottom = y0 + panel_h;
@@ -453,7 +491,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
       double bx = x;
       for (const auto& [tier, color] : tiers) {
         if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads)) {
-          const double v = r->throughput() * 1e-9, y = ypos(v);
+          const double v = r->throughput() * scale.factor, y = ypos(v);
           char lab[32];
           std::snprintf(lab, sizeof lab, "%.1f", v);
           o << "<rect x=\"" << bx << "\" y=\"" << y << "\" width=\"" << bar_w - 2 << "\" height=\"" << plot_bottom - y

@@ -42,7 +42,7 @@ struct RooflineBound {
   double peak = 0;       // P(threads)
   double dram = 0;       // BW(threads) * I
   bool in_llc = false;   // working set <= measured LLC: the DRAM term does not apply
-  std::string limit;     // "compute" | "DRAM" | "compute, in LLC"
+  std::string limit;     // "compute" | "DRAM" | "compute, in LLC" | "compute, cache-resident: ..." (table_figures)
 };
 std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow& r);
 
@@ -76,7 +76,13 @@ std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTabl
 // "45.2 (DRAM, 0.93 flop/B)" | "220.1 (compute, in LLC 1.2 MiB)" | "—": the bound cell of a line.
 std::string bound_cell(const ShapeFigures& f);
 // "GFLOP/s", or "G items/s" when the table counts items: the unit of its throughput columns.
-std::string throughput_unit(const BenchTable& t);
+// How throughput is shown: GFLOP/s for flop rows; items/s with the SI prefix
+// (G, M, k or none) that keeps the table's fastest row >= 1 (decode: tokens/s).
+struct ThroughputScale {
+  double factor = 1e-9;
+  std::string unit = "GFLOP/s";
+};
+ThroughputScale throughput_scale(const BenchTable& t);
 // v formatted with printf's fmt, or "—" when NaN or <= 0.
 std::string figure(double v, const char* fmt);
 

@@ -1,0 +1,181 @@
+// bench_decode: tokens/s of the parity gate's canary on each backend
+// (bench producer protocol). Names decode/<tier>/<shape>/q4k/threads:<n>,
+// shapes from bench/decode/shapes.h:
+//
+//   hand       cpu-simd: popper's hand kernels (Q4_K GEMV, fused one-token kernels)
+//   wrapped    ggml-cpu: llama.cpp's CPU backend through popper's C++ API
+//   device     cuda where a device is present, else vulkan (lavapipe here)
+//   reference  cpu: FP32, every sum sequential (gate shape, one thread)
+//
+// One iteration decodes the shape's prompt one token at a time from an empty
+// KV cache (make_backend(...)->logits); per iteration items = tokens and
+// bytes = tokens * Model::bytes_per_token(), the weights every step reads.
+// Before timing, each tier's logits for a 2-token prompt are compared with
+// the cpu backend's (the gate's judgement, cosine >= 0.98): label
+// "verified(cos ...)", or the row is skipped "incorrect: ...". After timing, a
+// row faster than this machine can read the same bytes on the same threads is
+// "invalid: ..." (q4k::bandwidth_verdict), as in bench_q4k.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/bench_support.hpp"
+#include "common/read_bandwidth.hpp"
+#include "decode/shapes.h"
+#include "impl/common/cpu_features.hpp"
+#include "impl/common/device.hpp"
+#include "impl/common/vulkan_runtime.hpp"
+#include "impl/decode/forward.hpp"
+#include "impl/decode/parity.hpp"
+#include "impl/q4k/bandwidth_bound.hpp"
+#include "impl/q4k/lib_ggml.hpp"
+#include "popper/error.hpp"
+
+namespace {
+
+namespace bs = popper::bench_support;
+namespace dec = popper::decode;
+using Clock = std::chrono::steady_clock;
+
+enum class Tier { Hand, Wrapped, Device, Reference };
+
+const char* tier_name(Tier t) {
+  switch (t) {
+    case Tier::Hand: return "hand";
+    case Tier::Wrapped: return "wrapped";
+    case Tier::Device: return "device";
+    case Tier::Reference: return "reference";
+  }
+  return "?";
+}
+
+// The backend a tier runs; the device tier takes the first device in the
+// gate's priority order (cuda, vulkan) that is present.
+std::string backend_for(Tier t) {
+  switch (t) {
+    case Tier::Hand: return "cpu-simd";
+    case Tier::Wrapped: return "ggml-cpu";
+    case Tier::Reference: return "cpu";
+    case Tier::Device: return popper::device::cuda_status().usable() ? "cuda" : "vulkan";
+  }
+  return "?";
+}
+
+// One model per process and shape (the canary takes about 2 s to generate).
+const dec::Model& model_for(const popper_decode_shape& sh) {
+  static std::string name;
+  static std::unique_ptr<dec::Model> model;
+  if (!model || name != sh.name) {
+    model = std::make_unique<dec::Model>(dec::make_canary(sh.config(), POPPER_DECODE_SEED, 2));
+    name = sh.name;
+  }
+  return *model;
+}
+
+void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, int threads) {
+  std::string label;
+  std::unique_ptr<dec::Backend> backend;
+  std::vector<std::int32_t> prompt;
+  double bytes = 0;
+  std::vector<double> read;
+  try {
+    const dec::Model& m = model_for(sh);
+    prompt = dec::canary_tokens(m.config, sh.tokens, POPPER_DECODE_SEED);
+    bytes = double(m.bytes_per_token()) * sh.tokens;
+    backend = dec::make_backend(backend_for(tier), m, threads);
+    if (!backend->available()) {
+      state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
+      return;
+    }
+    // The bound first, before the backend's worker threads run beside the probe.
+    if (tier != Tier::Reference) read = bs::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
+    const auto check = dec::canary_tokens(m.config, 2, POPPER_DECODE_SEED + 1);
+    const std::vector<float> got = backend->logits(check);
+    if (!backend->available()) {  // a device that declined a call ran the CPU's code under its name
+      state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
+      return;
+    }
+    if (tier == Tier::Reference) {
+      label = "not_verified: the reference is the oracle";
+    } else {
+      const auto a = dec::compare_logits(got, dec::make_backend("cpu", m, threads)->logits(check));
+      if (!(a.cosine >= dec::kMinCosine)) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "incorrect: cosine %.6f against the cpu backend (< %.2f)", a.cosine, dec::kMinCosine);
+        state.SkipWithError(buf);
+        return;
+      }
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "verified(cos %.6f)", a.cosine);
+      label = buf;
+    }
+  } catch (const popper::Unsupported& e) {
+    state.SkipWithError((std::string("not_run: ") + e.what()).c_str());
+    return;
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
+    return;
+  }
+
+  auto timed = [&] { benchmark::DoNotOptimize(backend->logits(prompt)); };
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    switch (tier) {
+      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
+      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
+      case Tier::Device:
+      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+    }
+  }
+  const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
+  const double sample[1] = {per_iter};
+  const auto verdict = popper::q4k::bandwidth_verdict(bytes, sample, read);
+  if (!verdict.valid) {
+    state.SkipWithError(verdict.text.c_str());
+    return;
+  }
+  state.SetLabel(label);
+  state.counters["items"] = benchmark::Counter(double(sh.tokens));
+  state.counters["bytes"] = benchmark::Counter(bytes);
+}
+
+void register_all() {
+  const int iters = bs::fixed_iterations();
+  for (const popper_decode_shape& sh : POPPER_DECODE_SHAPES) {
+    const bool gate = std::string(sh.set) == "gate";
+    for (Tier tier : {Tier::Hand, Tier::Wrapped, Tier::Device, Tier::Reference})
+      for (int threads : {1, 2}) {
+        if (tier == Tier::Reference && (!gate || threads != 1)) continue;  // sequential FP32: small model, one thread
+        const std::string name =
+            std::string("decode/") + tier_name(tier) + "/" + sh.name + "/q4k/threads:" + std::to_string(threads);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_decode(s, tier, sh, threads); });
+        b->UseRealTime()->Unit(benchmark::kMillisecond);
+        if (iters > 0) b->Iterations(iters);
+      }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  // Each tier's backend as it reports itself (forward.hpp evidence), without
+  // loading a model: the gate runs this process under callgrind.
+  const bool cuda = popper::device::cuda_status().usable();
+  const auto& vk = popper::vulkan::status();
+  benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto));
+  benchmark::AddCustomContext("popper_backend_wrapped",
+                              popper::q4k::ggml::status().usable() ? popper::q4k::ggml::cpu_backend_tag() : "ggml-cpu");
+  benchmark::AddCustomContext("popper_backend_device", cuda ? popper::device::cuda_status().backend_tag()
+                                                            : vk.usable() ? popper::vulkan::backend_tag() : "vulkan");
+  benchmark::AddCustomContext("popper_backend_reference", popper::cpu::backend_tag(popper::cpu::Isa::Scalar));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
