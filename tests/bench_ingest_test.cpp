@@ -228,26 +228,29 @@ TEST(BenchInterval, MedianIntervalCoversTheMedianAndWidensWithTrialSpread) {
   EXPECT_EQ(ci.df, 2);
 }
 
-TEST(BenchReport, ARowFasterThanItsDramBoundIsCacheResidentNotAboveOneHundredPercent) {
-  // Peaks: 100 GFLOP/s, 10 GB/s, LLC 16 MiB. A 64 MiB working set at 1 flop/B
-  // has a DRAM bound of 10 GFLOP/s.
+TEST(BenchReport, ARowJustAboveTheLlcFasterThanItsDramBoundIsCacheResident) {
+  // Peaks: 100 GFLOP/s, 10 GB/s, measured LLC 16 MiB. At 1 flop/B the DRAM bound is 10 GFLOP/s.
   pb::BenchTable t;
   t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=10/20 llc_mib=16 cores=2");
-  auto hand = timed("hand", "s", 0.2);  // 1e9 flop in 0.2 s = 5 GFLOP/s: below the DRAM bound
-  hand.bytes_per_iter = 1e9;
-  hand.work_per_iter = 1e9;
-  t.rows = {hand};
+  auto row = [](double bytes, double gflops) {
+    auto r = timed("hand", "s", bytes / (gflops * 1e9));
+    r.bytes_per_iter = r.work_per_iter = bytes;
+    return r;
+  };
+  const double mib24 = 24.0 * 1024 * 1024;
+  t.rows = {row(mib24, 5)};  // half the DRAM bound: DRAM
   auto f = pb::table_figures(t);
   ASSERT_TRUE(f[0].shapes[0].bound);
   EXPECT_EQ(f[0].shapes[0].bound->limit, "DRAM");
   EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 50.0, 0.5);
-  t.rows[0] = timed("hand", "s", 0.05);  // 20 GFLOP/s: twice what DRAM can feed
-  t.rows[0].bytes_per_iter = 1e9;
+  t.rows = {row(mib24, 20)};  // twice what DRAM can feed, 24 MiB: from cache, 20% of the compute peak
   f = pb::table_figures(t);
-  ASSERT_TRUE(f[0].shapes[0].bound);
   EXPECT_NE(f[0].shapes[0].bound->limit.find("cache-resident"), std::string::npos) << f[0].shapes[0].bound->limit;
-  EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 20.0, 0.5);  // of the 100 GFLOP/s compute peak
-  EXPECT_LE(f[0].shapes[0].hand_pct_of_bound, 100.0);
+  EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 20.0, 0.5);
+  t.rows = {row(1e9, 20)};  // 1 GB cannot be cached: the bound's bandwidth is wrong, and the table shows it
+  f = pb::table_figures(t);
+  EXPECT_EQ(f[0].shapes[0].bound->limit, "DRAM");
+  EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 200.0, 1.0);
 }
 
 TEST(BenchReport, ItemRatesGetAPrefixThatShowsThemAndOtherTiersAreListed) {

@@ -202,10 +202,14 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       f.hand_pct_of_peak = f.hand && f.hand->pct_of_peak >= 0 ? f.hand->pct_of_peak : nan;
       f.bound_row = f.hand ? f.hand : (f.ceiling ? f.ceiling : f.wrapped);
       f.bound = f.bound_row ? roofline_bound(t, *f.bound_row) : std::nullopt;
-      // A tier measured faster than the DRAM term cannot have read its bytes
-      // from DRAM: the working set sat in a cache the LLC probe did not see
-      // (a shared or partitioned L3). Bound it by P alone, never print > 100% of DRAM.
-      if (f.bound && !f.bound->in_llc && f.bound->dram < f.bound->peak) {
+      // A working set just above the measured LLC (the probe doubles its size,
+      // so the real LLC may be up to twice it) that some tier ran faster than
+      // the DRAM term allows sat in cache: bound it by P alone. Far above the
+      // LLC a row beyond the bound stays DRAM and shows > 100%: there the
+      // bound's bandwidth (triad, with its write traffic) is what is wrong.
+      const double llc = parse_peaks(t).llc;
+      if (f.bound && !f.bound->in_llc && f.bound->dram < f.bound->peak && llc > 0 &&
+          f.bound_row->bytes_per_iter <= 2 * llc) {
         double fastest = 0;
         for (const BenchRow* r : {f.ceiling, f.wrapped, f.hand})
           if (r) fastest = std::max(fastest, r->throughput());
@@ -275,8 +279,8 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
          "configuration as the wrapped tier. "
       << (roof ? "Bound = roofline min(P, BW × flop/byte) from the measured peaks for the thread count; a working set "
                  "within the measured LLC is bounded by P alone and marked \"in LLC\" (its traffic is not DRAM "
-                 "traffic); so is a row some tier ran faster than its DRAM term allows, marked \"cache-resident\" "
-                 "(its data came from a cache the LLC probe missed). "
+                 "traffic); so is a working set up to twice the measured LLC that some tier ran faster than its DRAM "
+                 "term allows, marked \"cache-resident\" (the probe doubles its sizes, so the real LLC may be larger). "
                : "Roofline: no measured peaks in this table (run `popper peak`). ")
       << "Medians over the repetitions; cv = stddev/mean.\n";
   for (const auto& g : table_figures(t)) {
