@@ -54,7 +54,6 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-
 }  // namespace
 
 const BenchRow* best_row(const BenchTable& t, const std::string& tier, const std::string& shape,
@@ -300,13 +299,12 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
     }
   }
   // Tiers beside the three above (a device backend, the reference, packing): every row, as measured.
-  bool any_other = false;
-  for (const auto& r : t.rows) any_other |= r.key.tier != "ceiling" && r.key.tier != "wrapped" && r.key.tier != "hand";
-  if (any_other) {
+  auto other = [](const BenchRow& r) { return r.key.tier != "ceiling" && r.key.tier != "wrapped" && r.key.tier != "hand"; };
+  if (std::any_of(t.rows.begin(), t.rows.end(), other)) {
     out << "\n## Other tiers\n\n| tier | backend | shape | precision | threads | " << unit
         << " | % of peak | median s | cv | verdict |\n|---|---|---|---|---:|---:|---:|---:|---:|---|\n";
     for (const auto& r : t.rows) {
-      if (r.key.tier == "ceiling" || r.key.tier == "wrapped" || r.key.tier == "hand") continue;
+      if (!other(r)) continue;
       const bool timed = !r.samples.empty() && r.unit == kUnitSeconds;
       out << "| " << r.key.tier << " | " << r.key.backend << " | " << r.key.shape << " | " << r.key.precision << " | "
           << r.key.threads << " | " << (timed ? num(r.throughput() * scale.factor, "%.3g") : "—") << " | "
