@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <optional>
 #include <set>
 #include <chrono>
 #include <cstdio>
@@ -372,14 +373,19 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   {
     auto* cmd = bench->add_subcommand("merge", "Join bench CSVs (e.g. the shards of bench compare --shard K/N) into one");
     struct Opt {
+      CommonOptions common;
       std::vector<std::string> inputs;
-      std::string out;
+      std::string out, claims;
       bool allow_mixed = false;
     };
     auto o = std::make_shared<Opt>();
+    add_common(cmd, o->common);
     cmd->add_option("inputs", o->inputs, "bench CSVs")->required();
     cmd->add_option("-o,--output", o->out, "merged CSV")->required();
     cmd->add_flag("--allow-mixed", o->allow_mixed, "merge tables from different machines or builds (marked mixed)");
+    cmd->add_option("--claims", o->claims,
+                    "contract folder: judge its benchmark claims on the merged table (runs measured apart, judged "
+                    "together) and write bench-claims.json beside the output");
     cmd->callback([o, &exit_code] {
       try {
         std::vector<std::pair<std::string, bench::BenchTable>> tables;
@@ -387,6 +393,29 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         const auto merged = bench::merge_tables(tables, o->allow_mixed);
         bench::write_bench_csv(o->out, merged);
         std::cerr << "wrote " << o->out << " (" << merged.rows.size() << " rows from " << tables.size() << " tables)\n";
+        if (!o->claims.empty()) {
+          std::set<std::string> families;
+          for (const auto& r : merged.rows) families.insert(r.key.family);
+          if (families.size() != 1)
+            throw Error("--claims: the merged table holds " + std::to_string(families.size()) +
+                        " families; merge one family's CSVs to judge its claims");
+          const auto fam = bench::load_family(o->common.source_dir, *families.begin());
+          Diagnostics diags;
+          auto set = load_contract_set({o->claims}, diags);
+          if (diags.has_errors()) throw Error("--claims: " + o->claims + " has contract errors (popper validate it)");
+          // % of peak needs the peaks of the machine that measured the table: only when it is this one.
+          const auto machine = bench::probe_machine();
+          std::optional<bench::PeakResult> peak;
+          if (merged.meta("fingerprint") == bench::fingerprint(machine))
+            peak = bench::cached_or_measured_peak(o->common.build() + "/peak.json", machine, false, progress);
+          const auto claims = bench::evaluate_claims(set.contracts, fam.family, merged, peak ? &*peak : nullptr, fam.peak,
+                                                     bench::list_family_shapes(o->common.build(), fam));
+          const auto dir = fs::path(o->out).parent_path();
+          const std::string path = (dir.empty() ? fs::path(".") : dir).string() + "/bench-claims.json";
+          bench::write_claims_json(path, fam.family, claims);
+          for (const auto& c : claims) std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";
+          std::cerr << "wrote " << path << " (" << claims.size() << " claims)\n";
+        }
         exit_code = 0;
       } catch (const std::exception& e) {
         std::cerr << "popper bench merge: " << e.what() << "\n";
