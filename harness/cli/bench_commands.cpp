@@ -63,6 +63,13 @@ void add_common(CLI::App* cmd, CommonOptions& o) {
   cmd->add_option("--build-dir", o.build_dir, "build tree holding bin/ (default: the one this popper lives in)");
 }
 
+// Writes the verdicts to `path` (bench-claims.json, other families kept) and prints them.
+void report_claims(const std::string& path, const std::string& family, const std::vector<bench::ClaimResult>& claims) {
+  bench::write_claims_json(path, family, claims);
+  for (const auto& c : claims) std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";
+  std::cerr << "wrote " << path << " (" << claims.size() << " claims)\n";
+}
+
 // bench-gemm.csv -> gemm.csv, bench-gemm-gate.csv -> gemm-gate.csv
 std::string baseline_name(const std::string& from) {
   std::string name = fs::path(from).filename().string();
@@ -351,9 +358,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
         popper::write_file_atomic(stem + ".svg", bench::render_svg(table, fam.family, &peak, kind("f32"), kind("f64")));
         std::cout << bench::render_markdown(table, fam.family);
         std::cerr << "wrote " << stem << ".csv, .md, .svg\n";
-        bench::write_claims_json(o->out + "/bench-claims.json", fam.family, claims);
-        for (const auto& c : claims) std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";
-        std::cerr << "wrote " << o->out << "/bench-claims.json (" << claims.size() << " claims)\n";
+        report_claims(o->out + "/bench-claims.json", fam.family, claims);
         // A kernel that computed a wrong answer is a failure of the run, whatever its speed.
         int incorrect = 0;
         for (const auto& r : table.rows)
@@ -412,9 +417,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
                                                      bench::list_family_shapes(o->common.build(), fam));
           const auto dir = fs::path(o->out).parent_path();
           const std::string path = (dir.empty() ? fs::path(".") : dir).string() + "/bench-claims.json";
-          bench::write_claims_json(path, fam.family, claims);
-          for (const auto& c : claims) std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";
-          std::cerr << "wrote " << path << " (" << claims.size() << " claims)\n";
+          report_claims(path, fam.family, claims);
         }
         exit_code = 0;
       } catch (const std::exception& e) {

@@ -132,7 +132,6 @@ std::string unavailable_reason(Device d) { return probed(d).reason; }
 struct Session::Impl {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;  // kept between calls, as a server keeps it; cleared before each prompt
-  std::uint32_t ctx_tokens = 0;  // the context's n_ctx
   int threads = 1;
   std::string evidence;
   ~Impl() {
@@ -170,7 +169,7 @@ std::vector<float> Session::logits(std::span<const std::int32_t> tokens) {
   // A context (KV cache, compute graphs, thread pool) is made once for the
   // longest prompt so far and its memory cleared before each prompt, so a
   // timed call measures decoding, not llama.cpp's setup.
-  if (!impl_->ctx || impl_->ctx_tokens < tokens.size()) {
+  if (!impl_->ctx || llama_n_ctx(impl_->ctx) < tokens.size()) {
     if (impl_->ctx) llama_free(impl_->ctx), impl_->ctx = nullptr;
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = static_cast<std::uint32_t>(tokens.size());
@@ -178,7 +177,6 @@ std::vector<float> Session::logits(std::span<const std::int32_t> tokens) {
     cp.n_threads = cp.n_threads_batch = impl_->threads;
     impl_->ctx = llama_init_from_model(impl_->model, cp);
     if (!impl_->ctx) throw Error("llama.cpp: no context for " + std::to_string(tokens.size()) + " tokens");
-    impl_->ctx_tokens = static_cast<std::uint32_t>(tokens.size());
   }
   llama_context* ctx = impl_->ctx;
   llama_memory_clear(llama_get_memory(ctx), true);

@@ -179,6 +179,7 @@ std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTabl
 std::vector<GroupFigures> table_figures(const BenchTable& t) {
   std::vector<GroupFigures> out;
   const double nan = std::nan("");
+  const double llc = parse_peaks(t).llc;
   for (const auto& g : groups(t)) {
     GroupFigures gf{g.precision, g.threads, {}};
     for (const auto& shape : shapes_in_order(t)) {
@@ -206,7 +207,6 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       // the DRAM term allows sat in cache: bound it by P alone. Far above the
       // LLC a row beyond the bound stays DRAM and shows > 100%: there the
       // bound's bandwidth (triad, with its write traffic) is what is wrong.
-      const double llc = parse_peaks(t).llc;
       if (f.bound && !f.bound->in_llc && f.bound->dram < f.bound->peak && llc > 0 &&
           f.bound_row->bytes_per_iter <= 2 * llc) {
         double fastest = 0;
