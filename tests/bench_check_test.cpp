@@ -3,7 +3,9 @@
 // MISSING, baselines, and the different-fingerprint (normalized) mode.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "bench/check.hpp"
 #include "bench/interval.hpp"
@@ -299,13 +301,24 @@ TEST(BenchCheck, NoisyCeilingRowsDoNotRescaleTheTable) {
   }
 }
 
-TEST(BenchInterval, StudentTAndHolmAndPower) {
+TEST(BenchInterval, StudentTAndBenjaminiHochbergAndPower) {
   EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);   // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
   EXPECT_NEAR(pb::student_t_upper(0.0, 3), 0.5, 1e-12);
   EXPECT_NEAR(pb::student_t_upper(-1.0, 1), 0.75, 1e-9);       // Cauchy: P(T > -1) = 3/4
-  const auto r = pb::holm({0.01, 0.04, 0.03, 0.5}, 0.05);      // thresholds 0.0125, 0.0167, 0.025, 0.05
-  EXPECT_EQ(r, (std::vector<bool>{true, false, false, false}));
-  EXPECT_EQ(pb::holm({0.001, 0.001}, 0.05), (std::vector<bool>{true, true}));
+  // Step up over ranks 1..4 at k q / m = 0.0125, 0.025, 0.0375, 0.05: rank 3
+  // (0.036) passes, so ranks 1-3 are rejected although ranks 1 and 2 fail
+  // their own levels (Holm's step-down would stop at rank 1: none rejected).
+  EXPECT_EQ(pb::benjamini_hochberg({0.03, 0.036, 0.02, 0.9}, 0.05), (std::vector<bool>{true, true, true, false}));
+  EXPECT_EQ(pb::benjamini_hochberg({0.01, 0.04, 0.03, 0.5}, 0.05), (std::vector<bool>{true, false, false, false}));
+  EXPECT_EQ(pb::benjamini_hochberg({0.02, 0.5, 0.9}, 0.05), (std::vector<bool>{false, false, false}));  // 0.02 > 0.05/3
+  EXPECT_EQ(pb::benjamini_hochberg({0.001, 0.001}, 0.05), (std::vector<bool>{true, true}));
+  EXPECT_TRUE(pb::benjamini_hochberg({}, 0.05).empty());
+  // Twelve slowed rows among 84 with p = 0.005 each: all rejected (12 x 0.05 /
+  // 84 = 0.0071), where a family-wise 0.05 / 84 = 0.0006 would reject none.
+  std::vector<double> table(84, 0.6);
+  std::fill(table.begin(), table.begin() + 12, 0.005);
+  const auto rej = pb::benjamini_hochberg(table, 0.05);
+  EXPECT_EQ(std::count(rej.begin(), rej.end(), true), 12);
   // The inverse: the trials that power asks for detect that effect, and one
   // trial fewer does not; more noise, a larger detectable slowdown.
   const int t13 = pb::trials_for_power(0.13, 1.25, 1.10, 0.002, 0.8);

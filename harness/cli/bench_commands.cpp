@@ -90,7 +90,8 @@ std::vector<std::pair<std::string, std::string>> parse_environment(const std::st
 }
 
 // The per-row level trials are planned at: the table's alpha over an estimate
-// of its rows (Holm's first step).
+// of its rows, the level one changed row alone must reach (Benjamini-
+// Hochberg's first rank; more changed rows are judged at a laxer level).
 double planning_alpha(const bench::CompareOptions& co) {
   const std::size_t rows_estimate = std::max<std::size_t>(1, co.threads.size() * co.precisions.size() * 3 * 4);
   return bench::Thresholds{}.alpha / static_cast<double>(rows_estimate);
@@ -120,7 +121,7 @@ void record_noise(bench::BenchTable& table, const bench::CompareOptions& co, dou
 
 // --reps / --trials / --budget -> trials and repetitions per trial. Auto sizes
 // the trials so that a slowdown of twice the regression threshold (20%) is
-// flagged with 80% power at the Holm-adjusted level, from the between-trial
+// flagged with 80% power at that level (planning_alpha), from the between-trial
 // noise of a previous run of this machine (or a 3% prior when there is none).
 double plan_trials(bench::CompareOptions& co, const std::string& reps_text, const std::string& trials_text,
                  double budget, const std::string& noise_from, const bench::FamilyDescriptor& fam,
@@ -456,7 +457,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     cmd->add_flag("--strict", o->strict, "NOISY rows fail too");
     cmd->add_flag("--absolute", o->absolute,
                   "compare absolute times even when the ceiling rows show the machine itself got slower or faster");
-    cmd->add_option("--alpha", o->th.alpha, "family-wise error rate over the table (Holm)");
+    cmd->add_option("--alpha", o->th.alpha, "false discovery rate over the table (Benjamini-Hochberg; a clean table flags a row with at most this chance)");
     cmd->add_option("--regression-threshold", o->th.regression, "fraction slower that is a regression (0.10)");
     cmd->add_option("--warning-threshold", o->th.warning, "fraction slower that is a warning (0.05)");
     cmd->callback([o, &exit_code] {

@@ -179,7 +179,8 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
     p_warn.push_back(p_ratio_above(ivs[i], 1 + t.warning));
     p_imp.push_back(p_ratio_below(ivs[i], 1 - t.warning));
   }
-  const auto reg = holm(p_reg, t.alpha), warn = holm(p_warn, t.alpha), imp = holm(p_imp, t.alpha);
+  const auto reg = benjamini_hochberg(p_reg, t.alpha), warn = benjamini_hochberg(p_warn, t.alpha),
+             imp = benjamini_hochberg(p_imp, t.alpha);
   for (std::size_t j = 0; j < timed.size(); ++j) {
     auto& rc = pairs[timed[j]].rc;
     const auto& iv = ivs[timed[j]];
@@ -203,7 +204,7 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
   char m[320];
   std::snprintf(m, sizeof m,
                 "timed rows: ratio of medians with a two-level bootstrap interval (trials, then samples); REGRESSION "
-                "when 'ratio > %.2f' is Holm-rejected at family-wise alpha %.2f over the %zu testable rows; NOISY when "
+                "when 'ratio > %.2f' is rejected by Benjamini-Hochberg at alpha %.2f over the %zu testable rows; NOISY when "
                 "'ratio < %.2f' cannot be shown at alpha %.2f",
                 1 + t.regression, t.alpha, timed.size(), 1 + t.regression, t.alpha);
   method = m;

@@ -3,13 +3,14 @@
 // Rows are matched on (family, tier, backend, shape, precision, threads,
 // cache_mode). For a timed row, R = median(current) / median(baseline) with
 // a trial-aware bootstrap interval and t-based p-values (interval.hpp):
-//   REGRESSION   R > 1 + regression, shown beyond doubt: Holm-rejected
-//                across the table's rows at alpha (family-wise)
+//   REGRESSION   R > 1 + regression, shown beyond doubt: rejected by
+//                Benjamini-Hochberg across the table's rows at alpha (a clean
+//                check flags any row with probability at most alpha)
 //   NOISY        not a regression, but one cannot be excluded (p of
 //                "R < 1 + regression" > alpha): the interval is too wide to
 //                decide at the threshold; re-measure (--rerun) or add trials
-//   WARNING      R > 1 + warning, Holm-rejected (and a regression excluded)
-//   IMPROVEMENT  R < 1 - warning, Holm-rejected
+//   WARNING      R > 1 + warning, BH-rejected (and a regression excluded)
+//   IMPROVEMENT  R < 1 - warning, BH-rejected
 //   UNCHANGED    otherwise: within the noise band
 //   MISSING      in the baseline, not measured in current (exit 1)
 //   NEW          in current, not in the baseline
@@ -38,7 +39,7 @@ const char* to_string(Change c);
 struct Thresholds {
   double regression = 0.10;
   double warning = 0.05;
-  double alpha = 0.05;  // family-wise (Holm) over the rows of one check
+  double alpha = 0.05;  // false discovery rate (Benjamini-Hochberg) over the rows of one check
 };
 
 enum class CheckMode { Absolute, Normalized };

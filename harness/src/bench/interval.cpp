@@ -1,4 +1,4 @@
-// Trial-aware bootstrap intervals, t tests, Holm and power (interval.hpp).
+// Trial-aware bootstrap intervals, t tests, Benjamini-Hochberg and power (interval.hpp).
 #include "bench/interval.hpp"
 
 #include <algorithm>
@@ -191,16 +191,20 @@ double p_ratio_below(const RatioInterval& r, double c) {
   return student_t_upper((std::log(c) - std::log(r.ratio)) / r.log_se, r.df);
 }
 
-std::vector<bool> holm(const std::vector<double>& p, double alpha) {
+std::vector<bool> benjamini_hochberg(const std::vector<double>& p, double q) {
   std::vector<std::size_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
-  std::vector<bool> rejected(p.size(), false);
   const double m = static_cast<double>(p.size());
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    if (p[order[k]] > alpha / (m - static_cast<double>(k))) break;
-    rejected[order[k]] = true;
-  }
+  // Step up: the largest rank k with p_(k) <= k q / m; ranks 1..k are rejected.
+  std::size_t k = 0;
+  for (std::size_t r = order.size(); r > 0; --r)
+    if (p[order[r - 1]] <= static_cast<double>(r) * q / m) {
+      k = r;
+      break;
+    }
+  std::vector<bool> rejected(p.size(), false);
+  for (std::size_t r = 0; r < k; ++r) rejected[order[r]] = true;
   return rejected;
 }
 

@@ -48,8 +48,13 @@ RatioInterval median_interval(const TrialSamples& s, double alpha = 0.05, int re
 double p_ratio_above(const RatioInterval& r, double c);
 double p_ratio_below(const RatioInterval& r, double c);
 
-// Holm's step-down procedure: rejected[i] at family-wise error rate alpha.
-std::vector<bool> holm(const std::vector<double>& p, double alpha);
+// Benjamini-Hochberg step-up: rejected[i], controlling the false discovery
+// rate at q. When no row truly changed (a clean check) every rejection is
+// false, so the chance of any is at most q, as with a family-wise method; when
+// several rows did change, it rejects far more of them than Holm's step-down
+// (which needs p < q / rows for the first), so a slowdown of every hand row is
+// not lost among a table of unchanged vendor rows.
+std::vector<bool> benjamini_hochberg(const std::vector<double>& p, double q);
 
 // Student's t: upper tail P(T > t) with df degrees of freedom (df >= 1).
 double student_t_upper(double t, double df);
