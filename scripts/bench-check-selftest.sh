@@ -39,18 +39,19 @@ for fam in "${FAMILIES[@]}"; do
   base="$OUT/$fam-base/bench-$fam.csv"
   # What this machine lets the check see today (a noisy host widens every interval).
   echo "$fam baseline: noise $(grep -m1 '^# noise_between_trials:' "$base" | cut -d: -f2-); detectable slowdown$(grep -m1 '^# detectable_slowdown:' "$base" | cut -d: -f2-)"
-  pair_alarms=0; flagged=0; rows=0
+  pair_alarms=0; flagged=0; rows=0; moved=0
   for i in $(seq 1 "$RUNS"); do
     compare "$fam" "$OUT/$fam-clean-$i" || { echo "$fam: clean run $i failed" >&2; exit 2; }
     check "$base" "$OUT/$fam-clean-$i/bench-$fam.csv" "$OUT/$fam-clean-$i.txt"
     rc=$?
     [ $rc -ne 0 ] && pair_alarms=$((pair_alarms + 1))
-    n=$(count '^(REGRESSION|WARNING|UNCHANGED|IMPROVEMENT|NOISY|MISSING) ' "$OUT/$fam-clean-$i.txt")
+    n=$(count '^(REGRESSION|WARNING|UNCHANGED|IMPROVEMENT|NOISY|MISSING|MOVED) ' "$OUT/$fam-clean-$i.txt")
     f=$(count '^(REGRESSION|WARNING) ' "$OUT/$fam-clean-$i.txt")
-    rows=$((rows + n)); flagged=$((flagged + f))
+    m=$(count '^MOVED ' "$OUT/$fam-clean-$i.txt")
+    rows=$((rows + n)); flagged=$((flagged + f)); moved=$((moved + m))
     echo "$fam clean pair $i/$RUNS: exit $rc, $(grep '^summary:' "$OUT/$fam-clean-$i.txt")"
   done
-  echo "$fam: clean pairs exiting 1: $pair_alarms of $RUNS; rows flagged: $flagged of $rows"
+  echo "$fam: clean pairs exiting 1: $pair_alarms of $RUNS; rows flagged: $flagged of $rows; vendor rows MOVED (the machine): $moved"
   [ "$pair_alarms" -eq 0 ] || failures=$((failures + 1))
   for f in 0.25 0.10; do
     POPPER_BENCH_INJECT_SLOWDOWN=$f compare "$fam" "$OUT/$fam-inj-$f" || { echo "$fam: injected run failed" >&2; exit 2; }

@@ -301,6 +301,66 @@ TEST(BenchCheck, NoisyCeilingRowsDoNotRescaleTheTable) {
   }
 }
 
+TEST(BenchCheck, OneSidedDelaysOfWholeTrialsDoNotHideOrInventAChange) {
+  // The shared machine's delays, as measured on the arrow gate rows: whole
+  // processes 1.35x slower (a busy neighbour on the host core), in 2 of 6
+  // trials, different ones in each run. Only ever slower, never faster.
+  const std::vector<double> base_levels = {1.00, 1.00, 0.98, 1.35, 1.00, 1.38};
+  const std::vector<double> clean_levels = {1.36, 1.00, 1.01, 1.00, 1.34, 0.99};
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, base_levels, 2)});
+  const auto clean = table("m", {trial_row("hand", "cpu", 1.0, clean_levels, 2)});
+  const auto slower = table("m", {trial_row("hand", "cpu", 1.25, clean_levels, 2)});
+  pb::CheckOptions opt;
+  opt.normalize_on_drift = false;
+  const auto same = pb::check_tables(base, clean, opt);
+  EXPECT_EQ(same.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(same);
+  const auto slow = pb::check_tables(base, slower, opt);
+  EXPECT_EQ(slow.rows[0].change, pb::Change::Regression) << pb::format_check_report(slow);
+  EXPECT_NE(slow.method.find("0.25-quantiles"), std::string::npos) << slow.method;
+  // Judged on medians, the same 25% slowdown cannot be decided: the slow
+  // trials the bootstrap draws move the median, so the interval straddles 1.10.
+  opt.thresholds.quantile = 0.5;
+  const auto by_median = pb::check_tables(base, slower, opt);
+  EXPECT_EQ(by_median.rows[0].change, pb::Change::Noisy) << pb::format_check_report(by_median);
+}
+
+TEST(BenchCheck, VendorRowThatMovedIsTheMachineAndItsWrappedRowIsJudgedRelativeToIt) {
+  // small_64's vendor row is 1.25x slower (the machine, for that
+  // configuration); small_128's is not, so the table as a whole is not
+  // rescaled (two ceiling rows that disagree). The moved row is MOVED, not a
+  // regression; the wrapped row over the same library moved with it and is
+  // unchanged relative to it; the hand kernels stay absolute, so a slower one
+  // is still caught in the moved group as in the other.
+  auto rows = [](double ceil64, double wrapped64, double hand64, double hand128) {
+    return std::vector<pb::BenchRow>{trial_row("ceiling", "openblas:Haswell", ceil64, kQuiet, 3, "small_64"),
+                                     trial_row("wrapped", "openblas:Haswell", wrapped64, kQuiet, 3, "small_64"),
+                                     trial_row("hand", "cpu", hand64, kQuiet, 3, "small_64"),
+                                     trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet, 3, "small_128"),
+                                     trial_row("hand", "cpu", hand128, kQuiet, 3, "small_128")};
+  };
+  const auto base = table("m", rows(1.0, 2.0, 3.0, 3.0));
+  const auto moved = pb::check_tables(base, table("m", rows(1.25, 2.5, 3.0, 3.9)), pb::CheckOptions{});
+  ASSERT_EQ(moved.mode, pb::CheckMode::Absolute) << moved.mode_reason;
+  auto verdict = [](const pb::CheckReport& rep, const std::string& tier, const std::string& shape) {
+    for (const auto& r : rep.rows)
+      if (r.key.tier == tier && r.key.shape == shape) return r.change;
+    ADD_FAILURE() << "no row " << tier << " " << shape;
+    return pb::Change::Missing;
+  };
+  EXPECT_EQ(verdict(moved, "ceiling", "small_64"), pb::Change::Moved) << pb::format_check_report(moved);
+  EXPECT_EQ(verdict(moved, "wrapped", "small_64"), pb::Change::Unchanged) << pb::format_check_report(moved);
+  EXPECT_EQ(verdict(moved, "hand", "small_64"), pb::Change::Unchanged) << pb::format_check_report(moved);
+  EXPECT_EQ(verdict(moved, "hand", "small_128"), pb::Change::Regression) << pb::format_check_report(moved);
+  EXPECT_EQ(moved.exit_code(), 1);
+  // The hand kernel of the moved group 30% slower: still a regression.
+  const auto hand_slower = pb::check_tables(base, table("m", rows(1.25, 2.5, 3.9, 3.0)), pb::CheckOptions{});
+  EXPECT_EQ(verdict(hand_slower, "hand", "small_64"), pb::Change::Regression) << pb::format_check_report(hand_slower);
+  // Nothing but the vendor row moved: the check passes, and says why.
+  const auto only_machine = pb::check_tables(base, table("m", rows(1.25, 2.5, 3.0, 3.0)), pb::CheckOptions{});
+  EXPECT_EQ(only_machine.exit_code(), 0) << pb::format_check_report(only_machine);
+  EXPECT_NE(pb::format_check_report(only_machine).find("1 moved"), std::string::npos);
+}
+
 TEST(BenchInterval, StudentTAndBenjaminiHochbergAndPower) {
   EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);   // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
   EXPECT_NEAR(pb::student_t_upper(0.0, 3), 0.5, 1e-12);

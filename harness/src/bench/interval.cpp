@@ -25,22 +25,17 @@ std::map<int, std::vector<double>> by_trial(const TrialSamples& s) {
   return out;
 }
 
-// One two-level resample of the given trials (drawn indices into `groups`).
-double resampled_median(const std::vector<const std::vector<double>*>& groups, const std::vector<std::size_t>& draw,
-                        std::mt19937_64& rng, std::vector<double>& pool) {
+// The q-quantile of one two-level resample of the given trials (drawn indices into `groups`).
+double resampled_quantile(const std::vector<const std::vector<double>*>& groups, const std::vector<std::size_t>& draw,
+                          double q, std::mt19937_64& rng, std::vector<double>& pool) {
   pool.clear();
   for (std::size_t g : draw) {
     const auto& v = *groups[g];
     std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
     for (std::size_t k = 0; k < v.size(); ++k) pool.push_back(v[pick(rng)]);
   }
-  std::nth_element(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(pool.size() / 2), pool.end());
-  double m = pool[pool.size() / 2];
-  if (pool.size() % 2 == 0) {
-    const double lower = *std::max_element(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(pool.size() / 2));
-    m = 0.5 * (m + lower);
-  }
-  return m;
+  std::sort(pool.begin(), pool.end());
+  return quantile_of_sorted(pool, q);
 }
 
 RatioInterval summarize(std::vector<double>& logs, double ratio, double alpha, int df) {
@@ -56,12 +51,10 @@ RatioInterval summarize(std::vector<double>& logs, double ratio, double alpha, i
   };
   r.lo = std::exp(pct(alpha / 2));
   r.hi = std::exp(pct(1 - alpha / 2));
-  double mean = 0;
-  for (double x : logs) mean += x;
-  mean /= static_cast<double>(logs.size());
-  double ss = 0;
-  for (double x : logs) ss += (x - mean) * (x - mean);
-  r.log_se = logs.size() > 1 ? std::sqrt(ss / static_cast<double>(logs.size() - 1)) : 0;
+  // The spread from the central 68% (one normal sd either side), not the
+  // sample sd: a few resamples that drew mostly delayed trials sit far out
+  // and would inflate the sd of an otherwise narrow distribution.
+  r.log_se = logs.size() > 1 ? 0.5 * (pct(0.841345) - pct(0.158655)) : 0;
   return r;
 }
 
@@ -127,7 +120,7 @@ double student_t_upper(double t, double df) {
 }
 
 RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha, int resamples,
-                             std::uint64_t seed) {
+                             std::uint64_t seed, double q) {
   check_nonempty(num, "numerator");
   check_nonempty(den, "denominator");
   const auto gn = by_trial(num), gd = by_trial(den);
@@ -141,10 +134,10 @@ RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, d
   for (int b = 0; b < resamples; ++b) {
     for (auto& i : dn) i = pn(rng);
     for (auto& i : dd) i = pd(rng);
-    logs.push_back(std::log(resampled_median(vn, dn, rng, pool) / resampled_median(vd, dd, rng, pool)));
+    logs.push_back(std::log(resampled_quantile(vn, dn, q, rng, pool) / resampled_quantile(vd, dd, q, rng, pool)));
   }
   const int df = static_cast<int>(vn.size() + vd.size()) - 2;
-  return summarize(logs, median(*num.samples) / median(*den.samples), alpha, df);
+  return summarize(logs, quantile(*num.samples, q) / quantile(*den.samples, q), alpha, df);
 }
 
 RatioInterval median_interval(const TrialSamples& s, double alpha, int resamples, std::uint64_t seed) {
@@ -176,7 +169,7 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   std::vector<std::size_t> draw(vn.size());
   for (int b = 0; b < resamples; ++b) {
     for (auto& i : draw) i = pick(rng);
-    logs.push_back(std::log(resampled_median(vn, draw, rng, pool) / resampled_median(vd, draw, rng, pool)));
+    logs.push_back(std::log(resampled_quantile(vn, draw, 0.5, rng, pool) / resampled_quantile(vd, draw, 0.5, rng, pool)));
   }
   return summarize(logs, median(all_n) / median(all_d), alpha, static_cast<int>(vn.size()) - 1);
 }

@@ -9,7 +9,8 @@
 //   Paired (both sides measured in the same trials, e.g. two tiers of one
 //   run): the same trial draw serves both sides, so shared trial noise cancels.
 // Interval: the alpha/2 and 1 - alpha/2 percentiles of R*.
-// Test against a threshold c: t = (log R - log c) / se, se = sd(log R*), with
+// Test against a threshold c: t = (log R - log c) / se, se = half the spread of
+// the central 68% of log R* (the sd of a normal; robust to a few far resamples), with
 // df = trials(num) + trials(den) - 2 (paired: trials - 1) degrees of freedom;
 // one-sided p from Student's t. With df < 1 the between-trial noise cannot be
 // estimated and no test is possible (`testable()` is false).
@@ -27,13 +28,15 @@ struct TrialSamples {
 struct RatioInterval {
   double ratio = 0;   // median(num) / median(den) over all samples
   double lo = 0, hi = 0;
-  double log_se = 0;  // bootstrap standard error of log(ratio)
+  double log_se = 0;  // bootstrap standard error of log(ratio) (robust: central 68%)
   int df = 0;
   bool testable() const { return df >= 1 && log_se > 0; }
 };
 
+// `q` other than 0.5: the ratio of the q-quantiles instead (the check judges
+// lower quartiles: check.hpp says why).
 RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha = 0.05,
-                             int resamples = 2000, std::uint64_t seed = 1);
+                             int resamples = 2000, std::uint64_t seed = 1, double q = 0.5);
 // Both sides from the same trials (trial ids shared); only trials present on both sides are used.
 RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha = 0.05,
                                     int resamples = 2000, std::uint64_t seed = 1);

@@ -16,6 +16,20 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return quantile_of_sorted(v, q);
+}
+
+double quantile_of_sorted(const std::vector<double>& v, double q) {
+  if (v.empty()) throw InvalidArgument("quantile of an empty sample");
+  if (!(q >= 0 && q <= 1)) throw InvalidArgument("quantile: q must be in [0, 1]");
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto i = static_cast<std::size_t>(pos);
+  const double f = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] + f * (v[i + 1] - v[i]) : v[i];
+}
+
 double mean(const std::vector<double>& v) {
   if (v.empty()) throw InvalidArgument("mean of an empty sample");
   double s = 0;

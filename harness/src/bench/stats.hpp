@@ -1,6 +1,8 @@
 // Summary statistics and the significance test behind REGRESSION.
 //
-//   median, mean, stddev (sample, n-1), cv = stddev / mean,
+//   median, quantile q (linear between order statistics: x_(i) + f (x_(i+1) -
+//   x_(i)) at i + f = q (n - 1), so quantile 0.5 is the median), mean,
+//   stddev (sample, n-1), cv = stddev / mean,
 //   MAD = median(|x_i - median(x)|)
 //
 // Mann–Whitney U (one-sided): H1 "x is stochastically greater than y".
@@ -14,6 +16,8 @@
 namespace popper::bench {
 
 double median(std::vector<double> v);  // throws InvalidArgument when empty
+double quantile(std::vector<double> v, double q);  // q in [0, 1]; throws when empty
+double quantile_of_sorted(const std::vector<double>& sorted, double q);  // the same, v already ascending
 double mean(const std::vector<double>& v);
 double stddev(const std::vector<double>& v);  // 0 when n < 2
 double coefficient_of_variation(const std::vector<double>& v);

@@ -16,15 +16,6 @@ namespace popper::bench {
 
 namespace {
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
 bool usable(const BenchRow& r) {
   return r.unit == kUnitSeconds && !r.samples.empty() && r.verdict.rfind("incorrect", 0) != 0;
 }
