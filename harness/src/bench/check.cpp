@@ -57,6 +57,13 @@ BenchKey without_backend(BenchKey k) {
   return k;
 }
 
+// The (shape, precision, threads, cache mode) group of a key: its ceiling key.
+std::string group_of(const BenchKey& k) {
+  BenchKey g = without_backend(k);
+  g.tier = "ceiling";
+  return g.to_string();
+}
+
 // Best (smallest) ceiling median per (shape, precision, threads, cache mode),
 // overall ("") and per trial ("#<t>").
 std::map<std::string, double> ceiling_medians(const BenchTable& t) {
@@ -67,33 +74,31 @@ std::map<std::string, double> ceiling_medians(const BenchTable& t) {
   };
   for (const auto& r : t.rows) {
     if (r.key.tier != "ceiling" || r.samples.empty() || r.unit != kUnitSeconds) continue;
-    BenchKey k = without_backend(r.key);
-    k.tier = "ceiling";
-    keep(k.to_string(), r.median());
+    const std::string g = group_of(r.key);
+    keep(g, r.median());
     std::map<int, std::vector<double>> per;
     for (std::size_t i = 0; i < r.samples.size(); ++i) per[r.trial_of(i)].push_back(r.samples[i]);
-    for (const auto& [tr, v] : per) keep(k.to_string() + "#" + std::to_string(tr), median(v));
+    for (const auto& [tr, v] : per) keep(g + "#" + std::to_string(tr), median(v));
   }
   return best;
 }
 
 // The row's samples divided by its trial's best ceiling; nullopt without one.
 std::optional<BenchRow> normalized(const std::map<std::string, double>& best, const BenchRow& r) {
-  BenchKey k = without_backend(r.key);
-  k.tier = "ceiling";
-  const auto overall = best.find(k.to_string());
+  const std::string g = group_of(r.key);
+  const auto overall = best.find(g);
   if (overall == best.end() || overall->second <= 0) return std::nullopt;
   BenchRow out = r;
   for (std::size_t i = 0; i < out.samples.size(); ++i) {
-    const auto it = best.find(k.to_string() + "#" + std::to_string(r.trial_of(i)));
+    const auto it = best.find(g + "#" + std::to_string(r.trial_of(i)));
     out.samples[i] /= it != best.end() ? it->second : overall->second;
   }
   return out;
 }
 
 // How far the vendor-library rows moved: the geometric mean of current/baseline
-// (the check's quantile) over the ceiling rows both tables hold, and the evidence that the
-// whole machine moved beyond the warning band: a one-sided t-test of the mean
+// (the check's quantile) over the ceiling rows both tables hold, and the
+// evidence that the whole machine moved beyond the warning band: a one-sided t-test of the mean
 // log ratio over the rows (df = rows - 1), or with a single row, that row's own
 // trial-level interval. Two rows that disagree are no evidence (df = 1).
 struct Drift {
@@ -216,15 +221,9 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
   method = m;
 }
 
-// The (shape, precision, threads, cache mode) group of a key: its ceiling key.
-std::string group_of(const BenchKey& k) {
-  BenchKey g = without_backend(k);
-  g.tier = "ceiling";
-  return g.to_string();
-}
-
-// Absolute mode, after judging: ceiling rows judged REGRESSION become MOVED, and the wrapped rows of their groups are judged again
-// relative to their trial's best ceiling (check.hpp).
+// Absolute mode, after judging: ceiling rows judged REGRESSION become MOVED,
+// and the wrapped rows of their groups are judged again relative to their
+// trial's best ceiling (check.hpp).
 void judge_moved_groups(std::vector<Pair>& pairs, const std::map<std::string, double>& nb,
                         const std::map<std::string, double>& nc, const Thresholds& t, std::string& method) {
   std::map<std::string, double> moved;  // group -> the ceiling's ratio
