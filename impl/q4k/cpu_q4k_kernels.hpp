@@ -52,12 +52,30 @@ inline void decode_scales_mins_words(const Block& blk, std::uint8_t* sm, Mutatio
   std::memcpy(sm, w, sizeof w);
 }
 
+// xq split for byte dot products (vpmaddubsw takes unsigned x signed bytes):
+//   xq_i = 128 * hi_i + lo_i,  hi_i = floor(xq_i / 128) in [-64, 63],  lo_i in [0, 127].
+// Per block, 256 hi bytes then 256 lo bytes, each in sub-block order
+// 0, 2, 1, 3, 4, 6, 5, 7: a 64-byte load of the weights holds sub-blocks
+// (0, 2) in its low nibbles and (1, 3) in its high ones (then 4..7), so the
+// activations are stored in the order the nibbles come.
+inline constexpr int kSplitOrder[kSubBlocks] = {0, 2, 1, 3, 4, 6, 5, 7};
+inline void split_block(const std::int16_t* xq, std::int8_t* out) {
+  for (int s = 0; s < kSubBlocks; ++s)
+    for (int l = 0; l < kSubBlockWeights; ++l) {
+      const int v = xq[kSplitOrder[s] * kSubBlockWeights + l];
+      const int hi = v >= 0 ? v / 128 : -((127 - v) / 128);  // floor
+      out[s * kSubBlockWeights + l] = static_cast<std::int8_t>(hi);
+      out[kBlockWeights + s * kSubBlockWeights + l] = static_cast<std::int8_t>(v - 128 * hi);
+    }
+}
+
 // Computes y[r] for r in [r0, r1): W rows of nb blocks, activations in 14-bit
 // fixed point (xq: nb*256 values, scale: nb, sub_sum: nb*8).
 struct GemvRows {
   const Block* w;
   std::int64_t nb;
   const std::int16_t* xq;
+  const std::int8_t* split;  // xq split (split_block), 512 bytes per block
   const double* scale;
   const std::int32_t* sub_sum;
   const double* scaled_sub_sum;  // s_b * sub_sum, nb*8
