@@ -11,8 +11,9 @@
 // Every operand is addressed as X(r, c) = x[r*rs + c*cs], so layout and op
 // are absorbed by packing. Column-major C is computed as the row-major
 // problem C^T = op(B)^T op(A)^T over the same memory. When op(A) rows are
-// k-contiguous (cs == 1) full MR-row tiles read A in place ("direct"), which
-// saves the A copy that dominates thin products (n = 256).
+// k-contiguous (cs == 1) and C's rows are short (kDirectMaxRowBytes), full
+// MR-row tiles read A in place ("direct"), which saves the A copy that
+// dominates thin products (n = 256).
 //
 // Threads (common/parallel.hpp, one persistent OpenMP team): C is split into
 // contiguous row ranges (column ranges when m is too short), each worker runs
@@ -195,6 +196,15 @@ void scale_c(const Problem<T>& pr) {
     }
 }
 
+// A is read in place only when C's rows are short (n * sizeof(T) <= 2 KiB):
+// there the copy is amortized over few columns and costs more than it saves
+// (attn_kv, n = 256: packing made the product 1.2-1.3x slower). For wider C
+// the packed copy wins: contiguous slivers instead of MR rows a power-of-two
+// stride apart, which conflict in L1/L2 and stall a second thread reading
+// its own rows (ffn_gate_up, n = 4096: 2 threads 1.58x one when read in
+// place, 1.89x packed; f64 1.61x against 1.92x).
+constexpr std::int64_t kDirectMaxRowBytes = 2048;
+
 // The serial loop nest over C[0:m, 0:n] of `pr` (a worker's part).
 template <class T>
 void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl) {
@@ -202,7 +212,7 @@ void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& b
   const std::int64_t kc = std::min<std::int64_t>(bl.kc, pr.k);
   const std::int64_t nc = std::min<std::int64_t>(bl.nc, (pr.n + nr - 1) / nr * nr);
   const std::int64_t mc = std::min<std::int64_t>(bl.mc, (pr.m + mr - 1) / mr * mr);
-  const bool direct = ks.direct != nullptr && pr.a.cs == 1;
+  const bool direct = ks.direct != nullptr && pr.a.cs == 1 && pr.n * static_cast<std::int64_t>(sizeof(T)) <= kDirectMaxRowBytes;
   T* bpack = scratch<T>(0, static_cast<std::size_t>(nc * kc));
   T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * kc));
   for (std::int64_t jc = 0; jc < pr.n; jc += nc) {
