@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  ccache                             # compiler cache: a fresh clone (CI) reuses earlier builds' objects
   libgtest-dev libgmock-dev          # GoogleTest
   librapidcheck-dev                  # RapidCheck property tests
   libbenchmark-dev                   # Google Benchmark
