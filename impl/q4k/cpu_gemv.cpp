@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "impl/common/cpu_features.hpp"
 #include "impl/common/parallel.hpp"
@@ -96,7 +97,6 @@ void quantize_activations(std::span<const float> x, FixedPointActivations& out) 
   out.scale.resize(nb);
   out.sub_sum.resize(nb * kSubBlocks);
   out.scaled_sub_sum.resize(nb * kSubBlocks);
-  out.split.resize(2 * x.size());
   for (std::size_t b = 0; b < nb; ++b) {
     double amax = 0;
     for (int i = 0; i < kBlockWeights; ++i) {
@@ -122,14 +122,13 @@ void quantize_activations(std::span<const float> x, FixedPointActivations& out) 
       out.sub_sum[b * kSubBlocks + static_cast<std::size_t>(j)] = sum;
       out.scaled_sub_sum[b * kSubBlocks + static_cast<std::size_t>(j)] = out.scale[b] * sum;
     }
-    detail::split_block(&out.q[b * kBlockWeights], &out.split[2 * b * kBlockWeights]);
   }
 }
 
 void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const FixedPointActivations& x,
           std::span<float> y, const CpuOptions& opts) {
   check_gemv_args(rows, cols, w.size(), static_cast<std::size_t>(x.cols), y.size());
-  if (x.cols != cols || x.q.size() != static_cast<std::size_t>(cols) || x.split.size() != 2 * x.q.size())
+  if (x.cols != cols || x.q.size() != static_cast<std::size_t>(cols))
     throw InvalidArgument("q4k::cpu::gemv: activations hold " + std::to_string(x.cols) + " columns, W has " +
                           std::to_string(cols));
   if (opts.threads < 1) throw InvalidArgument("q4k::cpu::gemv: threads must be >= 1");
@@ -137,7 +136,15 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
   detail::GemvRowsFn fn = &gemv_rows_scalar;
   if (isa == Isa::Avx512) fn = popper::cpu::has_avx512_vnni() ? &detail::gemv_rows_avx512_vnni : &detail::gemv_rows_avx512;
   else if (isa == Isa::Avx2) fn = &detail::gemv_rows_avx2;
-  const GemvRows args{w.data(), cols / kBlockWeights, x.q.data(), x.split.data(), x.scale.data(), x.sub_sum.data(), x.scaled_sub_sum.data(), y.data(),
+  // The AVX-512 kernels read xq split into bytes: made here, per call and
+  // thread, so the other paths (and the instruction-count gate) pay nothing.
+  thread_local std::vector<std::int8_t> split;
+  if (isa == Isa::Avx512) {
+    split.resize(2 * static_cast<std::size_t>(cols));
+    for (std::int64_t b = 0; b < cols / kBlockWeights; ++b)
+      detail::split_block(x.q.data() + b * kBlockWeights, split.data() + 2 * b * kBlockWeights);
+  }
+  const GemvRows args{w.data(), cols / kBlockWeights, x.q.data(), split.data(), x.scale.data(), x.sub_sum.data(), x.scaled_sub_sum.data(), y.data(),
                       active_mutation()};
   if (rows == 0) return;
   if (cols == 0) {

@@ -42,7 +42,6 @@ struct FixedPointActivations {
   std::vector<double> scale;          // s_b, cols / 256 values
   std::vector<std::int32_t> sub_sum;  // sum of q over each 32-value sub-block, cols / 32 values
   std::vector<double> scaled_sub_sum; // s_b * sub_sum (for the vector kernels)
-  std::vector<std::int8_t> split;     // q as 128*hi + lo in bytes, for the AVX-512 kernel (layout: cpu_q4k_kernels.hpp)
 };
 // cols = x.size() (a multiple of 256); throws InvalidArgument for non-finite x.
 void quantize_activations(std::span<const float> x, FixedPointActivations& out);

@@ -63,9 +63,8 @@ inline void split_block(const std::int16_t* xq, std::int8_t* out) {
   for (int s = 0; s < kSubBlocks; ++s)
     for (int l = 0; l < kSubBlockWeights; ++l) {
       const int v = xq[kSplitOrder[s] * kSubBlockWeights + l];
-      const int hi = v >= 0 ? v / 128 : -((127 - v) / 128);  // floor
-      out[s * kSubBlockWeights + l] = static_cast<std::int8_t>(hi);
-      out[kBlockWeights + s * kSubBlockWeights + l] = static_cast<std::int8_t>(v - 128 * hi);
+      out[s * kSubBlockWeights + l] = static_cast<std::int8_t>(v >> 7);  // floor (C++20: arithmetic shift)
+      out[kBlockWeights + s * kSubBlockWeights + l] = static_cast<std::int8_t>(v & 127);
     }
 }
 
@@ -75,7 +74,7 @@ struct GemvRows {
   const Block* w;
   std::int64_t nb;
   const std::int16_t* xq;
-  const std::int8_t* split;  // xq split (split_block), 512 bytes per block
+  const std::int8_t* split;  // xq split (split_block), 512 bytes per block; AVX-512 kernels only
   const double* scale;
   const std::int32_t* sub_sum;
   const double* scaled_sub_sum;  // s_b * sub_sum, nb*8
