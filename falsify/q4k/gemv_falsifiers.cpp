@@ -28,7 +28,7 @@ POPPER_FALSIFIER("FALSIFY-Q4K-004", [](const popper::Params& p) {
       const auto prob = tb::make_problem(rows, cols, p.seed() + static_cast<std::uint64_t>(rows * 131 + cols), kind);
       const auto stats = tb::row_stats(prob);
       double worst = 0;
-      for (Isa isa : isas_under_test())
+      for_each_cpu_path([&](Isa isa) {
         for (auto t : threads) {
           std::vector<float> y(static_cast<std::size_t>(rows), std::numeric_limits<float>::quiet_NaN());
           cpu::gemv(prob.w.blocks, rows, cols, prob.x, y, {static_cast<int>(t), isa});
@@ -36,9 +36,10 @@ POPPER_FALSIFIER("FALSIFY-Q4K-004", [](const popper::Params& p) {
           const auto c = tb::compare(y, stats, [&](std::size_t k) { return tb::hand_bound(stats, k, cols); });
           worst = std::max(worst, c.worst_ratio);
           EXPECT_TRUE(c.ok) << rows << "x" << cols << (kind == tb::XKind::Uniform ? " uniform x" : " adversarial x")
-                            << " isa " << popper::cpu::to_string(isa) << " threads " << t << ": " << c.message
+                            << " isa " << path_name(isa) << " threads " << t << ": " << c.message
                             << " (seed " << p.seed() << ")";
         }
+      });
       std::printf(" %lldx%lld/%s %.3f", static_cast<long long>(rows), static_cast<long long>(cols),
                   kind == tb::XKind::Uniform ? "uni" : "adv", worst);
     }
@@ -54,7 +55,7 @@ POPPER_FALSIFIER("FALSIFY-Q4K-005", [](const popper::Params& p) {
   for (const auto& s : p.list("shapes")) {
     const auto rows = s.integer("rows"), cols = s.integer("cols");
     const auto prob = tb::make_problem(rows, cols, p.seed());
-    for (Isa isa : isas_under_test()) {
+    for_each_cpu_path([&](Isa isa) {
       std::vector<float> one(static_cast<std::size_t>(rows));
       cpu::gemv(prob.w.blocks, rows, cols, prob.x, one, {1, isa});
       record_cpu(isa);
@@ -62,10 +63,10 @@ POPPER_FALSIFIER("FALSIFY-Q4K-005", [](const popper::Params& p) {
         std::vector<float> many(one.size());
         cpu::gemv(prob.w.blocks, rows, cols, prob.x, many, {static_cast<int>(t), isa});
         const std::size_t at = first_difference(many, one);
-        EXPECT_EQ(at, one.size()) << rows << "x" << cols << " isa " << popper::cpu::to_string(isa) << ": threads " << t
+        EXPECT_EQ(at, one.size()) << rows << "x" << cols << " isa " << path_name(isa) << ": threads " << t
                                   << " differs from threads 1 at row " << at;
       }
-    }
+    });
   }
 });
 

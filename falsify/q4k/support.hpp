@@ -87,6 +87,26 @@ inline std::vector<popper::cpu::Isa> isas_under_test() {
   return {popper::cpu::auto_isa()};
 }
 
+// f(isa) for every ISA under test, and, on a CPU with AVX512-VNNI when forced
+// paths are allowed, once more on the AVX-512 kernel without VNNI (the one a
+// Skylake-X runs), VNNI hidden for that call.
+template <class F>
+void for_each_cpu_path(F&& f) {
+  for (popper::cpu::Isa isa : isas_under_test()) f(isa);
+  if (!popper::forced_paths_allowed() || !popper::cpu::has_avx512_vnni()) return;
+  struct Hide {
+    Hide() { popper::cpu::set_avx512_extensions(false); }
+    ~Hide() { popper::cpu::set_avx512_extensions(true); }
+  } hide;
+  f(popper::cpu::Isa::Avx512);
+}
+
+// The path an ISA request runs now, for messages: "avx512+vnni" when VNNI is in use.
+inline std::string path_name(popper::cpu::Isa isa) {
+  const bool vnni = popper::cpu::resolve(isa, "q4k test") == popper::cpu::Isa::Avx512 && popper::cpu::has_avx512_vnni();
+  return std::string(popper::cpu::to_string(isa)) + (vnni ? "+vnni" : "");
+}
+
 inline void record_cpu(popper::cpu::Isa isa) {
   const auto resolved = popper::cpu::resolve(isa, "q4k test");
   popper::record_backend(cpu::backend_tag(resolved),

@@ -42,6 +42,11 @@ std::atomic<Isa>& cap_slot() {
   return cap;
 }
 
+std::atomic<bool>& extensions_slot() {
+  static std::atomic<bool> on{true};
+  return on;
+}
+
 bool within_cap(Isa isa) {
   const Isa cap = cap_slot().load(std::memory_order_relaxed);
   return cap == Isa::Auto || static_cast<int>(isa) <= static_cast<int>(cap);
@@ -62,8 +67,10 @@ bool supports(Isa isa) {
   return false;
 }
 
-bool has_avx512_bf16() { return probe().bf16 && within_cap(Isa::Avx512); }
-bool has_avx512_vnni() { return probe().vnni && within_cap(Isa::Avx512); }
+void set_avx512_extensions(bool enabled) { extensions_slot().store(enabled); }
+
+bool has_avx512_bf16() { return probe().bf16 && within_cap(Isa::Avx512) && extensions_slot().load(std::memory_order_relaxed); }
+bool has_avx512_vnni() { return probe().vnni && within_cap(Isa::Avx512) && extensions_slot().load(std::memory_order_relaxed); }
 
 Isa detected_isa() { return probe().avx512 ? Isa::Avx512 : probe().avx2 ? Isa::Avx2 : Isa::Scalar; }
 
