@@ -8,7 +8,29 @@
 option(POPPER_CCACHE "compile through ccache when it is found" ON)
 if(POPPER_CCACHE AND PROJECT_IS_TOP_LEVEL)
   find_program(POPPER_CCACHE_PROGRAM ccache)
+  # A cache directory this user cannot write would fail every compile: then build without it.
   if(POPPER_CCACHE_PROGRAM)
+    execute_process(COMMAND ${POPPER_CCACHE_PROGRAM} -k cache_dir OUTPUT_VARIABLE _popper_ccache_dir
+                    OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _popper_ccache_rc)
+    set(_popper_probe "${_popper_ccache_dir}/.popper-write-probe")
+    if(NOT _popper_ccache_rc EQUAL 0 OR NOT _popper_ccache_dir)
+      set(_popper_ccache_ok FALSE)
+    else()
+      execute_process(COMMAND ${CMAKE_COMMAND} -E make_directory "${_popper_ccache_dir}"
+                      COMMAND ${CMAKE_COMMAND} -E touch "${_popper_probe}"
+                      RESULT_VARIABLE _popper_probe_rc OUTPUT_QUIET ERROR_QUIET)
+      if(_popper_probe_rc EQUAL 0 AND EXISTS "${_popper_probe}")
+        set(_popper_ccache_ok TRUE)
+        file(REMOVE "${_popper_probe}")
+      else()
+        set(_popper_ccache_ok FALSE)
+      endif()
+    endif()
+    if(NOT _popper_ccache_ok)
+      message(STATUS "ccache: found but its cache directory '${_popper_ccache_dir}' is not writable; compiling without it")
+    endif()
+  endif()
+  if(POPPER_CCACHE_PROGRAM AND _popper_ccache_ok)
     set(_popper_launcher ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} CCACHE_NOHASHDIR=true
         ${POPPER_CCACHE_PROGRAM})
     foreach(lang C CXX CUDA)
