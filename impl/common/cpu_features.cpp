@@ -69,8 +69,10 @@ bool supports(Isa isa) {
 
 void set_avx512_extensions(bool enabled) { extensions_slot().store(enabled); }
 
-bool has_avx512_bf16() { return probe().bf16 && within_cap(Isa::Avx512) && extensions_slot().load(std::memory_order_relaxed); }
-bool has_avx512_vnni() { return probe().vnni && within_cap(Isa::Avx512) && extensions_slot().load(std::memory_order_relaxed); }
+// AVX-512 extensions count only within the cap and while not hidden.
+bool extensions_on() { return within_cap(Isa::Avx512) && extensions_slot().load(std::memory_order_relaxed); }
+bool has_avx512_bf16() { return probe().bf16 && extensions_on(); }
+bool has_avx512_vnni() { return probe().vnni && extensions_on(); }
 
 Isa detected_isa() { return probe().avx512 ? Isa::Avx512 : probe().avx2 ? Isa::Avx2 : Isa::Scalar; }
 

@@ -136,21 +136,23 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
   detail::GemvRowsFn fn = &gemv_rows_scalar;
   if (isa == Isa::Avx512) fn = popper::cpu::has_avx512_vnni() ? &detail::gemv_rows_avx512_vnni : &detail::gemv_rows_avx512;
   else if (isa == Isa::Avx2) fn = &detail::gemv_rows_avx2;
-  // The AVX-512 kernels read xq split into bytes: made here, per call and
-  // thread, so the other paths (and the instruction-count gate) pay nothing.
-  thread_local std::vector<std::int8_t> split;
-  if (isa == Isa::Avx512) {
-    split.resize(2 * static_cast<std::size_t>(cols));
-    for (std::int64_t b = 0; b < cols / kBlockWeights; ++b)
-      detail::split_block(x.q.data() + b * kBlockWeights, split.data() + 2 * b * kBlockWeights);
-  }
-  const GemvRows args{w.data(), cols / kBlockWeights, x.q.data(), split.data(), x.scale.data(), x.sub_sum.data(), x.scaled_sub_sum.data(), y.data(),
-                      active_mutation()};
   if (rows == 0) return;
   if (cols == 0) {
     std::fill(y.begin(), y.begin() + rows, 0.0f);
     return;
   }
+  // The AVX-512 kernels read xq split into bytes: made here, once per call,
+  // so the other paths (and the instruction-count gate) pay nothing.
+  // Mutation point (q4k-gemv-split-order): activations left in sub-block order 0..7.
+  thread_local std::vector<std::int8_t> split;
+  if (isa == Isa::Avx512) {
+    split.resize(2 * static_cast<std::size_t>(cols));
+    const bool natural = POPPER_MUTANT("q4k-gemv-split-order");
+    for (std::int64_t b = 0; b < cols / kBlockWeights; ++b)
+      detail::split_block(x.q.data() + b * kBlockWeights, split.data() + 2 * b * kBlockWeights, natural);
+  }
+  const GemvRows args{w.data(), cols / kBlockWeights, x.q.data(), split.data(), x.scale.data(), x.sub_sum.data(), x.scaled_sub_sum.data(), y.data(),
+                      active_mutation()};
   // Mutation point (q4k-gemv-worker-dependent): workers after the first use an FP32 accumulator.
   const bool worker_dependent = POPPER_MUTANT("q4k-gemv-worker-dependent");
   parallel::run(static_cast<std::size_t>(rows), opts.threads, [&](std::size_t r0, std::size_t r1, int worker) {

@@ -59,10 +59,11 @@ inline void decode_scales_mins_words(const Block& blk, std::uint8_t* sm, Mutatio
 // (0, 2) in its low nibbles and (1, 3) in its high ones (then 4..7), so the
 // activations are stored in the order the nibbles come.
 inline constexpr int kSplitOrder[kSubBlocks] = {0, 2, 1, 3, 4, 6, 5, 7};
-inline void split_block(const std::int16_t* xq, std::int8_t* out) {
+// (natural_order: the q4k-gemv-split-order mutant, sub-blocks 0..7.)
+inline void split_block(const std::int16_t* xq, std::int8_t* out, bool natural_order = false) {
   for (int s = 0; s < kSubBlocks; ++s)
     for (int l = 0; l < kSubBlockWeights; ++l) {
-      const int v = xq[kSplitOrder[s] * kSubBlockWeights + l];
+      const int v = xq[(natural_order ? s : kSplitOrder[s]) * kSubBlockWeights + l];
       out[s * kSubBlockWeights + l] = static_cast<std::int8_t>(v >> 7);  // floor (C++20: arithmetic shift)
       out[kBlockWeights + s * kSubBlockWeights + l] = static_cast<std::int8_t>(v & 127);
     }
