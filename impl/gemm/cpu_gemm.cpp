@@ -133,12 +133,22 @@ T* scratch(int slot, std::size_t n) {
 }
 
 // Pack op(A)[i0 : i0+mcur, p0 : p0+kcur] into MR-row slivers: dst[s][p][ii].
+constexpr int kMaxMr = 16;
+
 template <class T>
 void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std::int64_t kcur, int mr, T* dst) {
   for (std::int64_t is = 0; is < mcur; is += mr) {
     const std::int64_t rows = std::min<std::int64_t>(mr, mcur - is);
     T* d = dst + is * kcur;
-    if (a.cs == 1) {  // rows contiguous along p: read rows, write with stride mr
+    if (a.cs == 1 && rows == mr && mr <= kMaxMr) {
+      // Rows contiguous along p: mr read streams, one sequential write
+      // stream. Row by row, with stores mr elements apart, this copy took
+      // ~10% of square_1k f32's time; column by column ~4-5%.
+      const T* src[kMaxMr];
+      for (int ii = 0; ii < mr; ++ii) src[ii] = &a(i0 + is + ii, p0);
+      for (std::int64_t p = 0; p < kcur; ++p, d += mr)
+        for (int ii = 0; ii < mr; ++ii) d[ii] = src[ii][p];
+    } else if (a.cs == 1) {  // an edge sliver: read rows, write with stride mr
       for (std::int64_t ii = 0; ii < rows; ++ii) {
         const T* src = &a(i0 + is + ii, p0);
         for (std::int64_t p = 0; p < kcur; ++p) d[p * mr + ii] = src[p];
