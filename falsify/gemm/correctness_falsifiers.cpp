@@ -81,10 +81,15 @@ std::vector<Named<T>> hand_impls(const std::vector<std::int64_t>& threads) {
   for (const auto isa : isas_to_test())
     for (const auto t : threads) {
       const cpu::CpuGemmOptions opts{static_cast<int>(t), isa};
-      out.push_back({std::string("cpu::gemm isa=") + cpu::to_string(isa) + " threads=" + std::to_string(t),
-                     [opts](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b, T be,
-                            std::span<T> c) { cpu::gemm(s, al, a, b, be, c, opts); },
-                     [isa] { record_cpu_path(isa); }});
+      for (const auto sharing : b_sharings(t))
+        out.push_back({std::string("cpu::gemm isa=") + cpu::to_string(isa) + " threads=" + std::to_string(t) +
+                           to_string(sharing),
+                       [opts, sharing](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b, T be,
+                                       std::span<T> c) {
+                         const ScopedThreadedRun scope(sharing);
+                         cpu::gemm(s, al, a, b, be, c, opts);
+                       },
+                       [isa] { record_cpu_path(isa); }});
     }
   return out;
 }

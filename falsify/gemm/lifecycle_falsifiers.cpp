@@ -215,15 +215,17 @@ POPPER_FALSIFIER("FALSIFY-GEMM-012", [](const popper::Params& p) {
       const Operands<double> o = random_operands<double>(s, rng);
       std::vector<double> one = o.c;
       cpu::gemm(s, 1.25, o.a, o.b, 0.5, one, {1, cpu::Isa::Auto});
-      for (const auto t : p.integers("threads")) {
-        std::vector<double> many = o.c;
-        if (split_k)
-          split_k_gemm(s, 1.25, o.a, o.b, 0.5, many, static_cast<int>(t));
-        else
-          cpu::gemm(s, 1.25, o.a, o.b, 0.5, many, {static_cast<int>(t), cpu::Isa::Auto});
-        EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(double)))
-            << "threads " << t << " differ from threads 1: " << describe(s);
-      }
+      for (const auto t : p.integers("threads"))
+        for (const auto sharing : b_sharings(t)) {
+          const ScopedThreadedRun scope(sharing);
+          std::vector<double> many = o.c;
+          if (split_k)
+            split_k_gemm(s, 1.25, o.a, o.b, 0.5, many, static_cast<int>(t));
+          else
+            cpu::gemm(s, 1.25, o.a, o.b, 0.5, many, {static_cast<int>(t), cpu::Isa::Auto});
+          EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(double)))
+              << "threads " << t << to_string(sharing) << " differ from threads 1: " << describe(s);
+        }
     }
   if (!::testing::Test::HasFailure()) record_cpu_path(cpu::Isa::Auto);
 });

@@ -21,6 +21,7 @@
 
 #include "impl/common/cpu_features.hpp"
 #include "impl/common/device.hpp"
+#include "impl/common/parallel.hpp"
 #include "impl/gemm/cpu_gemm.hpp"
 #include "impl/gemm/cuda_gemm.hpp"
 #include "impl/gemm/gemm.hpp"
@@ -267,6 +268,28 @@ inline std::vector<cpu::Isa> isas_to_test() {
     if (isa != popper::cpu::auto_isa()) out.push_back(isa);
   return out;
 }
+
+// A multi-threaded call as a falsifier makes it: exactly the threads asked
+// for (the size rule would run the small test shapes on one) and op(B)
+// packed one way, forced (the Auto rule picks by cache size, so one machine
+// takes only one of them).
+inline std::vector<cpu::BSharing> b_sharings(std::int64_t threads) {
+  if (threads == 1) return {cpu::BSharing::Auto};  // nothing to share
+  return {cpu::BSharing::Shared, cpu::BSharing::PerWorker};
+}
+inline std::string to_string(cpu::BSharing m) {
+  return m == cpu::BSharing::Shared ? " B shared" : m == cpu::BSharing::PerWorker ? " B per worker" : "";
+}
+class ScopedThreadedRun {
+ public:
+  explicit ScopedThreadedRun(cpu::BSharing mode) { cpu::set_b_sharing(mode); }
+  ~ScopedThreadedRun() { cpu::set_b_sharing(cpu::BSharing::Auto); }
+  ScopedThreadedRun(const ScopedThreadedRun&) = delete;
+  ScopedThreadedRun& operator=(const ScopedThreadedRun&) = delete;
+
+ private:
+  popper::parallel::ScopedExactThreads exact_;
+};
 
 inline constexpr Layout kLayouts[] = {Layout::RowMajor, Layout::ColMajor};
 inline constexpr Op kOps[] = {Op::NoTrans, Op::Trans};

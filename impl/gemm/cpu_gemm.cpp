@@ -25,6 +25,7 @@
 #include "impl/gemm/cpu_gemm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -215,40 +216,113 @@ void scale_c(const Problem<T>& pr) {
 // place, 1.89x packed; f64 1.61x against 1.92x).
 constexpr std::int64_t kDirectMaxRowBytes = 2048;
 
-// The serial loop nest over C[0:m, 0:n] of `pr` (a worker's part).
+// The loops below the B packing: C[0:m, jc:jc+ncur] of `pr` gets
+// op(A)[0:m, pc:pc+kcur] times the packed block `bpack` of op(B), A packed
+// (or read in place) by the calling worker.
 template <class T>
-void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl) {
+void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl, std::int64_t jc,
+                       std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {
   const std::int64_t mr = ks.mr, nr = ks.nr;
-  const std::int64_t kc = std::min<std::int64_t>(bl.kc, pr.k);
-  const std::int64_t nc = std::min<std::int64_t>(bl.nc, (pr.n + nr - 1) / nr * nr);
   const std::int64_t mc = std::min<std::int64_t>(bl.mc, (pr.m + mr - 1) / mr * mr);
   const bool direct = ks.direct != nullptr && pr.a.cs == 1 && pr.n * static_cast<std::int64_t>(sizeof(T)) <= kDirectMaxRowBytes;
-  T* bpack = scratch<T>(0, static_cast<std::size_t>(nc * kc));
-  T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * kc));
-  for (std::int64_t jc = 0; jc < pr.n; jc += nc) {
-    const std::int64_t ncur = std::min(nc, pr.n - jc);
-    for (std::int64_t pc = 0; pc < pr.k; pc += kc) {
-      const std::int64_t kcur = std::min(kc, pr.k - pc);
-      pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, bpack);
-      const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
-      for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
-        const std::int64_t mcur = std::min(mc, pr.m - ic);
-        const std::int64_t m_full = direct ? mcur / mr * mr : 0;  // rows read in place
-        if (!direct) pack_a(pr.a, ic, mcur, pc, kcur, ks.mr, apack);
-        else if (m_full < mcur) pack_a(pr.a, ic + m_full, mcur - m_full, pc, kcur, ks.mr, apack);
-        for (std::int64_t jr = 0; jr < ncur; jr += nr) {
-          const int ncols = static_cast<int>(std::min(nr, ncur - jr));
-          const T* bs = bpack + jr * kcur;
-          for (std::int64_t ir = 0; ir < mcur; ir += mr) {
-            const int nrows = static_cast<int>(std::min(mr, mcur - ir));
-            T* cij = pr.c + (ic + ir) * pr.ldc + (jc + jr);
-            if (ir < m_full)
-              ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
-            else
-              ks.packed(kcur, apack + (ir - m_full) * kcur, 0, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
-          }
-        }
+  T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * std::min<std::int64_t>(bl.kc, pr.k)));
+  const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
+  for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
+    const std::int64_t mcur = std::min(mc, pr.m - ic);
+    const std::int64_t m_full = direct ? mcur / mr * mr : 0;  // rows read in place
+    if (!direct) pack_a(pr.a, ic, mcur, pc, kcur, ks.mr, apack);
+    else if (m_full < mcur) pack_a(pr.a, ic + m_full, mcur - m_full, pc, kcur, ks.mr, apack);
+    for (std::int64_t jr = 0; jr < ncur; jr += nr) {
+      const int ncols = static_cast<int>(std::min(nr, ncur - jr));
+      const T* bs = bpack + jr * kcur;
+      for (std::int64_t ir = 0; ir < mcur; ir += mr) {
+        const int nrows = static_cast<int>(std::min(mr, mcur - ir));
+        T* cij = pr.c + (ic + ir) * pr.ldc + (jc + jr);
+        if (ir < m_full)
+          ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
+        else
+          ks.packed(kcur, apack + (ir - m_full) * kcur, 0, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
       }
+    }
+  }
+}
+
+// The B blocks of the loop nest: kc x nc, NR-wide slivers.
+struct BBlocks {
+  std::int64_t kc, nc;
+  template <class T>
+  BBlocks(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl)
+      : kc(std::min<std::int64_t>(bl.kc, pr.k)), nc(std::min<std::int64_t>(bl.nc, (pr.n + ks.nr - 1) / ks.nr * ks.nr)) {}
+};
+
+// The serial loop nest over C[0:m, 0:n] of `pr`.
+template <class T>
+void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl) {
+  const BBlocks bb(pr, ks, bl);
+  T* bpack = scratch<T>(0, static_cast<std::size_t>(bb.nc * bb.kc));
+  for (std::int64_t jc = 0; jc < pr.n; jc += bb.nc) {
+    const std::int64_t ncur = std::min(bb.nc, pr.n - jc);
+    for (std::int64_t pc = 0; pc < pr.k; pc += bb.kc) {
+      const std::int64_t kcur = std::min(bb.kc, pr.k - pc);
+      pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, bpack);
+      multiply_packed_b(pr, ks, bl, jc, ncur, pc, kcur, bpack);
+    }
+  }
+}
+
+// Rows split over `threads` workers, each B block packed once and shared:
+// the workers pack disjoint slivers of it, then multiply their own rows by
+// it. Only for B blocks larger than a core's L2 (shares_b): those are read
+// from the shared L3 whoever packs them, and a copy per worker doubled the
+// packing and their share of L3 (2 threads, medians of 3 alternating runs:
+// square_1k f32 6.55 -> 6.23 ms, ffn_gate_up f64 225 -> 209 ms, ffn_down
+// f64 211 -> 202 ms, the other full shapes within 2%). A smaller block stays
+// in the L2 of the worker that packs it, so each worker packs its own
+// (shared, attn_kv was 7-10% slower and small_256 20-30%: two team
+// synchronizations per block and half the block in the other core's L2).
+std::atomic<BSharing>& b_sharing() {
+  static std::atomic<BSharing> mode{BSharing::Auto};
+  return mode;
+}
+
+template <class T>
+bool shares_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl) {
+  const BSharing mode = b_sharing().load(std::memory_order_relaxed);
+  if (mode != BSharing::Auto) return mode == BSharing::Shared;
+  const BBlocks bb(pr, ks, bl);
+  return static_cast<std::size_t>(bb.kc * bb.nc) * sizeof(T) > reported_cache_sizes().l2;
+}
+
+template <class T>
+void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl, int threads) {
+  const BBlocks bb(pr, ks, bl);
+  const std::int64_t nr = ks.nr, row_units = (pr.m + ks.mr - 1) / ks.mr;
+  T* bpack = scratch<T>(0, static_cast<std::size_t>(bb.nc * bb.kc));
+  for (std::int64_t jc = 0; jc < pr.n; jc += bb.nc) {
+    const std::int64_t ncur = std::min(bb.nc, pr.n - jc);
+    for (std::int64_t pc = 0; pc < pr.k; pc += bb.kc) {
+      const std::int64_t kcur = std::min(bb.kc, pr.k - pc);
+      const auto slivers = static_cast<std::size_t>((ncur + nr - 1) / nr);
+      // Mutation point (gemm-shared-b-block-stride): a part placed by the full
+      // KC instead of this block's k extent (wrong only when kcur < KC).
+      const std::int64_t stride = POPPER_MUTANT("gemm-shared-b-block-stride") ? bb.kc : kcur;
+      popper::parallel::run(slivers, threads, [&](std::size_t s0, std::size_t s1, int) {
+        const std::int64_t j0 = static_cast<std::int64_t>(s0) * nr;
+        const std::int64_t j1 = std::min(ncur, static_cast<std::int64_t>(s1) * nr);
+        pack_b(pr.b, pc, kcur, jc + j0, j1 - j0, ks.nr, bpack + j0 * stride);
+      });
+      popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
+        for (std::size_t w = w0; w < w1; ++w) {
+          const std::int64_t r0 = row_units * static_cast<std::int64_t>(w) / threads * ks.mr;
+          const std::int64_t r1 = std::min(pr.m, row_units * static_cast<std::int64_t>(w + 1) / threads * ks.mr);
+          if (r1 <= r0) continue;
+          Problem<T> part = pr;
+          part.m = r1 - r0;
+          part.a.p = &pr.a(r0, 0);
+          part.c = pr.c + r0 * pr.ldc;
+          multiply_packed_b(part, ks, bl, jc, ncur, pc, kcur, bpack);
+        }
+      });
     }
   }
 }
@@ -271,6 +345,10 @@ void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   const int threads = static_cast<int>(std::min<std::int64_t>({requested, by_size, units}));
   if (threads <= 1) {
     run_serial(pr, ks, bl);
+    return;
+  }
+  if (by_rows && shares_b(pr, ks, bl)) {
+    run_rows_shared_b(pr, ks, bl, threads);
     return;
   }
   popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
@@ -319,6 +397,8 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
 }
 
 }  // namespace
+
+void set_b_sharing(BSharing mode) { b_sharing().store(mode); }
 
 void gemm(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b, float beta,
           std::span<float> c, const CpuGemmOptions& opts) {

@@ -6,9 +6,11 @@
 // packed into KC x NC panels of NR-wide slivers, op(A) into MC x KC panels of
 // MR-tall slivers; layout and transposition are absorbed by packing from the
 // right strides, so one micro-kernel (MR x NR register block, FMA) serves
-// every combination. Threads split the MC x NC macro tiles of C: each C
-// element is owned by exactly one thread and reduced over k in a fixed order,
-// so results are identical for every thread count.
+// every combination. Threads split C's rows (its columns when m is short):
+// each C element is owned by exactly one thread and reduced over k in a fixed
+// order, so results are identical for every thread count. When rows are split
+// and a B panel exceeds a core's L2, the workers pack one shared copy of it
+// (each a part), else each packs its own.
 //
 // ISA: Auto picks the widest the CPU runs (AVX-512 > AVX2+FMA > scalar),
 // capped by POPPER_ISA_MAX (common/cpu_features.hpp). Requesting an ISA the
@@ -30,6 +32,12 @@ struct CpuGemmOptions {
   int threads = 1;  // >= 1
   Isa isa = Isa::Auto;
 };
+
+// Who packs op(B) when threads split C's rows: Auto (the rule above), or
+// either way forced, so the falsifiers run both paths on every machine.
+// Process-wide; results are the same bits either way.
+enum class BSharing { Auto, Shared, PerWorker };
+void set_b_sharing(BSharing);
 
 void gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b,
           float beta, std::span<float> c, const CpuGemmOptions& = {});
