@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "impl/common/parallel.hpp"
 #include "testbed.hpp"
 #include "popper/binding.hpp"
 
@@ -13,6 +14,8 @@ POPPER_FALSIFIER("FALSIFY-ARROW-003", [](const popper::Params& p) {
   namespace tb = popper::arrow::testbed;
   const auto atoms = static_cast<std::size_t>(p.integer("atoms"));
   const auto threads = p.integers("threads");
+  // Exactly the threads asked for: the size rule would solve this small class on one.
+  const popper::parallel::ScopedExactThreads exact;
   const auto sys = tb::make_class(p.seed(), {0, 1, 3, 17, 40, 9, 2}, {2, 1, 3, 2, 5, 8, 4}, {6, 1, 32, 6, 7, 3},
                                   atoms);
   for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured}) {
