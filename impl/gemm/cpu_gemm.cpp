@@ -133,9 +133,9 @@ T* scratch(int slot, std::size_t n) {
   return buf[slot].get();
 }
 
-// Pack op(A)[i0 : i0+mcur, p0 : p0+kcur] into MR-row slivers: dst[s][p][ii].
-constexpr int kMaxMr = 16;
+constexpr int kMaxMr = 16;  // the tallest micro-kernel tile pack_a copies column by column
 
+// Pack op(A)[i0 : i0+mcur, p0 : p0+kcur] into MR-row slivers: dst[s][p][ii].
 template <class T>
 void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std::int64_t kcur, int mr, T* dst) {
   for (std::int64_t is = 0; is < mcur; is += mr) {
@@ -247,6 +247,20 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
   }
 }
 
+// Worker w's share of C's rows when `threads` workers split them, in whole
+// MR tiles (may be empty).
+template <class T>
+Problem<T> row_part(const Problem<T>& pr, std::int64_t mr, std::size_t w, int threads) {
+  const std::int64_t units = (pr.m + mr - 1) / mr;
+  const std::int64_t r0 = units * static_cast<std::int64_t>(w) / threads * mr;
+  const std::int64_t r1 = std::min(pr.m, units * static_cast<std::int64_t>(w + 1) / threads * mr);
+  Problem<T> part = pr;
+  part.m = std::max<std::int64_t>(0, r1 - r0);
+  part.a.p = &pr.a(r0, 0);
+  part.c = pr.c + r0 * pr.ldc;
+  return part;
+}
+
 // The B blocks of the loop nest: kc x nc, NR-wide slivers.
 struct BBlocks {
   std::int64_t kc, nc;
@@ -296,7 +310,7 @@ bool shares_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl)
 template <class T>
 void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl, int threads) {
   const BBlocks bb(pr, ks, bl);
-  const std::int64_t nr = ks.nr, row_units = (pr.m + ks.mr - 1) / ks.mr;
+  const std::int64_t nr = ks.nr;
   T* bpack = scratch<T>(0, static_cast<std::size_t>(bb.nc * bb.kc));
   for (std::int64_t jc = 0; jc < pr.n; jc += bb.nc) {
     const std::int64_t ncur = std::min(bb.nc, pr.n - jc);
@@ -313,14 +327,8 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
       });
       popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
         for (std::size_t w = w0; w < w1; ++w) {
-          const std::int64_t r0 = row_units * static_cast<std::int64_t>(w) / threads * ks.mr;
-          const std::int64_t r1 = std::min(pr.m, row_units * static_cast<std::int64_t>(w + 1) / threads * ks.mr);
-          if (r1 <= r0) continue;
-          Problem<T> part = pr;
-          part.m = r1 - r0;
-          part.a.p = &pr.a(r0, 0);
-          part.c = pr.c + r0 * pr.ldc;
-          multiply_packed_b(part, ks, bl, jc, ncur, pc, kcur, bpack);
+          const Problem<T> part = row_part(pr, ks.mr, w, threads);
+          if (part.m > 0) multiply_packed_b(part, ks, bl, jc, ncur, pc, kcur, bpack);
         }
       });
     }
@@ -353,16 +361,12 @@ void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   }
   popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
     for (std::size_t w = w0; w < w1; ++w) {
-      const std::int64_t u0 = units * static_cast<std::int64_t>(w) / threads;
-      const std::int64_t u1 = units * static_cast<std::int64_t>(w + 1) / threads;
       Problem<T> part = pr;
       if (by_rows) {
-        const std::int64_t r0 = u0 * ks.mr, r1 = std::min(pr.m, u1 * ks.mr);
-        part.m = r1 - r0;
-        part.a.p = &pr.a(r0, 0);
-        part.c = pr.c + r0 * pr.ldc;
+        part = row_part(pr, ks.mr, w, threads);
       } else {
-        const std::int64_t c0 = u0 * ks.nr, c1 = std::min(pr.n, u1 * ks.nr);
+        const std::int64_t c0 = units * static_cast<std::int64_t>(w) / threads * ks.nr;
+        const std::int64_t c1 = std::min(pr.n, units * static_cast<std::int64_t>(w + 1) / threads * ks.nr);
         part.n = c1 - c0;
         part.b.p = &pr.b(0, c0);
         part.c = pr.c + c0;
