@@ -14,7 +14,7 @@ if(POPPER_CCACHE AND PROJECT_IS_TOP_LEVEL)
     execute_process(COMMAND ${POPPER_CCACHE_PROGRAM} -k cache_dir OUTPUT_VARIABLE _popper_ccache_dir
                     OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     set(_popper_probe "${_popper_ccache_dir}/.popper-write-probe")
-    if(_popper_ccache_dir)
+    if(_popper_ccache_dir)  # ccache -k prints nothing when it has no cache_dir
       execute_process(COMMAND ${CMAKE_COMMAND} -E make_directory "${_popper_ccache_dir}"
                       COMMAND ${CMAKE_COMMAND} -E touch "${_popper_probe}" OUTPUT_QUIET ERROR_QUIET)
     endif()

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "impl/common/parallel.hpp"
+#include "popper/mutant.hpp"
 
 namespace popper::arrow {
 
@@ -25,7 +26,12 @@ void run_partitioned(std::span<const double> cost, unsigned threads, Fn&& fn) {
     return;
   }
   const std::vector<double> weights(cost.begin(), cost.end());
-  popper::parallel::run_weighted(weights, workers, [&](std::size_t begin, std::size_t end, int) { fn(begin, end); });
+  // Mutation point (arrow-partition-skips-boundary): each range after the
+  // first starts one unit late, so the unit at a worker boundary is never solved.
+  const std::size_t late = POPPER_MUTANT("arrow-partition-skips-boundary") ? 1 : 0;
+  popper::parallel::run_weighted(weights, workers, [&](std::size_t begin, std::size_t end, int) {
+    fn(begin == 0 ? begin : std::min(end, begin + late), end);
+  });
 }
 
 }  // namespace popper::arrow

@@ -269,19 +269,35 @@ struct BBlocks {
       : kc(std::min<std::int64_t>(bl.kc, pr.k)), nc(std::min<std::int64_t>(bl.nc, (pr.n + ks.nr - 1) / ks.nr * ks.nr)) {}
 };
 
-// The serial loop nest over C[0:m, 0:n] of `pr`.
-template <class T>
-void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl) {
+// The outer loops: for each KC x NC block of op(B), pack(jc, ncur, pc, kcur,
+// bpack) then multiply(jc, ncur, pc, kcur, bpack), bpack the calling
+// thread's B buffer.
+template <class T, class Pack, class Multiply>
+void for_each_b_block(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl, Pack&& pack,
+                      Multiply&& multiply) {
   const BBlocks bb(pr, ks, bl);
   T* bpack = scratch<T>(0, static_cast<std::size_t>(bb.nc * bb.kc));
   for (std::int64_t jc = 0; jc < pr.n; jc += bb.nc) {
     const std::int64_t ncur = std::min(bb.nc, pr.n - jc);
     for (std::int64_t pc = 0; pc < pr.k; pc += bb.kc) {
       const std::int64_t kcur = std::min(bb.kc, pr.k - pc);
-      pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, bpack);
-      multiply_packed_b(pr, ks, bl, jc, ncur, pc, kcur, bpack);
+      pack(jc, ncur, pc, kcur, bpack);
+      multiply(jc, ncur, pc, kcur, bpack);
     }
   }
+}
+
+// The serial loop nest over C[0:m, 0:n] of `pr`.
+template <class T>
+void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl) {
+  for_each_b_block(
+      pr, ks, bl,
+      [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, T* bpack) {
+        pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, bpack);
+      },
+      [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {
+        multiply_packed_b(pr, ks, bl, jc, ncur, pc, kcur, bpack);
+      });
 }
 
 // Rows split over `threads` workers, each B block packed once and shared:
@@ -309,30 +325,29 @@ bool shares_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl)
 
 template <class T>
 void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl, int threads) {
-  const BBlocks bb(pr, ks, bl);
   const std::int64_t nr = ks.nr;
-  T* bpack = scratch<T>(0, static_cast<std::size_t>(bb.nc * bb.kc));
-  for (std::int64_t jc = 0; jc < pr.n; jc += bb.nc) {
-    const std::int64_t ncur = std::min(bb.nc, pr.n - jc);
-    for (std::int64_t pc = 0; pc < pr.k; pc += bb.kc) {
-      const std::int64_t kcur = std::min(bb.kc, pr.k - pc);
-      const auto slivers = static_cast<std::size_t>((ncur + nr - 1) / nr);
-      // Mutation point (gemm-shared-b-block-stride): a part placed by the full
-      // KC instead of this block's k extent (wrong only when kcur < KC).
-      const std::int64_t stride = POPPER_MUTANT("gemm-shared-b-block-stride") ? bb.kc : kcur;
-      popper::parallel::run(slivers, threads, [&](std::size_t s0, std::size_t s1, int) {
-        const std::int64_t j0 = static_cast<std::int64_t>(s0) * nr;
-        const std::int64_t j1 = std::min(ncur, static_cast<std::int64_t>(s1) * nr);
-        pack_b(pr.b, pc, kcur, jc + j0, j1 - j0, ks.nr, bpack + j0 * stride);
+  // Mutation point (gemm-shared-b-block-stride): a part placed by the full
+  // KC instead of this block's k extent (wrong only when kcur < KC).
+  const bool full_kc_stride = POPPER_MUTANT("gemm-shared-b-block-stride");
+  for_each_b_block(
+      pr, ks, bl,
+      [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, T* bpack) {
+        const std::int64_t stride = full_kc_stride ? std::min<std::int64_t>(bl.kc, pr.k) : kcur;
+        const auto slivers = static_cast<std::size_t>((ncur + nr - 1) / nr);
+        popper::parallel::run(slivers, threads, [&](std::size_t s0, std::size_t s1, int) {
+          const std::int64_t j0 = static_cast<std::int64_t>(s0) * nr;
+          const std::int64_t j1 = std::min(ncur, static_cast<std::int64_t>(s1) * nr);
+          pack_b(pr.b, pc, kcur, jc + j0, j1 - j0, ks.nr, bpack + j0 * stride);
+        });
+      },
+      [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {
+        popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
+          for (std::size_t w = w0; w < w1; ++w) {
+            const Problem<T> part = row_part(pr, ks.mr, w, threads);
+            if (part.m > 0) multiply_packed_b(part, ks, bl, jc, ncur, pc, kcur, bpack);
+          }
+        });
       });
-      popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
-        for (std::size_t w = w0; w < w1; ++w) {
-          const Problem<T> part = row_part(pr, ks.mr, w, threads);
-          if (part.m > 0) multiply_packed_b(part, ks, bl, jc, ncur, pc, kcur, bpack);
-        }
-      });
-    }
-  }
 }
 
 // Work below which a second thread costs more than it saves: waking the team
