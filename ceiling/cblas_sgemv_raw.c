@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
       seconds[rep] = (ceiling_now() - t0) / (double)iters;
       sorted[rep] = seconds[rep];
     }
-    ceiling_bound_check(bytes, sorted, a.reps, ceiling_read_bound_again(bound, bytes, a.threads, 5), verdict, sizeof verdict);
+    ceiling_bound_check(bytes, sorted, a.reps, ceiling_read_bound_again(bound, bytes, a.threads, 5), a.threads, verdict,
+                        sizeof verdict);
     for (int rep = 0; rep < a.reps; ++rep)
       ceiling_print_row("q4k", backend, sh->name, "f32", a.threads, rep, iters, seconds[rep],
                         2.0 * (double)sh->rows * sh->cols, bytes, verdict);

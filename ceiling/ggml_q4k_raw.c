@@ -133,7 +133,8 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     double sorted[1024];
     const int n = a->reps < 1024 ? a->reps : 1024;
     memcpy(sorted, seconds, (size_t)n * sizeof *sorted);
-    ceiling_bound_check(bytes, sorted, n, ceiling_read_bound_again(bound, bytes, a->threads, 5), verdict, sizeof verdict);
+    ceiling_bound_check(bytes, sorted, n, ceiling_read_bound_again(bound, bytes, a->threads, 5), a->threads, verdict,
+                        sizeof verdict);
     for (int rep = 0; rep < a->reps; ++rep)
       ceiling_print_row("q4k", backend_name, sh->name, "q4k", a->threads, rep, iters, seconds[rep],
                         2.0 * sh->rows * (double)sh->cols, bytes, verdict);

@@ -1,10 +1,12 @@
 /* The physical bound of a memory-bound ceiling row, in C (the rule of
  * impl/q4k/bandwidth_bound.hpp, which the C++ tiers use and
  * contracts/q4k-gemv-v1.yaml FALSIFY-Q4K-013 tests):
- *   read bandwidth B_r of the row's byte count on the same threads, measured
- *   over `reps` repetitions before the timed calls and again after them; the
+ *   read bandwidth B_r of the row's byte count on the same threads (each
+ *   repetition the fastest way of bench/common/read_sum.h), measured over
+ *   `reps` repetitions before the timed calls and again after them; the
  *   row is invalid when bytes / median(t) exceeds max(B_r) * max(B_r) / min(B_r)
- *   of the probe that saw more (ceiling_read_bound_again).
+ *   of the probe that saw more (ceiling_read_bound_again), and still does
+ *   after up to three more probes (ceiling_bound_check).
  * Header-only (static functions), C11 + POSIX threads. */
 #ifndef POPPER_CEILING_READ_BOUND_H
 #define POPPER_CEILING_READ_BOUND_H
@@ -16,41 +18,20 @@
 #include <string.h>
 
 #include "ceiling_cli.h"
+#include "common/read_sum.h"
 
 struct ceiling_read_slice {
   const uint64_t* p;
   size_t n;
   int passes;
+  int way; /* bench/common/read_sum.h */
   uint64_t sum;
 };
-
-/* The sum of p[0 .. n - n % 32), read as four streams (the four quarters of
- * the range, advanced together) with 64-byte vector loads, compiled for
- * AVX-512, AVX2 and the baseline and picked at run time (target_clones), so
- * the probe reads as fast as any kernel can: a scalar loop measured less
- * than the cache delivers, and one stream per thread read about 20% slower
- * than four (and than OpenBLAS's SGEMV, which reads several columns at once),
- * flagging honest vendor rows as faster than the bound. */
-typedef uint64_t ceiling_u64x8 __attribute__((vector_size(64)));
-__attribute__((target_clones("avx512f", "avx2", "default"))) static uint64_t ceiling_read_sum(const uint64_t* p, size_t n) {
-  const size_t q = n / 32 * 8; /* a quarter of n - n % 32, a multiple of 8 */
-  ceiling_u64x8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, x;
-  for (size_t i = 0; i < q; i += 8) {
-    memcpy(&x, p + i, 64), a0 += x;
-    memcpy(&x, p + q + i, 64), a1 += x;
-    memcpy(&x, p + 2 * q + i, 64), a2 += x;
-    memcpy(&x, p + 3 * q + i, 64), a3 += x;
-  }
-  a0 += a1 + a2 + a3;
-  uint64_t s = 0;
-  for (int k = 0; k < 8; ++k) s += a0[k];
-  return s;
-}
 
 static void* ceiling_read_slice_run(void* arg) {
   struct ceiling_read_slice* s = (struct ceiling_read_slice*)arg;
   s->sum = 0;
-  for (int k = 0; k < s->passes; ++k) s->sum += ceiling_read_sum(s->p, s->n);
+  for (int k = 0; k < s->passes; ++k) s->sum += popper_read_sum(s->way, s->p, s->n);
   return NULL;
 }
 
@@ -68,24 +49,28 @@ static double ceiling_read_bound(double bytes, int threads, int reps) {
   double lo = 0, hi = 0;
   volatile uint64_t sink = 0;
   for (int r = 0; r < reps + 1; ++r) {
-    pthread_t tid[64];
-    struct ceiling_read_slice s[64];
-    const double t0 = ceiling_now();
-    for (int t = 0; t < threads; ++t) {
-      const size_t b = n * (size_t)t / (size_t)threads, e = n * (size_t)(t + 1) / (size_t)threads;
-      s[t].p = buf + b;
-      s[t].n = e - b;
-      s[t].passes = passes;
-      s[t].sum = 0;
-      pthread_create(&tid[t], NULL, ceiling_read_slice_run, &s[t]);
+    double bw = 0; /* the fastest way of this repetition */
+    for (int way = 0; way < POPPER_READ_WAYS; ++way) {
+      if (!popper_read_way_supported(way)) continue;
+      pthread_t tid[64];
+      struct ceiling_read_slice s[64];
+      const double t0 = ceiling_now();
+      for (int t = 0; t < threads; ++t) {
+        const size_t b = n * (size_t)t / (size_t)threads, e = n * (size_t)(t + 1) / (size_t)threads;
+        s[t].p = buf + b;
+        s[t].n = e - b;
+        s[t].passes = passes;
+        s[t].way = way;
+        s[t].sum = 0;
+        pthread_create(&tid[t], NULL, ceiling_read_slice_run, &s[t]);
+      }
+      for (int t = 0; t < threads; ++t) pthread_join(tid[t], NULL);
+      const double dt = ceiling_now() - t0;
+      size_t read = 0;
+      for (int t = 0; t < threads; ++t) sink = sink + s[t].sum, read += s[t].n - s[t].n % 32;
+      if (dt > 0 && (double)read * 8.0 * passes / dt > bw) bw = (double)read * 8.0 * passes / dt;
     }
-    for (int t = 0; t < threads; ++t) pthread_join(tid[t], NULL);
-    const double dt = ceiling_now() - t0;
-    for (int t = 0; t < threads; ++t) sink = sink + s[t].sum;
-    if (r == 0 || dt <= 0) continue; /* the first pass warms up */
-    size_t read = 0;
-    for (int t = 0; t < threads; ++t) read += s[t].n - s[t].n % 32;
-    const double bw = (double)read * 8.0 * passes / dt;
+    if (r == 0 || bw <= 0) continue; /* the first pass warms up */
     if (lo == 0 || bw < lo) lo = bw;
     if (bw > hi) hi = bw;
   }
@@ -111,14 +96,23 @@ static int ceiling_cmp_double(const void* a, const void* b) {
 }
 
 /* Writes "incorrect: invalid: ..." into verdict when the median of the
- * seconds-per-iteration samples beats the bound; returns 1 then, else 0. */
-static int ceiling_bound_check(double bytes, double* seconds, int n, double bound, char* verdict, size_t size) {
+ * seconds-per-iteration samples beats the bound; returns 1 then, else 0.
+ * A row above the bound is condemned only when it stays above up to three
+ * longer probes (10 repetitions each, the largest bound kept), as
+ * q4k::confirmed_bandwidth_verdict: a probe slowed as a whole by a neighbour
+ * must not call a correct library incorrect; a row that skips bytes stays
+ * above every probe. */
+static int ceiling_bound_check(double bytes, double* seconds, int n, double bound, int threads, char* verdict,
+                               size_t size) {
   if (n <= 0 || bound <= 0) return 0;
   qsort(seconds, (size_t)n, sizeof *seconds, ceiling_cmp_double);
   const double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
   const double achieved = median > 0 ? bytes / median : 0;
+  int probes = 0;
+  for (; achieved > bound && probes < 3; ++probes) bound = ceiling_read_bound_again(bound, bytes, threads, 10);
   if (achieved <= bound) return 0;
-  snprintf(verdict, size, "incorrect: invalid: %.2f GB/s exceeds the read bound %.2f GB/s", achieved * 1e-9, bound * 1e-9);
+  snprintf(verdict, size, "incorrect: invalid: %.2f GB/s exceeds the read bound %.2f GB/s after %d more probes",
+           achieved * 1e-9, bound * 1e-9, probes);
   return 1;
 }
 

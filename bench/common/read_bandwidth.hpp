@@ -1,42 +1,26 @@
 // Read bandwidth of a footprint on the workers a kernel uses: the least time
 // any kernel must spend to read those bytes (header-only, as bench_support).
-// Memory-bound suites (q4k, decode) judge each timed row against it with
-// q4k::bandwidth_verdict: a row faster than this is physically impossible.
+// Memory-bound suites (q4k, decode) judge each timed row against it
+// (judge_read_bound): a row faster than this is physically impossible.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <thread>
 #include <vector>
 
+#include "common/read_sum.h"
 #include "impl/common/parallel.hpp"
+#include "impl/q4k/bandwidth_bound.hpp"
 
 namespace popper::bench_support {
 
-// The sum of p[0 .. n - n % 32), read as four streams (the quarters of the
-// range, advanced together) with 64-byte vector loads, cloned for AVX-512,
-// AVX2 and the baseline (as ceiling/read_bound.h): a scalar loop reads slower
-// than the cache delivers, and one stream per thread about 20% slower than
-// four (or than a kernel reading several rows at once).
-using U64x8 = std::uint64_t __attribute__((vector_size(64)));
-__attribute__((target_clones("avx512f", "avx2", "default"))) inline std::uint64_t read_sum(const std::uint64_t* p, std::size_t n) {
-  const std::size_t q = n / 32 * 8;  // a quarter of n - n % 32, a multiple of 8
-  U64x8 a0 = {}, a1 = {}, a2 = {}, a3 = {}, x;
-  for (std::size_t i = 0; i < q; i += 8) {
-    std::memcpy(&x, p + i, 64), a0 += x;
-    std::memcpy(&x, p + q + i, 64), a1 += x;
-    std::memcpy(&x, p + 2 * q + i, 64), a2 += x;
-    std::memcpy(&x, p + 3 * q + i, 64), a3 += x;
-  }
-  a0 += a1 + a2 + a3;
-  std::uint64_t s = 0;
-  for (int k = 0; k < 8; ++k) s += a0[k];
-  return s;
-}
-
 // Read bandwidth of `bytes` on `threads` workers (bytes per second per
 // repetition): a streaming sum, the least any kernel must spend to read them.
+// Each repetition times every way of reading this CPU supports (read_sum.h)
+// and keeps the fastest.
 inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int reps) {
   const std::size_t n = std::max<std::size_t>(bytes / sizeof(std::uint64_t), 1024);
   std::vector<std::uint64_t> buf(n);
@@ -47,28 +31,42 @@ inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int re
   std::vector<double> out;
   volatile std::uint64_t sink = 0;
   for (int r = 0; r < reps + 1; ++r) {
-    std::vector<std::uint64_t> partial(static_cast<std::size_t>(std::max(threads, 1)), 0);
-    const auto t0 = std::chrono::steady_clock::now();
-    popper::parallel::run(n / 32, threads, [&](std::size_t b, std::size_t e, int w) {
-      for (int k = 0; k < passes; ++k) partial[static_cast<std::size_t>(w)] += read_sum(buf.data() + 32 * b, 32 * (e - b));
-    });
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (auto p : partial) sink = sink + p;
-    if (r > 0) out.push_back(double(n / 32 * 32 * sizeof(std::uint64_t)) * passes / dt);  // the first pass warms up
+    double best = 0;
+    for (int way = 0; way < POPPER_READ_WAYS; ++way) {
+      if (!popper_read_way_supported(way)) continue;
+      std::vector<std::uint64_t> partial(static_cast<std::size_t>(std::max(threads, 1)), 0);
+      const auto t0 = std::chrono::steady_clock::now();
+      popper::parallel::run(n / 32, threads, [&](std::size_t b, std::size_t e, int w) {
+        for (int k = 0; k < passes; ++k) partial[static_cast<std::size_t>(w)] += popper_read_sum(way, buf.data() + 32 * b, 32 * (e - b));
+      });
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (auto p : partial) sink = sink + p;
+      best = std::max(best, double(n / 32 * 32 * sizeof(std::uint64_t)) * passes / dt);
+    }
+    if (r > 0) out.push_back(best);  // the first pass warms up
   }
   (void)sink;
   return out;
 }
 
-// The probe again after the timed calls, after a pause that lets the
-// kernel's workers sleep, appended to `read`: the probe lasts milliseconds,
-// and one slowed by a passing neighbour on a shared machine must not make an
-// honest row "invalid" (bandwidth_verdict then judges by both probes' spread).
-inline void read_bandwidth_again(std::vector<double>& read, std::size_t bytes, int threads, int reps) {
-  if (read.empty()) return;  // no bound was asked for
+// The probe again, after a pause that lets the kernel's workers sleep.
+inline std::vector<double> read_bandwidth_after_pause(std::size_t bytes, int threads, int reps) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const auto again = read_bandwidth(bytes, threads, reps);
+  return read_bandwidth(bytes, threads, reps);
+}
+
+// The verdict of a timed row on `bytes` per call (`probe_bytes` the footprint
+// `read` was measured on): the probe again after the timed calls, appended to
+// `read` (a probe lasts milliseconds, and one slowed by a passing neighbour on
+// a shared machine must not make an honest row "invalid"), and for a row still
+// above the bound, up to three longer probes before it is condemned.
+inline q4k::BandwidthVerdict judge_read_bound(double bytes, std::span<const double> seconds, std::vector<double>& read,
+                                              std::size_t probe_bytes, int threads) {
+  if (read.empty()) return q4k::bandwidth_verdict(bytes, seconds, read);  // no bound was asked for
+  const auto again = read_bandwidth_after_pause(probe_bytes, threads, 5);
   read.insert(read.end(), again.begin(), again.end());
+  return q4k::confirmed_bandwidth_verdict(bytes, seconds, read, 3,
+                                          [&] { return read_bandwidth_after_pause(probe_bytes, threads, 10); });
 }
 
 }  // namespace popper::bench_support

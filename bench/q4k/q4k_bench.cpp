@@ -120,8 +120,7 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   }
   const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
   const double sample[1] = {per_iter};
-  bs::read_bandwidth_again(read, std::size_t(bytes), threads, 5);
-  const auto verdict = q4k::bandwidth_verdict(bytes, sample, read);
+  const auto verdict = bs::judge_read_bound(bytes, sample, read, std::size_t(bytes), threads);
   if (!verdict.valid) {
     state.SkipWithError(verdict.text.c_str());
     return;

@@ -34,6 +34,29 @@ POPPER_FALSIFIER("FALSIFY-Q4K-013", [](const popper::Params&) {
   EXPECT_TRUE(bandwidth_verdict(bytes, fast, {}).valid);
   // No samples: valid with zero rate.
   EXPECT_TRUE(bandwidth_verdict(bytes, {}, read).valid);
+
+  // Confirmation: a correct row above a probe slowed as a whole (bound 34.1 GB/s
+  // against a row at 34.5) is judged again by a fresh probe that reads at 40 GB/s.
+  const std::vector<double> honest = {1.0 / 34.5};
+  std::vector<double> slowed = {30e9, 32e9};
+  int probes = 0;
+  auto fresh = [&] { return ++probes, std::vector<double>{40e9}; };
+  ASSERT_FALSE(bandwidth_verdict(bytes, honest, slowed).valid);
+  v = confirmed_bandwidth_verdict(bytes, honest, slowed, 3, fresh);
+  EXPECT_TRUE(v.valid) << v.text;
+  EXPECT_EQ(probes, 1);
+  EXPECT_EQ(slowed.size(), 3u);  // the fresh samples join the row's read samples
+  // A row that skips bytes (100 GB/s) stays above every probe: condemned after all three.
+  std::vector<double> read2 = read;
+  probes = 0;
+  v = confirmed_bandwidth_verdict(bytes, std::vector<double>{1.0 / 100}, read2, 3, fresh);
+  EXPECT_FALSE(v.valid);
+  EXPECT_EQ(probes, 3);
+  EXPECT_NE(v.text.find("after 3 more probes"), std::string::npos) << v.text;
+  // A row within the first bound costs no probe.
+  probes = 0;
+  EXPECT_TRUE(confirmed_bandwidth_verdict(bytes, ok_times, read2, 3, fresh).valid);
+  EXPECT_EQ(probes, 0);
   popper::record_backend("reference");
 });
 

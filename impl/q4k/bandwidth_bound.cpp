@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "popper/mutant.hpp"
@@ -32,6 +33,20 @@ BandwidthVerdict bandwidth_verdict(double bytes, std::span<const double> seconds
     char buf[160];
     std::snprintf(buf, sizeof buf, "invalid: %.2f GB/s exceeds the read bound %.2f GB/s", v.achieved * 1e-9, v.bound * 1e-9);
     v.text = buf;
+  }
+  return v;
+}
+
+BandwidthVerdict confirmed_bandwidth_verdict(double bytes, std::span<const double> seconds, std::vector<double>& read,
+                                             int reprobes, const std::function<std::vector<double>()>& probe) {
+  auto v = bandwidth_verdict(bytes, seconds, read);
+  // Mutation point (q4k-bound-no-reprobe): condemn on the first probe.
+  if (POPPER_MUTANT("q4k-bound-no-reprobe")) return v;
+  for (int k = 0; k < reprobes && !v.valid && !read.empty(); ++k) {
+    const auto again = probe();
+    read.insert(read.end(), again.begin(), again.end());
+    v = bandwidth_verdict(bytes, seconds, read);
+    if (!v.valid) v.text += " after " + std::to_string(k + 1) + " more probe" + (k ? "s" : "");
   }
   return v;
 }

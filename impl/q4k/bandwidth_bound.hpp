@@ -7,8 +7,10 @@
 // count or kernel is wrong, and the row is marked invalid.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace popper::q4k {
 
@@ -24,5 +26,13 @@ struct BandwidthVerdict {
 // seconds: the row's timed samples; read: measured read bandwidths (bytes/s).
 // Empty read samples give valid with bound 0 (nothing to judge against).
 BandwidthVerdict bandwidth_verdict(double bytes, std::span<const double> seconds, std::span<const double> read);
+
+// The verdict, with a row above the bound condemned only when it stays above
+// after `reprobes` fresh read measurements (each probe() appended to read):
+// on a shared machine a probe of a few milliseconds can be slowed as a whole,
+// and a correct library must not be called incorrect for it, while a row that
+// skips bytes stays above every probe. probe() runs only for such a row.
+BandwidthVerdict confirmed_bandwidth_verdict(double bytes, std::span<const double> seconds, std::vector<double>& read,
+                                             int reprobes, const std::function<std::vector<double>()>& probe);
 
 }  // namespace popper::q4k
