@@ -75,22 +75,29 @@ std::vector<Named<T>> blas_impls(const BlasHandle& h) {
            [tag] { popper::record_backend(tag); }}};
 }
 
+// cpu::gemm on every ISA, thread count and B packing; with `small_caches`,
+// also blocked for kSmallCaches (several k, MC and NC blocks on any machine).
 template <class T>
-std::vector<Named<T>> hand_impls(const std::vector<std::int64_t>& threads) {
+std::vector<Named<T>> hand_impls(const std::vector<std::int64_t>& threads, bool small_caches = false) {
   std::vector<Named<T>> out;
-  for (const auto isa : isas_to_test())
-    for (const auto t : threads) {
-      const cpu::CpuGemmOptions opts{static_cast<int>(t), isa};
-      for (const auto sharing : b_sharings(t))
-        out.push_back({std::string("cpu::gemm isa=") + cpu::to_string(isa) + " threads=" + std::to_string(t) +
-                           to_string(sharing),
-                       [opts, sharing](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b, T be,
-                                       std::span<T> c) {
-                         const ScopedThreadedRun scope(sharing);
-                         cpu::gemm(s, al, a, b, be, c, opts);
-                       },
-                       [isa] { record_cpu_path(isa); }});
-    }
+  std::vector<bool> blockings{false};
+  if (small_caches) blockings.push_back(true);
+  for (const bool small : blockings)
+    for (const auto isa : isas_to_test())
+      for (const auto t : threads) {
+        const cpu::CpuGemmOptions opts{static_cast<int>(t), isa};
+        const auto caches = small ? std::optional(kSmallCaches) : std::nullopt;
+        for (const auto sharing : b_sharings(t))
+          out.push_back({std::string("cpu::gemm isa=") + cpu::to_string(isa) + " threads=" + std::to_string(t) +
+                             to_string(sharing) + (small ? " small caches" : ""),
+                         [opts, sharing, caches](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b,
+                                                 T be, std::span<T> c) {
+                           const ScopedThreadedRun scope(sharing);
+                           const ScopedBlockingCaches blocking(caches);
+                           cpu::gemm(s, al, a, b, be, c, opts);
+                         },
+                         [isa] { record_cpu_path(isa); }});
+      }
   return out;
 }
 
@@ -102,8 +109,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-001", [](const popper::Params& p) {
 
 POPPER_FALSIFIER("FALSIFY-GEMM-002", [](const popper::Params& p) {
   const auto threads = p.integers("threads");
-  const auto f32 = hand_impls<float>(threads);
-  const auto f64 = hand_impls<double>(threads);
+  const auto f32 = hand_impls<float>(threads, true);
+  const auto f64 = hand_impls<double>(threads, true);
   ASSERT_GE(f32.size(), threads.size()) << "at least the scalar kernel must be available";
   check_grid<float>(p, f32, 0);
   check_grid<double>(p, f64, 1);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <span>
 #include <sstream>
@@ -23,6 +24,7 @@
 #include "impl/common/device.hpp"
 #include "impl/common/parallel.hpp"
 #include "impl/gemm/cpu_gemm.hpp"
+#include "impl/gemm/cpu_gemm_blocking.hpp"
 #include "impl/gemm/cuda_gemm.hpp"
 #include "impl/gemm/gemm.hpp"
 #include "impl/gemm/lib_blas.hpp"
@@ -289,6 +291,19 @@ class ScopedThreadedRun {
 
  private:
   popper::parallel::ScopedExactThreads exact_;
+};
+
+// The blocking's caches forced small for a scope (cpu::set_blocking_caches):
+// L2 64 KiB gives KC 128 and MC of 64 (f32) or 32 (f64) rows, L3 1 MiB an NC
+// of 256-512 columns, so a grid of small shapes runs several k, MC and NC
+// blocks on any machine, whatever caches it reports.
+inline constexpr cpu::CacheSizes kSmallCaches{std::size_t{32} << 10, std::size_t{64} << 10, std::size_t{1} << 20};
+class ScopedBlockingCaches {
+ public:
+  explicit ScopedBlockingCaches(std::optional<cpu::CacheSizes> c) { cpu::set_blocking_caches(c); }
+  ~ScopedBlockingCaches() { cpu::set_blocking_caches(std::nullopt); }
+  ScopedBlockingCaches(const ScopedBlockingCaches&) = delete;
+  ScopedBlockingCaches& operator=(const ScopedBlockingCaches&) = delete;
 };
 
 inline constexpr Layout kLayouts[] = {Layout::RowMajor, Layout::ColMajor};

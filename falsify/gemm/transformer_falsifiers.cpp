@@ -101,11 +101,10 @@ void agree_on_bench_shapes(const popper::Params& p, std::uint64_t offset) {
   const int scale_full_k = static_cast<int>(p.integer("scale_full_k"));
   std::mt19937_64 rng(p.seed() + offset);
   const BlasHandle blas;
-  // The largest KC any cache can give (the upper clamp of the blocking): some
-  // shape's k must exceed it, or the multi-block k path goes untested on CPUs
-  // with a large L1.
+  // Some shape's k must span two KC blocks even with the largest KC any cache
+  // can give (the upper clamp of the blocking), or the multi-block k path
+  // goes untested on CPUs with a large L2.
   const std::size_t huge = std::size_t{1} << 30;
-  const std::int64_t kc_max = cpu::blocking_for(1, 1, sizeof(T), {huge, huge, huge}).kc;
   std::int64_t k_max = 0;
   for (int i = 0; i < POPPER_GEMM_SHAPE_COUNT; ++i) {
     const auto& sh = POPPER_GEMM_SHAPES[i];
@@ -131,8 +130,9 @@ void agree_on_bench_shapes(const popper::Params& p, std::uint64_t offset) {
       popper::record_backend(openblas_tag(blas));
     }
   }
-  EXPECT_GT(k_max, kc_max) << "no scaled shape spans two KC blocks (largest k " << k_max << ", KC up to " << kc_max
-                           << "): lower params.scale_full_k";
+  const std::int64_t kc = cpu::blocking_for(1, 1, sizeof(T), {huge, huge, huge}, k_max).kc;
+  EXPECT_GT(k_max, kc) << "no scaled shape spans two KC blocks (largest k " << k_max << ", KC " << kc
+                       << " with the largest caches): lower params.scale_full_k";
 }
 
 POPPER_FALSIFIER("FALSIFY-GEMM-013", [](const popper::Params& p) {

@@ -5,7 +5,7 @@
 // for jc in 0..n step NC:                 B panel KC x NC  -> packed (per worker, L3)
 //   for pc in 0..k step KC:               beta applies on the first pc only (then beta = 1)
 //     for ic in 0..m step MC:             A block MC x KC: packed (L2), or read in place
-//       for jr in 0..NC step NR:          B sliver stays in L1
+//       for jr in 0..NC step NR:          B sliver KC x NR (L2, cpu_gemm_blocking.hpp)
 //         for ir in 0..MC step MR:        micro-kernel: MR x NR register tile, edges masked
 //
 // Every operand is addressed as X(r, c) = x[r*rs + c*cs], so layout and op
@@ -320,7 +320,7 @@ bool shares_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl)
   const BSharing mode = b_sharing().load(std::memory_order_relaxed);
   if (mode != BSharing::Auto) return mode == BSharing::Shared;
   const BBlocks bb(pr, ks, bl);
-  return static_cast<std::size_t>(bb.kc * bb.nc) * sizeof(T) > reported_cache_sizes().l2;
+  return static_cast<std::size_t>(bb.kc * bb.nc) * sizeof(T) > blocking_caches().l2;
 }
 
 template <class T>
@@ -356,7 +356,7 @@ constexpr double kMinFlopPerThread = 4.0e6;
 
 template <class T>
 void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
-  const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), reported_cache_sizes());
+  const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
   const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
   // Split rows in MR multiples when there are enough, else columns in NR multiples.
   const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace popper::gemm::cpu {
 
@@ -25,10 +26,25 @@ const CacheSizes& reported_cache_sizes() {
   return c;
 }
 
-Blocking blocking_for(int mr, int nr, std::size_t elem, const CacheSizes& c) {
+namespace {
+std::atomic<bool> forced{false};
+CacheSizes forced_sizes;  // written only while `forced` is false
+}  // namespace
+
+CacheSizes blocking_caches() { return forced.load() ? forced_sizes : reported_cache_sizes(); }
+
+void set_blocking_caches(std::optional<CacheSizes> caches) {
+  forced.store(false);
+  if (!caches) return;
+  forced_sizes = *caches;
+  forced.store(true);
+}
+
+Blocking blocking_for(int mr, int nr, std::size_t elem, const CacheSizes& c, std::int64_t k) {
   const auto e = static_cast<std::int64_t>(elem);
-  std::int64_t kc = static_cast<std::int64_t>(c.l1d) / (nr * e);
-  kc = std::clamp<std::int64_t>(kc / 16 * 16, 128, 512);
+  const std::int64_t kc_max = std::clamp<std::int64_t>(static_cast<std::int64_t>(c.l2) / 8 / (nr * e) / 16 * 16, 128, 1024);
+  const std::int64_t blocks = (std::max<std::int64_t>(k, 1) + kc_max - 1) / kc_max;
+  const std::int64_t kc = ((std::max<std::int64_t>(k, 1) + blocks - 1) / blocks + 15) / 16 * 16;
   std::int64_t mc = static_cast<std::int64_t>(c.l2) / 2 / (kc * e);
   mc = std::max<std::int64_t>(mr, mc / mr * mr);
   std::int64_t nc = static_cast<std::int64_t>(c.l3) / 4 / (kc * e);

@@ -2,19 +2,26 @@
 //
 // Goto/BLIS analytical model (Low et al., "Analytical Modeling Is Enough for
 // High-Performance BLIS", 2016), per operand of the loop nest in cpu_gemm.cpp:
-//   kc: the B sliver (kc x NR) fills L1d, reused by every MR-row tile while
-//       the A sliver streams past it:  kc * NR * sizeof(T) <= L1d (kc in [128, 512];
-//       measured on Zen 5: kc = 384 beats the 3/4-L1 split of both slivers, 208)
+//   kc: the B sliver (kc x NR) stays in L2 beside the A block, streamed by
+//       every MR-row tile:  kc * NR * sizeof(T) <= L2 / 8, kc in [128, 1024];
+//       k is cut into ceil(k / that) equal blocks (rounded up to 16), so no
+//       short last block. Measured on Zen 4 (1 MiB L2, 48 KiB L1d), 1 and 2
+//       threads, f32 and f64: kc = 1024 against the L1-sized 384 cut the time
+//       5-17% on every full bench shape with k >= 1024 (fewer passes over C,
+//       which lm_head's 512 MiB makes costly, and fewer micro-kernel calls)
+//       and left the small ones unchanged.
 //   mc: the A block (mc x kc) stays in L2:      mc * kc * sizeof(T) <= 1/2 L2
 //   nc: the B panel (kc x nc) stays in L3:      kc * nc * sizeof(T) <= 1/4 L3
-// kc is a multiple of 16, mc of MR, nc of NR (at most 8192). kc alone decides the order of
-// the k reduction; it depends on the cache sizes and the tile, never on the
-// thread count, so results stay bitwise identical across thread counts.
+// mc is a multiple of MR, nc of NR (at most 8192). kc alone decides the order
+// of the k reduction; it depends on k, the cache sizes and the tile, never on
+// m, n or the thread count, so results stay bitwise identical across thread
+// counts and row splits.
 // A reported L3 above 256 MiB is not a per-socket LLC any CPU has (a
 // hypervisor's cpuid can report 508 MiB): 32 MiB is used instead.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace popper::gemm::cpu {
 
@@ -25,9 +32,17 @@ struct CacheSizes {
 // where the OS reports nothing, and the L3 plausibility clamp above. Cached.
 const CacheSizes& reported_cache_sizes();
 
+// The sizes the driver blocks for: reported_cache_sizes(), or those of
+// set_blocking_caches — a test switch (process-wide, like set_b_sharing), so a
+// falsifier runs every blocking loop (several k, MC and NC blocks) on small
+// problems whatever the machine's caches; nullopt restores the reported ones.
+CacheSizes blocking_caches();
+void set_blocking_caches(std::optional<CacheSizes> caches);
+
 struct Blocking {
   std::int64_t mc, kc, nc;
 };
-Blocking blocking_for(int mr, int nr, std::size_t elem_bytes, const CacheSizes& caches);
+// The blocking for a product of inner extent k (k >= 1).
+Blocking blocking_for(int mr, int nr, std::size_t elem_bytes, const CacheSizes& caches, std::int64_t k);
 
 }  // namespace popper::gemm::cpu
