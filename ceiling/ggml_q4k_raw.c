@@ -71,6 +71,11 @@ static double scaled_error(const unsigned char* blocks, const float* x, const fl
 
 static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct popper_q4k_shape* sh, int repack,
                       const struct ceiling_args* a) {
+  /* The bound first, before the backend exists: its worker threads must not
+   * share the cores with the probe, and a backend left idle through a probe
+   * ran its 2-thread mat-vec 6-8x slower for the rest of its life. */
+  const double bytes = popper_q4k_bytes(sh->rows, sh->cols);
+  const double bound = ceiling_read_bound(bytes, a->threads, 5);
   ggml_backend_dev_t dev = ggml_backend_reg_dev_get(reg, 0);
   ggml_backend_t backend = ggml_backend_dev_init(dev, NULL);
   ggml_backend_set_n_threads_t set_threads =
@@ -112,9 +117,6 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     ggml_backend_tensor_set(w, blocks, 0, nblocks * POPPER_Q4K_BLOCK_BYTES);
     ggml_backend_tensor_set(x, xv, 0, (size_t)sh->cols * sizeof *xv);
 
-    /* The bound first, before any of ggml's worker threads exist to share the cores with the probe. */
-    const double bytes = popper_q4k_bytes(sh->rows, sh->cols);
-    const double bound = ceiling_read_bound(bytes, a->threads, 5);
     double t0 = ceiling_now();
     ggml_backend_graph_compute(backend, graph);
     const double one = ceiling_now() - t0;

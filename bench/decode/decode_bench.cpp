@@ -93,13 +93,14 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
     const dec::Model& m = model_for(sh);
     prompt = dec::canary_tokens(m.config, sh.tokens, POPPER_DECODE_SEED);
     bytes = double(m.bytes_per_token()) * sh.tokens;
+    // The bound first, before the backend exists (as bench_q4k: its worker
+    // threads must not run beside the probe, nor sit idle through it).
+    if (tier != Tier::Reference) read = bs::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
     backend = dec::make_backend(backend_for(tier), m, threads);
     if (!backend->available()) {
       state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
       return;
     }
-    // The bound first, before the backend's worker threads run beside the probe.
-    if (tier != Tier::Reference) read = bs::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
     const auto check = dec::canary_tokens(m.config, 2, POPPER_DECODE_SEED + 1);
     const std::vector<float> got = backend->logits(check);
     if (!backend->available()) {  // a device that declined a call ran the CPU's code under its name

@@ -63,15 +63,18 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   std::vector<double> yd(std::size_t(rows), 0.0);
   std::unique_ptr<q4k::ggml::CpuMatVec> mv;
   std::string label;
+  // The bound first, before any kernel's worker threads exist: they must not
+  // share the cores with the probe, and a ggml backend left idle through a
+  // probe ran its 2-thread mat-vec 6-8x slower for the rest of its life
+  // (ceiling/ggml_q4k_raw.c).
+  const double bytes = q4k::gemv_bytes(rows, cols);
+  std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : bs::read_bandwidth(std::size_t(bytes), threads, 5);
   try {
     if (tier == Tier::Wrapped) mv = std::make_unique<q4k::ggml::CpuMatVec>(in.w.blocks, rows, cols, threads, true);
   } catch (const popper::Unsupported& e) {
     state.SkipWithError((std::string("not_run: ") + e.what()).c_str());
     return;
   }
-  // The bound first, before any kernel's worker threads run beside the probe.
-  const double bytes = q4k::gemv_bytes(rows, cols);
-  std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : bs::read_bandwidth(std::size_t(bytes), threads, 5);
   const q4k::cpu::CpuOptions opts{threads, q4k::cpu::Isa::Auto};
   auto run_rows = [&](std::int64_t r) {
     switch (tier) {
