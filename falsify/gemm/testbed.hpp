@@ -294,7 +294,7 @@ class ScopedThreadedRun {
 };
 
 // The blocking's caches forced small for a scope (cpu::set_blocking_caches):
-// L2 64 KiB gives KC 128 and MC of 64 (f32) or 32 (f64) rows, L3 1 MiB an NC
+// L2 64 KiB gives KC <= 128 and MC of at most 64 (f32) or 32 (f64) rows, L3 1 MiB an NC
 // of 256-512 columns, so a grid of small shapes runs several k, MC and NC
 // blocks on any machine, whatever caches it reports.
 inline constexpr cpu::CacheSizes kSmallCaches{std::size_t{32} << 10, std::size_t{64} << 10, std::size_t{1} << 20};
