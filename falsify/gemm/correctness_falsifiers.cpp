@@ -80,16 +80,15 @@ std::vector<Named<T>> blas_impls(const BlasHandle& h) {
 template <class T>
 std::vector<Named<T>> hand_impls(const std::vector<std::int64_t>& threads, bool small_caches = false) {
   std::vector<Named<T>> out;
-  std::vector<bool> blockings{false};
-  if (small_caches) blockings.push_back(true);
-  for (const bool small : blockings)
+  std::vector<std::optional<cpu::CacheSizes>> blockings{std::nullopt};  // the machine's caches
+  if (small_caches) blockings.push_back(kSmallCaches);
+  for (const auto& caches : blockings)
     for (const auto isa : isas_to_test())
       for (const auto t : threads) {
         const cpu::CpuGemmOptions opts{static_cast<int>(t), isa};
-        const auto caches = small ? std::optional(kSmallCaches) : std::nullopt;
         for (const auto sharing : b_sharings(t))
           out.push_back({std::string("cpu::gemm isa=") + cpu::to_string(isa) + " threads=" + std::to_string(t) +
-                             to_string(sharing) + (small ? " small caches" : ""),
+                             to_string(sharing) + (caches ? " small caches" : ""),
                          [opts, sharing, caches](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b,
                                                  T be, std::span<T> c) {
                            const ScopedThreadedRun scope(sharing);

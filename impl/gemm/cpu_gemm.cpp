@@ -225,7 +225,7 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
   const std::int64_t mr = ks.mr, nr = ks.nr;
   const std::int64_t mc = std::min<std::int64_t>(bl.mc, (pr.m + mr - 1) / mr * mr);
   const bool direct = ks.direct != nullptr && pr.a.cs == 1 && pr.n * static_cast<std::int64_t>(sizeof(T)) <= kDirectMaxRowBytes;
-  T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * std::min<std::int64_t>(bl.kc, pr.k)));
+  T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * bl.kc));
   const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
   for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
     const std::int64_t mcur = std::min(mc, pr.m - ic);
@@ -248,7 +248,7 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
 }
 
 // Worker w's share of C's rows when `threads` workers split them, in whole
-// MR tiles (may be empty).
+// MR tiles (may be empty); col_part the same for columns.
 template <class T>
 Problem<T> row_part(const Problem<T>& pr, std::int64_t mr, std::size_t w, int threads) {
   const std::int64_t units = (pr.m + mr - 1) / mr;
@@ -261,12 +261,25 @@ Problem<T> row_part(const Problem<T>& pr, std::int64_t mr, std::size_t w, int th
   return part;
 }
 
+// Worker w's share of C's columns, in whole NR slivers (may be empty).
+template <class T>
+Problem<T> col_part(const Problem<T>& pr, std::int64_t nr, std::size_t w, int threads) {
+  const std::int64_t units = (pr.n + nr - 1) / nr;
+  const std::int64_t c0 = units * static_cast<std::int64_t>(w) / threads * nr;
+  const std::int64_t c1 = std::min(pr.n, units * static_cast<std::int64_t>(w + 1) / threads * nr);
+  Problem<T> part = pr;
+  part.n = std::max<std::int64_t>(0, c1 - c0);
+  part.b.p = &pr.b(0, c0);
+  part.c = pr.c + c0;
+  return part;
+}
+
 // The B blocks of the loop nest: kc x nc, NR-wide slivers.
 struct BBlocks {
   std::int64_t kc, nc;
   template <class T>
   BBlocks(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl)
-      : kc(std::min<std::int64_t>(bl.kc, pr.k)), nc(std::min<std::int64_t>(bl.nc, (pr.n + ks.nr - 1) / ks.nr * ks.nr)) {}
+      : kc(bl.kc), nc(std::min<std::int64_t>(bl.nc, (pr.n + ks.nr - 1) / ks.nr * ks.nr)) {}
 };
 
 // The outer loops: for each KC x NC block of op(B), pack(jc, ncur, pc, kcur,
@@ -332,7 +345,7 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
   for_each_b_block(
       pr, ks, bl,
       [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, T* bpack) {
-        const std::int64_t stride = full_kc_stride ? std::min<std::int64_t>(bl.kc, pr.k) : kcur;
+        const std::int64_t stride = full_kc_stride ? bl.kc : kcur;
         const auto slivers = static_cast<std::size_t>((ncur + nr - 1) / nr);
         popper::parallel::run(slivers, threads, [&](std::size_t s0, std::size_t s1, int) {
           const std::int64_t j0 = static_cast<std::int64_t>(s0) * nr;
@@ -376,16 +389,7 @@ void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   }
   popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
     for (std::size_t w = w0; w < w1; ++w) {
-      Problem<T> part = pr;
-      if (by_rows) {
-        part = row_part(pr, ks.mr, w, threads);
-      } else {
-        const std::int64_t c0 = units * static_cast<std::int64_t>(w) / threads * ks.nr;
-        const std::int64_t c1 = std::min(pr.n, units * static_cast<std::int64_t>(w + 1) / threads * ks.nr);
-        part.n = c1 - c0;
-        part.b.p = &pr.b(0, c0);
-        part.c = pr.c + c0;
-      }
+      const Problem<T> part = by_rows ? row_part(pr, ks.mr, w, threads) : col_part(pr, ks.nr, w, threads);
       if (part.m > 0 && part.n > 0) run_serial(part, ks, bl);
     }
   });

@@ -42,7 +42,7 @@ void set_blocking_caches(std::optional<CacheSizes> caches);
 struct Blocking {
   std::int64_t mc, kc, nc;
 };
-// The blocking for a product of inner extent k (k >= 1).
+// The blocking for a product of inner extent k (k >= 1); kc <= k.
 Blocking blocking_for(int mr, int nr, std::size_t elem_bytes, const CacheSizes& caches, std::int64_t k);
 
 }  // namespace popper::gemm::cpu

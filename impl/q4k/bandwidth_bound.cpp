@@ -42,7 +42,7 @@ BandwidthVerdict confirmed_bandwidth_verdict(double bytes, std::span<const doubl
   auto v = bandwidth_verdict(bytes, seconds, read);
   // Mutation point (q4k-bound-no-reprobe): condemn on the first probe.
   if (POPPER_MUTANT("q4k-bound-no-reprobe")) return v;
-  for (int k = 0; k < reprobes && !v.valid && !read.empty(); ++k) {
+  for (int k = 0; k < reprobes && !v.valid; ++k) {  // invalid implies a bound was measured
     const auto again = probe();
     read.insert(read.end(), again.begin(), again.end());
     v = bandwidth_verdict(bytes, seconds, read);
