@@ -112,6 +112,30 @@ POPPER_FALSIFIER("FALSIFY-ARROW-006", [](const popper::Params& p) {
     for (std::size_t a = 6; a < atoms; ++a) EXPECT_TRUE(got[a].ok()) << "atom " << a;
     if (!::testing::Test::HasFailure()) tb::record(kern);
   }
+  // The same, deep inside full lane groups of equal row counts, where the Hand
+  // kernel gathers by register transposes rather than element by element.
+  auto even = tb::make_class(p.seed() + 1, {12}, {2}, {6}, 16);
+  const Poison deep[] = {{9, ArrowField::D}, {3, ArrowField::B}, {14, ArrowField::g_t}};
+  even[9].D[4 * 9 + 1] = inf;
+  even[3].B[12 * 7 + 5] = nan;
+  even[14].g_t[2 * 10] = -inf;
+  // Finite inputs whose solution overflows: D = 1e-300 I (a valid pivot), B = 0
+  // and g = 1e300 in row 10 of atom 6 give u = L^-1 g beyond DBL_MAX.
+  const Poison overflow{6, ArrowField::result};
+  for (std::size_t e = 0; e < 4; ++e) even[6].D[4 * 10 + e] = e % 3 == 0 ? 1e-300 : 0.0;
+  for (std::size_t e = 0; e < 12; ++e) even[6].B[12 * 10 + e] = 0.0;
+  even[6].g_t[2 * 10] = even[6].g_t[2 * 10 + 1] = 1e300;
+  for (ArrowKernel kern : kAll) {
+    std::vector<ArrowResult> got;
+    EXPECT_NO_THROW(got = tb::solve(even, kern, 1, 0.0, 0.0));
+    ASSERT_EQ(got.size(), even.size());
+    for (const auto& pz : {deep[0], deep[1], deep[2], overflow}) {
+      ASSERT_FALSE(got[pz.atom].ok()) << "atom " << pz.atom;
+      const auto* f = std::get_if<NonFiniteValue>(&got[pz.atom].error());
+      ASSERT_NE(f, nullptr);
+      EXPECT_EQ(f->field, pz.field) << "atom " << pz.atom << " reported " << to_string(f->field);
+    }
+  }
   // A non-finite ridge is a usage error of the whole call, not an atom's.
   EXPECT_THROW(tb::solve(sys, ArrowKernel::Hand, 1, nan, 0.0), popper::InvalidArgument);
 });

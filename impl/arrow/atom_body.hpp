@@ -59,16 +59,14 @@ POPPER_HD inline void arrow_fold_pivot(typename Ops::V a, typename Ops::V& mant,
   expo = POPPER_MUTANT("arrow-logdet-drops-exponent") ? expo + ea : expo + ea + em;
 }
 
-// Row pass: factor D_i + rho_t I, solve for u_i and Y_i. `ok` is cleared where
-// an active lane's pivot fails; a failed pivot is replaced by 1 so the lane
-// keeps computing harmless numbers. pivots[j] is the pivot to fold into log det
-// (1 for inactive lanes, i.e. padding rows in the compact workspace).
+// Row pass, first half: factor D_i + rho_t I. `ok` is cleared where an
+// active lane's pivot fails; a failed pivot is replaced by 1 so the lane keeps
+// computing harmless numbers. pivots[j] is the pivot to fold into log det (1
+// for inactive lanes, i.e. padding rows in the compact workspace).
 template <class Ops, int DF>
-POPPER_HD inline void arrow_row_factor(std::size_t d_rt, std::size_t k, const typename Ops::V* Drow,
-                                       const typename Ops::V* Brow, const typename Ops::V* grow,
-                                       typename Ops::V rho_t, typename Ops::M active, typename Ops::V* L,
-                                       typename Ops::V* Y, typename Ops::V* u, typename Ops::V* pivots,
-                                       typename Ops::M& ok) {
+POPPER_HD inline void arrow_row_cholesky(std::size_t d_rt, const typename Ops::V* Drow, typename Ops::V rho_t,
+                                         typename Ops::M active, typename Ops::V* L, typename Ops::V* pivots,
+                                         typename Ops::M& ok) {
   using V = typename Ops::V;
   using M = typename Ops::M;
   const std::size_t d = DF > 0 ? static_cast<std::size_t>(DF) : d_rt;
@@ -88,7 +86,16 @@ POPPER_HD inline void arrow_row_factor(std::size_t d_rt, std::size_t k, const ty
       L[i + j * d] = s * inv;
     }
   }
-  // Forward substitution L x = b, column by column: u from g, Y from B.
+}
+
+// Row pass, second half: forward substitution L x = b, column by column: u
+// from g, Y from B.
+template <class Ops, int DF>
+POPPER_HD inline void arrow_row_forward(std::size_t d_rt, std::size_t k, const typename Ops::V* Brow,
+                                        const typename Ops::V* grow, const typename Ops::V* L, typename Ops::V* Y,
+                                        typename Ops::V* u) {
+  using V = typename Ops::V;
+  const std::size_t d = DF > 0 ? static_cast<std::size_t>(DF) : d_rt;
   for (std::size_t c = 0; c <= k; ++c) {
     const V* b = c < k ? Brow + c * d : grow;
     V* x = c < k ? Y + c * d : u;
@@ -98,6 +105,17 @@ POPPER_HD inline void arrow_row_factor(std::size_t d_rt, std::size_t k, const ty
       x[j] = s * L[j + j * d];
     }
   }
+}
+
+// Row pass: factor D_i + rho_t I, solve for u_i and Y_i.
+template <class Ops, int DF>
+POPPER_HD inline void arrow_row_factor(std::size_t d_rt, std::size_t k, const typename Ops::V* Drow,
+                                       const typename Ops::V* Brow, const typename Ops::V* grow,
+                                       typename Ops::V rho_t, typename Ops::M active, typename Ops::V* L,
+                                       typename Ops::V* Y, typename Ops::V* u, typename Ops::V* pivots,
+                                       typename Ops::M& ok) {
+  arrow_row_cholesky<Ops, DF>(d_rt, Drow, rho_t, active, L, pivots, ok);
+  arrow_row_forward<Ops, DF>(d_rt, k, Brow, grow, L, Y, u);
 }
 
 // (Y_i^T Y_i)_{jl} and (Y_i^T u_i)_j, summed over m in ascending order.
@@ -243,22 +261,36 @@ POPPER_HD inline ArrowAtomStatus<typename Ops::V> arrow_atom_solve(const ArrowAt
   constexpr std::size_t kY = (DF > 0 ? DF : 8) * 32;
   V Y[kY];
   V u[DF > 0 ? DF : 8];
-  V piv[DF > 0 ? DF : 8];
   const std::size_t d = DF > 0 ? static_cast<std::size_t>(DF) : a.d;
   const V minus_one = Ops::splat(-1.0);
   ArrowAtomStatus<V> st{Ops::splat(1.0), Ops::splat(0.0), minus_one, Ops::splat(0.0)};
   arrow_border_init<Ops>(a.k, a.C, a.gb, Ops::splat(rho_beta), a.S, a.r);
   const V vrho_t = Ops::splat(rho_t);
-  for (std::size_t i = 0; i < a.rows; ++i) {
-    const M active = POPPER_MUTANT("arrow-lane-padding-counted") ? Ops::all_true()
-                                                                 : Ops::lt(Ops::splat(static_cast<double>(i)), a.lane_rows);
-    M ok = Ops::all_true();
-    arrow_row_factor<Ops, DF>(d, a.k, a.D + i * d * d, a.B + i * d * a.k, a.g + i * d, vrho_t, active,
-                              a.L + i * d * d, Y, u, piv, ok);
-    const M first = Ops::land(Ops::lnot(ok), Ops::lt(st.fail_row, Ops::splat(0.0)));
-    st.fail_row = Ops::blend(first, Ops::splat(static_cast<double>(i)), st.fail_row);
-    for (std::size_t j = 0; j < d; ++j) arrow_fold_pivot<Ops>(piv[j], st.det_mant, st.det_exp);
-    arrow_schur_update<Ops, DF>(d, a.k, Y, u, a.S, a.r);
+  // Rows in batches of kRowBatch: the batch's factorizations first, so their
+  // independent sqrt/div chains overlap, then each row's solves and updates in
+  // row order. Every row's arithmetic is unchanged, and so is the order of
+  // everything that accumulates across rows.
+  constexpr std::size_t kRowBatch = 4;
+  V piv[kRowBatch][DF > 0 ? DF : 8];
+  M ok[kRowBatch];
+  for (std::size_t i0 = 0; i0 < a.rows; i0 += kRowBatch) {
+    const std::size_t n = a.rows - i0 < kRowBatch ? a.rows - i0 : kRowBatch;
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::size_t i = i0 + r;
+      const M active = POPPER_MUTANT("arrow-lane-padding-counted")
+                           ? Ops::all_true()
+                           : Ops::lt(Ops::splat(static_cast<double>(i)), a.lane_rows);
+      ok[r] = Ops::all_true();
+      arrow_row_cholesky<Ops, DF>(d, a.D + i * d * d, vrho_t, active, a.L + i * d * d, piv[r], ok[r]);
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::size_t i = i0 + r;
+      arrow_row_forward<Ops, DF>(d, a.k, a.B + i * d * a.k, a.g + i * d, a.L + i * d * d, Y, u);
+      const M first = Ops::land(Ops::lnot(ok[r]), Ops::lt(st.fail_row, Ops::splat(0.0)));
+      st.fail_row = Ops::blend(first, Ops::splat(static_cast<double>(i)), st.fail_row);
+      for (std::size_t j = 0; j < d; ++j) arrow_fold_pivot<Ops>(piv[r][j], st.det_mant, st.det_exp);
+      arrow_schur_update<Ops, DF>(d, a.k, Y, u, a.S, a.r);
+    }
   }
   M sok = Ops::all_true();
   arrow_border_factor<Ops>(a.k, a.S, st.det_mant, st.det_exp, sok);

@@ -1,12 +1,15 @@
 // Hand kernel: SIMD across atoms. Atoms are grouped by (d, k), sorted by n_a
 // (so lanes carry similar row counts), W per group (W = 8 on AVX-512, 4 on
-// AVX2); each group is gathered into a compact interleaved workspace and
-// solved by hand_group_avx512 / hand_group_avx2. Groups are split over the
+// AVX2); each group is gathered into a compact interleaved workspace (W x W
+// register transposes, scanning the inputs for Inf/NaN on the way) and solved
+// by hand_group_avx512 / hand_group_avx2; delta_t goes back the same way,
+// straight into the results' vectors, its finiteness checked in passing. Groups are split over the
 // parallel runtime's workers by a static cost-balanced partition. A lane's
 // numbers depend only on its own atom (hand_group.hpp), so results are
 // bit-identical for any grouping, lane width, position or thread count.
 // Without AVX2 (or capped to scalar): run_structured.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -82,6 +85,17 @@ std::size_t ignored_lane() {
   return on ? W - 1 : W;
 }
 
+// Mutation point: the transposes' Inf/NaN scan is lost.
+bool transposed_scan_lost() {
+  static const bool on = POPPER_MUTANT("arrow-hand-transpose-misses-nonfinite");
+  return on;
+}
+// Mutation point: every result is reported finite.
+bool results_unchecked() {
+  static const bool on = POPPER_MUTANT("arrow-hand-results-unchecked");
+  return on;
+}
+
 template <std::size_t W>
 void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, const LaneGroup<W>& grp, double rho_t,
                  double rho_beta, std::vector<LaneW<W>>& ws, RawOutputs& out) {
@@ -90,53 +104,87 @@ void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, c
   const Layout lay(rows, d, k);
   if (ws.size() < lay.total) ws.resize(lay.total);
   LaneW<W>* w = ws.data();
+  // Per lane: the atom's slice (unused lanes: an empty atom with C = I).
+  const AtomSlice* lane[kLanes] = {};
   double lane_rows[kLanes] = {};
-  // Strided copy of one lane's contiguous slice, then its padding.
-  auto put = [&](std::size_t base, std::size_t l, const double* src, std::size_t n, std::size_t total,
-                 auto&& pad) {
+  for (std::size_t l = 0; l < grp.count; ++l) {
+    lane[l] = &slices[grp.atom[l]];
+    lane_rows[l] = static_cast<double>(lane[l]->rows);
+  }
+  // Interleave one field: element e of lane l from src(l)[e] while e < n(l),
+  // else pad(e). Element-major, so the workspace is written one whole vector
+  // at a time (lane-major stores revisit every line W times): W x W register
+  // transposes while every lane has elements, then element by element.
+  // Returns the lanes (bit l) whose elements held an Inf or NaN.
+  auto gather = [&](std::size_t base, auto&& src, auto&& n, std::size_t total, auto&& pad) {
+    const double* from[kLanes];
+    std::size_t count[kLanes], common = total;
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      from[l] = l < grp.count ? src(*lane[l]) : nullptr;
+      count[l] = l < grp.count ? n(*lane[l]) : 0;
+      common = std::min(common, count[l]);
+    }
     LaneW<W>* dst = w + base;
-    for (std::size_t e = 0; e < n; ++e) dst[e].v[l] = src[e];
-    for (std::size_t e = n; e < total; ++e) dst[e].v[l] = pad(e);
+    unsigned bad = W == 8 ? interleave_avx512(from, common, dst->v) : interleave_avx2(from, common, dst->v);
+    if (transposed_scan_lost()) bad = 0;
+    for (std::size_t e = common; e < total; ++e)
+      for (std::size_t l = 0; l < kLanes; ++l) {
+        dst[e].v[l] = e < count[l] ? from[l][e] : pad(e);
+        if (!std::isfinite(dst[e].v[l])) bad |= 1u << l;
+      }
+    return bad;
   };
   auto zero = [](std::size_t) { return 0.0; };
   auto eye_d = [d, dd](std::size_t e) { return (e % dd) % (d + 1) == 0 ? 1.0 : 0.0; };
   auto eye_k = [k](std::size_t e) { return e % (k + 1) == 0 ? 1.0 : 0.0; };
-  for (std::size_t l = 0; l < kLanes; ++l) {
-    if (l < grp.count) {
-      const AtomSlice& s = slices[grp.atom[l]];
-      const std::size_t n = s.rows;
-      lane_rows[l] = static_cast<double>(n);
-      put(lay.D, l, pack.D.data() + s.D, n * dd, rows * dd, eye_d);
-      put(lay.B, l, pack.B.data() + s.B, n * d * k, rows * d * k, zero);
-      put(lay.g, l, pack.g_t.data() + s.g_t, n * d, rows * d, zero);
-      put(lay.C, l, pack.hbb.data() + s.hbb, k * k, k * k, zero);
-      put(lay.gb, l, pack.g_b.data() + s.g_b, k, k, zero);
-    } else {  // an unused lane: an empty atom with C = I
-      put(lay.D, l, nullptr, 0, rows * dd, eye_d);
-      put(lay.B, l, nullptr, 0, rows * d * k, zero);
-      put(lay.g, l, nullptr, 0, rows * d, zero);
-      put(lay.C, l, nullptr, 0, k * k, eye_k);
-      put(lay.gb, l, nullptr, 0, k, zero);
-    }
-  }
-  double status[5 * kLanes];
+  auto row_elems = [](std::size_t per_row) { return [per_row](const AtomSlice& s) { return s.rows * per_row; }; };
+  auto border_elems = [](std::size_t n) { return [n](const AtomSlice&) { return n; }; };
+  // In ArrowField order (D, B, g_t, hbb, g_b): an atom reports its first non-finite field.
+  const unsigned nonfinite[5] = {
+      gather(lay.D, [&](const AtomSlice& s) { return pack.D.data() + s.D; }, row_elems(dd), rows * dd, eye_d),
+      gather(lay.B, [&](const AtomSlice& s) { return pack.B.data() + s.B; }, row_elems(d * k), rows * d * k, zero),
+      gather(lay.g, [&](const AtomSlice& s) { return pack.g_t.data() + s.g_t; }, row_elems(d), rows * d, zero),
+      gather(lay.C, [&](const AtomSlice& s) { return pack.hbb.data() + s.hbb; }, border_elems(k * k), k * k, eye_k),
+      gather(lay.gb, [&](const AtomSlice& s) { return pack.g_b.data() + s.g_b; }, border_elems(k), k, zero)};
+  double status[4 * kLanes];
   auto p = [&](std::size_t off) { return w[off].v; };
   const HandGroupArgs args{rows, d, k, p(lay.D), p(lay.B), p(lay.g), p(lay.C), p(lay.gb), lane_rows,
                            p(lay.L), p(lay.S), p(lay.r), p(lay.dt), p(lay.dbeta), rho_t, rho_beta, status};
   if constexpr (W == 8) hand_group_avx512(args);
   else hand_group_avx2(args);
   const std::size_t skip = ignored_lane<W>();  // W unless a lane mutant is active
+  // delta_t back to each lane's solution, by transposes while every lane has rows.
+  double* dt_of[kLanes];
+  std::size_t dt_count[kLanes], common = rows * d;
+  for (std::size_t l = 0; l < kLanes; ++l) {
+    const bool keep = l < grp.count && l != skip;
+    dt_of[l] = keep ? out.solution(grp.atom[l], *lane[l]).delta_t.data() : nullptr;
+    dt_count[l] = keep ? lane[l]->rows * d : 0;
+    common = std::min(common, dt_count[l]);
+  }
+  // Lanes (bit l) whose results hold an Inf or NaN, checked while in cache.
+  unsigned bad = W == 8 ? deinterleave_avx512(p(lay.dt), common, dt_of) : deinterleave_avx2(p(lay.dt), common, dt_of);
+  for (std::size_t e = common; e < rows * d; ++e)
+    for (std::size_t l = 0; l < kLanes; ++l)
+      if (e < dt_count[l]) {
+        dt_of[l][e] = w[lay.dt + e].v[l];
+        if (!std::isfinite(dt_of[l][e])) bad |= 1u << l;
+      }
   for (std::size_t l = 0; l < grp.count; ++l) {
     if (l == skip) continue;
     const std::size_t a = grp.atom[l];
-    const AtomSlice& s = slices[a];
-    for (std::size_t e = 0; e < s.rows * d; ++e) out.dt[s.g_t + e] = w[lay.dt + e].v[l];
-    for (std::size_t e = 0; e < k; ++e) out.dbeta[s.beta + e] = w[lay.dbeta + e].v[l];
+    for (std::size_t e = 0; e < k; ++e) {
+      out.sol[a].delta_beta[e] = w[lay.dbeta + e].v[l];
+      if (!std::isfinite(out.sol[a].delta_beta[e])) bad |= 1u << l;
+    }
+    out.result_finite[a] = (bad >> l & 1u) && !results_unchecked() ? 0 : 1;
     out.det_mant[a] = status[0 * kLanes + l];
     out.det_exp[a] = status[1 * kLanes + l];
     out.fail_row[a] = status[2 * kLanes + l];
     out.schur_failed[a] = status[3 * kLanes + l];
-    out.nonfinite[a] = static_cast<int>(status[4 * kLanes + l]);
+    out.nonfinite[a] = -1;
+    for (int f = 4; f >= 0; --f)
+      if (nonfinite[f] >> l & 1u) out.nonfinite[a] = f;
   }
 }
 

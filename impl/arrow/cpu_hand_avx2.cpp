@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <cfloat>
+#include <cmath>
 
 // __m256d as a template argument drops its vector attributes from the type's
 // spelling (-Wignored-attributes); the lane type is only ever used in this TU.
@@ -53,26 +54,67 @@ ArrowAtomStatus<__m256d> run(const HandGroupArgs& a) {
                               _mm256_loadu_pd(a.lane_rows), mv(a.L), mv(a.S), mv(a.r), mv(a.dt), mv(a.dbeta)};
   return arrow_atom_solve<Avx2Lane, DF>(args, a.rho_t, a.rho_beta);
 }
-// Per lane: NaN where any of the n values is Inf/NaN (x * 0 is NaN exactly then).
-__m256d nonfinite_probe(const double* p, std::size_t n) {
-  const __m256d zero = _mm256_setzero_pd();
-  __m256d acc = zero;
-  for (std::size_t e = 0; e < n; ++e) acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_load_pd(p + 4 * e), zero));
-  return _mm256_cmp_pd(acc, acc, _CMP_UNORD_Q);
+
+// out[j] lane i = r[i] lane j.
+[[gnu::always_inline]] inline void transpose4(const __m256d r[4], __m256d out[4]) {
+  __m256d t[4];
+  for (int l = 0; l < 4; l += 2) {  // t: pairs of rows, even and odd columns
+    t[l] = _mm256_unpacklo_pd(r[l], r[l + 1]);
+    t[l + 1] = _mm256_unpackhi_pd(r[l], r[l + 1]);
+  }
+  for (int j = 0; j < 2; ++j) {  // all four rows of columns j and j + 2
+    out[j] = _mm256_permute2f128_pd(t[j], t[j + 2], 0x20);
+    out[j + 2] = _mm256_permute2f128_pd(t[j], t[j + 2], 0x31);
+  }
 }
 }  // namespace
 
-void hand_group_avx2(const HandGroupArgs& a) {
-  // First non-finite field per lane, in ArrowField order (D, B, g_t, hbb, g_b).
-  {
-    const std::size_t n = a.rows, d = a.d, k = a.k;
-    const double* fields[5] = {a.D, a.B, a.g, a.C, a.gb};
-    const std::size_t sizes[5] = {n * d * d, n * d * k, n * d, k * k, k};
-    __m256d field = _mm256_set1_pd(-1.0);
-    for (int f = 4; f >= 0; --f)  // later fields first, so the earliest wins
-      field = _mm256_blendv_pd(field, _mm256_set1_pd(static_cast<double>(f)), nonfinite_probe(fields[f], sizes[f]));
-    _mm256_storeu_pd(a.status + 16, field);  // 5*W status layout, W = 4
+// Non-finite lanes by x * 0 (NaN exactly for Inf and NaN), summed per lane.
+unsigned interleave_avx2(const double* const* from, std::size_t n, double* dst) {
+  const __m256d zero = _mm256_setzero_pd();
+  __m256d probe = zero;
+  std::size_t e = 0;
+  for (; e + 4 <= n; e += 4) {
+    __m256d r[4], out[4];
+    for (int l = 0; l < 4; ++l) r[l] = _mm256_loadu_pd(from[l] + e);
+    transpose4(r, out);
+    for (int j = 0; j < 4; ++j) {
+      probe = _mm256_add_pd(probe, _mm256_mul_pd(out[j], zero));
+      _mm256_store_pd(dst + (e + j) * 4, out[j]);
+    }
   }
+  auto lanes = static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_UNORD_Q)));
+  for (; e < n; ++e)
+    for (std::size_t l = 0; l < 4; ++l) {
+      dst[e * 4 + l] = from[l][e];
+      if (!std::isfinite(from[l][e])) lanes |= 1u << l;
+    }
+  return lanes;
+}
+
+unsigned deinterleave_avx2(const double* src, std::size_t n, double* const* to) {
+  const __m256d zero = _mm256_setzero_pd();
+  __m256d probe = zero;
+  std::size_t e = 0;
+  for (; e + 4 <= n; e += 4) {
+    __m256d r[4], out[4];
+    for (int j = 0; j < 4; ++j) {
+      r[j] = _mm256_load_pd(src + (e + j) * 4);
+      probe = _mm256_add_pd(probe, _mm256_mul_pd(r[j], zero));
+    }
+    transpose4(r, out);
+    for (int l = 0; l < 4; ++l) _mm256_storeu_pd(to[l] + e, out[l]);
+  }
+  auto lanes = static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_UNORD_Q)));
+  for (; e < n; ++e)
+    for (std::size_t l = 0; l < 4; ++l) {
+      to[l][e] = src[e * 4 + l];
+      if (!std::isfinite(src[e * 4 + l])) lanes |= 1u << l;
+    }
+  return lanes;
+}
+
+void hand_group_avx2(const HandGroupArgs& a) {
   ArrowAtomStatus<__m256d> st;
   switch (a.d) {
     case 1: st = run<1>(a); break;

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cfloat>
+#include <cmath>
 
 // __m512d as a template argument drops its vector attributes from the type's
 // spelling (-Wignored-attributes); the lane type is only ever used in this TU.
@@ -50,26 +51,76 @@ ArrowAtomStatus<__m512d> run(const HandGroupArgs& a) {
                               _mm512_loadu_pd(a.lane_rows), mv(a.L), mv(a.S), mv(a.r), mv(a.dt), mv(a.dbeta)};
   return arrow_atom_solve<Avx512Lane, DF>(args, a.rho_t, a.rho_beta);
 }
-// Lanes where any of the n values is Inf/NaN (x * 0 is NaN exactly then).
-__mmask8 nonfinite_probe(const double* p, std::size_t n) {
-  const __m512d zero = _mm512_setzero_pd();
-  __m512d acc = zero;
-  for (std::size_t e = 0; e < n; ++e) acc = _mm512_add_pd(acc, _mm512_mul_pd(_mm512_load_pd(p + 8 * e), zero));
-  return _mm512_cmp_pd_mask(acc, acc, _CMP_UNORD_Q);
+
+// out[j] lane i = r[i] lane j. Masked forms with every lane on, as in
+// Avx512Lane (GCC 12, -Wmaybe-uninitialized).
+[[gnu::always_inline]] inline void transpose8(const __m512d r[8], __m512d out[8]) {
+  __m512d t[8], u[8];
+  for (int l = 0; l < 8; l += 2) {  // t: pairs of rows, even and odd columns
+    t[l] = _mm512_maskz_unpacklo_pd(0xFF, r[l], r[l + 1]);
+    t[l + 1] = _mm512_maskz_unpackhi_pd(0xFF, r[l], r[l + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {  // u: four rows, columns {j, j + 4} for j = 0..3
+    u[h + 0] = _mm512_maskz_shuffle_f64x2(0xFF, t[h + 0], t[h + 2], 0x88);
+    u[h + 1] = _mm512_maskz_shuffle_f64x2(0xFF, t[h + 1], t[h + 3], 0x88);
+    u[h + 2] = _mm512_maskz_shuffle_f64x2(0xFF, t[h + 0], t[h + 2], 0xDD);
+    u[h + 3] = _mm512_maskz_shuffle_f64x2(0xFF, t[h + 1], t[h + 3], 0xDD);
+  }
+  for (int j = 0; j < 4; ++j) {  // all eight rows of columns j and j + 4
+    out[j] = _mm512_maskz_shuffle_f64x2(0xFF, u[j], u[j + 4], 0x88);
+    out[j + 4] = _mm512_maskz_shuffle_f64x2(0xFF, u[j], u[j + 4], 0xDD);
+  }
 }
 }  // namespace
 
-void hand_group_avx512(const HandGroupArgs& a) {
-  // First non-finite field per lane, in ArrowField order (D, B, g_t, hbb, g_b).
-  {
-    const std::size_t n = a.rows, d = a.d, k = a.k;
-    const double* fields[5] = {a.D, a.B, a.g, a.C, a.gb};
-    const std::size_t sizes[5] = {n * d * d, n * d * k, n * d, k * k, k};
-    __m512d field = _mm512_set1_pd(-1.0);
-    for (int f = 4; f >= 0; --f)  // later fields first, so the earliest wins
-      field = _mm512_mask_blend_pd(nonfinite_probe(fields[f], sizes[f]), field, _mm512_set1_pd(static_cast<double>(f)));
-    _mm512_storeu_pd(a.status + 32, field);  // 5*W status layout, W = 8
+// Lane rows are loaded as two 256-bit halves: they start anywhere, and a
+// 512-bit load split across two lines reads memory slower on Zen 4 (as in the
+// Q4_K kernel). fpclass 0x99: QNaN, +Inf, -Inf, SNaN.
+unsigned interleave_avx512(const double* const* from, std::size_t n, double* dst) {
+  __mmask8 bad = 0;
+  std::size_t e = 0;
+  for (; e + 8 <= n; e += 8) {
+    __m512d r[8], out[8];
+    for (int l = 0; l < 8; ++l)
+      r[l] = _mm512_maskz_insertf64x4(0xFF, _mm512_castpd256_pd512(_mm256_loadu_pd(from[l] + e)),
+                                      _mm256_loadu_pd(from[l] + e + 4), 1);
+    transpose8(r, out);
+    for (int j = 0; j < 8; ++j) {
+      bad = static_cast<__mmask8>(bad | _mm512_fpclass_pd_mask(out[j], 0x99));
+      _mm512_store_pd(dst + (e + j) * 8, out[j]);
+    }
   }
+  unsigned lanes = bad;
+  for (; e < n; ++e)
+    for (std::size_t l = 0; l < 8; ++l) {
+      dst[e * 8 + l] = from[l][e];
+      if (!std::isfinite(from[l][e])) lanes |= 1u << l;
+    }
+  return lanes;
+}
+
+unsigned deinterleave_avx512(const double* src, std::size_t n, double* const* to) {
+  __mmask8 bad = 0;
+  std::size_t e = 0;
+  for (; e + 8 <= n; e += 8) {
+    __m512d r[8], out[8];
+    for (int j = 0; j < 8; ++j) {
+      r[j] = _mm512_load_pd(src + (e + j) * 8);
+      bad = static_cast<__mmask8>(bad | _mm512_fpclass_pd_mask(r[j], 0x99));
+    }
+    transpose8(r, out);
+    for (int l = 0; l < 8; ++l) _mm512_storeu_pd(to[l] + e, out[l]);
+  }
+  unsigned lanes = bad;
+  for (; e < n; ++e)
+    for (std::size_t l = 0; l < 8; ++l) {
+      to[l][e] = src[e * 8 + l];
+      if (!std::isfinite(src[e * 8 + l])) lanes |= 1u << l;
+    }
+  return lanes;
+}
+
+void hand_group_avx512(const HandGroupArgs& a) {
   ArrowAtomStatus<__m512d> st;
   switch (a.d) {
     case 1: st = run<1>(a); break;

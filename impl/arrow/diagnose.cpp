@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "impl/arrow/atom_body.hpp"
 #include "impl/arrow/kernels.hpp"
@@ -37,15 +40,16 @@ Disc gershgorin_lower(const double* A, std::size_t n, std::size_t ld) {
   }
   return g;
 }
-// Branch-free scan (exponent field all ones = Inf/NaN) so it vectorizes: it
-// runs over every input of every atom before the kernel.
+// Branch-free scan (exponent field all ones = Inf/NaN): one unit added to
+// the exponent field carries into bit 63 exactly then. Integer adds and
+// shifts vectorize on the SSE2 baseline, where a 64-bit compare would not.
 bool all_finite(const double* p, std::size_t n) {
-  constexpr std::uint64_t kExp = 0x7FF0000000000000ULL;
+  constexpr std::uint64_t kExp = 0x7FF0000000000000ULL, kExpOne = 0x0010000000000000ULL;
   std::uint64_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t bits;
     std::memcpy(&bits, p + i, sizeof bits);
-    bad |= static_cast<std::uint64_t>((bits & kExp) == kExp);
+    bad |= ((bits & kExp) + kExpOne) >> 63;
   }
   return bad == 0;
 }
@@ -91,50 +95,69 @@ SchurFactorFailed schur_failure(const AtomView& a, double rho_t, double rho_beta
   return SchurFactorFailed{std::max(tau - g.lower, tau)};
 }
 
-void RawOutputs::resize_for(const BatchedK1Pack& pack, std::span<const AtomSlice> slices) {
+void RawOutputs::resize_for(std::span<const AtomSlice> slices) {
   const std::size_t B = slices.size();
-  dt.assign(pack.g_t.size(), 0.0);
-  dbeta.assign(pack.g_b.size(), 0.0);
+  sol.assign(B, ArrowSolution{});
+  // Allocated here, in one thread's arena (workers' arenas would be grown and
+  // trimmed on every call); filled by the kernel's workers (solution()).
+  for (std::size_t a = 0; a < B; ++a) {
+    sol[a].delta_t.reserve(slices[a].rows * slices[a].d);
+    sol[a].delta_beta.reserve(slices[a].k);
+  }
   det_mant.assign(B, 1.0);
   det_exp.assign(B, 0.0);
   fail_row.assign(B, -1.0);
   schur_failed.assign(B, 0.0);
   nonfinite.assign(B, -2);
+  result_finite.assign(B, -1);
 }
 
-std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const AtomSlice> slices,
-                                  const RawOutputs& out, double rho_t, double rho_beta) {
+ArrowSolution& RawOutputs::solution(std::size_t a, const AtomSlice& s) {
+  sol[a].delta_t.resize(s.rows * s.d);
+  sol[a].delta_beta.resize(s.k);
+  return sol[a];
+}
+
+std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, RawOutputs& out,
+                                  double rho_t, double rho_beta, unsigned threads) {
+  // Each atom's verdict (and its failure report, which re-reads the atom) in
+  // parallel; then the results in order, moving the solutions.
+  constexpr double kLn2 = 0.69314718055994530942;
+  std::vector<std::optional<ArrowFailure>> failure(slices.size());
+  std::vector<double> cost(slices.size());
+  for (std::size_t a = 0; a < slices.size(); ++a) cost[a] = atom_cost(slices[a].rows, slices[a].d, slices[a].k);
+  run_partitioned(cost, threads, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t a = begin; a < end; ++a) {
+      const AtomView v = view_of(pack, slices[a]);
+      std::optional<ArrowField> bad_field;
+      if (out.nonfinite[a] == -2)
+        bad_field = first_nonfinite_field(v);
+      else if (out.nonfinite[a] >= 0)
+        bad_field = static_cast<ArrowField>(out.nonfinite[a]);
+      ArrowSolution& sol = out.sol[a];
+      if (bad_field) {
+        failure[a] = NonFiniteValue{*bad_field};
+      } else if (out.fail_row[a] >= 0.0) {
+        failure[a] = row_failure(v, static_cast<std::size_t>(out.fail_row[a]), rho_t);
+      } else if (out.schur_failed[a] != 0.0) {
+        failure[a] = schur_failure(v, rho_t, rho_beta);
+      } else {
+        sol.log_det = std::log(out.det_mant[a]) + out.det_exp[a] * kLn2;
+        const bool finite = out.result_finite[a] >= 0 ? out.result_finite[a] == 1
+                                                      : all_finite(sol.delta_t.data(), sol.delta_t.size()) &&
+                                                            all_finite(sol.delta_beta.data(), sol.delta_beta.size());
+        if (!(finite && std::isfinite(sol.log_det)))
+          failure[a] = NonFiniteValue{ArrowField::result};
+      }
+    }
+  });
   std::vector<ArrowResult> results;
   results.reserve(slices.size());
-  constexpr double kLn2 = 0.69314718055994530942;
   for (std::size_t a = 0; a < slices.size(); ++a) {
-    const AtomSlice& s = slices[a];
-    const AtomView v = view_of(pack, s);
-    std::optional<ArrowField> bad_field;
-    if (out.nonfinite[a] == -2)
-      bad_field = first_nonfinite_field(v);
-    else if (out.nonfinite[a] >= 0)
-      bad_field = static_cast<ArrowField>(out.nonfinite[a]);
-    if (bad_field) {
-      results.emplace_back(Failure{ArrowFailure{NonFiniteValue{*bad_field}}});
-    } else if (out.fail_row[a] >= 0.0) {
-      results.emplace_back(Failure{ArrowFailure{row_failure(v, static_cast<std::size_t>(out.fail_row[a]), rho_t)}});
-    } else if (out.schur_failed[a] != 0.0) {
-      results.emplace_back(Failure{ArrowFailure{schur_failure(v, rho_t, rho_beta)}});
-    } else {
-      ArrowSolution sol;
-      const auto t0 = out.dt.begin() + static_cast<std::ptrdiff_t>(s.g_t);
-      sol.delta_t.assign(t0, t0 + static_cast<std::ptrdiff_t>(s.rows * s.d));
-      const auto b0 = out.dbeta.begin() + static_cast<std::ptrdiff_t>(s.beta);
-      sol.delta_beta.assign(b0, b0 + static_cast<std::ptrdiff_t>(s.k));
-      sol.log_det = std::log(out.det_mant[a]) + out.det_exp[a] * kLn2;
-      const bool finite = all_finite(sol.delta_t.data(), sol.delta_t.size()) &&
-                          all_finite(sol.delta_beta.data(), sol.delta_beta.size()) && std::isfinite(sol.log_det);
-      if (finite)
-        results.emplace_back(std::move(sol));
-      else
-        results.emplace_back(Failure{ArrowFailure{NonFiniteValue{ArrowField::result}}});
-    }
+    if (failure[a])
+      results.emplace_back(Failure{std::move(*failure[a])});
+    else
+      results.emplace_back(std::move(out.sol[a]));
   }
   return results;
 }

@@ -24,13 +24,21 @@ struct HandGroupArgs {
   double* dt;              // out rows*d*W
   double* dbeta;           // out k*W
   double rho_t, rho_beta;
-  double* status;          // out 5*W: det_mant[W], det_exp[W], fail_row[W], schur_failed[W],
-                           //          first non-finite input field per lane (ArrowField index, -1 none)[W]
+  double* status;          // out 4*W: det_mant[W], det_exp[W], fail_row[W], schur_failed[W]
 };
 
 // cpu_hand_avx2.cpp (-mavx2, W = 4) and cpu_hand_avx512.cpp (AVX-512, W = 8):
 // call only when the CPU has that ISA.
 void hand_group_avx2(const HandGroupArgs& a);
 void hand_group_avx512(const HandGroupArgs& a);
+
+// The workspace gather: element e of from[l] to dst[e * W + l] for e < n,
+// every lane present (dst aligned to W doubles), by W x W register
+// transposes. Returns the lanes (bit l) where an element was Inf or NaN.
+unsigned interleave_avx2(const double* const* from, std::size_t n, double* dst);
+unsigned interleave_avx512(const double* const* from, std::size_t n, double* dst);
+// Its inverse: src[e * W + l] to to[l][e] for e < n; the same lane report.
+unsigned deinterleave_avx2(const double* src, std::size_t n, double* const* to);
+unsigned deinterleave_avx512(const double* src, std::size_t n, double* const* to);
 
 }  // namespace popper::arrow

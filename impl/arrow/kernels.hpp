@@ -30,8 +30,10 @@ ArrowResult solve_dense(const AtomView& a, double rho_t, double rho_beta);
 
 // Per-atom raw outputs of a pack kernel, before failures are classified.
 struct RawOutputs {
-  std::vector<double> dt;        // sum n_a d_a, laid out like pack.g_t
-  std::vector<double> dbeta;     // sum k_a
+  // Per atom: delta_t (n_a d_a) and delta_beta (k_a), written by the kernel
+  // straight into the vectors the results hand back, and sized by it too
+  // (solution()), in the thread that writes them.
+  std::vector<ArrowSolution> sol;
   std::vector<double> det_mant;  // [B]  log det = log(det_mant) + det_exp ln 2
   std::vector<double> det_exp;   // [B]
   std::vector<double> fail_row;  // [B]  first failing row, -1 if none
@@ -40,7 +42,11 @@ struct RawOutputs {
   // scanned by the kernel (finalize scans then). Kernels scan while the atom
   // is in cache, saving a separate pass over the whole pack.
   std::vector<int> nonfinite;
-  void resize_for(const BatchedK1Pack& pack, std::span<const AtomSlice> slices);
+  // [B] 1 when the kernel found delta_t and delta_beta finite, 0 when not, -1
+  // not checked by the kernel (finalize checks then).
+  std::vector<signed char> result_finite;
+  void resize_for(std::span<const AtomSlice> slices);  // B atoms, empty solutions
+  ArrowSolution& solution(std::size_t a, const AtomSlice& s);  // atom a's, sized for s
 };
 
 // Structured: the atom body (ScalarLane), one atom at a time, threads across atoms.
@@ -63,9 +69,10 @@ bool run_cuda(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, doub
               RawOutputs& out);
 
 // Classifies each atom (non-finite input, row failure, Schur failure,
-// non-finite result, Ok) and builds the positional results.
-std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const AtomSlice> slices,
-                                  const RawOutputs& out, double rho_t, double rho_beta);
+// non-finite result, Ok) and builds the positional results, moving out's
+// solutions into them.
+std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, RawOutputs& out,
+                                  double rho_t, double rho_beta, unsigned threads);
 
 // Pack-level solve with one kernel (Structured, Hand, Reference or Lapack);
 // Auto tries the device first. `declined` reports whether a device attempt

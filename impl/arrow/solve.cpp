@@ -53,11 +53,12 @@ std::vector<ArrowResult> solve_pack(const BatchedK1Pack& pack, double rho_t, dou
     default: break;
   }
   RawOutputs out;
-  out.resize_for(pack, slices);
+  out.resize_for(slices);
   if (options.kernel == ArrowKernel::Auto) {
-    if (run_cuda(pack, slices, rho_t, rho_beta, out)) return finalize(pack, slices, out, rho_t, rho_beta);
+    if (run_cuda(pack, slices, rho_t, rho_beta, out))
+      return finalize(pack, slices, out, rho_t, rho_beta, options.threads);
     if (declined) *declined = true;
-    out.resize_for(pack, slices);  // a failed device attempt leaves nothing behind
+    out.resize_for(slices);  // a failed device attempt leaves nothing behind
   }
   if (options.kernel == ArrowKernel::Auto && POPPER_MUTANT("arrow-decline-uses-lapack"))
     return solve_dense_each(pack, slices, rho_t, rho_beta, options.threads, lapack::solve_dense);
@@ -65,7 +66,7 @@ std::vector<ArrowResult> solve_pack(const BatchedK1Pack& pack, double rho_t, dou
     run_structured(pack, slices, rho_t, rho_beta, options.threads, out);
   else
     run_hand(pack, slices, rho_t, rho_beta, options.threads, out, options.isa);
-  return finalize(pack, slices, out, rho_t, rho_beta);
+  return finalize(pack, slices, out, rho_t, rho_beta, options.threads);
 }
 
 std::vector<ArrowResult> solve_pack_cuda(const BatchedK1Pack& pack, double rho_t, double rho_beta,

@@ -11,6 +11,7 @@
 // Any CUDA error declines the whole call to the CPU (nothing partial is kept).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -181,10 +182,13 @@ bool run_cuda(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, doub
   for (cudaStream_t s : streams)
     if (s) cudaStreamDestroy(s);
   if (!ok) return false;
-  std::vector<double> status(4 * B);
-  if (!(ddt.download(out.dt.data()) && ddbeta.download(out.dbeta.data()) && dstatus.download(status.data())))
-    return false;
+  std::vector<double> status(4 * B), dt(pack.g_t.size()), dbeta(pack.g_b.size());
+  if (!(ddt.download(dt.data()) && ddbeta.download(dbeta.data()) && dstatus.download(status.data()))) return false;
   for (std::size_t a = 0; a < B; ++a) {
+    const AtomSlice& s = slices[a];
+    ArrowSolution& sol = out.solution(a, s);
+    std::copy_n(dt.begin() + static_cast<std::ptrdiff_t>(s.g_t), s.rows * s.d, sol.delta_t.begin());
+    std::copy_n(dbeta.begin() + static_cast<std::ptrdiff_t>(s.beta), s.k, sol.delta_beta.begin());
     out.det_mant[a] = status[4 * a + 0];
     out.det_exp[a] = status[4 * a + 1];
     out.fail_row[a] = status[4 * a + 2];
