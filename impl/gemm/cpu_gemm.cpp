@@ -56,6 +56,10 @@ namespace {
 
 using detail::KernelSpec;
 
+bool mutant_short_tile_row() {
+  static const bool on = POPPER_MUTANT("gemm-short-tile-row");
+  return on;
+}
 bool mutant_scalar_edge_row() {
   static const bool on = POPPER_MUTANT("gemm-scalar-edge-row");
   return on;
@@ -84,7 +88,7 @@ void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, T* c
 
 template <class T>
 KernelSpec<T> scalar_spec() {
-  return {4, 4, &scalar_kernel<T>, nullptr, "scalar"};
+  return {4, 4, &scalar_kernel<T>, nullptr, 0, nullptr, "scalar"};
 }
 
 template <class T>
@@ -216,6 +220,23 @@ void scale_c(const Problem<T>& pr) {
 // place, 1.89x packed; f64 1.61x against 1.92x).
 constexpr std::int64_t kDirectMaxRowBytes = 2048;
 
+// How a block of m rows read in place splits into tiles: `full` rows in MR
+// tiles, then `short_tiles` tiles of MS rows, the rest (< MR rows) packed.
+// The short tiles are taken where they leave fewer rows to pack (m = 64, MR
+// = 12, MS = 8: 48 + 2 x 8, none packed). A C element's bits do not depend on
+// its tile (cpu_gemm_kernels.hpp).
+struct DirectRows {
+  std::int64_t full = 0, short_tiles = 0;
+};
+DirectRows direct_rows(std::int64_t m, std::int64_t mr, std::int64_t ms) {
+  DirectRows best{m / mr * mr, 0};
+  for (std::int64_t s = 1; ms > 0 && s < mr && s * ms <= m; ++s) {
+    const std::int64_t rest = m - s * ms;
+    if (rest % mr < (m - best.full - best.short_tiles * ms)) best = {rest / mr * mr, s};
+  }
+  return best;
+}
+
 // The loops below the B packing: C[0:m, jc:jc+ncur] of `pr` gets
 // op(A)[0:m, pc:pc+kcur] times the packed block `bpack` of op(B), A packed
 // (or read in place) by the calling worker.
@@ -227,22 +248,25 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
   const bool direct = ks.direct != nullptr && pr.a.cs == 1 && pr.n * static_cast<std::int64_t>(sizeof(T)) <= kDirectMaxRowBytes;
   T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * bl.kc));
   const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
+  const std::int64_t ms = ks.mr_short;
   for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
     const std::int64_t mcur = std::min(mc, pr.m - ic);
-    const std::int64_t m_full = direct ? mcur / mr * mr : 0;  // rows read in place
-    if (!direct) pack_a(pr.a, ic, mcur, pc, kcur, ks.mr, apack);
-    else if (m_full < mcur) pack_a(pr.a, ic + m_full, mcur - m_full, pc, kcur, ks.mr, apack);
+    const DirectRows rows = direct ? direct_rows(mcur, mr, ks.direct_short ? ms : 0) : DirectRows{};
+    const std::int64_t m_direct = rows.full + rows.short_tiles * ms;  // rows read in place
+    if (m_direct < mcur) pack_a(pr.a, ic + m_direct, mcur - m_direct, pc, kcur, ks.mr, apack);
     for (std::int64_t jr = 0; jr < ncur; jr += nr) {
       const int ncols = static_cast<int>(std::min(nr, ncur - jr));
       const T* bs = bpack + jr * kcur;
-      for (std::int64_t ir = 0; ir < mcur; ir += mr) {
-        const int nrows = static_cast<int>(std::min(mr, mcur - ir));
-        T* cij = pr.c + (ic + ir) * pr.ldc + (jc + jr);
-        if (ir < m_full)
-          ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
-        else
-          ks.packed(kcur, apack + (ir - m_full) * kcur, 0, bs, cij, pr.ldc, pr.alpha, beta, nrows, ncols);
-      }
+      std::int64_t ir = 0;
+      for (; ir < rows.full; ir += mr)
+        ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, pr.c + (ic + ir) * pr.ldc + (jc + jr), pr.ldc, pr.alpha,
+                  beta, static_cast<int>(mr), ncols);
+      for (; ir < m_direct; ir += ms)
+        ks.direct_short(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, pr.c + (ic + ir) * pr.ldc + (jc + jr), pr.ldc,
+                        pr.alpha, beta, static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols);
+      for (; ir < mcur; ir += mr)
+        ks.packed(kcur, apack + (ir - m_direct) * kcur, 0, bs, pr.c + (ic + ir) * pr.ldc + (jc + jr), pr.ldc,
+                  pr.alpha, beta, static_cast<int>(std::min(mr, mcur - ir)), ncols);
     }
   }
 }

@@ -51,10 +51,12 @@ struct VecF64 {
 }  // namespace
 
 KernelSpec<float> avx2_f32() {
-  return {6, 16, &micro_kernel_packed<float, VecF32, 6, 2>, &micro_kernel_direct<float, VecF32, 6, 2>, "avx2"};
+  return {6, 16, &micro_kernel_packed<float, VecF32, 6, 2>, &micro_kernel_direct<float, VecF32, 6, 2>,
+          4, &micro_kernel_direct<float, VecF32, 4, 2>, "avx2"};
 }
 KernelSpec<double> avx2_f64() {
-  return {6, 8, &micro_kernel_packed<double, VecF64, 6, 2>, &micro_kernel_direct<double, VecF64, 6, 2>, "avx2"};
+  return {6, 8, &micro_kernel_packed<double, VecF64, 6, 2>, &micro_kernel_direct<double, VecF64, 6, 2>,
+          4, &micro_kernel_direct<double, VecF64, 4, 2>, "avx2"};
 }
 
 }  // namespace popper::gemm::cpu::detail

@@ -11,7 +11,8 @@
 // zero-padded, 64-byte aligned). A comes in one of two forms:
 //   packed: A(i, p) = a[p*MR + i]   (MR-tall slivers, zero-padded rows)
 //   direct: A(i, p) = a[i*lda + p]  (the caller's k-contiguous rows, no copy;
-//                                    only for full MR-row tiles)
+//                                    only for full MR-row tiles, or full
+//                                    mr_short-row tiles with direct_short)
 // Edge columns are masked in the ISA (a tail mask over the last vector), edge
 // rows are simply not stored, so C outside the nrows x ncols window is never
 // touched. The reduction over p is in order, one FMA per term, whatever the
@@ -34,6 +35,8 @@ struct KernelSpec {
   int mr, nr;                // register tile
   MicroKernel<T> packed;     // A packed (always valid)
   MicroKernel<T> direct;     // A direct (nullptr: this ISA always packs A)
+  int mr_short;              // a shorter direct tile (same NR), so that a block's rows
+  MicroKernel<T> direct_short;  // split into full tiles more often (nullptr: none)
   const char* isa;           // "scalar" | "avx2" | "avx512"
 };
 
