@@ -3,10 +3,11 @@
 // AVX2); each group is gathered into a compact interleaved workspace (W x W
 // register transposes, scanning the inputs for Inf/NaN on the way) and solved
 // by hand_group_avx512 / hand_group_avx2; delta_t goes back the same way,
-// straight into the results' vectors, its finiteness checked in passing. Groups are split over the
-// parallel runtime's workers by a static cost-balanced partition. A lane's
-// numbers depend only on its own atom (hand_group.hpp), so results are
-// bit-identical for any grouping, lane width, position or thread count.
+// straight into the results' vectors, its finiteness checked in passing.
+// Groups go to the parallel runtime's workers as they come free
+// (run_claimed). A lane's numbers depend only on its own atom
+// (hand_group.hpp), so results are bit-identical for any grouping, lane
+// width, position or thread count.
 // Without AVX2 (or capped to scalar): run_structured.
 #include <algorithm>
 #include <cmath>
@@ -195,9 +196,10 @@ void run_groups(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, do
   std::vector<double> cost(groups.size());
   for (std::size_t i = 0; i < groups.size(); ++i)
     cost[i] = static_cast<double>(groups[i].count) * atom_cost(groups[i].rows, groups[i].d, groups[i].k);
-  run_partitioned(cost, threads, [&](std::size_t begin, std::size_t end) {
-    thread_local std::vector<LaneW<W>> ws;  // per worker, reused across calls
-    for (std::size_t i = begin; i < end; ++i) solve_group<W>(pack, slices, groups[i], rho_t, rho_beta, ws, out);
+  // Largest groups first (make_groups sorts by rows), claimed as workers come free.
+  run_claimed(cost, threads, [&](std::size_t i) {
+    thread_local std::vector<LaneW<W>> ws;  // per thread, reused across calls
+    solve_group<W>(pack, slices, groups[i], rho_t, rho_beta, ws, out);
   });
 }
 }  // namespace

@@ -98,6 +98,11 @@ SchurFactorFailed schur_failure(const AtomView& a, double rho_t, double rho_beta
 inline constexpr double kMinCostPerThread = 3.0e5;  // atom_cost units, ~0.1 ms of Hand work
 template <class Fn>
 void run_partitioned(std::span<const double> cost, unsigned threads, Fn&& fn);
+// The same workers, but units are claimed one at a time, in order, by
+// whichever worker is free (fn(i) per unit): a core that runs slower (shared,
+// descheduled) takes fewer. For units whose numbers are their own.
+template <class Fn>
+void run_claimed(std::span<const double> cost, unsigned threads, Fn&& fn);
 
 }  // namespace popper::arrow
 
