@@ -126,9 +126,10 @@ void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, c
       common = std::min(common, count[l]);
     }
     LaneW<W>* dst = w + base;
-    unsigned bad = W == 8 ? interleave_avx512(from, common, dst->v) : interleave_avx2(from, common, dst->v);
+    const std::size_t blocks = common / W * W;
+    unsigned bad = W == 8 ? interleave_avx512(from, blocks, dst->v) : interleave_avx2(from, blocks, dst->v);
     if (transposed_scan_lost()) bad = 0;
-    for (std::size_t e = common; e < total; ++e)
+    for (std::size_t e = blocks; e < total; ++e)
       for (std::size_t l = 0; l < kLanes; ++l) {
         dst[e].v[l] = e < count[l] ? from[l][e] : pad(e);
         if (!std::isfinite(dst[e].v[l])) bad |= 1u << l;
@@ -164,8 +165,9 @@ void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, c
     common = std::min(common, dt_count[l]);
   }
   // Lanes (bit l) whose results hold an Inf or NaN, checked while in cache.
-  unsigned bad = W == 8 ? deinterleave_avx512(p(lay.dt), common, dt_of) : deinterleave_avx2(p(lay.dt), common, dt_of);
-  for (std::size_t e = common; e < rows * d; ++e)
+  const std::size_t blocks = common / W * W;
+  unsigned bad = W == 8 ? deinterleave_avx512(p(lay.dt), blocks, dt_of) : deinterleave_avx2(p(lay.dt), blocks, dt_of);
+  for (std::size_t e = blocks; e < rows * d; ++e)
     for (std::size_t l = 0; l < kLanes; ++l)
       if (e < dt_count[l]) {
         dt_of[l][e] = w[lay.dt + e].v[l];
@@ -196,7 +198,7 @@ void run_groups(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, do
   std::vector<double> cost(groups.size());
   for (std::size_t i = 0; i < groups.size(); ++i)
     cost[i] = static_cast<double>(groups[i].count) * atom_cost(groups[i].rows, groups[i].d, groups[i].k);
-  // Largest groups first (make_groups sorts by rows), claimed as workers come free.
+  // Claimed in make_groups' order (largest rows first within each (d, k)) as workers come free.
   run_claimed(cost, threads, [&](std::size_t i) {
     thread_local std::vector<LaneW<W>> ws;  // per thread, reused across calls
     solve_group<W>(pack, slices, groups[i], rho_t, rho_beta, ws, out);

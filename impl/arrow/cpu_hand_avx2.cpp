@@ -7,7 +7,6 @@
 #include <immintrin.h>
 
 #include <cfloat>
-#include <cmath>
 
 // __m256d as a template argument drops its vector attributes from the type's
 // spelling (-Wignored-attributes); the lane type is only ever used in this TU.
@@ -73,8 +72,7 @@ ArrowAtomStatus<__m256d> run(const HandGroupArgs& a) {
 unsigned interleave_avx2(const double* const* from, std::size_t n, double* dst) {
   const __m256d zero = _mm256_setzero_pd();
   __m256d probe = zero;
-  std::size_t e = 0;
-  for (; e + 4 <= n; e += 4) {
+  for (std::size_t e = 0; e < n; e += 4) {
     __m256d r[4], out[4];
     for (int l = 0; l < 4; ++l) r[l] = _mm256_loadu_pd(from[l] + e);
     transpose4(r, out);
@@ -83,20 +81,13 @@ unsigned interleave_avx2(const double* const* from, std::size_t n, double* dst) 
       _mm256_store_pd(dst + (e + j) * 4, out[j]);
     }
   }
-  auto lanes = static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_UNORD_Q)));
-  for (; e < n; ++e)
-    for (std::size_t l = 0; l < 4; ++l) {
-      dst[e * 4 + l] = from[l][e];
-      if (!std::isfinite(from[l][e])) lanes |= 1u << l;
-    }
-  return lanes;
+  return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_UNORD_Q)));
 }
 
 unsigned deinterleave_avx2(const double* src, std::size_t n, double* const* to) {
   const __m256d zero = _mm256_setzero_pd();
   __m256d probe = zero;
-  std::size_t e = 0;
-  for (; e + 4 <= n; e += 4) {
+  for (std::size_t e = 0; e < n; e += 4) {
     __m256d r[4], out[4];
     for (int j = 0; j < 4; ++j) {
       r[j] = _mm256_load_pd(src + (e + j) * 4);
@@ -105,13 +96,7 @@ unsigned deinterleave_avx2(const double* src, std::size_t n, double* const* to) 
     transpose4(r, out);
     for (int l = 0; l < 4; ++l) _mm256_storeu_pd(to[l] + e, out[l]);
   }
-  auto lanes = static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_UNORD_Q)));
-  for (; e < n; ++e)
-    for (std::size_t l = 0; l < 4; ++l) {
-      to[l][e] = src[e * 4 + l];
-      if (!std::isfinite(src[e * 4 + l])) lanes |= 1u << l;
-    }
-  return lanes;
+  return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_UNORD_Q)));
 }
 
 void hand_group_avx2(const HandGroupArgs& a) {

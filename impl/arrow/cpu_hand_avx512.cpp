@@ -8,7 +8,6 @@
 #include <immintrin.h>
 
 #include <cfloat>
-#include <cmath>
 
 // __m512d as a template argument drops its vector attributes from the type's
 // spelling (-Wignored-attributes); the lane type is only ever used in this TU.
@@ -78,8 +77,7 @@ ArrowAtomStatus<__m512d> run(const HandGroupArgs& a) {
 // Q4_K kernel). fpclass 0x99: QNaN, +Inf, -Inf, SNaN.
 unsigned interleave_avx512(const double* const* from, std::size_t n, double* dst) {
   __mmask8 bad = 0;
-  std::size_t e = 0;
-  for (; e + 8 <= n; e += 8) {
+  for (std::size_t e = 0; e < n; e += 8) {
     __m512d r[8], out[8];
     for (int l = 0; l < 8; ++l)
       r[l] = _mm512_maskz_insertf64x4(0xFF, _mm512_castpd256_pd512(_mm256_loadu_pd(from[l] + e)),
@@ -90,19 +88,12 @@ unsigned interleave_avx512(const double* const* from, std::size_t n, double* dst
       _mm512_store_pd(dst + (e + j) * 8, out[j]);
     }
   }
-  unsigned lanes = bad;
-  for (; e < n; ++e)
-    for (std::size_t l = 0; l < 8; ++l) {
-      dst[e * 8 + l] = from[l][e];
-      if (!std::isfinite(from[l][e])) lanes |= 1u << l;
-    }
-  return lanes;
+  return bad;
 }
 
 unsigned deinterleave_avx512(const double* src, std::size_t n, double* const* to) {
   __mmask8 bad = 0;
-  std::size_t e = 0;
-  for (; e + 8 <= n; e += 8) {
+  for (std::size_t e = 0; e < n; e += 8) {
     __m512d r[8], out[8];
     for (int j = 0; j < 8; ++j) {
       r[j] = _mm512_load_pd(src + (e + j) * 8);
@@ -111,13 +102,7 @@ unsigned deinterleave_avx512(const double* src, std::size_t n, double* const* to
     transpose8(r, out);
     for (int l = 0; l < 8; ++l) _mm512_storeu_pd(to[l] + e, out[l]);
   }
-  unsigned lanes = bad;
-  for (; e < n; ++e)
-    for (std::size_t l = 0; l < 8; ++l) {
-      to[l][e] = src[e * 8 + l];
-      if (!std::isfinite(src[e * 8 + l])) lanes |= 1u << l;
-    }
-  return lanes;
+  return bad;
 }
 
 void hand_group_avx512(const HandGroupArgs& a) {

@@ -32,9 +32,10 @@ struct HandGroupArgs {
 void hand_group_avx2(const HandGroupArgs& a);
 void hand_group_avx512(const HandGroupArgs& a);
 
-// The workspace gather: element e of from[l] to dst[e * W + l] for e < n,
-// every lane present (dst aligned to W doubles), by W x W register
-// transposes. Returns the lanes (bit l) where an element was Inf or NaN.
+// The workspace gather's whole W x W blocks: element e of from[l] to
+// dst[e * W + l] for e < n (n a multiple of W, every lane present, dst
+// aligned to W doubles), by register transposes. Returns the lanes (bit l)
+// where an element was Inf or NaN.
 unsigned interleave_avx2(const double* const* from, std::size_t n, double* dst);
 unsigned interleave_avx512(const double* const* from, std::size_t n, double* dst);
 // Its inverse: src[e * W + l] to to[l][e] for e < n; the same lane report.

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "impl/common/parallel.hpp"
@@ -226,14 +227,12 @@ constexpr std::int64_t kDirectMaxRowBytes = 2048;
 // = 12, MS = 8: 48 + 2 x 8, none packed). A C element's bits do not depend on
 // its tile (cpu_gemm_kernels.hpp).
 struct DirectRows {
-  std::int64_t full = 0, short_tiles = 0;
+  std::int64_t full = 0, short_tiles = 0, packed = 0;  // full + short_tiles * MS + packed = m
 };
 DirectRows direct_rows(std::int64_t m, std::int64_t mr, std::int64_t ms) {
-  DirectRows best{m / mr * mr, 0};
-  for (std::int64_t s = 1; ms > 0 && s < mr && s * ms <= m; ++s) {
-    const std::int64_t rest = m - s * ms;
-    if (rest % mr < (m - best.full - best.short_tiles * ms)) best = {rest / mr * mr, s};
-  }
+  DirectRows best{m / mr * mr, 0, m % mr};
+  for (std::int64_t s = 1; ms > 0 && s < mr && s * ms <= m; ++s)
+    if ((m - s * ms) % mr < best.packed) best = {(m - s * ms) / mr * mr, s, (m - s * ms) % mr};
   return best;
 }
 
@@ -251,48 +250,50 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
   const std::int64_t ms = ks.mr_short;
   for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
     const std::int64_t mcur = std::min(mc, pr.m - ic);
-    const DirectRows rows = direct ? direct_rows(mcur, mr, ks.direct_short ? ms : 0) : DirectRows{};
-    const std::int64_t m_direct = rows.full + rows.short_tiles * ms;  // rows read in place
-    if (m_direct < mcur) pack_a(pr.a, ic + m_direct, mcur - m_direct, pc, kcur, ks.mr, apack);
+    const DirectRows rows = direct ? direct_rows(mcur, mr, ks.direct_short ? ms : 0) : DirectRows{0, 0, mcur};
+    const std::int64_t m_direct = mcur - rows.packed;  // rows read in place
+    if (rows.packed > 0) pack_a(pr.a, ic + m_direct, rows.packed, pc, kcur, ks.mr, apack);
     for (std::int64_t jr = 0; jr < ncur; jr += nr) {
       const int ncols = static_cast<int>(std::min(nr, ncur - jr));
       const T* bs = bpack + jr * kcur;
+      auto c_at = [&](std::int64_t ir) { return pr.c + (ic + ir) * pr.ldc + (jc + jr); };
       std::int64_t ir = 0;
       for (; ir < rows.full; ir += mr)
-        ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, pr.c + (ic + ir) * pr.ldc + (jc + jr), pr.ldc, pr.alpha,
-                  beta, static_cast<int>(mr), ncols);
+        ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, c_at(ir), pr.ldc, pr.alpha, beta, static_cast<int>(mr), ncols);
       for (; ir < m_direct; ir += ms)
-        ks.direct_short(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, pr.c + (ic + ir) * pr.ldc + (jc + jr), pr.ldc,
-                        pr.alpha, beta, static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols);
+        ks.direct_short(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, c_at(ir), pr.ldc, pr.alpha, beta,
+                        static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols);
       for (; ir < mcur; ir += mr)
-        ks.packed(kcur, apack + (ir - m_direct) * kcur, 0, bs, pr.c + (ic + ir) * pr.ldc + (jc + jr), pr.ldc,
-                  pr.alpha, beta, static_cast<int>(std::min(mr, mcur - ir)), ncols);
+        ks.packed(kcur, apack + (ir - m_direct) * kcur, 0, bs, c_at(ir), pr.ldc, pr.alpha, beta,
+                  static_cast<int>(std::min(mr, mcur - ir)), ncols);
     }
   }
 }
 
-// Worker w's share of C's rows when `threads` workers split them, in whole
-// MR tiles (may be empty); col_part the same for columns.
+// Worker w's share [begin, end) of `extent` when `threads` workers split it in
+// whole units of `unit` (may be empty).
+std::pair<std::int64_t, std::int64_t> share(std::int64_t extent, std::int64_t unit, std::size_t w, int threads) {
+  const std::int64_t units = (extent + unit - 1) / unit;
+  const std::int64_t begin = std::min(extent, units * static_cast<std::int64_t>(w) / threads * unit);
+  return {begin, std::max(begin, std::min(extent, units * static_cast<std::int64_t>(w + 1) / threads * unit))};
+}
+
+// Worker w's part of the problem: its share of C's rows in whole MR tiles, or
+// of C's columns in whole NR slivers.
 template <class T>
 Problem<T> row_part(const Problem<T>& pr, std::int64_t mr, std::size_t w, int threads) {
-  const std::int64_t units = (pr.m + mr - 1) / mr;
-  const std::int64_t r0 = units * static_cast<std::int64_t>(w) / threads * mr;
-  const std::int64_t r1 = std::min(pr.m, units * static_cast<std::int64_t>(w + 1) / threads * mr);
+  const auto [r0, r1] = share(pr.m, mr, w, threads);
   Problem<T> part = pr;
-  part.m = std::max<std::int64_t>(0, r1 - r0);
+  part.m = r1 - r0;
   part.a.p = &pr.a(r0, 0);
   part.c = pr.c + r0 * pr.ldc;
   return part;
 }
-
-// Worker w's share of C's columns, in whole NR slivers (may be empty).
 template <class T>
 Problem<T> col_part(const Problem<T>& pr, std::int64_t nr, std::size_t w, int threads) {
-  const std::int64_t units = (pr.n + nr - 1) / nr;
-  const std::int64_t c0 = units * static_cast<std::int64_t>(w) / threads * nr;
-  const std::int64_t c1 = std::min(pr.n, units * static_cast<std::int64_t>(w + 1) / threads * nr);
+  const auto [c0, c1] = share(pr.n, nr, w, threads);
   Problem<T> part = pr;
-  part.n = std::max<std::int64_t>(0, c1 - c0);
+  part.n = c1 - c0;
   part.b.p = &pr.b(0, c0);
   part.c = pr.c + c0;
   return part;
