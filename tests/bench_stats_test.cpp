@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "bench/compare.hpp"
 #include "bench/stats.hpp"
 #include "popper/error.hpp"
 
@@ -70,4 +71,18 @@ TEST(BenchStats, MannWhitneyTiesUseNormalApproximation) {
   EXPECT_FALSE(sep.exact);
   EXPECT_NEAR(sep.p_value, 0.5 * std::erfc(312.0 / std::sqrt(2656.25) / std::sqrt(2.0)), 1e-15);
   EXPECT_LT(sep.p_value, 1e-8);
+}
+
+TEST(BenchCompareBudget, AnotherTrialOnlyIfItFits) {
+  // Two trials are always run: one can never reach a verdict.
+  EXPECT_TRUE(pb::trial_fits_budget(5000, 0, 600));
+  EXPECT_TRUE(pb::trial_fits_budget(5000, 1, 600));
+  // Two trials in 400 s: a third ends near 600 s (fits); in 401 s it would not.
+  EXPECT_TRUE(pb::trial_fits_budget(400, 2, 600));
+  EXPECT_FALSE(pb::trial_fits_budget(401, 2, 600));
+  // Three in 450 s: a fourth ends near 600 s.
+  EXPECT_TRUE(pb::trial_fits_budget(450, 3, 600));
+  EXPECT_FALSE(pb::trial_fits_budget(451, 3, 600));
+  // No budget: never stops.
+  EXPECT_TRUE(pb::trial_fits_budget(1e9, 10, 0));
 }

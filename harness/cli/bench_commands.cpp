@@ -171,8 +171,10 @@ double plan_trials(bench::CompareOptions& co, const std::string& reps_text, cons
   // Budget: about (1 + reps) x min_time per process, for every step of a trial.
   const double per_trial = 1.3 * (1 + co.reps_per_trial) * std::max(co.min_time, 0.05) *
                            static_cast<double>(co.threads.size() * co.precisions.size() * co.tiers.size() * 4);
-  if (trials == 0 && reps == 0 && per_trial * co.trials > budget)
-    co.trials = std::max(2, static_cast<int>(budget / per_trial));
+  if (trials == 0 && reps == 0) {
+    if (per_trial * co.trials > budget) co.trials = std::max(2, static_cast<int>(budget / per_trial));
+    co.budget_seconds = budget;  // the estimate above can be far off; the run enforces it per trial
+  }
   std::cerr << "trials: " << co.trials << " x " << co.reps_per_trial << " repetitions per step (between-trial noise "
             << static_cast<int>(std::round(sigma * 1000)) / 10.0 << "% from " << sigma_from << "; " << needed
             << " trials flag a 20% slowdown with 80% power)\n";
@@ -258,7 +260,9 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     cmd->add_option("--shapes", o->shapes, "gate | full | all | shape names (default gate)");
     cmd->add_option("--reps", o->reps, "repetitions per step in all, split over the trials (auto: from the noise)");
     cmd->add_option("--trials", o->trials, "processes per step (auto: enough to see a 2x-threshold slowdown with 80% power)");
-    cmd->add_option("--budget", o->budget, "seconds the run (and re-measuring inconclusive claims) may take");
+    cmd->add_option("--budget", o->budget,
+                    "seconds the run (and re-measuring inconclusive claims) may take; with --trials auto no trial "
+                    "starts that would pass it, after the first two");
     cmd->add_option("--noise-from", o->noise_from, "a bench CSV whose between-trial noise sizes --trials auto "
                                                   "(default: the committed baseline of this machine, if any)");
     cmd->add_option("--threads", o->threads, "thread counts, e.g. 1,2");

@@ -53,6 +53,11 @@ std::string cmake_cache_value(const std::string& build_dir, const std::string& k
 
 }  // namespace
 
+bool trial_fits_budget(double elapsed_seconds, int trials_done, double budget_seconds) {
+  if (trials_done < 2 || budget_seconds <= 0) return true;
+  return elapsed_seconds * (trials_done + 1) / trials_done <= budget_seconds;
+}
+
 std::vector<std::string> list_family_shapes(const std::string& build_dir, const FamilyDescriptor& fam) {
   const std::string exe = build_dir + "/bin/" + fam.executable;
   const auto r = run_process({exe, "--benchmark_list_tests=true"});
@@ -277,6 +282,14 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   const std::size_t total = steps.size() * static_cast<std::size_t>(opt.trials);
   std::size_t done = 0;
   for (int trial = opt.first_trial; trial < opt.first_trial + opt.trials; ++trial) {
+    const int trials_done = trial - opt.first_trial;
+    const double so_far = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!trial_fits_budget(so_far, trials_done, opt.budget_seconds)) {
+      say("budget: " + std::to_string(trials_done) + " of " + std::to_string(opt.trials) + " trials took " +
+          duration_text(so_far) + "; another would pass the " + duration_text(opt.budget_seconds) +
+          " budget, so the run stops here (--budget, or --trials to fix the count)");
+      break;
+    }
     std::vector<Step> order = steps;
     std::mt19937_64 rng(opt.order_seed + static_cast<std::uint64_t>(trial));
     std::shuffle(order.begin(), order.end(), rng);

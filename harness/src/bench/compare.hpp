@@ -32,12 +32,19 @@ struct CompareOptions {
   int first_trial = 0;                          // trial id of the first trial (re-measuring adds new ones)
   std::vector<std::pair<std::string, std::string>> env;  // set for every process (check --rerun: the baseline's)
   double min_time = 0.2;                        // seconds per repetition (Google Benchmark)
+  // > 0: a trial after the first two starts only if it fits (trial_fits_budget);
+  // the plan's estimate of a trial's length can be far off (vendor configurations).
+  double budget_seconds = 0;
   bool blas_core_types = true;                  // also run ceilings under other runnable core types
   // Non-empty: run only these ceiling configurations (CSV backend names, e.g.
   // "blis:zen"), unscreened: re-measuring rows a table already holds.
   std::vector<std::string> ceiling_backends;
   std::function<void(const std::string&)> progress;
 };
+
+// Whether another trial fits: fewer than two done (a verdict needs two), no
+// budget, or the trials so far, extrapolated by their mean length, end within it.
+bool trial_fits_budget(double elapsed_seconds, int trials_done, double budget_seconds);
 
 // Shape names of a family in suite order, from `bench_<family> --benchmark_list_tests`.
 std::vector<std::string> list_family_shapes(const std::string& build_dir, const FamilyDescriptor& fam);
