@@ -41,10 +41,6 @@ void run_partitioned(std::span<const double> cost, unsigned threads, Fn&& fn) {
   });
 }
 
-}  // namespace popper::arrow
-
-namespace popper::arrow {
-
 template <class Fn>
 void run_claimed(std::span<const double> cost, unsigned threads, Fn&& fn) {
   const std::size_t units = cost.size();
