@@ -133,9 +133,10 @@ fuzz:
 	cmake --build build-fuzz -j$(JOBS) --target popper_fuzz_contract
 	mkdir -p build-fuzz/corpus
 	cp tests/corpus/good/*.yaml tests/corpus/bad/*.yaml tests/corpus/pv/*.yaml contracts/*.yaml build-fuzz/corpus/
+	find tests/corpus/fuzz -type f ! -name README.md -exec cp {} build-fuzz/corpus/ \;
 	find tests/corpus/pv-public -name '*.yaml' -exec cp {} build-fuzz/corpus/ \;
 	build-fuzz/bin/popper_fuzz_contract -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
-	  -rss_limit_mb=2048 -print_final_stats=1 build-fuzz/corpus
+	  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/ build-fuzz/corpus
 
 consumer-check:
 	JOBS=$(JOBS) scripts/consumer-check.sh

@@ -220,3 +220,67 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-006", [](const popper::Params& p) {
     EXPECT_NE(format_text(d).find("applies_to 'training_stability'"), std::string::npos);
   }
 });
+
+POPPER_FALSIFIER("FALSIFY-ENGINE-016", [](const popper::Params&) {
+  // Each of these once sent yaml-cpp's LoadAll round its document loop for ever.
+  auto expect_stop = [](const std::string& what, const std::string& text, int line, int col) {
+    Diagnostics d;
+    LoadResult r;
+    EXPECT_NO_THROW(r = load_contract_text(text, what + ".yaml", d)) << what;
+    EXPECT_FALSE(r.ok) << what;
+    bool at = false;
+    for (const auto& x : d.all())
+      if (x.code == "POP-V005" && x.pos.line == line && x.pos.col == col &&
+          x.message.find("unexpected ','") != std::string::npos)
+        at = true;
+    EXPECT_TRUE(at) << what << ": expected POP-V005 \"unexpected ','\" at " << line << ":" << col << ", got:\n"
+                    << format_text(d);
+  };
+  expect_stop("comma", ",", 1, 1);
+  expect_stop("comma_newline", ",\n", 1, 1);
+  expect_stop("comma_key", ",metadata:\n  version: \"1.0.0\"\n", 1, 1);
+  expect_stop("quoted_then_comma", read_file(source_path("tests/corpus/fuzz/issue41-quoted-then-comma")), 1, 4);
+  expect_stop("after_document", "metadata: {}\n---\n,\n", 3, 1);
+  expect_stop("after_empty_documents", "---\n---\n,", 3, 1);
+
+  // Every finding kept in the fuzz corpus ends in a positioned error.
+  int inputs = 0;
+  for (const auto& e : fs::directory_iterator(source_path("tests/corpus/fuzz"))) {
+    if (e.path().extension() == ".md") continue;
+    ++inputs;
+    Diagnostics d;
+    LoadResult r;
+    EXPECT_NO_THROW(r = load_contract_text(read_file(e.path().string()), "f.yaml", d)) << e.path();
+    EXPECT_FALSE(r.ok) << e.path();
+    for (const auto& x : d.all()) {
+      EXPECT_EQ(x.code.rfind("POP-V", 0), 0u) << e.path() << ": " << x.code;
+      EXPECT_GE(x.pos.line, 1) << e.path() << ": " << x.message;
+    }
+  }
+  EXPECT_GE(inputs, 6) << "the fuzz regression corpus shrank";
+
+  // The bounds, each passed on purpose. Documents: 65 empty ones.
+  std::string empties;
+  for (int i = 0; i < 65; ++i) empties += "---\n";
+  Diagnostics dd;
+  EXPECT_FALSE(load_contract_text(empties, "docs.yaml", dd).ok);
+  EXPECT_NE(format_text(dd).find("more than 64 YAML documents"), std::string::npos) << format_text(dd);
+
+  // Nodes: a flow list of 3,000 scalars under a bound of 2,000, refused by the
+  // parse (the schema walk's own budget words it differently).
+  std::string list = "metadata: [";
+  for (int i = 0; i < 3000; ++i) list += i ? ",0" : "0";
+  list += "]\n";
+  ParseBounds small;
+  small.max_nodes = 2000;
+  Diagnostics dn;
+  EXPECT_FALSE(load_contract_text(list, "nodes.yaml", dn, Profile::Strict, small).ok);
+  EXPECT_NE(format_text(dn).find("holds more than 2000 nodes"), std::string::npos) << format_text(dn);
+
+  // Time: a zero bound is passed at the first check (1,024 nodes in).
+  ParseBounds now;
+  now.max_millis = 0;
+  Diagnostics dt;
+  EXPECT_FALSE(load_contract_text(list, "time.yaml", dt, Profile::Strict, now).ok);
+  EXPECT_NE(format_text(dt).find("longer than the 0 ms bound"), std::string::npos) << format_text(dt);
+});

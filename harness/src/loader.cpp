@@ -1,7 +1,6 @@
-// Contract loading: read (size-capped), check the text is text, pre-scan the
-// nesting depth (so the YAML parser never recurses deeply), parse one
-// document, walk the schema, build the model, then check references within
-// the contract and, for a set, across contracts. The profile (strict | pv)
+// Contract loading: read (size-capped), parse once under bounds (parse.cpp),
+// walk the schema, build the model, then check references within the
+// contract and, for a set, across contracts. The profile (strict | pv)
 // changes what the rule table reports, never the path the text takes.
 #include "popper/loader.hpp"
 
@@ -30,86 +29,6 @@ namespace fs = std::filesystem;
 namespace popper {
 
 namespace {
-
-// First byte that is not valid UTF-8 (or a NUL or control byte), as a position; nullopt if clean.
-std::optional<SourcePos> first_non_text(const std::string& s, const std::string& file) {
-  int line = 1, col = 1;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t len = utf8::sequence_length(s, i);
-    bool ok = len != 0 && c != 0;
-    if (ok && c < 0x20 && c != '\n' && c != '\t' && c != '\r') ok = false;  // control characters
-    if (!ok) return SourcePos{file, line, col};
-    if (c == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-    i += len;
-  }
-  return std::nullopt;
-}
-
-// Conservative nesting estimate: flow brackets outside quotes plus the stack
-// of block indentation levels. Over the cap → refuse before parsing.
-std::optional<SourcePos> too_deep(const std::string& s, const std::string& file, int cap) {
-  std::vector<std::size_t> indents;
-  int flow = 0, line = 1;
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    std::size_t end = s.find('\n', pos);
-    if (end == std::string::npos) end = s.size();
-    const std::string_view l(s.data() + pos, end - pos);
-    const std::size_t ind = l.find_first_not_of(' ');
-    if (ind != std::string_view::npos && l[ind] != '#' && flow == 0) {
-      std::size_t eff = ind;
-      // "- - - x" nests one level per dash on the same line.
-      int dashes = 0;
-      while (eff + 1 < l.size() && l[eff] == '-' && l[eff + 1] == ' ') {
-        eff += 2;
-        ++dashes;
-        while (eff < l.size() && l[eff] == ' ') ++eff;
-      }
-      while (!indents.empty() && indents.back() >= ind + 1) indents.pop_back();
-      if (indents.empty() || indents.back() < ind + 1) indents.push_back(ind + 1);
-      if (static_cast<int>(indents.size()) + dashes > cap) return SourcePos{file, line, static_cast<int>(ind) + 1};
-    }
-    char quote = 0;
-    for (std::size_t i = 0; i < l.size(); ++i) {
-      const char c = l[i];
-      if (quote) {
-        if (c == quote) quote = 0;
-        continue;
-      }
-      if (c == '#' && (i == 0 || l[i - 1] == ' ')) break;
-      if ((c == '"' || c == '\'') && (i == 0 || std::string_view(" [{,:").find(l[i - 1]) != std::string_view::npos)) {
-        quote = c;
-      } else if (c == '[' || c == '{') {
-        if (++flow + static_cast<int>(indents.size()) > cap) return SourcePos{file, line, static_cast<int>(i) + 1};
-      } else if ((c == ']' || c == '}') && flow > 0) {
-        --flow;
-      }
-    }
-    pos = end + 1;
-    ++line;
-  }
-  return std::nullopt;
-}
-
-// The line of the "---" that starts the document whose first node is at `at`.
-SourcePos document_start(const std::string& text, const YAML::Mark& at, const std::string& file) {
-  std::size_t p = at.pos > 0 ? std::min<std::size_t>(static_cast<std::size_t>(at.pos), text.size()) : 0;
-  int line = at.line + 1;
-  while (true) {
-    const std::size_t bol = p == 0 ? 0 : text.rfind('\n', p - 1) == std::string::npos ? 0 : text.rfind('\n', p - 1) + 1;
-    if (text.compare(bol, 3, "---") == 0) return {file, line, 1};
-    if (bol == 0) break;
-    p = bol - 1;
-    --line;
-  }
-  return {file, at.line + 1, 1};
-}
 
 // A pv binding registry (contracts/<project>/binding.yaml) maps equations to
 // functions; it lives among pv contracts but is not one.
@@ -142,82 +61,17 @@ std::string unreadable_reason(const fs::path& p) {
   return io_reason(ec ? ec : lec);
 }
 
-}  // namespace
-
-namespace parse {
-
-std::optional<YAML::Node> contract_root(const std::string& text, const std::string& file, Diagnostics& diags) {
-  const SourcePos top{file, 1, 1};
-  if (text.size() > kMaxContractBytes && !POPPER_MUTANT("loader-no-size-cap")) {
-    diags.error("POP-V002", {file, 0, 0},
-                fmt::format("file is {} bytes, over the {} byte limit for a contract; split it into several "
-                            "contracts",
-                            text.size(), kMaxContractBytes));
-    return std::nullopt;
-  }
-  if (auto bad = first_non_text(text, file)) {
-    diags.error("POP-V003", *bad, "not a text file: invalid UTF-8, a NUL or a control byte here; save the contract "
-                                  "as UTF-8 YAML");
-    return std::nullopt;
-  }
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    diags.error("POP-V004", top, "the contract is empty; start from contracts/SCHEMA.md (it needs at least metadata)");
-    return std::nullopt;
-  }
-  if (auto deep = too_deep(text, file, kMaxNestingDepth)) {
-    diags.error("POP-V006", *deep,
-                fmt::format("nesting deeper than {} levels; a contract needs at most 6, so flatten this value",
-                            kMaxNestingDepth));
-    return std::nullopt;
-  }
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::Exception& e) {
-    const SourcePos p = e.mark.line >= 0 ? SourcePos{file, e.mark.line + 1, e.mark.column + 1} : top;
-    diags.error("POP-V005", p, fmt::format("YAML syntax error: {}; fix the YAML here", e.msg));
-    return std::nullopt;
-  }
-  // Documents with content; empty ones (a stray "---") hold nothing to lose.
-  std::vector<YAML::Node> content;
-  for (const auto& d : docs)
-    if (!d.IsNull()) content.push_back(d);
-  if (content.size() > 1 && !POPPER_MUTANT("loader-first-document-only")) {
-    diags.error("POP-V008", document_start(text, content[1].Mark(), file),
-                fmt::format("a second YAML document starts here ({} in this file); a contract file holds one "
-                            "document, so split it into one file per contract",
-                            content.size()));
-    return std::nullopt;
-  }
-  if (content.empty()) {
-    diags.error("POP-V004", top, "the contract holds no YAML content (only comments?); it needs at least metadata");
-    return std::nullopt;
-  }
-  const YAML::Node root = content[0];
-  if (!root.IsMap()) {
-    diags.error("POP-V007", schema::pos_of(root, file),
-                "the top level of a contract must be a mapping (metadata:, equations:, ...), not a list or a scalar");
-    return std::nullopt;
-  }
-  return root;
-}
-
-}  // namespace parse
-
-LoadResult load_contract_text(const std::string& text, const std::string& file, Diagnostics& diags, Profile profile) {
+// The schema walk, the model and the checks of one parsed contract.
+LoadResult build_contract(const YAML::Node& root, const std::string& file, Diagnostics& diags, Profile profile) {
   LoadResult r;
   const std::size_t before = diags.error_count();
-  const auto root = parse::contract_root(text, file, diags);
-  if (!root) return r;
-  if (!schema::check(*root, schema::contract_root(), file, {kMaxNestingDepth, kMaxNodes}, profile, diags)) return r;
-  r.contract = model::build(*root, file, profile);
+  if (!schema::check(root, schema::contract_root(), file, {kMaxNestingDepth, kMaxNodes}, profile, diags)) return r;
+  r.contract = model::build(root, file, profile);
   checks::references(r.contract, diags);
   checks::pv_rules(r.contract, diags);
   r.ok = diags.error_count() == before;
   return r;
 }
-
-namespace {
 
 std::optional<std::string> read_contract_file(const std::string& path, Diagnostics& diags) {
   std::error_code ec;
@@ -246,20 +100,28 @@ std::optional<std::string> read_contract_file(const std::string& path, Diagnosti
 LoadResult load_file_as(const std::string& path, Diagnostics& diags, Profile profile) {
   const auto text = read_contract_file(path, diags);
   if (!text) return {};
+  const auto root = parse::contract_root(*text, path, diags);
+  if (!root) return {};
   // A pv binding registry sits among pv contracts (and stays there after a
   // migration); say it is skipped rather than reject it as a bad contract.
-  Diagnostics scratch;
-  if (const auto root = parse::contract_root(*text, path, scratch); root && is_pv_binding_registry(*root, path)) {
+  if (is_pv_binding_registry(*root, path)) {
     diags.warning("POP-V045", {path, 1, 1}, "a pv binding registry (equations mapped to functions), not a contract: "
                                             "skipped");
     LoadResult skipped;
     skipped.ok = true;
     return skipped;
   }
-  return load_contract_text(*text, path, diags, profile);
+  return build_contract(*root, path, diags, profile);
 }
 
 }  // namespace
+
+LoadResult load_contract_text(const std::string& text, const std::string& file, Diagnostics& diags, Profile profile,
+                              const ParseBounds& bounds) {
+  const auto root = parse::contract_root(text, file, diags, bounds);
+  if (!root) return {};
+  return build_contract(*root, file, diags, profile);
+}
 
 LoadResult load_contract_file(const std::string& path, Diagnostics& diags, std::optional<Profile> profile) {
   ProfileResolver resolver(profile);
