@@ -132,7 +132,7 @@ fuzz:
 	cmake --preset fuzz
 	cmake --build build-fuzz -j$(JOBS) --target popper_fuzz_contract
 	mkdir -p build-fuzz/corpus
-	cp tests/corpus/good/*.yaml tests/corpus/bad/*.yaml tests/corpus/pv/*.yaml contracts/*.yaml build-fuzz/corpus/
+	cp tests/corpus/good/*.yaml tests/corpus/bad/*.yaml tests/corpus/pv/*.yaml contracts/*/*.yaml build-fuzz/corpus/
 	find tests/corpus/fuzz -type f ! -name README.md -exec cp {} build-fuzz/corpus/ \;
 	find tests/corpus/pv-public -name '*.yaml' -exec cp {} build-fuzz/corpus/ \;
 	build-fuzz/bin/popper_fuzz_contract -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \

@@ -32,8 +32,8 @@ static void run_gemm(int is_f64, int m, int n, int k, const void* a, const void*
 int main(int argc, char** argv) {
   const char* program = "ceiling_blis_gemm_raw";
   struct ceiling_args args;
-  const int rc = ceiling_gemm_args(argc, argv, program, &args);
-  if (rc) return rc - 1;
+  const int rc = ceiling_gemm_open(argc, argv, program, &args);
+  if (rc >= 0) return rc;
   /* bli_init before the first query: BLIS validates BLIS_ARCH_TYPE against the
    * sub-configurations it registered, and aborts on an id it was not built with. */
   bli_init();

@@ -7,7 +7,7 @@
  *   RoPE      one pass per head over the cos/sin table
  *   attention S = Q K^T (sgemm) -> softmax with scale and causal mask -> O = P V (sgemm);
  *             backward dP = dO V^T, dS = P (dP - D), dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO
- * Shapes from bench/fused/shapes.h; flop and bytes per call from the same header, so
+ * Shapes from workloads/fused/shapes.h; flop and bytes per call from the same header, so
  * rows compare with the bench tiers. --threads sets OpenBLAS threads (the loops are serial).
  * Output: the CSV rows of ceiling_cli.h, verdict not_verified (the tiers verify). */
 #include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
@@ -15,7 +15,7 @@
 #include <cblas.h>
 #include <math.h>
 
-#include "fused/shapes.h"
+#include "workloads/fused/shapes.h"
 
 char* openblas_get_corename(void);
 void openblas_set_num_threads(int num_threads);
@@ -153,18 +153,14 @@ static void attn_backward(const struct popper_fused_shape* s, struct bufs* m, fl
     }
 }
 
+static const char* shape_name(int i) { return POPPER_FUSED_SHAPES[i].name; }
+static void list_line(int i) { printf("%s,%s\n", POPPER_FUSED_SHAPES[i].name, POPPER_FUSED_SHAPES[i].set); }
+
 int main(int argc, char** argv) {
   const char* program = "ceiling_cblas_fused_raw";
   struct ceiling_args args;
-  const int rc = ceiling_parse_args(argc, argv, &args, program);
-  if (rc) return rc == 1 ? 0 : 2;
-  const char* names[POPPER_FUSED_SHAPE_COUNT];
-  for (int i = 0; i < POPPER_FUSED_SHAPE_COUNT; ++i) names[i] = POPPER_FUSED_SHAPES[i].name;
-  if (ceiling_check_shapes(&args, names, POPPER_FUSED_SHAPE_COUNT, program)) return 2;
-  if (args.list) {
-    for (int i = 0; i < POPPER_FUSED_SHAPE_COUNT; ++i) printf("%s,%s\n", names[i], POPPER_FUSED_SHAPES[i].set);
-    return 0;
-  }
+  const int rc = ceiling_open(argc, argv, program, POPPER_FUSED_SHAPE_COUNT, shape_name, list_line, &args);
+  if (rc >= 0) return rc;
   if (args.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
     printf("# config: %s\n", openblas_get_corename());
     return 0;

@@ -29,8 +29,8 @@ static void run_gemm(int is_f64, int m, int n, int k, const void* a, const void*
 int main(int argc, char** argv) {
   const char* program = "ceiling_cblas_gemm_raw";
   struct ceiling_args args;
-  const int rc = ceiling_gemm_args(argc, argv, program, &args);
-  if (rc) return rc - 1;
+  const int rc = ceiling_gemm_open(argc, argv, program, &args);
+  if (rc >= 0) return rc;
   const char* core = openblas_get_corename();
   if (args.probe) {
     printf("# config: %s\n", core);

@@ -7,7 +7,7 @@
  *   P = exp(S - lse) per row         (max, a vectorizable polynomial exp, sum, logf)
  *   O_t = P V_J                      cblas_sgemm(RowMajor, NoTrans, NoTrans)
  *
- * Shapes and the workload (spans, BF16 data) come from bench/nsa/shapes.h and
+ * Shapes and the workload (spans, BF16 data) come from workloads/nsa/shapes.h and
  * generate.h, the same definition the bench suite uses. --threads T splits
  * the rows over T pthreads, OpenBLAS single-threaded inside each (as the
  * wrapped tier does). Before timing, rows 0 and N-1 are checked against an
@@ -20,7 +20,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "nsa/generate.h"
+#include "workloads/nsa/generate.h"
 
 char* openblas_get_corename(void);
 void openblas_set_num_threads(int num_threads);
@@ -152,20 +152,17 @@ static void fill_bf16(uint16_t* dst, size_t n, unsigned long long seed) {
   free(tmp);
 }
 
+static const char* shape_name(int s) { return POPPER_NSA_SHAPES[s].name; }
+static void list_line(int s) {
+  const struct popper_nsa_shape* sh = &POPPER_NSA_SHAPES[s];
+  printf("%s,%s,%d,%d,%d,%d,%s\n", sh->name, sh->dist, sh->rows, sh->heads, sh->dim, sh->sel_len, sh->set);
+}
+
 int main(int argc, char** argv) {
   const char* program = "ceiling_cblas_nsa_raw";
   struct ceiling_args args;
-  const int rc = ceiling_parse_args(argc, argv, &args, program);
-  if (rc) return rc == 1 ? 0 : 2;
-  const char* names[POPPER_NSA_SHAPE_COUNT];
-  for (int s = 0; s < POPPER_NSA_SHAPE_COUNT; ++s) names[s] = POPPER_NSA_SHAPES[s].name;
-  if (ceiling_check_shapes(&args, names, POPPER_NSA_SHAPE_COUNT, program)) return 2;
-  if (args.list) {
-    for (int s = 0; s < POPPER_NSA_SHAPE_COUNT; ++s)
-      printf("%s,%s,%d,%d,%d,%d,%s\n", POPPER_NSA_SHAPES[s].name, POPPER_NSA_SHAPES[s].dist, POPPER_NSA_SHAPES[s].rows,
-             POPPER_NSA_SHAPES[s].heads, POPPER_NSA_SHAPES[s].dim, POPPER_NSA_SHAPES[s].sel_len, POPPER_NSA_SHAPES[s].set);
-    return 0;
-  }
+  const int rc = ceiling_open(argc, argv, program, POPPER_NSA_SHAPE_COUNT, shape_name, list_line, &args);
+  if (rc >= 0) return rc;
   if (args.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
     printf("# config: %s\n", openblas_get_corename());
     return 0;

@@ -49,7 +49,7 @@ static long ceiling_iterations(double one_call_seconds) {
 }
 
 /* Deterministic fill in [-1, 1): the 64-bit LCG the bench suites also use
- * (bench/common/bench_support.hpp fill_uniform), so every tier sees the same data. */
+ * (bench/common/suite.hpp fill_uniform), so every tier sees the same data. */
 static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long seed) {
   unsigned long long x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   for (size_t i = 0; i < count; ++i) {
@@ -106,17 +106,31 @@ static int ceiling_precision_selected(const struct ceiling_args* a, const char* 
   return a->precision == NULL || strcmp(a->precision, precision) == 0;
 }
 
-/* Every --shape must name a known shape: returns 0, or prints and returns 2. */
-static int ceiling_check_shapes(const struct ceiling_args* a, const char* const* known, int count, const char* program) {
+/* The opening of every ceiling main: parse the arguments, check that each
+ * --shape names one of the program's `count` shapes (shape_name(i)), and
+ * answer --list-shapes with a line per shape (list_line(i); the name when
+ * NULL). Returns -1 when the program goes on to run, else main's exit code:
+ * 0 after --help or --list-shapes, 2 on a bad argument or an unknown shape. */
+static int ceiling_open(int argc, char** argv, const char* program, int count, const char* (*shape_name)(int),
+                        void (*list_line)(int), struct ceiling_args* a) {
+  const int rc = ceiling_parse_args(argc, argv, a, program);
+  if (rc) return rc == 1 ? 0 : 2;
   for (int i = 0; i < a->nfilters; ++i) {
     int found = 0;
-    for (int s = 0; s < count; ++s) found |= strcmp(a->filters[i], known[s]) == 0;
+    for (int s = 0; s < count; ++s) found |= strcmp(a->filters[i], shape_name(s)) == 0;
     if (!found) {
       fprintf(stderr, "%s: unknown shape: %s (see --list-shapes)\n", program, a->filters[i]);
       return 2;
     }
   }
-  return 0;
+  if (a->list) {
+    for (int s = 0; s < count; ++s) {
+      if (list_line) list_line(s);
+      else printf("%s\n", shape_name(s));
+    }
+    return 0;
+  }
+  return -1;
 }
 
 static void ceiling_print_header(void) {

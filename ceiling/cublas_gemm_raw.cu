@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm/shapes.h"
+#include "workloads/gemm/shapes.h"
 
 #define MAX_FILTERS 64
 static const double kMinRepSeconds = 0.2;

@@ -5,7 +5,7 @@
  *   FLOP = 2 m n k;  bytes = compulsory DRAM traffic (m k + k n + m n) * sizeof(T):
  *   A and B read once, C written once (beta = 0: C is never read).
  *
- * For each shape of bench/gemm/shapes.h and each precision: warm up, size the
+ * For each shape of workloads/gemm/shapes.h and each precision: warm up, size the
  * repetition (>= 0.2 s), time --reps repetitions, one CSV row each. The vendor
  * program supplies only the call and its backend label, so every vendor is
  * timed by the same code. Header-only, C11. */
@@ -14,7 +14,7 @@
 
 #include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
 
-#include "gemm/shapes.h"
+#include "workloads/gemm/shapes.h"
 
 /* One row-major NN product; a, b, c hold float (is_f64 == 0) or double. */
 typedef void (*ceiling_gemm_fn)(int is_f64, int m, int n, int k, const void* a, const void* b, void* c);
@@ -69,20 +69,16 @@ static int ceiling_gemm_run(const struct ceiling_args* args, const char* program
   return 0;
 }
 
-/* Argument handling common to the GEMM ceilings: 0 to run, else the exit code + 1. */
-static int ceiling_gemm_args(int argc, char** argv, const char* program, struct ceiling_args* args) {
-  const int rc = ceiling_parse_args(argc, argv, args, program);
-  if (rc) return rc == 1 ? 1 : 3;
-  const char* names[POPPER_GEMM_SHAPE_COUNT];
-  for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) names[s] = POPPER_GEMM_SHAPES[s].name;
-  if (ceiling_check_shapes(args, names, POPPER_GEMM_SHAPE_COUNT, program)) return 3;
-  if (args->list) {
-    for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s)
-      printf("%s,%d,%d,%d,%s\n", POPPER_GEMM_SHAPES[s].name, POPPER_GEMM_SHAPES[s].m, POPPER_GEMM_SHAPES[s].n,
-             POPPER_GEMM_SHAPES[s].k, POPPER_GEMM_SHAPES[s].set);
-    return 1;
-  }
-  return 0;
+static const char* ceiling_gemm_shape_name(int s) { return POPPER_GEMM_SHAPES[s].name; }
+static void ceiling_gemm_list_line(int s) {
+  const struct popper_gemm_shape* sh = &POPPER_GEMM_SHAPES[s];
+  printf("%s,%d,%d,%d,%s\n", sh->name, sh->m, sh->n, sh->k, sh->set);
+}
+
+/* ceiling_open over the GEMM shapes: -1 to run, else main's exit code. */
+static int ceiling_gemm_open(int argc, char** argv, const char* program, struct ceiling_args* args) {
+  return ceiling_open(argc, argv, program, POPPER_GEMM_SHAPE_COUNT, ceiling_gemm_shape_name, ceiling_gemm_list_line,
+                      args);
 }
 
 #endif

@@ -11,7 +11,7 @@
  * --threads, set with ggml_backend_set_n_threads. Verification: sampled rows
  * against an FP64 product of dequantize_row_q4_K's weights; the label carries
  * max |y - y_ref| / sum |w x|. Timings below the read bound are invalid
- * (ceiling/read_bound.h). Inputs: bench/q4k/shapes.h, identical in every tier. */
+ * (ceiling/read_bound.h). Inputs: workloads/q4k/shapes.h, identical in every tier. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "ceiling_cli.h"
-#include "q4k/shapes.h"
 #include "read_bound.h"
+#include "workloads/q4k/shapes.h"
 
 #if POPPER_HAVE_GGML
 #include <ggml-alloc.h>
@@ -151,17 +151,12 @@ done:
 }
 #endif
 
+static const char* shape_name(int i) { return POPPER_Q4K_SHAPES[i].name; }
+
 int main(int argc, char** argv) {
   struct ceiling_args a;
-  const int rc = ceiling_parse_args(argc, argv, &a, "ceiling_ggml_q4k_raw");
-  if (rc) return rc == 1 ? 0 : 2;
-  const char* names[POPPER_Q4K_SHAPE_COUNT];
-  for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) names[i] = POPPER_Q4K_SHAPES[i].name;
-  if (a.list) {
-    for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) printf("%s\n", names[i]);
-    return 0;
-  }
-  if (ceiling_check_shapes(&a, names, POPPER_Q4K_SHAPE_COUNT, "ceiling_ggml_q4k_raw")) return 2;
+  const int rc = ceiling_open(argc, argv, "ceiling_ggml_q4k_raw", POPPER_Q4K_SHAPE_COUNT, shape_name, NULL, &a);
+  if (rc >= 0) return rc;
 #if !POPPER_HAVE_GGML
   printf("# skipped: requires ggml (popper was built without the llama.cpp packages; run scripts/install-deps.sh)\n");
   return 0;

@@ -1,8 +1,8 @@
 /* The physical bound of a memory-bound ceiling row, in C (the rule of
  * impl/q4k/bandwidth_bound.hpp, which the C++ tiers use and
- * contracts/q4k-gemv-v1.yaml FALSIFY-Q4K-013 tests):
+ * contracts/q4k/q4k-gemv-v1.yaml FALSIFY-Q4K-013 tests):
  *   read bandwidth B_r of the row's byte count on the same threads (each
- *   repetition the fastest way of bench/common/read_sum.h), measured over
+ *   repetition the fastest way of workloads/common/read_sum.h), measured over
  *   `reps` repetitions before the timed calls and again after them; the
  *   row is invalid when bytes / median(t) exceeds max(B_r) * max(B_r) / min(B_r)
  *   of the probe that saw more (ceiling_read_bound_again), and still does
@@ -18,13 +18,13 @@
 #include <string.h>
 
 #include "ceiling_cli.h"
-#include "common/read_sum.h"
+#include "workloads/common/read_sum.h"
 
 struct ceiling_read_slice {
   const uint64_t* p;
   size_t n;
   int passes;
-  int way; /* bench/common/read_sum.h */
+  int way; /* workloads/common/read_sum.h */
   uint64_t sum;
 };
 

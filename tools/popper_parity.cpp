@@ -1,7 +1,7 @@
 // popper_parity (run as `popper parity`): the multi-backend parity gate on
 // the canary model or a user's qwen2 Q4_K GGUF, and the drift-vs-depth
 // measurement of the seed's accumulation hypothesis
-// (contracts/multi-backend-parity-v1.yaml).
+// (contracts/decode/multi-backend-parity-v1.yaml).
 //
 // Exit: 0 the gate ran and no available candidate was excluded; 1 a
 // candidate was excluded (its logits missed the threshold); 2 usage or I/O error.

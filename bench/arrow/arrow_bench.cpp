@@ -22,11 +22,11 @@
 #include <sstream>
 #include <string>
 
-#include "arrow/generate.h"
-#include "common/bench_support.hpp"
-#include "impl/arrow/kernels.hpp"
-#include "arrow/shapes.h"
 #include "arrow/testbed.hpp"
+#include "common/suite.hpp"
+#include "impl/arrow/kernels.hpp"
+#include "workloads/arrow/generate.h"
+#include "workloads/arrow/shapes.h"
 
 namespace {
 using namespace popper::arrow;
@@ -93,11 +93,11 @@ void run(benchmark::State& state, std::shared_ptr<Fixture> f, ArrowKernel kernel
   };
   for (auto _ : state) {
     if (kernel == ArrowKernel::Hand)
-      popper::bench_support::popper_bench_call_hand(call);
+      popper::suite::popper_bench_call_hand(call);
     else if (kernel == ArrowKernel::Lapack)
-      popper::bench_support::popper_bench_call_wrapped(call);
+      popper::suite::popper_bench_call_wrapped(call);
     else
-      popper::bench_support::popper_bench_call_reference(call);
+      popper::suite::popper_bench_call_reference(call);
   }
   state.counters["items"] = benchmark::Counter(static_cast<double>(f->pack.atoms()));
   state.counters["flop"] = benchmark::Counter(f->flop);
@@ -109,11 +109,7 @@ struct Tier {
   ArrowKernel kernel;
 };
 
-int register_all() {
-  benchmark::AddCustomContext("popper_backend_reference", "eigen-llt-dense");
-  // The ceiling's backend naming (vendor:kernels), so FFI overhead compares the same library and core.
-  benchmark::AddCustomContext("popper_backend_wrapped", std::string("openblas:") + openblas_get_corename());
-  benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(hand_isa()));
+void register_all() {
   const Tier tiers[] = {{"reference", ArrowKernel::Reference}, {"wrapped", ArrowKernel::Lapack}, {"hand", ArrowKernel::Hand}};
   for (int s = 0; s < arrow_shape_count; ++s) {
     const arrow_shape& sh = arrow_shapes[s];
@@ -134,13 +130,19 @@ int register_all() {
         })
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
-        if (const int n = popper::bench_support::fixed_iterations()) b->Iterations(n);
+        if (const int n = popper::suite::fixed_iterations()) b->Iterations(n);
       }
     }
   }
-  return 0;
 }
-const int registered = register_all();
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  register_all();
+  // The wrapped tier in the ceiling's backend naming (vendor:kernels), so FFI
+  // overhead compares the same library and core.
+  return popper::suite::run_suite(argc, argv,
+                                  {{"reference", "eigen-llt-dense"},
+                                   {"wrapped", std::string("openblas:") + openblas_get_corename()},
+                                   {"hand", popper::cpu::backend_tag(hand_isa())}});
+}

@@ -1,5 +1,5 @@
 // Read bandwidth of a footprint on the workers a kernel uses: the least time
-// any kernel must spend to read those bytes (header-only, as bench_support).
+// any kernel must spend to read those bytes (header-only, as suite.hpp).
 // Memory-bound suites (q4k, decode) judge each timed row against it
 // (judge_read_bound): a row faster than this is physically impossible.
 #pragma once
@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "common/read_sum.h"
 #include "impl/common/parallel.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
+#include "workloads/common/read_sum.h"
 
-namespace popper::bench_support {
+namespace popper::suite {
 
 // Read bandwidth of `bytes` on `threads` workers (bytes per second per
 // repetition): a streaming sum, the least any kernel must spend to read them.
@@ -68,4 +68,4 @@ inline q4k::BandwidthVerdict judge_read_bound(double bytes, std::span<const doub
                                           [&] { return read_bandwidth_after_pause(probe_bytes, threads, 10); });
 }
 
-}  // namespace popper::bench_support
+}  // namespace popper::suite

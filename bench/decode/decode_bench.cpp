@@ -1,6 +1,6 @@
 // bench_decode: tokens/s of the parity gate's canary on each backend
 // (bench producer protocol). Names decode/<tier>/<shape>/q4k/threads:<n>,
-// shapes from bench/decode/shapes.h:
+// shapes from workloads/decode/shapes.h:
 //
 //   hand       cpu-simd: popper's hand kernels (Q4_K GEMV, fused one-token kernels)
 //   wrapped    ggml-cpu: llama.cpp's CPU backend through popper's C++ API
@@ -24,9 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "common/bench_support.hpp"
+#include "common/suite.hpp"
 #include "common/read_bandwidth.hpp"
-#include "decode/shapes.h"
 #include "impl/common/cpu_features.hpp"
 #include "impl/common/device.hpp"
 #include "impl/common/vulkan_runtime.hpp"
@@ -35,10 +34,11 @@
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/lib_ggml.hpp"
 #include "popper/error.hpp"
+#include "workloads/decode/shapes.h"
 
 namespace {
 
-namespace bs = popper::bench_support;
+namespace suite = popper::suite;
 namespace dec = popper::decode;
 using Clock = std::chrono::steady_clock;
 
@@ -95,7 +95,7 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
     bytes = double(m.bytes_per_token()) * sh.tokens;
     // The bound first, before the backend exists (as bench_q4k: its worker
     // threads must not run beside the probe, nor sit idle through it).
-    if (tier != Tier::Reference) read = bs::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
+    if (tier != Tier::Reference) read = suite::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
     backend = dec::make_backend(backend_for(tier), m, threads);
     if (!backend->available()) {
       state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
@@ -133,15 +133,15 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
   const auto t0 = Clock::now();
   for (auto _ : state) {
     switch (tier) {
-      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
-      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
+      case Tier::Hand: suite::popper_bench_call_hand(timed); break;
+      case Tier::Wrapped: suite::popper_bench_call_wrapped(timed); break;
       case Tier::Device: popper_bench_call_device(timed); break;
-      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+      case Tier::Reference: suite::popper_bench_call_reference(timed); break;
     }
   }
   const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
   const double sample[1] = {per_iter};
-  const auto verdict = bs::judge_read_bound(bytes, sample, read, std::size_t(bytes / sh.tokens), threads);
+  const auto verdict = suite::judge_read_bound(bytes, sample, read, std::size_t(bytes / sh.tokens), threads);
   if (!verdict.valid) {
     state.SkipWithError(verdict.text.c_str());
     return;
@@ -152,7 +152,7 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
 }
 
 void register_all() {
-  const int iters = bs::fixed_iterations();
+  const int iters = suite::fixed_iterations();
   for (const popper_decode_shape& sh : POPPER_DECODE_SHAPES) {
     const bool gate = std::string(sh.set) == "gate";
     for (Tier tier : {Tier::Hand, Tier::Wrapped, Tier::Device, Tier::Reference})
@@ -175,15 +175,10 @@ int main(int argc, char** argv) {
   // loading a model: the gate runs this process under callgrind.
   const bool cuda = popper::device::cuda_status().usable();
   const auto& vk = popper::vulkan::status();
-  benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto));
-  benchmark::AddCustomContext("popper_backend_wrapped",
-                              popper::q4k::ggml::status().usable() ? popper::q4k::ggml::cpu_backend_tag() : "ggml-cpu");
-  benchmark::AddCustomContext("popper_backend_device", cuda ? popper::device::cuda_status().backend_tag()
-                                                            : vk.usable() ? popper::vulkan::backend_tag() : "vulkan");
-  benchmark::AddCustomContext("popper_backend_reference", popper::cpu::backend_tag(popper::cpu::Isa::Scalar));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return suite::run_suite(
+      argc, argv,
+      {{"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)},
+       {"wrapped", popper::q4k::ggml::status().usable() ? popper::q4k::ggml::cpu_backend_tag() : "ggml-cpu"},
+       {"device", cuda ? popper::device::cuda_status().backend_tag() : vk.usable() ? popper::vulkan::backend_tag() : "vulkan"},
+       {"reference", popper::cpu::backend_tag(popper::cpu::Isa::Scalar)}});
 }

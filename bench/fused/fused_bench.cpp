@@ -1,6 +1,6 @@
 // bench_fused: the wrapped (popper's separate path: each step its own pass,
 // intermediates stored, OpenBLAS for the attention products) and hand (the
-// fused kernels) tiers over bench/fused/shapes.h.
+// fused kernels) tiers over workloads/fused/shapes.h.
 //
 // Both tiers use the same SIMD primitives, the same caching allocator (a
 // separate path pays no page faults a framework's caching allocator would not
@@ -33,18 +33,18 @@
 #include <tuple>
 #include <vector>
 
-#include "common/bench_support.hpp"
+#include "common/suite.hpp"
+#include "fused/testbed.hpp"
 #include "impl/common/cpu_features.hpp"
 #include "impl/fused/fused.hpp"
 #include "impl/fused/reference.hpp"
-#include "fused/shapes.h"
-#include "fused/testbed.hpp"
 #include "impl/gemm/lib_blas.hpp"
+#include "workloads/fused/shapes.h"
 
 namespace {
 
 using namespace popper::fused;
-namespace bs = popper::bench_support;
+namespace suite = popper::suite;
 namespace tb = popper::fused::testbed;
 
 enum class Tier { Wrapped, Hand };
@@ -52,7 +52,7 @@ const char* tier_name(Tier t) { return t == Tier::Wrapped ? "wrapped" : "hand"; 
 
 std::vector<float> filled(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
   std::vector<float> v(n);
-  bs::fill_uniform(v, seed);
+  suite::fill_uniform(v, seed);
   if (scale != 1.0f)
     for (auto& x : v) x *= scale;
   return v;
@@ -391,8 +391,8 @@ void bench_fused(benchmark::State& state, const popper_fused_shape sh, Tier tier
   // Injected slowdown (POPPER_BENCH_INJECT_SLOWDOWN) is applied centrally by popper_bench_call_hand.
   auto timed = [&] { c->run(); };
   for (auto _ : state) {
-    if (tier == Tier::Hand) bs::popper_bench_call_hand(timed);
-    else bs::popper_bench_call_wrapped(timed);
+    if (tier == Tier::Hand) suite::popper_bench_call_hand(timed);
+    else suite::popper_bench_call_wrapped(timed);
   }
   state.SetLabel(is_full(sh) && (sh.kernel == POPPER_FUSED_CE || sh.kernel >= POPPER_FUSED_ATTN_FWD) ? "verified(sampled)"
                                                                                                      : "verified");
@@ -401,7 +401,7 @@ void bench_fused(benchmark::State& state, const popper_fused_shape sh, Tier tier
 }
 
 void register_all() {
-  const int iters = bs::fixed_iterations();
+  const int iters = suite::fixed_iterations();
   for (int i = 0; i < POPPER_FUSED_SHAPE_COUNT; ++i) {
     const popper_fused_shape sh = POPPER_FUSED_SHAPES[i];
     for (const Tier tier : {Tier::Wrapped, Tier::Hand})
@@ -421,17 +421,12 @@ int main(int argc, char** argv) {
   _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
   _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
   register_all();
-  {
+  std::string core = [] {  // the handle sets OpenBLAS's thread count until it goes
     popper::gemm::BlasHandle probe(popper::gemm::BlasOptions{1, ""});
-    std::string core = probe.core_name();
-    for (auto& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    benchmark::AddCustomContext("popper_backend_wrapped", "cpu:" + std::string(popper::cpu::to_string(popper::cpu::auto_isa())) +
-                                                              "+openblas:" + core);
-  }
-  benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+    return probe.core_name();
+  }();
+  for (auto& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return suite::run_suite(argc, argv,
+                          {{"wrapped", "cpu:" + std::string(popper::cpu::to_string(popper::cpu::auto_isa())) + "+openblas:" + core},
+                           {"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
 }

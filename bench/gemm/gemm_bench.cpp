@@ -1,5 +1,5 @@
 // bench_gemm: the wrapped (OpenBLAS through popper::gemm::BlasHandle), hand
-// (popper::gemm::cpu::gemm) and reference tiers over bench/gemm/shapes.h.
+// (popper::gemm::cpu::gemm) and reference tiers over workloads/gemm/shapes.h.
 //
 //   C = A * B   (row-major, NoTrans, alpha = 1, beta = 0), FLOP = 2 m n k,
 //   bytes = (m k + k n + m n) * sizeof(T): the compulsory DRAM traffic of the
@@ -20,17 +20,17 @@
 #include <string>
 #include <vector>
 
-#include "common/bench_support.hpp"
+#include "common/suite.hpp"
+#include "gemm/testbed.hpp"
 #include "impl/gemm/cpu_gemm.hpp"
 #include "impl/gemm/lib_blas.hpp"
 #include "impl/gemm/reference.hpp"
-#include "gemm/shapes.h"
-#include "gemm/testbed.hpp"
+#include "workloads/gemm/shapes.h"
 
 namespace {
 
 using popper::gemm::GemmShape;
-namespace bs = popper::bench_support;
+namespace suite = popper::suite;
 
 enum class Tier { Wrapped, Hand, Reference };
 
@@ -61,8 +61,8 @@ template <class T>
 void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int threads) {
   const std::size_t m = std::size_t(sh.m), n = std::size_t(sh.n), k = std::size_t(sh.k);
   std::vector<T> a(m * k), b(k * n), c(m * n, T(0));
-  bs::fill_uniform(a, 1);
-  bs::fill_uniform(b, 2);
+  suite::fill_uniform(a, 1);
+  suite::fill_uniform(b, 2);
 
   std::unique_ptr<popper::gemm::BlasHandle> blas;
   if (tier == Tier::Wrapped) blas = std::make_unique<popper::gemm::BlasHandle>(popper::gemm::BlasOptions{threads, ""});
@@ -107,9 +107,9 @@ void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int th
 
   for (auto _ : state) {
     switch (tier) {
-      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
-      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
-      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+      case Tier::Wrapped: suite::popper_bench_call_wrapped(timed); break;
+      case Tier::Hand: suite::popper_bench_call_hand(timed); break;
+      case Tier::Reference: suite::popper_bench_call_reference(timed); break;
     }
   }
   state.SetLabel(label);
@@ -118,7 +118,7 @@ void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int th
 }
 
 void register_all() {
-  const int iters = bs::fixed_iterations();
+  const int iters = suite::fixed_iterations();
   for (int i = 0; i < POPPER_GEMM_SHAPE_COUNT; ++i) {
     const popper_gemm_shape sh = POPPER_GEMM_SHAPES[i];
     for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Reference}) {
@@ -144,17 +144,12 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
-  // Backends, recorded in the JSON context for the bench tooling.
-  {
+  const std::string core = [] {  // the handle sets OpenBLAS's thread count until it goes
     popper::gemm::BlasHandle probe(popper::gemm::BlasOptions{1, ""});
-    benchmark::AddCustomContext("popper_backend_wrapped", "openblas:" + probe.core_name());
-  }
-  benchmark::AddCustomContext("popper_backend_hand",
-                              std::string("cpu:") + popper::gemm::cpu::to_string(popper::gemm::cpu::detected_isa()));
-  benchmark::AddCustomContext("popper_backend_reference", "reference");
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+    return probe.core_name();
+  }();
+  return suite::run_suite(argc, argv,
+                          {{"wrapped", "openblas:" + core},
+                           {"hand", std::string("cpu:") + popper::gemm::cpu::to_string(popper::gemm::cpu::detected_isa())},
+                           {"reference", "reference"}});
 }

@@ -1,6 +1,6 @@
 // bench_nsa: the NSA selection attention suite (bench producer protocol).
-// Names nsa/<tier>/<shape>/bf16/threads:<n>, shapes from bench/nsa/shapes.h,
-// workload from bench/nsa/generate.h (the ceiling builds the same one):
+// Names nsa/<tier>/<shape>/bf16/threads:<n>, shapes from workloads/nsa/shapes.h,
+// workload from workloads/nsa/generate.h (the ceiling builds the same one):
 //
 //   wrapped    the fallback: gather + dense attention through OpenBLAS SGEMM
 //   hand       the group-centric kernel (its own CPU path: cpu:avx512bf16 here)
@@ -20,16 +20,16 @@
 #include <memory>
 #include <string>
 
-#include "common/bench_support.hpp"
+#include "common/suite.hpp"
 #include "impl/nsa/nsa.hpp"
-#include "nsa/shapes.h"
 #include "nsa/testbed.hpp"
-#include "nsa/generate.h"
+#include "workloads/nsa/generate.h"
+#include "workloads/nsa/shapes.h"
 
 namespace {
 
 using namespace popper::nsa;
-namespace bs = popper::bench_support;
+namespace suite = popper::suite;
 namespace tb = popper::nsa::testbed;
 
 enum class Tier { Wrapped, Hand, Pack, Reference };
@@ -134,9 +134,9 @@ void bench_nsa(benchmark::State& state, Tier tier, popper_nsa_shape sh, int thre
   auto timed = [&] { run(w, o, lse); };
   for (auto _ : state) {
     switch (tier) {
-      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
-      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
-      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+      case Tier::Wrapped: suite::popper_bench_call_wrapped(timed); break;
+      case Tier::Hand: suite::popper_bench_call_hand(timed); break;
+      case Tier::Reference: suite::popper_bench_call_reference(timed); break;
       case Tier::Pack: popper_bench_call_pack([&] { benchmark::DoNotOptimize(pack()); }); break;
     }
   }
@@ -147,7 +147,7 @@ void bench_nsa(benchmark::State& state, Tier tier, popper_nsa_shape sh, int thre
 }
 
 void register_all() {
-  const int iters = bs::fixed_iterations();
+  const int iters = suite::fixed_iterations();
   for (int i = 0; i < POPPER_NSA_SHAPE_COUNT; ++i) {
     const popper_nsa_shape sh = POPPER_NSA_SHAPES[i];
     const bool gate = std::string(sh.set) == "gate";
@@ -167,18 +167,16 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
-  {
-    // Backends as the entries report them, from one tiny call each.
+  std::string hand, wrapped;
+  {  // backends as the entries report them, from one tiny call each
     const auto w = tb::make_workload(POPPER_NSA_SHAPES[0]);
     std::vector<float> o(w.o_size());
-    benchmark::AddCustomContext("popper_backend_hand", selection_attention_hand(w.problem(), {o, {}}).backend);
-    benchmark::AddCustomContext("popper_backend_wrapped", selection_attention_fallback(w.problem(), {o, {}}).backend);
+    hand = selection_attention_hand(w.problem(), {o, {}}).backend;
+    wrapped = selection_attention_fallback(w.problem(), {o, {}}).backend;
   }
-  benchmark::AddCustomContext("popper_backend_pack", "cpu:memcpy");
-  benchmark::AddCustomContext("popper_backend_reference", "reference");
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return suite::run_suite(argc, argv,
+                          {{"hand", hand},
+                           {"wrapped", wrapped},
+                           {"pack", "cpu:memcpy"},
+                           {"reference", "reference"}});
 }

@@ -1,6 +1,6 @@
 // bench_q4k: the wrapped (ggml's CPU backend through popper::q4k::ggml::CpuMatVec,
 // repacked weights as llama.cpp serves them), hand (popper::q4k::cpu::gemv) and
-// reference tiers over bench/q4k/shapes.h.
+// reference tiers over workloads/q4k/shapes.h.
 //
 //   y = W x,  W rows x cols in Q4_K,  FLOP = 2 rows cols,  bytes = W + x + y
 //
@@ -22,19 +22,19 @@
 #include <string>
 #include <vector>
 
-#include "common/bench_support.hpp"
+#include "common/suite.hpp"
 #include "common/read_bandwidth.hpp"
-#include "popper/error.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/cpu_q4k.hpp"
 #include "impl/q4k/lib_ggml.hpp"
 #include "impl/q4k/reference.hpp"
-#include "q4k/shapes.h"
+#include "popper/error.hpp"
 #include "q4k/testbed.hpp"
+#include "workloads/q4k/shapes.h"
 
 namespace {
 
-namespace bs = popper::bench_support;
+namespace suite = popper::suite;
 namespace q4k = popper::q4k;
 namespace tb = popper::q4k::testbed;
 using Clock = std::chrono::steady_clock;
@@ -52,7 +52,7 @@ Inputs make_inputs(const popper_q4k_shape& sh) {
   Inputs in{q4k::Matrix{sh.rows, sh.cols, std::vector<q4k::Block>(std::size_t(sh.rows) * std::size_t(sh.cols / 256))},
             std::vector<float>(std::size_t(sh.cols))};
   popper_q4k_fill_blocks(reinterpret_cast<unsigned char*>(in.w.blocks.data()), in.w.blocks.size(), POPPER_Q4K_SEED);
-  bs::fill_uniform(in.x, POPPER_Q4K_SEED + 1);
+  suite::fill_uniform(in.x, POPPER_Q4K_SEED + 1);
   return in;
 }
 
@@ -68,7 +68,7 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   // probe ran its 2-thread mat-vec 6-8x slower for the rest of its life
   // (ceiling/ggml_q4k_raw.c).
   const double bytes = q4k::gemv_bytes(rows, cols);
-  std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : bs::read_bandwidth(std::size_t(bytes), threads, 5);
+  std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : suite::read_bandwidth(std::size_t(bytes), threads, 5);
   try {
     if (tier == Tier::Wrapped) mv = std::make_unique<q4k::ggml::CpuMatVec>(in.w.blocks, rows, cols, threads, true);
   } catch (const popper::Unsupported& e) {
@@ -116,14 +116,14 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   const auto t0 = Clock::now();
   for (auto _ : state) {
     switch (tier) {
-      case Tier::Wrapped: bs::popper_bench_call_wrapped(timed); break;
-      case Tier::Hand: bs::popper_bench_call_hand(timed); break;
-      case Tier::Reference: bs::popper_bench_call_reference(timed); break;
+      case Tier::Wrapped: suite::popper_bench_call_wrapped(timed); break;
+      case Tier::Hand: suite::popper_bench_call_hand(timed); break;
+      case Tier::Reference: suite::popper_bench_call_reference(timed); break;
     }
   }
   const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
   const double sample[1] = {per_iter};
-  const auto verdict = bs::judge_read_bound(bytes, sample, read, std::size_t(bytes), threads);
+  const auto verdict = suite::judge_read_bound(bytes, sample, read, std::size_t(bytes), threads);
   if (!verdict.valid) {
     state.SkipWithError(verdict.text.c_str());
     return;
@@ -134,7 +134,7 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
 }
 
 void register_all() {
-  const int iters = bs::fixed_iterations();
+  const int iters = suite::fixed_iterations();
   for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) {
     const popper_q4k_shape sh = POPPER_Q4K_SHAPES[i];
     for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Reference}) {
@@ -155,13 +155,8 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
-  const auto& g = q4k::ggml::status();
-  benchmark::AddCustomContext("popper_backend_wrapped", g.usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu");
-  benchmark::AddCustomContext("popper_backend_hand", q4k::cpu::backend_tag(q4k::cpu::Isa::Auto));
-  benchmark::AddCustomContext("popper_backend_reference", "reference");
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return suite::run_suite(argc, argv,
+                          {{"wrapped", q4k::ggml::status().usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu"},
+                           {"hand", q4k::cpu::backend_tag(q4k::cpu::Isa::Auto)},
+                           {"reference", "reference"}});
 }

@@ -23,16 +23,16 @@
 #include <memory>
 #include <string>
 
-#include "common/bench_support.hpp"
+#include "common/suite.hpp"
 #include "impl/common/cpu_features.hpp"
 #include "impl/sae/lib_dense_route.hpp"
 #include "impl/sae/row_pool.hpp"
 #include "impl/sae/schur_pcg.hpp"
-#include "sae/generate.h"
-#include "sae/shapes.h"
+#include "workloads/sae/generate.h"
+#include "workloads/sae/shapes.h"
 
 namespace {
-namespace bs = popper::bench_support;
+namespace suite = popper::suite;
 using namespace popper::sae;
 
 constexpr double kRho = SAE_RHO;
@@ -156,7 +156,7 @@ void bench_apply(benchmark::State& state, const sae_shape& sh, bool hand, int th
     }
     for (auto _ : state) {
       auto call = [&] { d->apply(f.x, y); };
-      bs::popper_bench_call_wrapped(call);
+      suite::popper_bench_call_wrapped(call);
     }
     state.SetLabel("verified");
     state.counters["flop"] = benchmark::Counter(2 * dim * dim);
@@ -189,7 +189,7 @@ void bench_apply(benchmark::State& state, const sae_shape& sh, bool hand, int th
   }
   for (auto _ : state) {
     auto call = [&] { sys.apply(f.x, y, pool); };
-    bs::popper_bench_call_hand(call);
+    suite::popper_bench_call_hand(call);
   }
   state.SetLabel(label);
   state.counters["flop"] = benchmark::Counter(f.apply_flop);
@@ -230,7 +230,7 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
       state.SkipWithError(("incorrect: " + fmt_err("dense solve residual (matrix-free apply)", res, 1e-8)).c_str());
       return;
     }
-    for (auto _ : state) bs::popper_bench_call_wrapped(run);
+    for (auto _ : state) suite::popper_bench_call_wrapped(run);
     state.SetLabel("verified");
     state.counters["flop"] = benchmark::Counter(dense_flop);
     state.counters["bytes"] = benchmark::Counter(8 * dim * dim * 3);  // form, factor, solve each sweep A
@@ -267,7 +267,7 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
   }
   for (auto _ : state) {
     auto call = [&] { rep = solve_schur_pcg(sys, f.b, x, opt); };
-    bs::popper_bench_call_hand(call);
+    suite::popper_bench_call_hand(call);
   }
   state.SetLabel(label);
   state.counters["iterations_pcg"] = benchmark::Counter(double(rep.iterations));
@@ -278,7 +278,7 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
 }
 
 void register_all() {
-  const int iters = bs::fixed_iterations();
+  const int iters = suite::fixed_iterations();
   for (int i = 0; i < sae_shape_count; ++i) {
     const sae_shape sh = sae_shapes[i];
     for (bool hand : {false, true}) {
@@ -304,11 +304,7 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
-  benchmark::AddCustomContext("popper_backend_wrapped", std::string("openblas:") + openblas_get_corename());
-  benchmark::AddCustomContext("popper_backend_hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto));
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return suite::run_suite(argc, argv,
+                          {{"wrapped", std::string("openblas:") + openblas_get_corename()},
+                           {"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
 }

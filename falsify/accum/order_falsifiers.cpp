@@ -1,4 +1,4 @@
-// Accumulation orders (contracts/accumulation-order-v1.yaml): FALSIFY-ACC-001
+// Accumulation orders (contracts/accum/accumulation-order-v1.yaml): FALSIFY-ACC-001
 // (each order is its definition), 002/003 (Higham bounds on random and
 // adversarial inputs), 004 (the ordered Q4_K GEMV), KANI-ACC-001 (every term
 // counted once).

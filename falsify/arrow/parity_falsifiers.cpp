@@ -1,5 +1,5 @@
 // Parity of every arrow kernel with the dense oracle, and of the Hand kernel
-// with the Structured body (contracts/batched-k1-border-v1.yaml).
+// with the Structured body (contracts/arrow/batched-k1-border-v1.yaml).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 

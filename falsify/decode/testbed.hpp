@@ -1,4 +1,4 @@
-// Shared pieces of the parity-gate falsifiers (contracts/multi-backend-parity-v1.yaml):
+// Shared pieces of the parity-gate falsifiers (contracts/decode/multi-backend-parity-v1.yaml):
 // the small canary at a given depth, the evidence a gate run leaves, and
 // temporary model files (edited copies of a GGUF).
 #pragma once

@@ -1,6 +1,6 @@
 // Shared by the fused falsifiers and bench/fused: seeded inputs, the counting
 // allocator of the memory claims, and the derived tolerances of
-// contracts/fused-kernels-v1.yaml (each function cites the invariant it evaluates).
+// contracts/fused/fused-kernels-v1.yaml (each function cites the invariant it evaluates).
 // u = 2^-24, gamma(n) = n u / (1 - n u), e2 = 3u (the kernels' exp2 bound).
 #pragma once
 #include <algorithm>

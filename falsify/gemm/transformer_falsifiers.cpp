@@ -3,12 +3,12 @@
 // control; FALSIFY-GEMM-013: hand kernel vs OpenBLAS on the bench shapes.
 #include <gtest/gtest.h>
 
-#include "../../bench/gemm/shapes.h"
 #include "impl/gemm/cpu_gemm.hpp"
 #include "impl/gemm/cpu_gemm_blocking.hpp"
 #include "impl/gemm/lib_blas.hpp"
-#include "testbed.hpp"
 #include "popper/binding.hpp"
+#include "testbed.hpp"
+#include "workloads/gemm/shapes.h"
 
 namespace {
 

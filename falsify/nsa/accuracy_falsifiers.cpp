@@ -1,5 +1,5 @@
 // Accuracy of NSA selection attention against the FP64 reference
-// (contracts/nsa-selection-v1.yaml: FALSIFY-NSA-001, -002, -003, -011):
+// (contracts/nsa/nsa-selection-v1.yaml: FALSIFY-NSA-001, -002, -003, -011):
 // MAE <= 1e-3 and the derived elementwise bound over the seed's grid, the
 // scale applied exactly once, and pass 2 reusing pass 1's lse.
 #include <gtest/gtest.h>

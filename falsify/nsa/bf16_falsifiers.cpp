@@ -1,4 +1,4 @@
-// BF16 storage (contracts/nsa-selection-v1.yaml: KANI-NSA-004): the
+// BF16 storage (contracts/nsa/nsa-selection-v1.yaml: KANI-NSA-004): the
 // conversion rounds to nearest even, checked against an independent rule in
 // FP64 (pick the nearer of the two BF16 neighbours, ties to the even one;
 // above the largest BF16 the upper neighbour is 2^128, i.e. +-Inf).

@@ -1,4 +1,4 @@
-// No out-of-bounds read for any span layout (contracts/nsa-selection-v1.yaml:
+// No out-of-bounds read for any span layout (contracts/nsa/nsa-selection-v1.yaml:
 // KANI-NSA-001). Q, K and V of one sequence are placed flush against a
 // PROT_NONE guard page, once at the end and once at the start of their
 // mapping, so reading one key past (or before) the sequence faults at once

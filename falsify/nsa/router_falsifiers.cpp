@@ -1,4 +1,4 @@
-// The router and the device decline (contracts/nsa-selection-v1.yaml:
+// The router and the device decline (contracts/nsa/nsa-selection-v1.yaml:
 // FALSIFY-NSA-009, -010): hand or fallback exactly as the threshold file
 // says, reported through RouteDiagnostics; without a device the CUDA entry
 // is the hand kernel, bit for bit.

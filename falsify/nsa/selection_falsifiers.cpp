@@ -1,4 +1,4 @@
-// Block selection and span packing (contracts/nsa-selection-v1.yaml:
+// Block selection and span packing (contracts/nsa/nsa-selection-v1.yaml:
 // FALSIFY-NSA-004, -005, -007, KANI-NSA-002, -003): the NSA selection rule,
 // determinism and one selection per group, packing into causally clipped
 // maximal runs, and clear errors for blocks past the sequence end.

@@ -16,7 +16,7 @@
 
 #include "impl/nsa/nsa.hpp"
 #include "impl/nsa/reference.hpp"
-#include "nsa/generate.h"
+#include "workloads/nsa/generate.h"
 
 namespace popper::nsa::testbed {
 
@@ -24,7 +24,7 @@ inline constexpr double kUnitRoundoff = 5.9604644775390625e-8;  // 2^-24
 
 inline double gamma(double n) { return n * kUnitRoundoff / (1.0 - n * kUnitRoundoff); }
 
-// Uniform [-1, 1) in FP32 from the bench LCG (bench_support fill_uniform / ceiling_fill), scaled, then BF16.
+// Uniform [-1, 1) in FP32 from the bench LCG (suite::fill_uniform / ceiling_fill), scaled, then BF16.
 inline std::vector<bf16> bf16_uniform(std::size_t n, std::uint64_t seed, double amplitude = 1.0) {
   std::vector<bf16> out(n);
   std::uint64_t x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -66,7 +66,7 @@ struct Workload {
   std::size_t lse_size() const { return static_cast<std::size_t>(cu_q.back()) * layout.heads; }
 };
 
-// The bench workload of one shape (bench/nsa/generate.h); q_amplitude scales Q before rounding.
+// The bench workload of one shape (workloads/nsa/generate.h); q_amplitude scales Q before rounding.
 inline Workload make_workload(const popper_nsa_shape& s, double q_amplitude = 1.0) {
   popper_nsa_layout lay;
   popper_nsa_layout_of(&s, &lay);

@@ -1,4 +1,4 @@
-// Varlen packing and entry-point checks (contracts/nsa-selection-v1.yaml:
+// Varlen packing and entry-point checks (contracts/nsa/nsa-selection-v1.yaml:
 // FALSIFY-NSA-006, -008): a packed batch gives every sequence exactly its
 // result alone, for every thread count and path; short buffers and malformed
 // cu_seqlens are refused before anything is written.

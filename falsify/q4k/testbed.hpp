@@ -1,6 +1,6 @@
 // Q4_K testbed shared by the falsifiers (falsify/q4k) and the bench
 // (bench/q4k): inputs, the FP64 reference, and the derived bounds of
-// contracts/q4k-gemv-v1.yaml. No GoogleTest here.
+// contracts/q4k/q4k-gemv-v1.yaml. No GoogleTest here.
 //
 //   hand:    |y - y_ref| <= sum_b s_b (1/2 + 2^-30)(1 + u) sum_{i in b} |w_i|
 //                           + (2u + gamma64_{cols+32}) sum_i |w_i| (|x_i| + s_b(i))
@@ -40,7 +40,7 @@ struct Problem {
   std::int64_t cols() const { return w.cols; }
 };
 
-// Deterministic fill in [-1, 1): the LCG of bench/common/bench_support.hpp and ceiling/ceiling_cli.h.
+// Deterministic fill in [-1, 1): the LCG of bench/common/suite.hpp and ceiling/ceiling_cli.h.
 inline void fill_lcg(std::vector<float>& v, std::uint64_t seed) {
   std::uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   for (auto& e : v) {

@@ -1,6 +1,6 @@
 // SAE testbed: seeded random problems for the falsifiers (ragged rows with
 // repeated block indices, planted zero weights and heterogeneous q_i, including 0).
-// The bench draws its inputs with bench/sae/generate.h, shared with the C ceiling.
+// The bench draws its inputs with workloads/sae/generate.h, shared with the C ceiling.
 #pragma once
 #include <cstddef>
 #include <memory>

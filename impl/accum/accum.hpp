@@ -1,4 +1,4 @@
-// Accumulation orders under contract (contracts/accumulation-order-v1.yaml):
+// Accumulation orders under contract (contracts/accum/accumulation-order-v1.yaml):
 // the same FP32 terms t_0..t_{n-1} summed in five orders, u = 2^-24.
 //
 //   Sequential  s = (((t_0 + t_1) + t_2) + ... + t_{n-1})              |E| <= gamma_{n-1} sum|t|

@@ -1,4 +1,4 @@
-// Batched independent K=1 arrow/border solves (contracts/batched-k1-border-v1.yaml).
+// Batched independent K=1 arrow/border solves (contracts/arrow/batched-k1-border-v1.yaml).
 //
 // One atom a: rows i = 0..n_a-1, each with D_i (d x d SPD), B_i (d x k), g_i (d);
 // the border C (k x k) and g_b (k). Ridges rho_t, rho_beta are class-uniform.

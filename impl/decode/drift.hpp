@@ -1,4 +1,4 @@
-// Drift against depth (contracts/multi-backend-parity-v1.yaml, equation
+// Drift against depth (contracts/decode/multi-backend-parity-v1.yaml, equation
 // accumulation_drift): the seed's hypothesis is that per-kernel rounding of
 // about 0.1% compounds, (1.001)^(10 L) for L layers of about 10 kernels, to
 // 32% divergence and cosine ~ -0.005 at 28 layers. Measured here: for each

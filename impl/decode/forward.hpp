@@ -1,6 +1,6 @@
 // The decode forward of the canary (model.hpp gives the formula) over the
 // operations a backend supplies, and the backends of the parity gate
-// (contracts/multi-backend-parity-v1.yaml):
+// (contracts/decode/multi-backend-parity-v1.yaml):
 //
 //   cpu        FP32, every reduction (GEMV rows, RMSNorm, attention scores,
 //              softmax, P.V) summed sequentially: the reference order

@@ -1,4 +1,4 @@
-// llama.cpp as a parity subject (contracts/multi-backend-parity-v1.yaml):
+// llama.cpp as a parity subject (contracts/decode/multi-backend-parity-v1.yaml):
 // popper's C++ API over the pinned libllama (cmake/PopperGgml.cmake), which
 // runs a qwen2 GGUF, unmodified, on one of ggml's devices.
 //

@@ -1,4 +1,4 @@
-// The canary model of the parity gate (contracts/multi-backend-parity-v1.yaml):
+// The canary model of the parity gate (contracts/decode/multi-backend-parity-v1.yaml):
 // a decoder-only transformer in the layout of llama.cpp's "qwen2"
 // architecture, every matrix in Q4_K, the norms and biases in FP32.
 //

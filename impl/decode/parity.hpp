@@ -1,4 +1,4 @@
-// The parity gate (contracts/multi-backend-parity-v1.yaml):
+// The parity gate (contracts/decode/multi-backend-parity-v1.yaml):
 //
 //   multi_backend_parity  cos(forward(b), forward(cpu)) >= tau,  tau = 0.98
 //   backend_priority      select = first(b in [cuda, vulkan, cpu-simd] : available(b) and cos >= tau), else cpu

@@ -1,4 +1,4 @@
-// Fused transformer training kernels (contracts/fused-kernels-v1.yaml): the
+// Fused transformer training kernels (contracts/fused/fused-kernels-v1.yaml): the
 // public API. Notation of the contract: rows = B*S tokens, V vocabulary,
 // H hidden, I intermediate, Hq/Hkv query/key-value heads, D head_dim.
 //

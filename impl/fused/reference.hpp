@@ -1,4 +1,4 @@
-// The oracle of the fused kernels (contracts/fused-kernels-v1.yaml): the
+// The oracle of the fused kernels (contracts/fused/fused-kernels-v1.yaml): the
 // separate computation, step by step, in plain loops with FP64 arithmetic on
 // the FP32 inputs. Outputs are FP64 so a test sees the kernels' own error.
 #pragma once

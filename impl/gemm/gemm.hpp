@@ -1,4 +1,4 @@
-// GEMM under contract (contracts/gemm-v1.yaml):
+// GEMM under contract (contracts/gemm/gemm-v1.yaml):
 //
 //   C = alpha * op(A) * op(B) + beta * C,   op(X) = X or X^T
 //

@@ -1,5 +1,5 @@
 // GGUF (version 3), the file format of llama.cpp / ggml: writer and reader
-// (contracts/q4k-gemv-v1.yaml, GGUF obligations).
+// (contracts/q4k/q4k-gemv-v1.yaml, GGUF obligations).
 //
 //   file   = header kv* tensor_info* pad data
 //   header = "GGUF" u32:version u64:n_tensors u64:n_kv              (little-endian)

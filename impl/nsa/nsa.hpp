@@ -1,4 +1,4 @@
-// NSA selection attention under contract (contracts/nsa-selection-v1.yaml).
+// NSA selection attention under contract (contracts/nsa/nsa-selection-v1.yaml).
 //
 // Notation of the contract: B sequences packed with cu_seqlens_q / cu_seqlens_k;
 // H query heads, G key/value groups, h_g = H / G heads per group, head h in

@@ -1,4 +1,4 @@
-// The oracle of the NSA contract (contracts/nsa-selection-v1.yaml): plain
+// The oracle of the NSA contract (contracts/nsa/nsa-selection-v1.yaml): plain
 // loops in FP64 over the same BF16 inputs, one head at a time.
 //
 //   s_j = (sum_d q_d k_jd) / sqrt(D),  m = max s_j,  lse = m + log sum_j exp(s_j - m),

@@ -1,4 +1,4 @@
-// The physical bound of a Q4_K GEMV (contracts/q4k-gemv-v1.yaml, bandwidth_bound):
+// The physical bound of a Q4_K GEMV (contracts/q4k/q4k-gemv-v1.yaml, bandwidth_bound):
 // it must read W, x and write y, so
 //   t >= bytes / B_read,   bytes = rows*cols/256*144 + 4*cols + 4*rows,
 // with B_read the read bandwidth of the same footprint measured on the same

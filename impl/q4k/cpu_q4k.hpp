@@ -1,4 +1,4 @@
-// Hand tier on the CPU (contracts/q4k-gemv-v1.yaml): Q4_K GEMV with
+// Hand tier on the CPU (contracts/q4k/q4k-gemv-v1.yaml): Q4_K GEMV with
 // on-the-fly dequantization in the integer domain, and a vectorized
 // dequantization.
 //

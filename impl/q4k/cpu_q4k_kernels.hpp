@@ -9,7 +9,7 @@
 
 namespace popper::q4k::cpu::detail {
 
-// Deliberate kernel faults for the mutation tests (contracts/q4k-gemv-v1.yaml
+// Deliberate kernel faults for the mutation tests (contracts/q4k/q4k-gemv-v1.yaml
 // `mutants:`). The driver decides once per call (POPPER_MUTANT is live only in
 // popper_impl_mutants) and passes the value down, so no kernel loop compares strings.
 enum class Mutation : std::uint8_t {

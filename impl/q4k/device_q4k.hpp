@@ -1,8 +1,8 @@
-// Device tiers of the Q4_K GEMV (contracts/q4k-gemv-v1.yaml), declared
+// Device tiers of the Q4_K GEMV (contracts/q4k/q4k-gemv-v1.yaml), declared
 // whether or not Vulkan / CUDA are compiled in.
 //
 //   y_r = sum_i fl(w_{r,i} * x_i)  in FP32, summed in the 32-lane strided
-//         order (accum::Order::Warp32; contracts/accumulation-order-v1.yaml),
+//         order (accum::Order::Warp32; contracts/accum/accumulation-order-v1.yaml),
 //   w = (d*sc_j)*q_i - dmin*m_j as in reference::dequantize_row, no FMA.
 //
 // Decline contract: without a usable device (not compiled, no loader/driver,

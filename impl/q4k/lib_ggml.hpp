@@ -1,4 +1,4 @@
-// llama.cpp (ggml) as Q4_K oracle and vendor library (contracts/q4k-gemv-v1.yaml):
+// llama.cpp (ggml) as Q4_K oracle and vendor library (contracts/q4k/q4k-gemv-v1.yaml):
 // popper's C++ API over the pinned ggml packages (cmake/PopperGgml.cmake).
 //
 //   dequantize_row    = ggml's dequantize_row_q4_K            (libggml-base)

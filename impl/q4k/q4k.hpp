@@ -1,4 +1,4 @@
-// Q4_K under contract (contracts/q4k-gemv-v1.yaml): the GGUF / ggml
+// Q4_K under contract (contracts/q4k/q4k-gemv-v1.yaml): the GGUF / ggml
 // super-block format and the checks every entry point runs first.
 //
 // One block holds 256 weights in 144 bytes (0.5625 B/weight):

@@ -1,4 +1,4 @@
-// The Q4_K oracle (contracts/q4k-gemv-v1.yaml): plain loops straight from the
+// The Q4_K oracle (contracts/q4k/q4k-gemv-v1.yaml): plain loops straight from the
 // format definition in q4k.hpp.
 //
 //   dequantize_row:  w_i = (d * sc_j) * q_i - (dmin * m_j)      FP32, no FMA (bit-exact target)

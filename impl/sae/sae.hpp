@@ -1,4 +1,4 @@
-// Kronecker-factored SAE row operator under contract (contracts/sae-kronecker-v1.yaml).
+// Kronecker-factored SAE row operator under contract (contracts/sae/sae-kronecker-v1.yaml).
 //
 // Per row i the beta Jacobian is never formed; it is
 //

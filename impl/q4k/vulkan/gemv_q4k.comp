@@ -1,6 +1,6 @@
 #version 450
 // Q4_K GEMV y = W x on a Vulkan device, FP32, in the 32-lane strided order of
-// contracts/accumulation-order-v1.yaml (Order::Warp32):
+// contracts/accum/accumulation-order-v1.yaml (Order::Warp32):
 //   lane l (0..31) of the row's workgroup accumulates, in increasing i,
 //     acc_l = (((p_l + p_{l+32}) + p_{l+64}) + ...),   p_i = fl(w_i * x_i)
 //   then a tree: for off = 16, 8, 4, 2, 1: acc_l = acc_l + acc_{l+off} (l < off); y = acc_0.

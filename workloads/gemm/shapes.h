@@ -6,8 +6,8 @@
  * square gate shapes have C rows of at most 2 KiB, where the hand GEMM reads A
  * in place; wide_640 (2.5 KiB rows in f32) takes its packed-A path, so the gate
  * counts both. */
-#ifndef POPPER_BENCH_GEMM_SHAPES_H
-#define POPPER_BENCH_GEMM_SHAPES_H
+#ifndef POPPER_WORKLOADS_GEMM_SHAPES_H
+#define POPPER_WORKLOADS_GEMM_SHAPES_H
 
 struct popper_gemm_shape {
   const char* name;

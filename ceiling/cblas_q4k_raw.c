@@ -7,30 +7,25 @@
  * Rows: family q4k, tier ceiling, backend openblas:<core>, precision f32.
  * Verification: sampled rows against an FP64 product; the label carries
  * max |y - y_ref| / sum |a x|. Timings below the read bound are invalid
- * (ceiling/read_bound.h). Shapes: bench/q4k/shapes.h. */
+ * (ceiling/read_bound.h). Shapes: workloads/q4k/shapes.h. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ceiling_cli.h"
-#include "q4k/shapes.h"
 #include "read_bound.h"
+#include "workloads/q4k/shapes.h"
 
 char* openblas_get_corename(void);
 void openblas_set_num_threads(int);
 
+static const char* shape_name(int i) { return POPPER_Q4K_SHAPES[i].name; }
+
 int main(int argc, char** argv) {
   struct ceiling_args a;
-  const int rc = ceiling_parse_args(argc, argv, &a, "ceiling_cblas_sgemv_raw");
-  if (rc) return rc == 1 ? 0 : 2;
-  const char* names[POPPER_Q4K_SHAPE_COUNT];
-  for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) names[i] = POPPER_Q4K_SHAPES[i].name;
-  if (a.list) {
-    for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) printf("%s\n", names[i]);
-    return 0;
-  }
-  if (ceiling_check_shapes(&a, names, POPPER_Q4K_SHAPE_COUNT, "ceiling_cblas_sgemv_raw")) return 2;
+  const int rc = ceiling_open(argc, argv, "ceiling_cblas_q4k_raw", POPPER_Q4K_SHAPE_COUNT, shape_name, NULL, &a);
+  if (rc >= 0) return rc;
   if (a.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
     printf("# config: %s\n", openblas_get_corename());
     return 0;
@@ -55,7 +50,7 @@ int main(int argc, char** argv) {
     }
     ceiling_fill(A, n, 0, POPPER_Q4K_SEED);
     ceiling_fill(x, (size_t)sh->cols, 0, POPPER_Q4K_SEED + 1);
-    fprintf(stderr, "ceiling_cblas_sgemv_raw: %s, %d thread(s), %s\n", sh->name, a.threads, backend);
+    fprintf(stderr, "ceiling_cblas_q4k_raw: %s, %d thread(s), %s\n", sh->name, a.threads, backend);
     /* The bound first, before OpenBLAS's worker threads run (they spin for a while after a call). */
     const double bytes = 4.0 * (double)n + 4.0 * sh->cols + 4.0 * sh->rows;
     const double bound = ceiling_read_bound(bytes, a.threads, 5);

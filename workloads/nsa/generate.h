@@ -10,13 +10,13 @@
  *         pseudo-random offset (gaps between spans)
  *   data: uniform [-1, 1) (the ceiling_fill / fill_uniform LCG, seeds 1, 2, 3
  *         for Q, K, V), rounded to BF16 to nearest even. */
-#ifndef POPPER_BENCH_NSA_WORKLOAD_H
-#define POPPER_BENCH_NSA_WORKLOAD_H
+#ifndef POPPER_WORKLOADS_NSA_GENERATE_H
+#define POPPER_WORKLOADS_NSA_GENERATE_H
 
 #include <stdint.h>
 #include <string.h>
 
-#include "nsa/shapes.h"
+#include "workloads/nsa/shapes.h"
 
 #define POPPER_NSA_SEQS 4
 #define POPPER_NSA_MANY_SPANS 8

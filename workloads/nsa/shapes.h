@@ -8,8 +8,8 @@
  * sequences of different lengths). Names: <dist>_n<N>_h<H>_d<D>_l<L>; the
  * threshold command reads n, h, d, l back from them. "gate" shapes are small
  * enough for the callgrind gate. The workload itself is in generate.h. */
-#ifndef POPPER_BENCH_NSA_SHAPES_H
-#define POPPER_BENCH_NSA_SHAPES_H
+#ifndef POPPER_WORKLOADS_NSA_SHAPES_H
+#define POPPER_WORKLOADS_NSA_SHAPES_H
 
 struct popper_nsa_shape {
   const char* name;

@@ -4,12 +4,12 @@
  *   weights[i m + s] in [-1, 1)
  *   l[i q p + c p + j] in sqrt(3/p) [-1, 1)  (rows of L_i have norm ~ 1)
  *   x, b in [-1, 1)^(K p) */
-#ifndef POPPER_BENCH_SAE_GENERATE_H
-#define POPPER_BENCH_SAE_GENERATE_H
+#ifndef POPPER_WORKLOADS_SAE_GENERATE_H
+#define POPPER_WORKLOADS_SAE_GENERATE_H
 #include <math.h>
 #include <stddef.h>
 
-#include "sae/shapes.h"
+#include "workloads/sae/shapes.h"
 
 static inline unsigned long long sae_lcg_next(unsigned long long* s) {
   *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;

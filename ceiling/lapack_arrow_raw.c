@@ -1,5 +1,5 @@
 /* Ceiling tier of the arrow family: raw C LAPACKE over the same packed inputs
- * as the arrow bench (bench/arrow/shapes.h + generate.h, fixed-seed PRNG). Each
+ * as the arrow bench (workloads/arrow/shapes.h + generate.h, fixed-seed PRNG). Each
  * atom's dense bordered Hessian H = [[blockdiag(D_i + rho_t I), B], [B^T, C + rho_beta I]]
  * (order [t_0..t_{n-1}, beta]) is assembled and solved with dpotrf + dpotrs,
  * H delta = -g. Atoms are independent problems, so the program does what a C
@@ -16,8 +16,8 @@
 #include <lapacke.h>
 #include <omp.h>
 
-#include "arrow/generate.h"
-#include "arrow/shapes.h"
+#include "workloads/arrow/generate.h"
+#include "workloads/arrow/shapes.h"
 
 static const double kRhoT = 1e-3, kRhoBeta = 1e-3;
 
@@ -94,19 +94,14 @@ static int solve_class(const arrow_inputs* in, int threads) {
   return failures;
 }
 
+static const char* shape_name(int s) { return arrow_shapes[s].name; }
+
 int main(int argc, char** argv) {
-  const char* program = "ceiling_lapack_k1_raw";
+  const char* program = "ceiling_lapack_arrow_raw";
   struct ceiling_args args;
-  const char* names[64];
-  int s, rc;
-  for (s = 0; s < arrow_shape_count && s < 64; ++s) names[s] = arrow_shapes[s].name;
-  rc = ceiling_parse_args(argc, argv, &args, program);
-  if (rc) return rc == 1 ? 0 : 2;
-  if (ceiling_check_shapes(&args, names, arrow_shape_count, program)) return 2;
-  if (args.list) {
-    for (s = 0; s < arrow_shape_count; ++s) printf("%s\n", arrow_shapes[s].name);
-    return 0;
-  }
+  int s;
+  const int rc = ceiling_open(argc, argv, program, arrow_shape_count, shape_name, NULL, &args);
+  if (rc >= 0) return rc;
   if (args.probe) {
     printf("# config: %s\n", openblas_get_corename());
     return 0;

@@ -1,12 +1,12 @@
 /* Shapes of the arrow (batched K=1 border solve) family: the one list shared
  * by bench_arrow (Google Benchmark: reference, wrapped, hand tiers) and
- * ceiling_lapack_k1_raw (raw C LAPACKE). Valid C11 and C++20.
+ * ceiling_lapack_arrow_raw (raw C LAPACKE). Valid C11 and C++20.
  *
  * A shape is a color class of `atoms` independent atoms; atom a's row count
  * n_a is drawn uniformly from [rows_min, rows_max] by generate.h's fixed-seed
  * PRNG, with row dimension d and border dimension k for every atom. */
-#ifndef POPPER_BENCH_ARROW_SHAPES_H
-#define POPPER_BENCH_ARROW_SHAPES_H
+#ifndef POPPER_WORKLOADS_ARROW_SHAPES_H
+#define POPPER_WORKLOADS_ARROW_SHAPES_H
 
 typedef struct arrow_shape {
   const char* name;

@@ -6,7 +6,7 @@
  *   apply: y = A x (dsymv, A formed once, untimed)
  *   solve: form A + dpotrf + dpotrs, timed as one route
  *
- * Same shapes (bench/sae/shapes.h) and inputs (bench/sae/generate.h) as
+ * Same shapes (workloads/sae/shapes.h) and inputs (workloads/sae/generate.h) as
  * bench_sae; declines a shape above the same memory/flop budgets (stderr).
  * Arguments, timing and CSV rows: ceiling_cli.h. The dense matrix is one
  * problem, so OpenBLAS itself runs --threads threads. The backend column
@@ -16,8 +16,8 @@
 #include <cblas.h>
 #include <lapacke.h>
 
-#include "sae/generate.h"
-#include "sae/shapes.h"
+#include "workloads/sae/generate.h"
+#include "workloads/sae/shapes.h"
 
 typedef struct problem {
   size_t n, K, p, m, q, dim;
@@ -89,18 +89,13 @@ static void form(const problem* pr, double* a, double* z, double* mm) {
   }
 }
 
+static const char* shape_name(int s) { return sae_shapes[s].name; }
+
 int main(int argc, char** argv) {
-  const char* program = "ceiling_lapack_sae_dense_raw";
+  const char* program = "ceiling_lapack_sae_raw";
   struct ceiling_args args;
-  const char* names[64];
-  for (int s = 0; s < sae_shape_count && s < 64; ++s) names[s] = sae_shapes[s].name;
-  const int rc = ceiling_parse_args(argc, argv, &args, program);
-  if (rc) return rc == 1 ? 0 : 2;
-  if (ceiling_check_shapes(&args, names, sae_shape_count, program)) return 2;
-  if (args.list) {
-    for (int s = 0; s < sae_shape_count; ++s) printf("%s\n", sae_shapes[s].name);
-    return 0;
-  }
+  const int rc = ceiling_open(argc, argv, program, sae_shape_count, shape_name, NULL, &args);
+  if (rc >= 0) return rc;
   if (args.probe) {
     printf("# config: %s\n", openblas_get_corename());
     return 0;

@@ -6,14 +6,14 @@
  * B_i ~ s U(-1,1) with s = 1/sqrt(max(1,n_a) d k), g_i ~ U(-1,1); C = 2I + E with
  * |E_jl| <= 1/(4k), g_b ~ U(-1,1) — SPD with kappa(H) <= ~40 (see the falsify testbed).
  * Layout: the BatchedK1Pack CSR arrays (column-major blocks, no padding). */
-#ifndef POPPER_BENCH_ARROW_GENERATE_H
-#define POPPER_BENCH_ARROW_GENERATE_H
+#ifndef POPPER_WORKLOADS_ARROW_GENERATE_H
+#define POPPER_WORKLOADS_ARROW_GENERATE_H
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "arrow/shapes.h"
+#include "workloads/arrow/shapes.h"
 
 typedef struct arrow_inputs {
   int atoms;

@@ -4,8 +4,8 @@
  * 16 Q / 4 KV heads, head_dim 64, I = 4096, V = 32768) plus a 128K-vocabulary
  * CE case (1024 tokens, so one logits tensor stays 512 MiB); "gate" shapes are
  * small enough for the callgrind instruction-count gate. */
-#ifndef POPPER_BENCH_FUSED_SHAPES_H
-#define POPPER_BENCH_FUSED_SHAPES_H
+#ifndef POPPER_WORKLOADS_FUSED_SHAPES_H
+#define POPPER_WORKLOADS_FUSED_SHAPES_H
 
 enum popper_fused_kernel {
   POPPER_FUSED_CE,       /* cross-entropy forward + backward */

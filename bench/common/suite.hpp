@@ -12,15 +12,17 @@
 //    over N calls it runs N + floor(N f) of them. The extra work is the
 //    kernel itself, so it scales with the kernel in every family and thread
 //    configuration (N = 4 or 8 gate iterations makes f = 0.25 exact).
+//  - run_suite(argc, argv, backends): the end of every suite's main.
 #pragma once
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
-namespace popper::bench_support {
+namespace popper::suite {
 
 // Written by each wrapper with its own value: the bodies differ, so the
 // compiler's identical-code folding cannot merge the three into one symbol
@@ -75,4 +77,22 @@ void fill_uniform(std::vector<T>& v, std::uint64_t seed) {
   }
 }
 
-}  // namespace popper::bench_support
+// The backend a tier's rows ran on, as the suite reports it ("openblas:Haswell", "cpu:avx2").
+struct TierBackend {
+  const char* tier;  // hand | wrapped | reference | ...
+  std::string backend;
+};
+
+// The end of every suite's main: each tier's backend goes into the JSON
+// context as popper_backend_<tier> (the bench tooling reads it), then Google
+// Benchmark runs what the suite registered. Returns main's exit code.
+inline int run_suite(int argc, char** argv, std::initializer_list<TierBackend> backends) {
+  for (const TierBackend& b : backends) benchmark::AddCustomContext(std::string("popper_backend_") + b.tier, b.backend);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace popper::suite

@@ -1,11 +1,11 @@
 /* Q4_K GEMV benchmark shapes: the one list shared by bench/q4k (C++20) and the
- * ceilings ceiling/ggml_q4k_raw.c and ceiling/cblas_sgemv_raw.c (C11).
+ * ceilings ceiling/ggml_q4k_raw.c and ceiling/cblas_q4k_raw.c (C11).
  * y = W x, W rows x cols in Q4_K (0.5625 B/weight), x and y FP32.
  * "gate" shapes are small enough for the callgrind gate; "full" shapes are
  * decode-sized: Llama-7B attention and FFN rows, issue 18's 16384 x 4096
  * (37.7 MB of weights) and twice that, both above a 32 MiB last-level cache. */
-#ifndef POPPER_BENCH_Q4K_SHAPES_H
-#define POPPER_BENCH_Q4K_SHAPES_H
+#ifndef POPPER_WORKLOADS_Q4K_SHAPES_H
+#define POPPER_WORKLOADS_Q4K_SHAPES_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,8 +7,8 @@
  * op = apply: y = (sum_i S_i + rho I) x; op = solve: the reduced Schur solve.
  * The dense route stores (K p)^2 doubles and declines above its memory budget
  * (and, for solve, above its flop budget); apply_p2048/p5120 are beyond it. */
-#ifndef POPPER_BENCH_SAE_SHAPES_H
-#define POPPER_BENCH_SAE_SHAPES_H
+#ifndef POPPER_WORKLOADS_SAE_SHAPES_H
+#define POPPER_WORKLOADS_SAE_SHAPES_H
 
 enum { SAE_OP_APPLY = 0, SAE_OP_SOLVE = 1 };
 

@@ -10,8 +10,8 @@
  * Each way returns the wrapping sum of p[0 .. n - n % 32) as 64-bit words
  * (the same sum for every way), so the reads cannot be optimised away.
  * Header-only (static functions), C11 and C++. */
-#ifndef POPPER_BENCH_READ_SUM_H
-#define POPPER_BENCH_READ_SUM_H
+#ifndef POPPER_WORKLOADS_READ_SUM_H
+#define POPPER_WORKLOADS_READ_SUM_H
 
 #include <immintrin.h>
 #include <stddef.h>
