@@ -3,7 +3,8 @@
 // GCC's vector extensions give __m256d the +,-,*,/ operators, so the body's
 // operation order is the scalar one lane by lane; sqrt and div are IEEE
 // correctly rounded and contraction is off (impl.cmake), hence bit parity
-// with the Structured path and the device.
+// with the Structured path and the device. The group around the body (its
+// dispatch on d and its status) is hand_group_simd.inl, shared with AVX-512.
 #include <immintrin.h>
 
 #include <cfloat>
@@ -21,6 +22,9 @@ namespace {
 struct Avx2Lane {
   using V = __m256d;
   using M = __m256d;  // all-ones / all-zeros per lane
+  static constexpr int width = 4;
+  static V loadu(const double* p) { return _mm256_loadu_pd(p); }
+  static void storeu(double* p, V v) { _mm256_storeu_pd(p, v); }
   static V splat(double x) { return _mm256_set1_pd(x); }
   static V sqrt(V x) { return _mm256_sqrt_pd(x); }
   static M pivot_ok(V a) {
@@ -45,14 +49,7 @@ struct Avx2Lane {
   }
 };
 
-template <int DF>
-ArrowAtomStatus<__m256d> run(const HandGroupArgs& a) {
-  auto cv = [](const double* p) { return reinterpret_cast<const __m256d*>(p); };
-  auto mv = [](double* p) { return reinterpret_cast<__m256d*>(p); };
-  ArrowAtomArgs<__m256d> args{a.rows, a.d, a.k, cv(a.D), cv(a.B), cv(a.g), cv(a.C), cv(a.gb),
-                              _mm256_loadu_pd(a.lane_rows), mv(a.L), mv(a.S), mv(a.r), mv(a.dt), mv(a.dbeta)};
-  return arrow_atom_solve<Avx2Lane, DF>(args, a.rho_t, a.rho_beta);
-}
+#include "impl/arrow/hand_group_simd.inl"
 
 // out[j] lane i = r[i] lane j.
 [[gnu::always_inline]] inline void transpose4(const __m256d r[4], __m256d out[4]) {
@@ -99,19 +96,6 @@ unsigned deinterleave_avx2(const double* src, std::size_t n, double* const* to) 
   return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(probe, probe, _CMP_UNORD_Q)));
 }
 
-void hand_group_avx2(const HandGroupArgs& a) {
-  ArrowAtomStatus<__m256d> st;
-  switch (a.d) {
-    case 1: st = run<1>(a); break;
-    case 2: st = run<2>(a); break;
-    case 3: st = run<3>(a); break;
-    case 4: st = run<4>(a); break;
-    default: st = run<0>(a); break;
-  }
-  _mm256_storeu_pd(a.status + 0, st.det_mant);
-  _mm256_storeu_pd(a.status + 4, st.det_exp);
-  _mm256_storeu_pd(a.status + 8, st.fail_row);
-  _mm256_storeu_pd(a.status + 12, st.schur_failed);
-}
+void hand_group_avx2(const HandGroupArgs& a) { simd_hand_group<Avx2Lane>(a); }
 
 }  // namespace popper::arrow

@@ -4,7 +4,8 @@
 // operation order is the scalar one lane by lane, sqrt and div are IEEE
 // correctly rounded and contraction is off (impl.cmake); frexp is
 // getmant/getexp, exact for the positive normal pivots it sees. Hence bit
-// parity with the Structured path, the AVX2 group and the device.
+// parity with the Structured path, the AVX2 group and the device. The group
+// around the body (its dispatch on d and its status) is hand_group_simd.inl.
 #include <immintrin.h>
 
 #include <cfloat>
@@ -22,6 +23,9 @@ namespace {
 struct Avx512Lane {
   using V = __m512d;
   using M = __mmask8;
+  static constexpr int width = 8;
+  static V loadu(const double* p) { return _mm512_loadu_pd(p); }
+  static void storeu(double* p, V v) { _mm512_storeu_pd(p, v); }
   static V splat(double x) { return _mm512_set1_pd(x); }
   // The zero-masked forms (all lanes on) compute the same values; GCC 12's
   // unmasked intrinsics start from an undefined register (-Wmaybe-uninitialized).
@@ -42,14 +46,7 @@ struct Avx512Lane {
   }
 };
 
-template <int DF>
-ArrowAtomStatus<__m512d> run(const HandGroupArgs& a) {
-  auto cv = [](const double* p) { return reinterpret_cast<const __m512d*>(p); };
-  auto mv = [](double* p) { return reinterpret_cast<__m512d*>(p); };
-  ArrowAtomArgs<__m512d> args{a.rows, a.d, a.k, cv(a.D), cv(a.B), cv(a.g), cv(a.C), cv(a.gb),
-                              _mm512_loadu_pd(a.lane_rows), mv(a.L), mv(a.S), mv(a.r), mv(a.dt), mv(a.dbeta)};
-  return arrow_atom_solve<Avx512Lane, DF>(args, a.rho_t, a.rho_beta);
-}
+#include "impl/arrow/hand_group_simd.inl"
 
 // out[j] lane i = r[i] lane j. Masked forms with every lane on, as in
 // Avx512Lane (GCC 12, -Wmaybe-uninitialized).
@@ -105,19 +102,6 @@ unsigned deinterleave_avx512(const double* src, std::size_t n, double* const* to
   return bad;
 }
 
-void hand_group_avx512(const HandGroupArgs& a) {
-  ArrowAtomStatus<__m512d> st;
-  switch (a.d) {
-    case 1: st = run<1>(a); break;
-    case 2: st = run<2>(a); break;
-    case 3: st = run<3>(a); break;
-    case 4: st = run<4>(a); break;
-    default: st = run<0>(a); break;
-  }
-  _mm512_storeu_pd(a.status + 0, st.det_mant);
-  _mm512_storeu_pd(a.status + 8, st.det_exp);
-  _mm512_storeu_pd(a.status + 16, st.fail_row);
-  _mm512_storeu_pd(a.status + 24, st.schur_failed);
-}
+void hand_group_avx512(const HandGroupArgs& a) { simd_hand_group<Avx512Lane>(a); }
 
 }  // namespace popper::arrow
