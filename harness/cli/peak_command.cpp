@@ -12,6 +12,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "bench/device_peak.hpp"
 #include "bench/machine.hpp"
 #include "bench/peak.hpp"
 #include "bench/vendors.hpp"
@@ -33,13 +34,17 @@ void add_peak_command(CLI::App& app, int& exit_code) {
   auto refresh = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);
   auto no_vendors = std::make_shared<bool>(false);
+  auto device = std::make_shared<bool>(false);
   auto source_dir = std::make_shared<std::string>(".");
   cmd->add_option("--cache", *cache, "cache file (default <build>/peak.json)");
   cmd->add_flag("--refresh", *refresh, "measure again even when the cache matches this machine");
   cmd->add_flag("--json", *json, "print the cached JSON instead of the table");
   cmd->add_flag("--no-vendors", *no_vendors, "skip the ceiling vendor check (OpenBLAS core types, BLIS sub-configurations)");
+  cmd->add_flag("--device", *device,
+                "also the CUDA device's ceilings: FP32 FMA, cuBLAS f32/tf32/f16/bf16 GEMM, copy and triad bandwidth "
+                "(cached in <build>/peak-device.json; exit 2 without a device, with the reason)");
   cmd->add_option("--source-dir", *source_dir, "repository root (bench/gemm/family.yaml names the vendors)");
-  cmd->callback([cache, refresh, json, no_vendors, source_dir, &exit_code] {
+  cmd->callback([cache, refresh, json, no_vendors, device, source_dir, &exit_code] {
     try {
       const std::string path = cache->empty() ? default_build_dir() + "/peak.json" : *cache;
       const auto machine = bench::probe_machine();
@@ -53,6 +58,12 @@ void add_peak_command(CLI::App& app, int& exit_code) {
         const auto plan = bench::cached_vendor_check(*source_dir, build.empty() ? "." : build, machine, *refresh,
                                                      [](const std::string& s) { std::cerr << s << "\n"; });
         std::cout << "\n" << bench::format_vendor_check(plan);
+      }
+      if (*device) {
+        const std::string build = std::filesystem::path(path).parent_path().string();
+        const auto d = bench::cached_or_measured_device_peak(build.empty() ? "." : build, machine.gpu, *refresh,
+                                                             [](const std::string& s) { std::cerr << s << "\n"; });
+        std::cout << "\n" << bench::format_device_peak(d);
       }
     } catch (const Error& e) {
       std::cerr << "popper peak: " << e.what() << "\n";
