@@ -126,26 +126,26 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-008", [](const popper::Params&) {
   reg.add({BindingKind::Falsifier, "FALSIFY-PROBE-NEEDS", [](const Params&) {}, __FILE__, __LINE__});
   reg.add({BindingKind::Falsifier, "KANI-PROBE-WRONG-MACRO", [](const Params&) {}, __FILE__, __LINE__});
 
-  const PreparedCall bound = prepare_bound(c, "FALSIFY-PROBE-BOUND", reg);
+  const PreparedCall bound = prepare_bound(c, "FALSIFY-PROBE-BOUND", DeviceRule::DeclineSkips, reg);
   ASSERT_TRUE(bound.ready());
   bound.binding->fn(bound.params);
   EXPECT_TRUE(ran);
 
-  const PreparedCall unbound = prepare_bound(c, "FALSIFY-PROBE-UNBOUND", reg);
+  const PreparedCall unbound = prepare_bound(c, "FALSIFY-PROBE-UNBOUND", DeviceRule::DeclineSkips, reg);
   EXPECT_FALSE(unbound.ready());
   EXPECT_EQ(unbound.outcome, Outcome::Unbound);
   EXPECT_EQ(unbound.reason.rfind("UNBOUND", 0), 0u) << unbound.reason;
 
-  const PreparedCall needs = prepare_bound(c, "FALSIFY-PROBE-NEEDS", reg);
+  const PreparedCall needs = prepare_bound(c, "FALSIFY-PROBE-NEEDS", DeviceRule::DeclineSkips, reg);
   EXPECT_FALSE(needs.ready());
   EXPECT_EQ(needs.outcome, Outcome::Skipped);
   EXPECT_NE(needs.reason.find("no-such-device"), std::string::npos) << needs.reason;
 
-  const PreparedCall wrong = prepare_bound(c, "KANI-PROBE-WRONG-MACRO", reg);
+  const PreparedCall wrong = prepare_bound(c, "KANI-PROBE-WRONG-MACRO", DeviceRule::DeclineSkips, reg);
   EXPECT_FALSE(wrong.ready());
   EXPECT_EQ(wrong.outcome, Outcome::Failed);
 
-  const PreparedCall missing = prepare_bound(c, "FALSIFY-NOT-IN-CONTRACT", reg);
+  const PreparedCall missing = prepare_bound(c, "FALSIFY-NOT-IN-CONTRACT", DeviceRule::DeclineSkips, reg);
   EXPECT_EQ(missing.outcome, Outcome::Failed);
 
   // The audit counts none of the non-passes as coverage.

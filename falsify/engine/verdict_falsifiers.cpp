@@ -54,27 +54,42 @@ IdResult passed_with(std::initializer_list<const char*> tags) {
 POPPER_FALSIFIER("FALSIFY-ENGINE-012", [](const popper::Params&) {
   // Device requirement judged on evidence.
   const std::vector<std::string> cuda = {"cuda"};
-  auto j = judge_evidence(Outcome::Passed, "", cuda, evidence({"cpu:avx2"}, {"cuda: no CUDA device"}));
+  const auto skips = DeviceRule::DeclineSkips;  // the default rule
+  auto j = judge_evidence(Outcome::Passed, "", cuda, evidence({"cpu:avx2"}, {"cuda: no CUDA device"}), skips);
   EXPECT_EQ(j.outcome, Outcome::Skipped) << j.reason;
   EXPECT_NE(j.reason.find("requires cuda"), std::string::npos) << j.reason;
   EXPECT_NE(j.reason.find("declined"), std::string::npos) << j.reason;
-  j = judge_evidence(Outcome::Passed, "", cuda, evidence({}));
+  j = judge_evidence(Outcome::Passed, "", cuda, evidence({}), skips);
   EXPECT_EQ(j.outcome, Outcome::Skipped) << "no evidence at all is no device evidence";
-  j = judge_evidence(Outcome::Passed, "", cuda, evidence({"cuda:sm_90"}));
+  j = judge_evidence(Outcome::Passed, "", cuda, evidence({"cuda:sm_90"}), skips);
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
-  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"vulkan:llvmpipe", "cpu:avx512"}));
+  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"vulkan:llvmpipe", "cpu:avx512"}), skips);
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
-  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-vulkan:llvmpipe"}));  // llama.cpp on the device
+  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-vulkan:llvmpipe"}), skips);  // llama.cpp on the device
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
-  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-cpu:zen4", "cpu:avx512"}));
+  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-cpu:zen4", "cpu:avx512"}), skips);
   EXPECT_EQ(j.outcome, Outcome::Skipped) << "another runtime's CPU work is no Vulkan evidence";
   EXPECT_FALSE(device_ran("vulkan", "-vulkan:x"));
   EXPECT_FALSE(device_ran("vulkan", "ggml-vulkanx:x"));
   EXPECT_FALSE(device_ran("cuda", "cpu:x-cuda"));
-  j = judge_evidence(Outcome::Passed, "", {"avx2"}, evidence({}));  // a CPU feature is not a device
+  j = judge_evidence(Outcome::Passed, "", {"avx2"}, evidence({}), skips);  // a CPU feature is not a device
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
-  j = judge_evidence(Outcome::Failed, "boom", cuda, evidence({"cpu:avx2"}));
+  j = judge_evidence(Outcome::Failed, "boom", cuda, evidence({"cpu:avx2"}), skips);
   EXPECT_EQ(j.outcome, Outcome::Failed) << "a failure stays a failure";
+  // make gpu-check's rule, passed in (never read from the environment here):
+  // a decline or missing device evidence fails; device evidence alone passes.
+  const auto fails = DeviceRule::DeclineFails;
+  j = judge_evidence(Outcome::Passed, "", cuda, evidence({"cpu:avx2"}, {"cuda: no CUDA device"}), fails);
+  EXPECT_EQ(j.outcome, Outcome::Failed) << j.reason;
+  j = judge_evidence(Outcome::Passed, "", cuda, evidence({}), fails);
+  EXPECT_EQ(j.outcome, Outcome::Failed) << "no device evidence under gpu-check";
+  j = judge_evidence(Outcome::Passed, "", cuda, evidence({"cuda:sm_90"}), fails);
+  EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
+  j = judge_evidence(Outcome::Passed, "", {}, evidence({"cuda:sm_90", "cpu:avx2"}, {"cuda: shape not admitted"}), fails);
+  EXPECT_EQ(j.outcome, Outcome::Failed) << "any decline fails under gpu-check, required or not";
+  EXPECT_NE(j.reason.find("declined"), std::string::npos) << j.reason;
+  j = judge_evidence(Outcome::Passed, "", {}, evidence({"cuda:sm_90", "cpu:avx2"}, {"cuda: shape not admitted"}), skips);
+  EXPECT_EQ(j.outcome, Outcome::Passed) << "a decline of a test that requires no device is no failure by default";
   EXPECT_FALSE(backend_matches("cuda", "cudax:1"));
   EXPECT_TRUE(backend_matches("cpu", "cpu:avx2"));
   EXPECT_FALSE(backend_matches("cpu:avx2", "cpu:avx512"));

@@ -6,7 +6,7 @@ namespace popper {
 
 // Order matters: a missing binding is UNBOUND whatever the test requires, so a
 // deleted binding of a `requires: [cuda]` test can never hide as a skip.
-PreparedCall prepare_bound(const Contract& c, const std::string& id, const Registry& registry) {
+PreparedCall prepare_bound(const Contract& c, const std::string& id, DeviceRule rule, const Registry& registry) {
   PreparedCall call;
   const FalsificationTest* test = c.find_test(id);
   const KaniHarness* harness = c.find_harness(id);
@@ -35,7 +35,7 @@ PreparedCall prepare_bound(const Contract& c, const std::string& id, const Regis
     const CapabilityStatus s = capability(cap);
     if (!s.available) {
       // make gpu-check: a device the test needs must be there.
-      call.outcome = device_required() && is_device_capability(cap) ? Outcome::Failed : Outcome::Skipped;
+      call.outcome = rule == DeviceRule::DeclineFails && is_device_capability(cap) ? Outcome::Failed : Outcome::Skipped;
       call.reason = "requires " + cap + ": " + s.reason;
       return call;
     }
@@ -52,9 +52,10 @@ PreparedCall prepare_bound(const Contract& c, const std::string& id, const Regis
 namespace popper {
 
 RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
-                         const std::vector<std::string>& requires_, const Evidence& ev) {
+                         const std::vector<std::string>& requires_, const Evidence& ev, DeviceRule rule) {
+  const bool device_required = rule == DeviceRule::DeclineFails;
   if (body_outcome != Outcome::Passed) return {body_outcome, body_reason};
-  if (device_required() && !ev.declines.empty())
+  if (device_required && !ev.declines.empty() && !POPPER_MUTANT("evidence-decline-passes-when-required"))
     return {Outcome::Failed, "a device path declined while POPPER_REQUIRE_DEVICE=1: " + ev.declines.front()};
   for (const auto& cap : requires_) {
     if (!is_device_capability(cap)) continue;
@@ -65,7 +66,7 @@ RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
     for (const auto& d : ev.declines)
       if (d.rfind(cap + ":", 0) == 0) why = "requires " + cap + ": declined (" + d.substr(cap.size() + 2) + ")";
     if (ev.backends.empty()) why += "; no backend evidence was recorded";
-    return {device_required() ? Outcome::Failed : Outcome::Skipped, why};
+    return {device_required ? Outcome::Failed : Outcome::Skipped, why};
   }
   return {Outcome::Passed, body_reason};
 }

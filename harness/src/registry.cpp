@@ -185,7 +185,7 @@ std::string execution_site() {
 }
 
 bool forced_paths_allowed() { return !env_is("POPPER_DISPATCH", "auto"); }
-bool device_required() { return env_is("POPPER_REQUIRE_DEVICE", "1"); }
+DeviceRule device_rule() { return env_is("POPPER_REQUIRE_DEVICE", "1") ? DeviceRule::DeclineFails : DeviceRule::DeclineSkips; }
 bool is_device_capability(const std::string& name) { return name == "cuda" || name == "vulkan"; }
 
 bool backend_matches(const std::string& want, const std::string& tag) {

@@ -67,7 +67,8 @@ RunResult run_loaded(const Loaded& loaded, const std::string& contract_name, con
     record(id, Outcome::Failed, "contract does not validate", {});
     return {Outcome::Failed, "contract does not validate"};
   }
-  PreparedCall call = prepare_bound(loaded.contract, id);
+  const DeviceRule rule = device_rule();
+  PreparedCall call = prepare_bound(loaded.contract, id, rule);
   if (!call.ready()) {
     record(id, call.outcome, call.reason, {});
     if (call.outcome == Outcome::Failed)
@@ -92,7 +93,8 @@ RunResult run_loaded(const Loaded& loaded, const std::string& contract_name, con
       if (info->result()->GetTestPartResult(i).skipped()) reason = info->result()->GetTestPartResult(i).message();
   const Evidence ev = take_evidence();
   const RunResult judged =
-      judge_evidence(failed ? Outcome::Failed : skipped ? Outcome::Skipped : Outcome::Passed, reason, call.requires_, ev);
+      judge_evidence(failed ? Outcome::Failed : skipped ? Outcome::Skipped : Outcome::Passed, reason, call.requires_, ev,
+                     rule);
   record(id, judged.outcome, judged.reason, ev);
   if (!failed && judged.outcome == Outcome::Failed) ADD_FAILURE() << judged.reason;
   if (!skipped && judged.outcome == Outcome::Skipped) skip_with(judged.reason);

@@ -123,7 +123,7 @@ enum class Dispatch { Auto, Forced };
 const char* to_string(Dispatch how);  // "auto" | "forced"
 void record_backend(const std::string& tag, Dispatch how = Dispatch::Auto);
 // A device entry that declined to the CPU. Never evidence for the device;
-// with POPPER_REQUIRE_DEVICE=1 (make gpu-check) it fails the test.
+// under DeviceRule::DeclineFails (make gpu-check) it fails the test.
 void record_decline(const std::string& device, const std::string& reason);
 
 struct BackendEvidence {
@@ -144,8 +144,13 @@ std::string execution_site();
 // by themselves: true by default; false when POPPER_DISPATCH=auto (the
 // CPU-matrix legs, so each leg proves exactly its own CPU's path).
 bool forced_paths_allowed();
-// POPPER_REQUIRE_DEVICE=1: declines and unmet device requirements fail.
-bool device_required();
+// What a decline means to a verdict: a skip (the default), or a failure
+// (make gpu-check, POPPER_REQUIRE_DEVICE=1). Verdict functions take it as an
+// argument; only the test runner reads the variable (device_rule()), so unit
+// tests of the verdict logic judge the same way under gpu-check.
+enum class DeviceRule { DeclineSkips, DeclineFails };
+// DeclineFails when POPPER_REQUIRE_DEVICE=1, else DeclineSkips.
+DeviceRule device_rule();
 // Capabilities that name a device: a test requiring one needs evidence from it.
 bool is_device_capability(const std::string& name);
 // Does evidence tag `tag` satisfy the backend requirement `want`? ("cuda"
@@ -173,7 +178,7 @@ struct Contract;
 // Resolves `id` in a loaded contract without running anything, in this
 // order: Failed (not in the contract), Unbound (no registration; the reason
 // starts with "UNBOUND"), Failed (bound with the wrong macro), Skipped (an
-// unmet `requires`; Failed for a device under POPPER_REQUIRE_DEVICE=1), or
+// unmet `requires`; Failed for a device under DeviceRule::DeclineFails), or
 // ready to run (binding != nullptr, outcome Passed until it runs).
 struct PreparedCall {
   Outcome outcome = Outcome::Failed;
@@ -186,11 +191,12 @@ struct PreparedCall {
 
 // After the body ran: the verdict the evidence allows. A pass of a test that
 // requires a device but recorded no evidence from it becomes Skipped ("ran
-// on a decline"), or Failed when a device is required; a recorded decline
-// fails under POPPER_REQUIRE_DEVICE=1.
+// on a decline"), or Failed under DeviceRule::DeclineFails, where a recorded
+// decline fails too.
 RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
-                         const std::vector<std::string>& requires_, const Evidence& ev);
-PreparedCall prepare_bound(const Contract& c, const std::string& id, const Registry& registry = Registry::instance());
+                         const std::vector<std::string>& requires_, const Evidence& ev, DeviceRule rule);
+PreparedCall prepare_bound(const Contract& c, const std::string& id, DeviceRule rule,
+                           const Registry& registry = Registry::instance());
 
 // A contract compiled into the test binary by `popper scaffold`: the file name
 // it came from (for diagnostics) and its text. A test binary built this way
