@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "impl/common/cpu_features.hpp"
 #include "impl/common/device.hpp"
@@ -239,22 +240,112 @@ POPPER_FALSIFIER("FALSIFY-FUSED-021", [](const popper::Params& p) {
   record(ra, Isa::Auto);
 });
 
+// The device kernels against the FP64 references with the CPU kernels'
+// derived bounds, on inputs that make a device fault visible: CE rows whose
+// logits reach +-100 (exp overflows FP32 without the row-max shift), a row
+// with one dominant logit (loss ~ 0: a wrong max or label index shows), a
+// vocabulary that is no multiple of the 256-thread block and spans many
+// strides; RMSNorm, SwiGLU, RoPE and attention on ragged sizes. Runs only
+// with a device (requires: [cuda]).
 POPPER_FALSIFIER("FALSIFY-FUSED-020", [](const popper::Params& p) {
-  // Runs only with a device (requires: [cuda]); bounds as for the CPU kernels.
-  CrossEntropyShape s;
-  s.rows = 6, s.vocab = 1000;
-  const auto x = tb::uniform(6000, -8, 8, p.seed());
-  const auto y = tb::labels(6, 1000, 2);
-  std::vector<float> l(6), e(6), g(6000);
-  std::vector<double> lr(6), er(6), gr(6000);
-  const auto r = cuda::cross_entropy(s, x, y, l, e, g);
-  reference::cross_entropy(s, x, y, lr, er, gr);
-  for (std::size_t i = 0; i < 6; ++i) {
-    const auto b = tb::ce_bound(x.data() + i * 1000, 1000, 1000, lr[i], er[i]);
-    EXPECT_LE(std::fabs(l[i] - lr[i]), 64 * b.loss) << "device CE loss row " << i;  // device sums in 256-thread trees
+  auto note = [](const RunInfo& r) { record(r, Isa::Auto); };  // a decline is never device evidence
+  {
+    CrossEntropyShape s;
+    s.rows = 5, s.vocab = 5003;  // 19 strides of 256 and a ragged tail
+    const std::size_t V = static_cast<std::size_t>(s.vocab);
+    std::vector<float> x = tb::uniform(5 * V, -100, 100, p.seed());
+    const auto tail = tb::uniform(V, -2, 2, p.seed() + 1);
+    std::copy(tail.begin(), tail.end(), x.begin() + static_cast<std::ptrdiff_t>(3 * V));  // row 3: dominant logit
+    std::vector<std::int64_t> y = tb::labels(5, s.vocab, 2);
+    y[3] = 4999;
+    x[3 * V + 4999] = 120.0f;
+    const auto moderate = tb::uniform(V, -8, 8, p.seed() + 2);  // row 4: the moderate case
+    std::copy(moderate.begin(), moderate.end(), x.begin() + static_cast<std::ptrdiff_t>(4 * V));
+    std::vector<float> l(5), e(5), g(5 * V);
+    std::vector<double> lr(5), er(5), gr(5 * V);
+    const auto r = cuda::cross_entropy(s, x, y, l, e, g);
+    reference::cross_entropy(s, x, y, lr, er, gr);
+    // A block tree of 256 threads over V/256 strided terms each: no deeper than
+    // the CPU's chunked sum (ce_depth with chunk = V), so the CPU bound holds.
+    for (std::size_t i = 0; i < 5; ++i) {
+      const auto b = tb::ce_bound(x.data() + i * V, s.vocab, s.vocab, lr[i], er[i]);
+      EXPECT_TRUE(std::isfinite(l[i]) && std::isfinite(e[i])) << "device CE row " << i << ": loss " << l[i];
+      EXPECT_LE(std::fabs(l[i] - lr[i]), b.loss) << "device CE loss row " << i;
+      EXPECT_LE(std::fabs(e[i] - er[i]), b.lse) << "device CE lse row " << i;
+      // Probabilities below FP32's smallest normal (e^-120 in row 3, e^-200 in
+      // rows 0-2) may be flushed to zero (the CPU's exp2 does): that much
+      // absolute error is representation, not a fault.
+      const double floor = std::numeric_limits<float>::min();
+      tb::Worst wg;
+      for (std::size_t j = 0; j < V; ++j) {
+        const double pj = std::exp(static_cast<double>(x[i * V + j]) - er[i]);
+        wg.see(std::fabs(g[i * V + j] - gr[i * V + j]), pj * b.grad_rel + tb::kU * std::fabs(gr[i * V + j]) + floor, j);
+      }
+      EXPECT_TRUE(wg.ok) << "device CE gradient row " << i << ": " << wg.text();
+    }
+    note(r.run);
   }
-  if (r.run.declined) popper::record_decline("cuda", r.run.decline_reason);
-  else popper::record_backend(popper::device::cuda_status().usable() ? "cuda" : "cpu");
+  {
+    const RmsNormShape ns{3, 1029, 1e-6f};  // ragged hidden size: 4 strides and a tail
+    const auto x = tb::uniform(static_cast<std::size_t>(3 * 1029), -2, 2, p.seed() + 3);
+    const auto w = tb::uniform(1029, 0.5, 1.5, p.seed() + 4);
+    std::vector<float> y(x.size()), inv(3);
+    std::vector<double> yr(x.size()), ir(3), nr(x.size());
+    note(cuda::rmsnorm_forward(ns, x, w, y, inv));
+    reference::rmsnorm_forward(ns, x, w, yr, ir, nr);
+    const tb::RmsBound rb = tb::rms_bound(1029);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      ASSERT_LE(std::fabs(y[i] - yr[i]), 2 * (rb.e_n + 2 * tb::kU) * std::fabs(yr[i]) + 1e-300) << "device RMSNorm " << i;
+    for (std::size_t r = 0; r < 3; ++r)
+      ASSERT_LE(std::fabs(inv[r] - ir[r]), 2 * rb.e_inv * ir[r]) << "device RMSNorm inv_rms row " << r;
+  }
+  {
+    const SwigluShape ss{3, 1001};
+    const auto g = tb::uniform(3003, -6, 6, p.seed() + 5), u = tb::uniform(3003, -2, 2, p.seed() + 6);
+    std::vector<float> h(g.size());
+    std::vector<double> hr(g.size());
+    note(cuda::swiglu_forward(ss, g, u, h));
+    reference::swiglu_forward(g, u, hr);
+    for (std::size_t i = 0; i < h.size(); ++i)
+      ASSERT_LE(std::fabs(h[i] - hr[i]), tb::swiglu_bound(g[i], u[i], 1, 2).h + 1e-300) << "device SwiGLU " << i;
+  }
+  {
+    const std::int64_t Hq = 6, Hkv = 2, D = 16, L = 37;
+    RopeShape rs;
+    rs.batch = 1, rs.seq = L, rs.q_heads = Hq, rs.kv_heads = Hkv, rs.head_dim = D, rs.pos_offset = 0;
+    const RopeTable table = make_rope_table(L, D);
+    auto q = tb::uniform(static_cast<std::size_t>(L * Hq * D), -1, 1, p.seed() + 7);
+    auto k = tb::uniform(static_cast<std::size_t>(L * Hkv * D), -1, 1, p.seed() + 8);
+    const auto q0 = q;
+    note(cuda::rope_forward(rs, table, q, k));
+    std::vector<double> qr(q.size());
+    reference::rope(1, L, Hq, D, 0, 10000.0, false, q0, qr);
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      const std::size_t base = i / static_cast<std::size_t>(D) * static_cast<std::size_t>(D), j = i % static_cast<std::size_t>(D / 2);
+      const double mag = std::fabs(q0[base + j]) + std::fabs(q0[base + j + static_cast<std::size_t>(D / 2)]);
+      ASSERT_LE(std::fabs(q[i] - qr[i]), 2 * 3 * tb::kU * mag + 1e-300) << "device RoPE element " << i;
+    }
+  }
+  {
+    AttentionShape s;  // GQA 3:1, causal with kv_len > q_len (bottom-right), ragged lengths
+    s.batch = 2, s.q_len = 19, s.kv_len = 45, s.q_heads = 6, s.kv_heads = 2, s.head_dim = 24, s.causal = true;
+    const std::size_t nq = static_cast<std::size_t>(2 * 19 * 6 * 24), nk = static_cast<std::size_t>(2 * 45 * 2 * 24);
+    const std::size_t nrows = static_cast<std::size_t>(2 * 6 * 19);
+    const auto q = tb::uniform(nq, -1, 1, p.seed() + 9), k = tb::uniform(nk, -1, 1, p.seed() + 10),
+               v = tb::uniform(nk, -1, 1, p.seed() + 11);
+    std::vector<double> orf(nq), lr(nrows), probs(nrows * 45);
+    reference::attention_forward(s, q, k, v, orf, lr, probs);
+    std::vector<float> o(nq), lse(nrows);
+    note(cuda::attention_forward(s, q, k, v, o, lse));
+    // The device rescales its running sum at every key where the CPU does per
+    // 64-key block: 64 times the rescale term of rho covers that.
+    const tb::AttnFwdBound b = tb::attention_forward_bound(s, q, k, v, orf, lr, probs, 64);
+    tb::Worst wo, wl;
+    for (std::size_t i = 0; i < o.size(); ++i) wo.see(std::fabs(o[i] - orf[i]), b.o[i] + 1e-300, i);
+    for (std::size_t i = 0; i < lse.size(); ++i) wl.see(std::fabs(lse[i] - lr[i]), b.lse[i], i);
+    EXPECT_TRUE(wo.ok) << "device attention O " << wo.text();
+    EXPECT_TRUE(wl.ok) << "device attention lse " << wl.text();
+  }
 });
 
 POPPER_FALSIFIER("FALSIFY-FUSED-022", [](const popper::Params&) {
