@@ -10,6 +10,7 @@
 #   make bench-regression  CI gate: instruction counts of the gate shapes against baselines/ (or the base commit)
 #   make bench-check     timed check of reports/bench-FAMILY.csv against BASELINE (interval verdicts)
 #   make gpu-check  on a machine with a GPU: every device test and bench tier, declines forbidden
+#   make bundle     build/popper-bundle.tar.xz: binaries, libraries and data to run gpu-check on a GPU machine
 #   make fuzz       fuzz the full validate path (both profiles, text/json/sarif writers, migrate) for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan
 #   make consumer-check  install popper, build and test examples/consumer with find_package(popper)
@@ -26,7 +27,7 @@ SHAPES ?= gate
 BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
-.PHONY: setup configure build validate test test-cpus test-run audit report graph fuzz asan clean gpu-check consumer-check \
+.PHONY: setup configure build validate test test-cpus test-run audit report graph fuzz asan clean gpu-check bundle bundle-check consumer-check \
         peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest parity
 
 setup:
@@ -119,14 +120,23 @@ bench-threshold: build
 bench-check-selftest: build
 	scripts/bench-check-selftest.sh $(BUILD_DIR) 10
 
-# A machine with a GPU: device tests with declines forbidden (a decline fails),
-# then the device bench tier. Exits 1 at once without a device.
+# A machine with a GPU: device tests with declines forbidden, the audit with
+# every mutant, popper peak --device and the GEMM device tiers
+# (scripts/gpu-check.sh, the same script a bundle's run.sh runs). Exits 1
+# without a device, and names every failure.
 gpu-check: build
-	@if ! nvidia-smi -L >/dev/null 2>&1; then echo "gpu-check: no CUDA device (nvidia-smi -L failed): nothing to check here" >&2; exit 1; fi
-	POPPER_REQUIRE_DEVICE=1 $(BUILD_DIR)/bin/popper_contract_tests --gtest_output=json:$(BUILD_DIR)/results/gpu_check.json
-	$(POPPER) audit --contracts contracts --results $(BUILD_DIR)/results/gpu_check.json \
-	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests -o reports/gpu-check
-	POPPER_REQUIRE_DEVICE=1 $(POPPER) bench compare --family gemm --shapes gate --tiers ceiling,wrapped,hand --out reports/gpu-check
+	scripts/gpu-check.sh --bin $(BUILD_DIR)/bin --data . --out reports/gpu-check
+
+# One relocatable archive of the binaries, the libraries they load and the data
+# they read, for a GPU machine that has only the driver and CUDA: build it
+# here, unpack it there and run its run.sh (scripts/bundle.sh says what is in it).
+bundle: build
+	scripts/bundle.sh $(BUILD_DIR) $(BUILD_DIR)/popper-bundle.tar.xz
+
+# The bundle as a GPU machine gets it, checked here: size, every library found
+# inside it, and its contract tests run unpacked elsewhere with the sources hidden.
+bundle-check: bundle
+	scripts/bundle-check.sh $(BUILD_DIR)/popper-bundle.tar.xz . $(BUILD_DIR)
 
 fuzz:
 	cmake --preset fuzz

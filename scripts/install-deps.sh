@@ -25,6 +25,7 @@ packages=(
   curl ca-certificates               # llama.cpp (ggml) packages from the npm registry, below
   qemu-user                          # the CPU matrix: tests as other x86-64 CPUs run them
   libxml2-utils                      # xmllint: the audit's JUnit XML checked against docs/junit.xsd
+  patchelf file xz-utils             # make bundle: RUNPATHs of the packed programs, the bundle check
   chromium                           # headless: reports/index.html loaded and checked (scripts/report-check.sh)
 )
 

@@ -14,6 +14,7 @@
 #include "impl/common/device.hpp"
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace {
 using namespace popper::arrow;
@@ -83,7 +84,7 @@ void check_ptxas_log(const popper::Params& p) {
   (void)p;
   GTEST_SKIP() << "CUDA is off in this build: no ptxas log to check";
 #else
-  const std::string path = std::string(POPPER_BINARY_DIR) + "/arrow/ptxas_batched_k1.log";
+  const std::string path = (popper::build_root() / "arrow" / "ptxas_batched_k1.log").string();
   std::ifstream in(path);
   ASSERT_TRUE(in.good()) << "missing " << path << " (built by target arrow_ptxas_log)";
   std::stringstream buf;

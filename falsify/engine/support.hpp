@@ -6,10 +6,13 @@
 
 #include "popper/diagnostics.hpp"
 #include "popper/io.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace popper::engine::testing {
 
-inline std::string source_path(const std::string& rel) { return std::string(POPPER_SOURCE_DIR) + "/" + rel; }
+// A data file (contracts/, tests/corpus/): found relative to the binary, so the
+// test binary runs wherever it is copied with its data (make bundle).
+inline std::string source_path(const std::string& rel) { return popper::data_path(rel); }
 
 inline bool has_code(const Diagnostics& d, const std::string& code) {
   for (const auto& x : d.all())

@@ -13,6 +13,7 @@
 #include "impl/gemm/lib_blas.hpp"
 #include "testbed.hpp"
 #include "popper/binding.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace {
 
@@ -170,7 +171,7 @@ constexpr bool kCudaCompiled = POPPER_HAVE_CUDA != 0;
 
 POPPER_FALSIFIER("FALSIFY-GEMM-011", [](const popper::Params& p) {
   if (!kCudaCompiled) GTEST_SKIP() << "CUDA is not compiled in (POPPER_HAVE_CUDA=0): no ptxas log to check";
-  const std::string path = std::string(POPPER_BINARY_DIR) + "/gemm/hand_gemm_ptxas.log";
+  const std::string path = (popper::build_root() / "gemm" / "hand_gemm_ptxas.log").string();
   std::ifstream in(path);
   ASSERT_TRUE(in) << "missing " << path << " (built by target popper_gemm_ptxas_log)";
   std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

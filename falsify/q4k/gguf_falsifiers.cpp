@@ -13,6 +13,7 @@
 #include "impl/gguf/gguf.hpp"
 #include "impl/gguf/llama_names.hpp"
 #include "popper/binding.hpp"
+#include "popper/runtime_paths.hpp"
 #include "impl/q4k/lib_ggml.hpp"
 #include "impl/q4k/reference.hpp"
 #include "testbed.hpp"
@@ -103,7 +104,7 @@ WrittenModel write_model(const Model& m, const std::string& tag) {
   gguf::Writer w;
   for (const auto& [k, v] : m.kv) w.set(k, v);
   for (const auto& t : m.tensors) w.add_tensor(t.name, t.type, t.ne, t.bytes);
-  const std::string path = std::string(POPPER_BINARY_DIR) + "/q4k-" + tag + "-" + std::to_string(::getpid()) + ".gguf";
+  const std::string path = popper::temp_path("popper-q4k-" + tag + "-" + std::to_string(::getpid()) + ".gguf");
   w.write(path);
   // The in-memory image is the file.
   std::ifstream in(path, std::ios::binary);

@@ -47,6 +47,12 @@ namespace {
 
 // llama.cpp's errors only (its info and warnings drown the report), or
 // everything with POPPER_LLAMA_LOG=1 (to see what it loaded).
+// A backend package's folder: $POPPER_GGML_<X>_DIR (a bundle sets it), else where the build found it.
+std::string package_dir(const char* variable, const char* built) {
+  const char* v = std::getenv(variable);
+  return v && *v ? v : built;
+}
+
 void llama_log(enum ggml_log_level level, const char* text, void*) {
   static const bool all = [] {
     const char* v = std::getenv("POPPER_LLAMA_LOG");
@@ -99,14 +105,15 @@ Probe probe(Device d) {
                     "), where a CPU Vulkan device's shader JIT does not run; POPPER_VULKAN_DEVICE overrides",
                 nullptr, ""};
       setenv("GGML_VK_VISIBLE_DEVICES", "0", 0);  // lavapipe is a CPU-type device, skipped otherwise
-      Probe p = load_device(std::string(POPPER_GGML_VULKAN_DIR) + "/libggml-vulkan.so", "requires vulkan");
+      Probe p = load_device(package_dir("POPPER_GGML_VULKAN_DIR", POPPER_GGML_VULKAN_DIR) + "/libggml-vulkan.so",
+                            "requires vulkan");
       if (p.dev) p.evidence = "ggml-vulkan:" + device_name(p.dev);
       return p;
     }
     case Device::Cuda: {
       const auto& cuda = device::cuda_status();
       if (!cuda.usable()) return {"requires cuda: " + cuda.reason, nullptr, ""};
-      Probe p = load_device(std::string(POPPER_GGML_CUDA_DIR) + "/libggml-cuda.so",
+      Probe p = load_device(package_dir("POPPER_GGML_CUDA_DIR", POPPER_GGML_CUDA_DIR) + "/libggml-cuda.so",
                             "requires cuda (the @node-llama-cpp/linux-x64-cuda package)");
       if (p.dev) p.evidence = "ggml-cuda:" + device_name(p.dev);
       return p;

@@ -225,7 +225,8 @@ struct RouterConfig {
 // Throws popper::Error naming `origin` on anything malformed.
 RouterConfig parse_router_config(const std::string& yaml_text, const std::string& origin);
 RouterConfig load_router_config(const std::string& path);
-// $POPPER_NSA_ROUTER_CONFIG, else the committed config/nsa-router.yaml of the source tree.
+// $POPPER_NSA_ROUTER_CONFIG, else config/nsa-router.yaml in the data directory
+// (popper/runtime_paths.hpp: the source tree's, linked into a build tree, or a bundle's copy).
 std::string default_router_config_path();
 
 enum class RoutePath { Hand, Fallback };

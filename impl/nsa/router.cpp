@@ -17,10 +17,8 @@
 #include "impl/nsa/nsa.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
+#include "popper/runtime_paths.hpp"
 
-#ifndef POPPER_NSA_ROUTER_CONFIG_DEFAULT
-#define POPPER_NSA_ROUTER_CONFIG_DEFAULT "config/nsa-router.yaml"
-#endif
 
 namespace popper::nsa {
 
@@ -78,7 +76,7 @@ RouterConfig load_router_config(const std::string& path) {
 
 std::string default_router_config_path() {
   const char* env = std::getenv("POPPER_NSA_ROUTER_CONFIG");
-  return env && *env ? env : POPPER_NSA_ROUTER_CONFIG_DEFAULT;
+  return env && *env ? std::string(env) : data_path("config/nsa-router.yaml");
 }
 
 const char* to_string(RoutePath p) { return p == RoutePath::Hand ? "hand" : "fallback"; }

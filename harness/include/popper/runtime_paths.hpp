@@ -1,0 +1,45 @@
+// Where a popper program finds what it reads and writes at run time, so a
+// binary runs wherever it is copied (`make bundle`, an install) and not only in
+// the tree that built it. No absolute path is compiled in:
+//
+//   program_dir()   the directory of the running executable (/proc/self/exe)
+//   build_root()    program_dir()/..: a build tree or an unpacked bundle, which
+//                   hold bin/, peak.json and build artifacts such as the
+//                   ptxas logs under <family>/
+//   data_dir()      $POPPER_DATA_DIR when set, else build_root()/share/popper:
+//                   contracts/, tests/corpus/, config/, bench/<f>/family.yaml
+//                   (a build tree links them to its source folders at
+//                   configure time; a bundle or an install copies them)
+//   data_path(rel)  data_dir()/rel
+//   temp_path(name) the system temp directory ($TMPDIR, else /tmp)/name
+#pragma once
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+namespace popper {
+
+inline std::filesystem::path program_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::current_path(ec) : exe.parent_path();
+}
+
+inline std::filesystem::path build_root() { return program_dir().parent_path(); }
+
+inline std::filesystem::path data_dir() {
+  if (const char* d = std::getenv("POPPER_DATA_DIR"); d && *d) return d;
+  return build_root() / "share" / "popper";
+}
+
+inline std::string data_path(const std::string& rel) { return (data_dir() / rel).string(); }
+
+inline std::string temp_path(const std::string& name) {
+  std::error_code ec;
+  auto dir = std::filesystem::temp_directory_path(ec);
+  if (ec) dir = "/tmp";
+  return (dir / name).string();
+}
+
+}  // namespace popper

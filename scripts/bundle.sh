@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# make bundle: everything a GPU machine needs to run popper's device checks,
+# built here, in one relocatable archive:
+#
+#   popper-bundle/
+#     bin/            the CLI, the contract tests, the bench suites and ceilings,
+#                     popper_parity, popper_peak_device (RUNPATH $ORIGIN/../lib)
+#     lib/            every shared library they load that a GPU machine with only
+#                     the NVIDIA driver and CUDA may lack (the closure under ldd,
+#                     plus the dlopen'ed Vulkan loader); glibc, libstdc++/libgcc
+#                     and the CUDA driver, runtime and cuBLAS stay the machine's
+#     lib/ggml/       llama.cpp's CPU and Vulkan backend packages (dlopen'ed)
+#     share/popper/   the data they read: contracts, tests/corpus, config,
+#                     bench/<family>/family.yaml, baselines
+#     <family>/       build artifacts read at run time (ptxas logs)
+#     env.sh          the environment (library and data paths) every run needs
+#     run.sh [OUT]    gpu-check, the audit with device evidence and mutants, the
+#                     GPU bench and popper peak --device, results under OUT
+#     MANIFEST        what was packed, from which commit
+#
+#   scripts/bundle.sh [BUILD_DIR] [OUT.tar.xz]     (default build, BUILD_DIR/popper-bundle.tar.xz)
+# Fails when the archive would exceed POPPER_BUNDLE_MAX_MB (default 60).
+set -euo pipefail
+src="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "${1:-$src/build}" && pwd)"
+out="${2:-$build/popper-bundle.tar.xz}"
+max_mb="${POPPER_BUNDLE_MAX_MB:-60}"
+command -v patchelf >/dev/null || { echo "bundle: patchelf is missing (scripts/install-deps.sh installs it)" >&2; exit 2; }
+[ -x "$build/bin/popper_contract_tests" ] || { echo "bundle: $build/bin has no popper_contract_tests: build first (make build)" >&2; exit 2; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+stage="$work/popper-bundle"
+mkdir -p "$stage/bin" "$stage/lib" "$stage/share/popper"
+
+# The machine's own libraries: the C runtime, the compiler's, the CUDA driver's
+# and toolkit's (a GPU machine has them, at the versions its driver needs).
+system_lib() {
+  case "$(basename "$1")" in
+    linux-vdso.so*|ld-linux*|libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libresolv.so*|libutil.so*) return 0 ;;
+    libstdc++.so*|libgcc_s.so*) return 0 ;;
+    libcuda.so*|libcudart.so*|libcublas.so*|libcublasLt.so*|libnvidia-*|libnvrtc*) return 0 ;;
+  esac
+  return 1
+}
+
+# Copy every non-system library FILE needs (ldd resolves the whole closure) into DEST.
+copy_closure() {
+  local file="$1" dest="$2" name path
+  while read -r name path; do
+    [ -n "$path" ] && [ -f "$path" ] || continue
+    system_lib "$name" && continue
+    [ -e "$dest/$name" ] || cp -L "$path" "$dest/$name"
+  done < <(ldd "$file" 2>/dev/null | awk '/=>/ {print $1, $3}')
+}
+
+# Binaries: everything the build put in bin/ but the harness's own unit tests
+# and stale outputs of renamed targets (only what this build's CMake knows).
+targets="$(cmake --build "$build" --target help 2>/dev/null | sed -n 's/^\.\.\. //p')"
+for f in "$build"/bin/*; do
+  name="$(basename "$f")"
+  [ -x "$f" ] && [ -f "$f" ] || continue
+  case "$name" in popper_harness_tests|popper_fuzz_contract) continue ;; esac
+  grep -qx "$name" <<<"$targets" || continue
+  cp "$f" "$stage/bin/"
+done
+
+# llama.cpp's backend packages (loaded with dlopen: ldd does not see them).
+ggml_cpu="$(grep -m1 '^POPPER_GGML_ROOT:' "$build/CMakeCache.txt" | cut -d= -f2-)"
+if [ -n "$ggml_cpu" ] && [ -d "$ggml_cpu/cpu" ]; then
+  mkdir -p "$stage/lib/ggml/cpu" "$stage/lib/ggml/vulkan"
+  cp "$ggml_cpu"/cpu/*.so "$stage/lib/ggml/cpu/"
+  if [ -f "$ggml_cpu/vulkan/libggml-vulkan.so" ]; then
+    cp "$ggml_cpu/vulkan/libggml-vulkan.so" "$ggml_cpu/vulkan/libggml-base.so" "$stage/lib/ggml/vulkan/"
+  fi
+  if [ -d "$ggml_cpu/cuda" ]; then
+    mkdir -p "$stage/lib/ggml/cuda" && cp "$ggml_cpu"/cuda/*.so "$stage/lib/ggml/cuda/"
+  fi
+fi
+
+# The Vulkan loader: dlopen'ed by popper's runtime and needed by ggml-vulkan.
+vulkan="$(ldconfig -p | awk '/libvulkan\.so\.1 .*x86-64/ {found = $NF} END {print found}')"
+if [ -n "$vulkan" ]; then cp -L "$vulkan" "$stage/lib/libvulkan.so.1"; fi
+
+for f in "$stage"/bin/* "$stage"/lib/ggml/*/*.so "$stage"/lib/libvulkan.so.1; do
+  if [ -f "$f" ]; then copy_closure "$f" "$stage/lib"; fi
+done
+for f in "$stage"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
+for f in "$stage"/lib/*.so*; do patchelf --set-rpath '$ORIGIN' "$f" 2>/dev/null || true; done
+for f in "$stage"/lib/ggml/*/*.so; do patchelf --set-rpath '$ORIGIN:$ORIGIN/../..' "$f" 2>/dev/null || true; done
+
+# Data the binaries read (popper/runtime_paths.hpp) and build artifacts.
+data="$stage/share/popper"
+cp -r "$src/contracts" "$src/config" "$src/baselines" "$data/"
+mkdir -p "$data/tests" && cp -r "$src/tests/corpus" "$data/tests/"
+for fam in "$src"/bench/*/family.yaml; do
+  mkdir -p "$data/bench/$(basename "$(dirname "$fam")")" && cp "$fam" "$data/bench/$(basename "$(dirname "$fam")")/"
+done
+for log in "$build"/*/*ptxas*.log; do
+  if [ ! -f "$log" ]; then continue; fi
+  mkdir -p "$stage/$(basename "$(dirname "$log")")" && cp "$log" "$stage/$(basename "$(dirname "$log")")/"
+done
+cp "$src/scripts/bundle-env.sh" "$stage/env.sh"
+cp "$src/scripts/gpu-check.sh" "$stage/gpu-check.sh"
+cp "$src/scripts/bundle-run.sh" "$stage/run.sh"
+chmod +x "$stage/run.sh" "$stage/gpu-check.sh"
+
+{
+  echo "popper bundle"
+  echo "commit $(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo -dirty)"
+  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  nvcc="$(grep -m1 '^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" 2>/dev/null | cut -d= -f2-)"
+  echo "cuda ${nvcc:+$("$nvcc" --version 2>/dev/null | tail -1)}${nvcc:-none (the device code is not in this bundle)}"
+  echo "files:"
+  (cd "$stage" && find . -type f ! -name MANIFEST -printf '%s %p\n' | sort -k2)
+} > "$stage/MANIFEST"
+
+mkdir -p "$(dirname "$out")"
+tmp="$out.tmp.$$"
+tar -C "$work" -cf - popper-bundle | xz -T2 -6 > "$tmp"
+size=$(stat -c %s "$tmp")
+if [ "$size" -gt $((max_mb * 1024 * 1024)) ]; then
+  rm -f "$tmp"
+  echo "bundle: $((size / 1048576)) MiB is over the ${max_mb} MiB limit (POPPER_BUNDLE_MAX_MB)" >&2
+  exit 1
+fi
+mv "$tmp" "$out"
+echo "bundle: $out, $(awk -v s="$size" 'BEGIN {printf "%.1f", s / 1048576}') MiB ($(ls "$stage/bin" | wc -l) programs, $(find "$stage/lib" -name '*.so*' | wc -l) libraries)"
