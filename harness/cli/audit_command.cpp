@@ -17,7 +17,7 @@
 #include "popper/audit.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
-#include "popper/mutants.hpp"
+#include "popper/mutant_runner.hpp"
 
 namespace popper::cli {
 

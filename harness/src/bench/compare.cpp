@@ -14,8 +14,9 @@
 #include <sstream>
 
 #include "bench/ingest.hpp"
-#include "bench/process.hpp"
 #include "bench/vendors.hpp"
+#include "common/process.hpp"
+#include "common/text.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -23,32 +24,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string regex_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (std::string(".^$|()[]{}*+?\\").find(ch) != std::string::npos) out.push_back('\\');
-    out.push_back(ch);
-  }
-  return out;
-}
-
 std::string duration_text(double s) {
   const long t = static_cast<long>(s + 0.5);
   char buf[32];
   if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
   else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
   return buf;
-}
-
-std::string cmake_cache_value(const std::string& build_dir, const std::string& key) {
-  std::ifstream in(build_dir + "/CMakeCache.txt");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) != 0) continue;
-    const auto eq = line.find('=');
-    return eq == std::string::npos ? "" : line.substr(eq + 1);
-  }
-  return "";
 }
 
 }  // namespace

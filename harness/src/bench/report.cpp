@@ -3,6 +3,7 @@
 
 #include "bench/interval.hpp"
 #include "bench/stats.hpp"
+#include "common/text.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,17 +42,6 @@ std::string num(double v, const char* fmt) {
   char buf[48];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else if (ch == '&') out += "&amp;";
-    else out.push_back(ch);
-  }
-  return out;
 }
 
 }  // namespace
@@ -410,13 +400,13 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
                                 num(100.0 * r->throughput() / b.flops, "%.1f%%") + " of bound (" + b.limit + ")";
       if (r->key.threads <= 1)
         o << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"5\" fill=\"" << fill << "\" stroke=\"" << c
-          << "\" stroke-width=\"2\"><title>" << xml_escape(title) << "</title></circle>\n";
+          << "\" stroke-width=\"2\"><title>" << markup_escape(title) << "</title></circle>\n";
       else
         o << "<rect x=\"" << x - 5 << "\" y=\"" << y - 5 << "\" width=\"10\" height=\"10\" fill=\"" << fill
-          << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>" << xml_escape(title) << "</title></rect>\n";
+          << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>" << markup_escape(title) << "</title></rect>\n";
       if (r->key.tier == "hand")
         o << "<text x=\"" << x + 7 << "\" y=\"" << y - 6 << "\" font-size=\"9\" fill=\"#333\">"
-          << xml_escape(r->key.shape) << "</text>\n";
+          << markup_escape(r->key.shape) << "</text>\n";
     }
     double ly = py0 + 60;
     for (const auto& [tier, c] : color) {
@@ -455,10 +445,10 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << width / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">"
-    << xml_escape(family) << ": ceiling vs wrapped vs hand (" << unit << ", median; bars: 95% interval over trials)</text>\n";
+    << markup_escape(family) << ": ceiling vs wrapped vs hand (" << unit << ", median; bars: 95% interval over trials)</text>\n";
   if (auto fp = t.meta("fingerprint"))
-    o << "<text x=\"" << width / 2 << "\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">" << xml_escape(*fp) << " — "
-      << xml_escape(t.meta("date").value_or("")) << "</text>\n";
+    o << "<text x=\"" << width / 2 << "\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">" << markup_escape(*fp) << " — "
+      << markup_escape(t.meta("date").value_or("")) << "</text>\n";
   double y0 = top;
   for (const auto& g : gs) {
     const std::string kind = g.precision == "f64" ? peak_kind_f64 : peak_kind_f32;
@@ -517,7 +507,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
         bx += bar_w;
       }
       o << "<text x=\"" << x + bar_w * 1.5 << "\" y=\"" << plot_bottom + 16 << "\" text-anchor=\"middle\">"
-        << xml_escape(shape) << "</text>\n";
+        << markup_escape(shape) << "</text>\n";
       x += group_w;
     }
     o << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << plot_bottom + 34 << "\" text-anchor=\"middle\">shape</text>\n";

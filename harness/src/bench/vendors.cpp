@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/ingest.hpp"
-#include "bench/process.hpp"
+#include "common/process.hpp"
 #include "popper/io.hpp"
 
 namespace popper::bench {

@@ -16,13 +16,13 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "checks.hpp"
-#include "model.hpp"
-#include "parse.hpp"
+#include "common/utf8.hpp"
+#include "contract/checks.hpp"
+#include "contract/model.hpp"
+#include "contract/parse.hpp"
+#include "contract/rules.hpp"
+#include "contract/schema.hpp"
 #include "popper/mutant.hpp"
-#include "rules.hpp"
-#include "schema.hpp"
-#include "utf8.hpp"
 
 namespace fs = std::filesystem;
 

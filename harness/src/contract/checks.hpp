@@ -1,8 +1,8 @@
 // The checks that follow the schema walk, on the contract model. Each reports
 // through the rule table (rules.hpp), so one call serves both profiles.
 #pragma once
+#include "popper/contract.hpp"
 #include "popper/diagnostics.hpp"
-#include "popper/loader.hpp"
 
 namespace popper::checks {
 

@@ -1,11 +1,12 @@
-// Running the producer programs (ceilings, bench suites, valgrind) with a
-// modified environment, capturing stdout and stderr. No shell is involved.
+// Running a program (the bench's ceilings, suites and valgrind; the audit's
+// test binary under each mutant; git for the report) with a modified
+// environment, capturing stdout and stderr. No shell is involved.
 #pragma once
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace popper::bench {
+namespace popper {
 
 struct ProcessResult {
   int exit_code = -1;   // -1 when it could not start
@@ -22,4 +23,4 @@ ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::vector<std::pair<std::string, std::string>>& env_set = {},
                           const std::vector<std::string>& env_unset = {}, double timeout_seconds = 0);
 
-}  // namespace popper::bench
+}  // namespace popper

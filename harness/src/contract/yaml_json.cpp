@@ -1,4 +1,4 @@
-#include "yaml_json.hpp"
+#include "contract/yaml_json.hpp"
 
 #include <charconv>
 #include <string>

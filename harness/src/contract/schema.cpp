@@ -1,4 +1,4 @@
-#include "schema.hpp"
+#include "contract/schema.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "common/utf8.hpp"
+#include "contract/rules.hpp"
 #include "popper/mutant.hpp"
-#include "rules.hpp"
-#include "utf8.hpp"
 
 namespace popper::schema {
 

@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "model.hpp"
-#include "parse.hpp"
-#include "popper/loader.hpp"
+#include "contract/model.hpp"
+#include "contract/parse.hpp"
+#include "contract/resolve.hpp"
+#include "contract/schema.hpp"
+#include "contract/yaml_json.hpp"
 #include "popper/mutant.hpp"
-#include "resolve.hpp"
-#include "schema.hpp"
-#include "yaml_json.hpp"
+#include "popper/parse_bounds.hpp"
 
 namespace popper {
 

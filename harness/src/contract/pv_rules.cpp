@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "checks.hpp"
-#include "rules.hpp"
-#include "schema.hpp"
+#include "contract/checks.hpp"
+#include "contract/rules.hpp"
+#include "contract/schema.hpp"
 
 namespace popper::checks {
 

@@ -1,7 +1,7 @@
 // fork/execve with stdout and stderr captured through temporary files.
 // Everything the child needs (path, argv, envp) is built before fork, so the
 // child only calls async-signal-safe functions: safe from threaded callers.
-#include "bench/process.hpp"
+#include "common/process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 #include <thread>
 
 
-namespace popper::bench {
+namespace popper {
 namespace {
 
 std::string slurp_fd(int fd) {
@@ -135,4 +135,4 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   return r;
 }
 
-}  // namespace popper::bench
+}  // namespace popper

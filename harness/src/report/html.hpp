@@ -62,8 +62,6 @@ struct History {
 // key). Never throws for a missing folder, git or repository: the note says why.
 History read_history(const std::string& baselines_dir, int max_commits = 40);
 
-std::string html_escape(const std::string& s);
-
 // The page. `coverage` is reports/coverage.json as popper audit writes it
 // (throws nlohmann::json::exception when a key has the wrong type);
 // `reports_dir` is named where an input is missing.

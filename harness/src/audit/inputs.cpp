@@ -6,11 +6,11 @@
 #include <ctime>
 #include <regex>
 
+#include "common/text.hpp"
 #include "popper/audit.hpp"
 #include "popper/binding.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
-#include "split.hpp"
 
 namespace popper {
 

@@ -1,4 +1,6 @@
-#include "rules.hpp"
+#include "contract/rules.hpp"
+
+#include <algorithm>
 
 namespace popper::rules {
 
@@ -77,5 +79,45 @@ void report(Diagnostics& d, Profile p, Rule r, const SourcePos& pos, std::string
 
 const Entry* table_begin() { return kTable; }
 const Entry* table_end() { return kTable + sizeof(kTable) / sizeof(kTable[0]); }
+
+namespace {
+using E = Exit;
+const Code kCodes[] = {
+    {"POP-V001", E::Usage, "file cannot be read / path does not exist"},
+    {"POP-V002", E::Contract, "file over 4 MiB"},
+    {"POP-V003", E::Contract, "not text (invalid UTF-8, NUL or control byte)"},
+    {"POP-V004", E::Contract, "empty, or only comments"},
+    {"POP-V005", E::Contract, "YAML syntax error"},
+    {"POP-V006", E::Contract, "over a parsing bound (nesting, nodes, time)"},
+    {"POP-V007", E::Contract, "top level is not a mapping"},
+    {"POP-V008", E::Contract, "a second YAML document in one file, or more than 64"},
+    {"POP-V009", E::Usage, ".popper.yaml unreadable or with an unknown profile"},
+    {"POP-V011", E::Contract, "required key missing or without a value"},
+    {"POP-V012", E::Contract, "wrong type"},
+    {"POP-V014", E::Contract, "value not in the allowed set"},
+    {"POP-V015", E::Contract, "duplicate key in one mapping"},
+    {"POP-V036", E::Contract, "two contracts with one stem in the set"},
+    {"POP-V040", E::Usage, "directory holds no contracts"},
+    {"POP-V045", E::Contract, "a pv binding registry, skipped (a warning)"},
+    {"POP-M001", E::Contract, "popper migrate: edit refused (file left alone)"},
+    {"POP-M002", E::Contract, "popper migrate: reference left as it is"},
+};
+}  // namespace
+
+const Code* codes_begin() { return kCodes; }
+const Code* codes_end() { return kCodes + sizeof(kCodes) / sizeof(kCodes[0]); }
+
+Exit exit_class(std::string_view code) {
+  for (const Code* c = codes_begin(); c != codes_end(); ++c)
+    if (code == c->code) return c->exit;
+  return Exit::Contract;
+}
+
+int exit_code(const Diagnostics& d) {
+  int worst = 0;
+  for (const auto& x : d.all())
+    if (x.severity == Severity::Error) worst = std::max(worst, static_cast<int>(exit_class(x.code)));
+  return worst;
+}
 
 }  // namespace popper::rules

@@ -19,11 +19,10 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include "parse.hpp"
-#include "popper/loader.hpp"
+#include "contract/parse.hpp"
+#include "common/utf8.hpp"
+#include "contract/schema.hpp"
 #include "popper/mutant.hpp"
-#include "schema.hpp"
-#include "utf8.hpp"
 
 namespace popper::parse {
 

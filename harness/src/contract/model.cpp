@@ -1,4 +1,4 @@
-#include "model.hpp"
+#include "contract/model.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "popper/loader.hpp"
+#include "contract/schema.hpp"
+#include "contract/yaml_json.hpp"
 #include "popper/mutant.hpp"
-#include "schema.hpp"
-#include "yaml_json.hpp"
+#include "popper/parse_bounds.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 // The mutant runner (mutants.hpp).
-#include "popper/mutants.hpp"
+#include "popper/mutant_runner.hpp"
 
 #include <unistd.h>
 
@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/process.hpp"
+#include "common/process.hpp"
 #include "popper/binding.hpp"
 #include "popper/error.hpp"
-#include "popper/scaffold.hpp"
 #include "popper/mutant.hpp"
+#include "popper/scaffold.hpp"
 
 namespace popper {
 
@@ -117,7 +117,7 @@ std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOpt
       argv.push_back(std::string("--gtest_output=json:") + json_path);
       auto env = opt.env;
       env.emplace_back("POPPER_MUTANT", j.mutant_id);
-      const auto pr = bench::run_process(argv, env, {}, opt.timeout_seconds);
+      const auto pr = run_process(argv, env, {}, opt.timeout_seconds);
       std::ifstream in(json_path);
       std::ostringstream ss;
       ss << in.rdbuf();

@@ -1,7 +1,7 @@
 // The self-contained HTML report: what each section holds is in report_html.hpp.
 // Plain string building, no template engine; every input string goes through
-// html_escape, every number through fmt.
-#include "report_html.hpp"
+// markup_escape (common/text.hpp), every number through fmt.
+#include "report/html.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,34 +12,18 @@
 
 #include <fmt/format.h>
 
-#include "bench/process.hpp"
 #include "bench/report.hpp"
-#include "split.hpp"
+#include "common/process.hpp"
+#include "common/text.hpp"
 
 namespace popper::report {
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(ch);
-    }
-  }
-  return out;
-}
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string esc(const std::string& s) { return html_escape(s); }
+std::string esc(const std::string& s) { return markup_escape(s); }
 
 // ---- reading the audit's JSON (keys as harness/src/audit.cpp writes them) ----
 
@@ -294,9 +278,9 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
 
 // ---- #history ----
 
-bench::ProcessResult git(const std::string& repo, std::vector<std::string> args) {
+ProcessResult git(const std::string& repo, std::vector<std::string> args) {
   args.insert(args.begin(), {"git", "-C", repo});
-  return bench::run_process(args, {}, {}, 60);
+  return run_process(args, {}, {}, 60);
 }
 
 std::string first_line(const std::string& s) {

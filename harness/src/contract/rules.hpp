@@ -3,8 +3,13 @@
 // severity per profile (Off: the profile does not apply it). Key-level
 // differences (which keys are required, pv's aliases) are attributes of the
 // schema table in schema.cpp. contracts/SCHEMA.md shows both tables.
+//
+// Beside it, the codes reported directly (reading, parsing, the schema walk,
+// the set, migrate), each with its exit class: every command's exit status
+// comes from these two tables through exit_code().
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "popper/diagnostics.hpp"
 #include "popper/profile.hpp"
@@ -78,5 +83,28 @@ void report(Diagnostics& d, Profile p, Rule r, const SourcePos& pos, std::string
 // The whole table, for documentation.
 const Entry* table_begin();
 const Entry* table_end();
+
+// What an error means for the command that reported it.
+enum class Exit {
+  Contract = 1,  // a contract is defective
+  Usage = 2,     // the command's input is: a path that cannot be read, a folder without contracts, a bad .popper.yaml
+};
+
+// A code reported directly, not through a Rule.
+struct Code {
+  const char* code;
+  Exit exit;
+  const char* what;  // one line, as in contracts/SCHEMA.md
+};
+const Code* codes_begin();
+const Code* codes_end();
+
+// The exit class of an error under `code`: the direct codes' table says; a
+// rule's code (either table above) is a contract defect.
+Exit exit_class(std::string_view code);
+
+// The exit status of a command whose findings are `d`: 2 when an error is of
+// class Usage, 1 when any other error is, 0 with warnings only or none.
+int exit_code(const Diagnostics& d);
 
 }  // namespace popper::rules

@@ -5,12 +5,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "checks.hpp"
-#include "model.hpp"
+#include "contract/checks.hpp"
+#include "contract/model.hpp"
+#include "contract/resolve.hpp"
+#include "contract/rules.hpp"
+#include "contract/schema.hpp"
 #include "popper/mutant.hpp"
-#include "resolve.hpp"
-#include "rules.hpp"
-#include "schema.hpp"
 
 namespace popper::checks {
 

@@ -9,7 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "popper/diagnostics.hpp"
-#include "popper/loader.hpp"
+#include "popper/parse_bounds.hpp"
 
 namespace popper::parse {
 

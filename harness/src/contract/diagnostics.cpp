@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.hpp"
 #include "popper/mutant.hpp"
-#include "utf8.hpp"
 
 namespace popper {
 

@@ -1,4 +1,4 @@
-#include "resolve.hpp"
+#include "contract/resolve.hpp"
 
 #include <algorithm>
 #include <cctype>
