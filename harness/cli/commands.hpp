@@ -11,7 +11,7 @@ void add_scaffold_command(CLI::App& app, int& exit_code);
 void add_audit_command(CLI::App& app, int& exit_code);
 void add_graph_command(CLI::App& app, int& exit_code);
 void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> strict
-void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | baseline save
+void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | gate | merge | baseline | threshold
 void add_peak_command(CLI::App& app, int& exit_code);
 void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (the gate needs the kernels)
 void add_report_command(CLI::App& app, int& exit_code);  // report html

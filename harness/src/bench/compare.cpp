@@ -303,9 +303,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   std::string threads;
   for (int th : opt.threads) threads += (threads.empty() ? "" : ",") + std::to_string(th);
   t.set_meta("threads", threads);
-  std::string env_text;
-  for (const auto& [k, v] : timing_environment()) env_text += (env_text.empty() ? "" : " ") + k + "=" + v;
-  t.set_meta("environment", env_text.empty() ? "none" : env_text);
+  t.set_environment(timing_environment());
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
   t.rows = std::move(rows);
   if (want_ceiling) record_plan(plan, t);

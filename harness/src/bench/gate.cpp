@@ -248,9 +248,7 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   run.table.set_meta("family", fam.family);
   run.table.set_meta("kind", "callgrind instruction counts per iteration (deterministic CI gate)");
   run.table.set_meta("gate_iterations", std::to_string(fam.gate.iterations));
-  std::string env_text;
-  for (const auto& [k, v] : opt.env) env_text += (env_text.empty() ? "" : " ") + k + "=" + v;
-  run.table.set_meta("gate_environment", env_text);
+  run.table.set_environment(opt.env, "gate_environment");
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj)
     run.table.set_meta("injected_slowdown", inj);
   return run;

@@ -105,11 +105,6 @@ double at_threads(const double* v, int threads, int cores) {
   return std::min(v[1], v[0] * threads);
 }
 
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
-  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
-}
-
 std::string gf(double flops) { return num(flops * 1e-9, "%.1f"); }
 
 std::string mib(double bytes) {
@@ -245,20 +240,16 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
   const std::string& unit = scale.unit;
   out << "# Bench: " << family << "\n\n";
   for (const auto& [k, v] : report_metadata(t)) out << "- " << k << ": " << v << "\n";
-  if (auto v = t.meta("ceiling_vendors")) {
+  if (t.meta("ceiling_vendors")) {
     out << "\n## Ceiling vendors\n\nTried (each timed on every shape unless screened out):\n\n";
-    std::istringstream in(*v);
-    std::string part;
-    while (std::getline(in, part, '|')) out << "- " << trim(part) << "\n";
-    if (auto nr = t.meta("ceiling_not_run"); nr && *nr != "none") {
+    for (const auto& v : t.meta_list("ceiling_vendors")) out << "- " << v << "\n";
+    if (const auto not_run = t.meta_list("ceiling_not_run"); !not_run.empty()) {
       out << "\nCould not run, or left out:\n\n";
-      std::istringstream in2(*nr);
-      while (std::getline(in2, part, '|')) out << "- " << trim(part) << "\n";
+      for (const auto& nr : not_run) out << "- " << nr << "\n";
     }
-    if (auto w = t.meta("vendor_warnings"); w && *w != "none") {
+    if (const auto warnings = t.meta_list("vendor_warnings"); !warnings.empty()) {
       out << "\n";
-      std::istringstream in3(*w);
-      while (std::getline(in3, part, '|')) out << "> **" << trim(part) << "**\n>\n";
+      for (const auto& w : warnings) out << "> **" << w << "**\n>\n";
     }
   }
   const bool roof = parse_peaks(t).ok;

@@ -3,12 +3,11 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
-#include "commands.hpp"
 #include "bench/csv.hpp"
 #include "bench/family.hpp"
 #include "bench/threshold.hpp"
+#include "bench_cli.hpp"
 #include "popper/io.hpp"
 
 namespace popper::cli {
@@ -43,15 +42,8 @@ void add_bench_threshold_command(CLI::App& bench, int& exit_code) {
       t.axis = o->axis;
       t.fast_tier = o->fast;
       t.slow_tier = o->slow;
-      auto split = [](const std::string& s) {
-        std::vector<std::string> out;
-        std::stringstream ss(s);
-        for (std::string part; std::getline(ss, part, ',');)
-          if (!part.empty()) out.push_back(part);
-        return out;
-      };
-      t.by = split(o->by);
-      for (const auto& th : split(o->threads)) t.threads.push_back(std::stoi(th));
+      t.by = split_list({o->by});
+      t.threads = split_ints({o->threads});
       const std::string family_yaml = o->source_dir + "/bench/" + o->family + "/family.yaml";
       if (!o->include_gate && fs::exists(family_yaml)) t.exclude_shapes = bench::load_family(o->source_dir, o->family).gate.shapes;
       const std::string csv = o->csv.empty() ? "reports/bench-" + o->family + ".csv" : o->csv;
