@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/claims.hpp"
+#include "commands.hpp"
 
 namespace popper::cli {
 
@@ -21,8 +22,6 @@ void add_dir_options(CLI::App* cmd, BenchDirs& dirs);  // --source-dir, --build-
 // {"1,2", "4"} -> {"1", "2", "4"}
 std::vector<std::string> split_list(const std::vector<std::string>& in);
 std::vector<int> split_ints(const std::vector<std::string>& in);  // throws on a non-number
-
-void progress(const std::string& line);  // one line on stderr
 
 // Writes the verdicts to `path` (bench-claims.json, other families kept) and prints them.
 void report_claims(const std::string& path, const std::string& family, const std::vector<bench::ClaimResult>& claims);

@@ -27,8 +27,6 @@ std::vector<int> split_ints(const std::vector<std::string>& in) {
   return out;
 }
 
-void progress(const std::string& line) { std::cerr << line << std::endl; }
-
 void report_claims(const std::string& path, const std::string& family, const std::vector<bench::ClaimResult>& claims) {
   bench::write_claims_json(path, family, claims);
   for (const auto& c : claims) std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";

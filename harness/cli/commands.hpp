@@ -3,6 +3,7 @@
 // thing failed, 2 usage or I/O error).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <string>
 
 namespace popper::cli {
@@ -17,4 +18,6 @@ void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (
 void add_report_command(CLI::App& app, int& exit_code);  // report html
 // <build> of the running <build>/bin/popper (peak_command.cpp).
 std::string default_build_dir();
+// A progress line on stderr (what long-running library calls report).
+inline void progress(const std::string& line) { std::cerr << line << std::endl; }
 }  // namespace popper::cli
