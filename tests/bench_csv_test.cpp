@@ -138,3 +138,48 @@ TEST(BenchCsv, UnknownUnitRejected) {
   text.replace(text.find(",seconds,"), 9, ",minutes,");
   expect_rejected(text, "unit");
 }
+
+// Metadata with several facts is typed: one writer and one reader each, and
+// the text the committed baselines hold reads back.
+TEST(BenchCsvMeta, EnvironmentRoundTripsAndReadsOldText) {
+  pb::BenchTable t;
+  t.set_environment({{"OPENBLAS_CORETYPE", "Haswell"}, {"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(t.meta("environment"), "OPENBLAS_CORETYPE=Haswell OMP_NUM_THREADS=1");
+  const auto back = pb::parse_bench_csv(pb::format_bench_csv(t), "f.csv");
+  EXPECT_EQ(back.environment(), (pb::Environment{{"OPENBLAS_CORETYPE", "Haswell"}, {"OMP_NUM_THREADS", "1"}}));
+  t.set_environment({});
+  EXPECT_EQ(t.meta("environment"), "none");
+  EXPECT_TRUE(t.environment().empty());
+  t.set_environment({{"A", "1"}}, "gate_environment");
+  EXPECT_EQ(t.environment("gate_environment"), (pb::Environment{{"A", "1"}}));
+  EXPECT_TRUE(pb::BenchTable{}.environment().empty());
+}
+
+TEST(BenchCsvMeta, ListsAndCeilingSkipsRoundTrip) {
+  pb::BenchTable t;
+  t.set_meta_list("vendor_warnings", {});
+  EXPECT_EQ(t.meta("vendor_warnings"), "none");
+  EXPECT_TRUE(t.meta_list("vendor_warnings").empty());
+  t.set_meta_list("ceiling_vendors", {"openblas [cblas_gemm_raw]: Haswell", "blis [blis_gemm_raw]: zen"});
+  EXPECT_EQ(t.meta("ceiling_vendors"), "openblas [cblas_gemm_raw]: Haswell | blis [blis_gemm_raw]: zen");
+  EXPECT_EQ(t.meta_list("ceiling_vendors").size(), 2u);
+
+  const std::vector<pb::CeilingSkip> skips = {
+      {"blis", "knl", "BLIS_ARCH_TYPE=1", "cpu_lacks", "no avx512pf"},
+      {"openblas", "", "OPENBLAS_CORETYPE unset", "failed", "exit 1: a reason: with colons"}};
+  t.set_ceiling_not_run(skips);
+  EXPECT_EQ(t.meta("ceiling_not_run"), "blis knl (BLIS_ARCH_TYPE=1): cpu_lacks: no avx512pf | openblas "
+                                       "OPENBLAS_CORETYPE unset: failed: exit 1: a reason: with colons");
+  const auto back = pb::parse_bench_csv(pb::format_bench_csv(t), "f.csv").ceiling_not_run();
+  ASSERT_EQ(back.size(), 2u);
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].vendor, skips[i].vendor);
+    EXPECT_EQ(back[i].kernels, skips[i].kernels);
+    EXPECT_EQ(back[i].setting, skips[i].setting);
+    EXPECT_EQ(back[i].status, skips[i].status);
+    EXPECT_EQ(back[i].reason, skips[i].reason);
+  }
+  t.set_meta("ceiling_not_run", "none");
+  EXPECT_TRUE(t.ceiling_not_run().empty());
+  EXPECT_FALSE(pb::CeilingSkip::parse("no colon here"));
+}

@@ -7,11 +7,13 @@
 #include <filesystem>
 
 #include "bench/family.hpp"
-#include "bench/process.hpp"
+#include "common/process.hpp"
 
 namespace {
 
 using namespace popper::bench;
+using popper::ProcessResult;
+using popper::run_process;
 
 TEST(CeilingProbe, EveryFamilyCeilingAnswersProbe) {
   int probed = 0;

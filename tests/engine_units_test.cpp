@@ -1,15 +1,19 @@
 // Unit tests of engine pieces that the contract falsifiers do not pin down.
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
 
+#include "common/text.hpp"
+#include "contract/rules.hpp"
+#include "contract/schema.hpp"
 #include "popper/diagnostics.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
 #include "popper/loader.hpp"
 #include "popper/scaffold.hpp"
-#include "schema.hpp"
 
 namespace fs = std::filesystem;
 
@@ -71,4 +75,61 @@ TEST(Loader, KeepsPositionsOfEveryEntity) {
   EXPECT_TRUE(p["n"].is_number_integer());
   EXPECT_TRUE(p["name"].is_string());
   EXPECT_EQ(p["shapes"][0]["m"], 1);
+}
+
+TEST(ExitCodes, UsageErrorsExitTwoContractErrorsOneWarningsZero) {
+  namespace rules = popper::rules;
+  popper::Diagnostics d;
+  d.warning("POP-V041", {"a.yaml", 0, 0}, "unbacked");
+  d.warning("POP-V001", {"a.yaml", 0, 0}, "a usage code as a warning decides nothing");
+  EXPECT_EQ(rules::exit_code(d), 0);
+  d.error("POP-V010", {"a.yaml", 1, 1}, "unknown key");
+  EXPECT_EQ(rules::exit_code(d), 1);
+  for (const char* usage : {"POP-V001", "POP-V009", "POP-V040"}) {
+    popper::Diagnostics u = d;
+    u.error(usage, {"a.yaml", 0, 0}, "cannot read");
+    EXPECT_EQ(rules::exit_code(u), 2) << usage;
+  }
+  EXPECT_EQ(rules::exit_class("POP-V005"), rules::Exit::Contract);
+  EXPECT_EQ(rules::exit_class("PV-SCHEMA-001"), rules::Exit::Contract);
+}
+
+// A code reported anywhere in the engine is in one of the two tables, so its
+// exit class is decided there and not by default.
+TEST(ExitCodes, EveryCodeTheEngineReportsIsInATable) {
+  namespace rules = popper::rules;
+  std::set<std::string> known;
+  for (const auto* e = rules::table_begin(); e != rules::table_end(); ++e) {
+    known.insert(e->strict_code);
+    known.insert(e->pv_code);
+  }
+  std::set<std::string> direct;
+  for (const auto* c = rules::codes_begin(); c != rules::codes_end(); ++c) {
+    EXPECT_TRUE(direct.insert(c->code).second) << c->code << " twice in the table of direct codes";
+    known.insert(c->code);
+  }
+  const std::regex code(R"re("((POP|PV)-[A-Z]*-?[0-9]{3})")re");
+  std::size_t seen = 0;
+  for (const char* dir : {"harness/src", "harness/cli"})
+    for (const auto& f : fs::recursive_directory_iterator(fs::path(POPPER_SOURCE_DIR) / dir)) {
+      if (!f.is_regular_file()) continue;
+      std::ifstream in(f.path());
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (std::sregex_iterator it(text.begin(), text.end(), code), end; it != end; ++it, ++seen)
+        EXPECT_TRUE(known.count((*it)[1])) << f.path() << " reports " << (*it)[1] << ", which no table lists";
+    }
+  EXPECT_GT(seen, 50u);
+}
+
+TEST(Text, SlugsKeepTheBytesThatNameCommittedFolders) {
+  EXPECT_EQ(popper::slug("AMD EPYC 7B13 64-Core"), "amd-epyc-7b13-64-core");
+  EXPECT_EQ(popper::slug("gcc 12.2.0", "."), "gcc-12.2.0");
+  EXPECT_EQ(popper::slug("gcc 12.2.0"), "gcc-12-2-0");
+  EXPECT_EQ(popper::slug(" -- "), "unknown");
+}
+
+TEST(Text, MarkupEscapeIsValidXmlTextAndAttribute) {
+  EXPECT_EQ(popper::markup_escape("a<b>&\"c'\n\t\x01"), "a&lt;b&gt;&amp;&quot;c&apos;&#10;&#9;?");
+  EXPECT_EQ(popper::regex_escape("small_64(f32)"), "small_64\\(f32\\)");
+  EXPECT_EQ(popper::split_nonempty(";a;;b;", ';'), (std::vector<std::string>{"a", "b"}));
 }

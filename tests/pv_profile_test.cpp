@@ -10,11 +10,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.hpp"
 #include "popper/diagnostics.hpp"
 #include "popper/io.hpp"
 #include "popper/loader.hpp"
 #include "popper/migrate.hpp"
-#include "utf8.hpp"
 
 namespace fs = std::filesystem;
 using popper::Diagnostics;

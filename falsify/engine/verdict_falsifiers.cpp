@@ -8,7 +8,7 @@
 
 #include "popper/audit.hpp"
 #include "popper/binding.hpp"
-#include "popper/mutants.hpp"
+#include "popper/mutant_runner.hpp"
 
 using namespace popper;
 

@@ -3,6 +3,7 @@
 // thing failed, 2 usage or I/O error).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <string>
 
 namespace popper::cli {
@@ -11,10 +12,12 @@ void add_scaffold_command(CLI::App& app, int& exit_code);
 void add_audit_command(CLI::App& app, int& exit_code);
 void add_graph_command(CLI::App& app, int& exit_code);
 void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> strict
-void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | baseline save
+void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | gate | merge | baseline | threshold
 void add_peak_command(CLI::App& app, int& exit_code);
 void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (the gate needs the kernels)
 void add_report_command(CLI::App& app, int& exit_code);  // report html
 // <build> of the running <build>/bin/popper (peak_command.cpp).
 std::string default_build_dir();
+// A progress line on stderr (what long-running library calls report).
+inline void progress(const std::string& line) { std::cerr << line << std::endl; }
 }  // namespace popper::cli

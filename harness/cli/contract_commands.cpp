@@ -1,8 +1,10 @@
 // popper validate | scaffold | graph
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
 #include "commands.hpp"
+#include "contract/rules.hpp"
 #include "popper/graph.hpp"
 #include "popper/io.hpp"
 #include "popper/loader.hpp"
@@ -10,16 +12,6 @@
 #include "popper/scaffold.hpp"
 
 namespace popper::cli {
-
-namespace {
-// I/O and usage problems (missing paths, empty directories, a bad .popper.yaml) exit 2; contract errors exit 1.
-int exit_code_for(const Diagnostics& d) {
-  for (const auto& x : d.all())
-    if (x.severity == Severity::Error && (x.code == "POP-V001" || x.code == "POP-V040" || x.code == "POP-V009"))
-      return 2;
-  return d.has_errors() ? 1 : 0;
-}
-}  // namespace
 
 void add_validate_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("validate", "Check contracts: schema, references, ids, depends_on");
@@ -52,7 +44,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
         std::cout << set.contracts.size() << " contract(s), " << tests << " test id(s): valid\n";
       }
     }
-    exit_code = exit_code_for(diags);
+    exit_code = rules::exit_code(diags);
   });
 }
 
@@ -67,7 +59,7 @@ void add_scaffold_command(CLI::App& app, int& exit_code) {
     LoadResult r = load_contract_file(*contract, diags);
     if (!r.ok) {
       std::cerr << format_text(diags);
-      exit_code = exit_code_for(diags) == 2 ? 2 : 1;
+      exit_code = std::max(1, rules::exit_code(diags));
       return;
     }
     try {
@@ -94,7 +86,7 @@ void add_graph_command(CLI::App& app, int& exit_code) {
     const ContractSet set = load_contract_set(*paths, diags);
     if (diags.has_errors()) {
       std::cerr << format_text(diags);
-      exit_code = exit_code_for(diags);
+      exit_code = rules::exit_code(diags);
       return;
     }
     std::cout << (*format == "dot" ? graph_dot(set) : graph_mermaid(set));

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "contract/rules.hpp"
 #include "popper/io.hpp"
 #include "popper/loader.hpp"
 #include "popper/migrate.hpp"
@@ -63,9 +64,7 @@ void add_migrate_command(CLI::App& app, int& exit_code) {
     std::cerr << (*write ? "migrated " : "would migrate ") << changed << " of " << files.size() << " file(s), "
               << edits << " edit(s)" << (failed ? ", " + std::to_string(failed) + " file(s) left unchanged" : "")
               << "\n";
-    bool io = false;
-    for (const auto& d : diags.all()) io = io || (d.code == "POP-V001" || d.code == "POP-V040");
-    exit_code = io ? 2 : failed ? 1 : 0;
+    exit_code = rules::exit_code(diags) == 2 ? 2 : failed ? 1 : 0;
   });
 }
 

@@ -11,7 +11,7 @@
 #include "commands.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
-#include "report_html.hpp"
+#include "report/html.hpp"
 
 namespace popper::cli {
 

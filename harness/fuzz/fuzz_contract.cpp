@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.hpp"
 #include "popper/loader.hpp"
 #include "popper/migrate.hpp"
 #include "popper/scaffold.hpp"
-#include "utf8.hpp"
 
 namespace {
 

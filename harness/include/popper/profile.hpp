@@ -1,6 +1,6 @@
 // Profiles: how a contract is read. One loader serves both; what differs is
-// a table (harness/src/rules.cpp for the rules, the Field attributes in
-// harness/src/schema.cpp for keys), documented in contracts/SCHEMA.md.
+// a table (harness/src/contract/rules.cpp for the rules, the Field attributes in
+// harness/src/contract/schema.cpp for keys), documented in contracts/SCHEMA.md.
 //
 //   strict  popper's own reading (the default): every key known, every
 //           reference resolved, obligation ids written out.

@@ -14,8 +14,9 @@
 #include <sstream>
 
 #include "bench/ingest.hpp"
-#include "bench/process.hpp"
 #include "bench/vendors.hpp"
+#include "common/process.hpp"
+#include "common/text.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -23,32 +24,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string regex_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (std::string(".^$|()[]{}*+?\\").find(ch) != std::string::npos) out.push_back('\\');
-    out.push_back(ch);
-  }
-  return out;
-}
-
 std::string duration_text(double s) {
   const long t = static_cast<long>(s + 0.5);
   char buf[32];
   if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
   else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
   return buf;
-}
-
-std::string cmake_cache_value(const std::string& build_dir, const std::string& key) {
-  std::ifstream in(build_dir + "/CMakeCache.txt");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) != 0) continue;
-    const auto eq = line.find('=');
-    return eq == std::string::npos ? "" : line.substr(eq + 1);
-  }
-  return "";
 }
 
 }  // namespace
@@ -322,9 +303,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   std::string threads;
   for (int th : opt.threads) threads += (threads.empty() ? "" : ",") + std::to_string(th);
   t.set_meta("threads", threads);
-  std::string env_text;
-  for (const auto& [k, v] : timing_environment()) env_text += (env_text.empty() ? "" : " ") + k + "=" + v;
-  t.set_meta("environment", env_text.empty() ? "none" : env_text);
+  t.set_environment(timing_environment());
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
   t.rows = std::move(rows);
   if (want_ceiling) record_plan(plan, t);

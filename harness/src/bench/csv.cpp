@@ -102,6 +102,79 @@ const BenchRow* BenchTable::find(const BenchKey& key) const {
   return nullptr;
 }
 
+Environment BenchTable::environment(const std::string& key) const {
+  Environment env;
+  std::istringstream in(meta(key).value_or(""));
+  for (std::string kv; in >> kv;) {
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return env;
+}
+
+void BenchTable::set_environment(const Environment& env, const std::string& key) {
+  std::string text;
+  for (const auto& [k, v] : env) text += (text.empty() ? "" : " ") + k + "=" + v;
+  set_meta(key, text.empty() ? "none" : text);
+}
+
+std::vector<std::string> BenchTable::meta_list(const std::string& key) const {
+  const auto text = meta(key);
+  if (!text || text->empty() || *text == "none") return {};
+  std::vector<std::string> out;
+  for (auto& entry : split(*text, '|')) {
+    entry.erase(0, entry.find_first_not_of(' '));
+    entry.erase(entry.find_last_not_of(' ') + 1);
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+void BenchTable::set_meta_list(const std::string& key, const std::vector<std::string>& entries) {
+  std::string text;
+  for (const auto& e : entries) text += (text.empty() ? "" : " | ") + e;
+  set_meta(key, entries.empty() ? "none" : text);
+}
+
+std::string CeilingSkip::to_string() const {
+  return vendor + " " + (kernels.empty() ? setting : kernels + " (" + setting + ")") + ": " + status + ": " + reason;
+}
+
+std::optional<CeilingSkip> CeilingSkip::parse(const std::string& text) {
+  const auto space = text.find(' ');
+  if (space == std::string::npos) return std::nullopt;
+  const auto what_end = text.find(": ", space);
+  if (what_end == std::string::npos) return std::nullopt;
+  const auto status_end = text.find(": ", what_end + 2);
+  if (status_end == std::string::npos) return std::nullopt;
+  CeilingSkip s;
+  s.vendor = text.substr(0, space);
+  const std::string what = text.substr(space + 1, what_end - space - 1);
+  const auto open = what.find(" (");
+  if (open != std::string::npos && what.back() == ')') {
+    s.kernels = what.substr(0, open);
+    s.setting = what.substr(open + 2, what.size() - open - 3);
+  } else {
+    s.setting = what;
+  }
+  s.status = text.substr(what_end + 2, status_end - what_end - 2);
+  s.reason = text.substr(status_end + 2);
+  return s;
+}
+
+std::vector<CeilingSkip> BenchTable::ceiling_not_run() const {
+  std::vector<CeilingSkip> out;
+  for (const auto& entry : meta_list("ceiling_not_run"))
+    if (auto s = CeilingSkip::parse(entry)) out.push_back(std::move(*s));
+  return out;
+}
+
+void BenchTable::set_ceiling_not_run(const std::vector<CeilingSkip>& skips) {
+  std::vector<std::string> entries;
+  for (const auto& s : skips) entries.push_back(s.to_string());
+  set_meta_list("ceiling_not_run", entries);
+}
+
 const std::vector<std::string>& bench_columns() {
   static const std::vector<std::string> cols = {
       "family", "tier",   "backend", "shape",         "precision",     "threads",        "cache_mode",

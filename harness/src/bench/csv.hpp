@@ -55,6 +55,22 @@ struct BenchRow {
   double throughput() const;        // work_per_iter / median seconds; 0 for instruction rows
 };
 
+// Environment variables, in order: what a run's processes ran under.
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// One ceiling configuration a run did not measure, and why (an entry of the
+// `ceiling_not_run` metadata): "<vendor> <kernels> (<setting>): <status>:
+// <reason>", or "<vendor> <setting>: <status>: <reason>" without a kernel set.
+struct CeilingSkip {
+  std::string vendor;   // blis
+  std::string kernels;  // the kernel set asked for (zen); may be empty
+  std::string setting;  // BLIS_ARCH_TYPE=8, OPENBLAS_CORETYPE unset, default
+  std::string status;   // cpu_lacks, not_built, screened_out, failed, missing
+  std::string reason;
+  std::string to_string() const;
+  static std::optional<CeilingSkip> parse(const std::string& text);  // nullopt: not of that form
+};
+
 struct BenchTable {
   std::vector<std::pair<std::string, std::string>> metadata;  // in file order
   std::vector<BenchRow> rows;
@@ -62,6 +78,19 @@ struct BenchTable {
   std::optional<std::string> meta(const std::string& key) const;
   void set_meta(const std::string& key, const std::string& value);  // replaces or appends
   const BenchRow* find(const BenchKey& key) const;
+
+  // Metadata that holds several facts, typed: one writer and one reader each.
+  // The text is what popper has always written, so older CSVs read the same.
+  // An environment (`environment`, `gate_environment`): "K=V K2=V2", or "none".
+  Environment environment(const std::string& key = "environment") const;
+  void set_environment(const Environment& env, const std::string& key = "environment");
+  // A list (`ceiling_vendors`, `vendor_warnings`): entries joined by " | ", or
+  // "none"; an absent key reads as an empty list.
+  std::vector<std::string> meta_list(const std::string& key) const;
+  void set_meta_list(const std::string& key, const std::vector<std::string>& entries);
+  // `ceiling_not_run`, a list of CeilingSkip (an entry of another form is left out).
+  std::vector<CeilingSkip> ceiling_not_run() const;
+  void set_ceiling_not_run(const std::vector<CeilingSkip>& skips);
 };
 
 // Column names, in file order.

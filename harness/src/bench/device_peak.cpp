@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/process.hpp"
+#include "common/process.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
 

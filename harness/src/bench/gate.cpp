@@ -15,7 +15,8 @@
 
 #include "bench/ingest.hpp"
 #include "bench/machine.hpp"
-#include "bench/process.hpp"
+#include "common/process.hpp"
+#include "common/text.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
 
@@ -40,49 +41,9 @@ std::string temp_path(const char* stem) {
   return t;
 }
 
-std::string cache_value(const std::string& build_dir, const std::string& key) {
-  std::ifstream in(build_dir + "/CMakeCache.txt");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) != 0) continue;
-    const auto eq = line.find('=');
-    return eq == std::string::npos ? "" : line.substr(eq + 1);
-  }
-  return "";
-}
-
 std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string slug(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || ch == '.') out.push_back(static_cast<char>(std::tolower(c)));
-    else if (!out.empty() && out.back() != '-') out.push_back('-');
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "unknown" : out;
-}
-
-std::uint32_t fnv1a(const std::string& s) {
-  std::uint32_t h = 2166136261u;
-  for (char ch : s) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 16777619u;
-  }
-  return h;
-}
-
-std::string regex_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (std::string(".^$|()[]{}*+?\\").find(ch) != std::string::npos) out.push_back('\\');
-    out.push_back(ch);
-  }
-  return out;
 }
 
 }  // namespace
@@ -92,16 +53,18 @@ std::string GateKey::id() const {
                           "|" + build_type + "|" + flags;
   char hash[16];
   std::snprintf(hash, sizeof hash, "%08x", fnv1a(all));
+  // Slugs keep '.', for the compiler's version: the key names committed folders.
+  const auto key_slug = [](const std::string& s) { return slug(s, "."); };
   // compiler is "<path> (<first line of --version>)": keep its family and version.
-  const std::string lower_comp = slug(compiler);
+  const std::string lower_comp = key_slug(compiler);
   std::string version;
   std::istringstream words(compiler.substr(compiler.find('(') == std::string::npos ? 0 : compiler.find('(')));
   for (std::string w; words >> w;)
     if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos)
       version = w.substr(0, w.find_first_not_of("0123456789."));
-  const std::string comp_id = (lower_comp.find("clang") != std::string::npos ? "clang-" : "gcc-") + slug(version);
-  return "gate-" + slug(cpu_isa) + "-openblas-" + slug(openblas_core) + "-" + comp_id + "-" + slug(build_type) + "-" +
-         hash;
+  const std::string comp_id = (lower_comp.find("clang") != std::string::npos ? "clang-" : "gcc-") + key_slug(version);
+  return "gate-" + key_slug(cpu_isa) + "-openblas-" + key_slug(openblas_core) + "-" + comp_id + "-" +
+         key_slug(build_type) + "-" + hash;
 }
 
 std::vector<std::pair<std::string, std::string>> GateKey::metadata() const {
@@ -147,12 +110,12 @@ GateKey probe_gate_key(const GateOptions& opt) {
   k.caches = j.value("caches", "");
   k.openblas_core = j.value("openblas_core", "unknown");
   k.openblas_config = j.value("openblas_config", "");
-  const std::string cxx = cache_value(opt.build_dir, "CMAKE_CXX_COMPILER");
+  const std::string cxx = cmake_cache_value(opt.build_dir, "CMAKE_CXX_COMPILER");
   k.compiler = cxx + " (" + capture_command("'" + cxx + "' --version | head -n 1") + ")";
-  k.build_type = cache_value(opt.build_dir, "CMAKE_BUILD_TYPE");
-  k.flags = cache_value(opt.build_dir, "CMAKE_CXX_FLAGS") + " | " +
-            cache_value(opt.build_dir, "CMAKE_CXX_FLAGS_" + upper(k.build_type)) + " | sanitize=" +
-            cache_value(opt.build_dir, "POPPER_SANITIZE");
+  k.build_type = cmake_cache_value(opt.build_dir, "CMAKE_BUILD_TYPE");
+  k.flags = cmake_cache_value(opt.build_dir, "CMAKE_CXX_FLAGS") + " | " +
+            cmake_cache_value(opt.build_dir, "CMAKE_CXX_FLAGS_" + upper(k.build_type)) + " | sanitize=" +
+            cmake_cache_value(opt.build_dir, "POPPER_SANITIZE");
   return k;
 }
 
@@ -285,9 +248,7 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   run.table.set_meta("family", fam.family);
   run.table.set_meta("kind", "callgrind instruction counts per iteration (deterministic CI gate)");
   run.table.set_meta("gate_iterations", std::to_string(fam.gate.iterations));
-  std::string env_text;
-  for (const auto& [k, v] : opt.env) env_text += (env_text.empty() ? "" : " ") + k + "=" + v;
-  run.table.set_meta("gate_environment", env_text);
+  run.table.set_environment(opt.env, "gate_environment");
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj)
     run.table.set_meta("injected_slowdown", inj);
   return run;
@@ -368,7 +329,7 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
                                      "-DPOPPER_WERROR=OFF"};
     for (const char* key : {"CMAKE_BUILD_TYPE", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS",
                             "CMAKE_C_FLAGS"}) {
-      const std::string v = cache_value(opt.build_dir, key);
+      const std::string v = cmake_cache_value(opt.build_dir, key);
       if (!v.empty()) argv.push_back(std::string("-D") + key + "=" + v);
     }
     const auto r = run_process(argv);

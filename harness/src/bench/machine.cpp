@@ -14,7 +14,20 @@
 #include <set>
 #include <sstream>
 
+#include "common/text.hpp"
+
 namespace popper::bench {
+
+std::string cmake_cache_value(const std::string& build_dir, const std::string& key) {
+  std::ifstream in(build_dir + "/CMakeCache.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    const auto eq = line.find('=');
+    return eq == std::string::npos ? "" : line.substr(eq + 1);
+  }
+  return "";
+}
 
 std::string capture_command(const std::string& command) {
   FILE* p = ::popen((command + " 2>/dev/null").c_str(), "r");
@@ -45,26 +58,6 @@ void probe_blas(MachineInfo& m) {
     if (config) m.blas_config = config();
     return;  // kept loaded: OpenBLAS does not like being unloaded with live threads
   }
-}
-
-std::string slug(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c)) out.push_back(static_cast<char>(std::tolower(c)));
-    else if (!out.empty() && out.back() != '-') out.push_back('-');
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "unknown" : out;
-}
-
-std::uint32_t fnv1a(const std::string& s) {
-  std::uint32_t h = 2166136261u;
-  for (char ch : s) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 16777619u;
-  }
-  return h;
 }
 
 }  // namespace

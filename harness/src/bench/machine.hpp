@@ -33,6 +33,9 @@ std::string fingerprint(const MachineInfo& m);
 // removed, or "" when it fails. For read-only probes (git, nvidia-smi).
 std::string capture_command(const std::string& command);
 
+// KEY's value in <build_dir>/CMakeCache.txt (KEY:TYPE=VALUE), or "" without one.
+std::string cmake_cache_value(const std::string& build_dir, const std::string& key);
+
 // commit, branch, date and the machine fields, as CSV metadata.
 std::vector<std::pair<std::string, std::string>> machine_metadata(const MachineInfo& m, const std::string& source_dir);
 

@@ -3,6 +3,7 @@
 
 #include "bench/interval.hpp"
 #include "bench/stats.hpp"
+#include "common/text.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,17 +42,6 @@ std::string num(double v, const char* fmt) {
   char buf[48];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else if (ch == '&') out += "&amp;";
-    else out.push_back(ch);
-  }
-  return out;
 }
 
 }  // namespace
@@ -113,11 +103,6 @@ double at_threads(const double* v, int threads, int cores) {
   if (threads <= 1) return v[0];
   if (threads >= cores) return v[1];
   return std::min(v[1], v[0] * threads);
-}
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
-  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
 }
 
 std::string gf(double flops) { return num(flops * 1e-9, "%.1f"); }
@@ -255,20 +240,16 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
   const std::string& unit = scale.unit;
   out << "# Bench: " << family << "\n\n";
   for (const auto& [k, v] : report_metadata(t)) out << "- " << k << ": " << v << "\n";
-  if (auto v = t.meta("ceiling_vendors")) {
+  if (t.meta("ceiling_vendors")) {
     out << "\n## Ceiling vendors\n\nTried (each timed on every shape unless screened out):\n\n";
-    std::istringstream in(*v);
-    std::string part;
-    while (std::getline(in, part, '|')) out << "- " << trim(part) << "\n";
-    if (auto nr = t.meta("ceiling_not_run"); nr && *nr != "none") {
+    for (const auto& v : t.meta_list("ceiling_vendors")) out << "- " << v << "\n";
+    if (const auto not_run = t.meta_list("ceiling_not_run"); !not_run.empty()) {
       out << "\nCould not run, or left out:\n\n";
-      std::istringstream in2(*nr);
-      while (std::getline(in2, part, '|')) out << "- " << trim(part) << "\n";
+      for (const auto& nr : not_run) out << "- " << nr << "\n";
     }
-    if (auto w = t.meta("vendor_warnings"); w && *w != "none") {
+    if (const auto warnings = t.meta_list("vendor_warnings"); !warnings.empty()) {
       out << "\n";
-      std::istringstream in3(*w);
-      while (std::getline(in3, part, '|')) out << "> **" << trim(part) << "**\n>\n";
+      for (const auto& w : warnings) out << "> **" << w << "**\n>\n";
     }
   }
   const bool roof = parse_peaks(t).ok;
@@ -410,13 +391,13 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
                                 num(100.0 * r->throughput() / b.flops, "%.1f%%") + " of bound (" + b.limit + ")";
       if (r->key.threads <= 1)
         o << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"5\" fill=\"" << fill << "\" stroke=\"" << c
-          << "\" stroke-width=\"2\"><title>" << xml_escape(title) << "</title></circle>\n";
+          << "\" stroke-width=\"2\"><title>" << markup_escape(title) << "</title></circle>\n";
       else
         o << "<rect x=\"" << x - 5 << "\" y=\"" << y - 5 << "\" width=\"10\" height=\"10\" fill=\"" << fill
-          << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>" << xml_escape(title) << "</title></rect>\n";
+          << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>" << markup_escape(title) << "</title></rect>\n";
       if (r->key.tier == "hand")
         o << "<text x=\"" << x + 7 << "\" y=\"" << y - 6 << "\" font-size=\"9\" fill=\"#333\">"
-          << xml_escape(r->key.shape) << "</text>\n";
+          << markup_escape(r->key.shape) << "</text>\n";
     }
     double ly = py0 + 60;
     for (const auto& [tier, c] : color) {
@@ -455,10 +436,10 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << width / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">"
-    << xml_escape(family) << ": ceiling vs wrapped vs hand (" << unit << ", median; bars: 95% interval over trials)</text>\n";
+    << markup_escape(family) << ": ceiling vs wrapped vs hand (" << unit << ", median; bars: 95% interval over trials)</text>\n";
   if (auto fp = t.meta("fingerprint"))
-    o << "<text x=\"" << width / 2 << "\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">" << xml_escape(*fp) << " — "
-      << xml_escape(t.meta("date").value_or("")) << "</text>\n";
+    o << "<text x=\"" << width / 2 << "\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">" << markup_escape(*fp) << " — "
+      << markup_escape(t.meta("date").value_or("")) << "</text>\n";
   double y0 = top;
   for (const auto& g : gs) {
     const std::string kind = g.precision == "f64" ? peak_kind_f64 : peak_kind_f32;
@@ -517,7 +498,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
         bx += bar_w;
       }
       o << "<text x=\"" << x + bar_w * 1.5 << "\" y=\"" << plot_bottom + 16 << "\" text-anchor=\"middle\">"
-        << xml_escape(shape) << "</text>\n";
+        << markup_escape(shape) << "</text>\n";
       x += group_w;
     }
     o << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << plot_bottom + 34 << "\" text-anchor=\"middle\">shape</text>\n";

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/ingest.hpp"
-#include "bench/process.hpp"
+#include "common/process.hpp"
 #include "popper/io.hpp"
 
 namespace popper::bench {
@@ -282,13 +282,12 @@ std::vector<std::string> CeilingPlan::tried_lines() const {
   return lines;
 }
 
-std::vector<std::string> CeilingPlan::not_run_lines() const {
-  std::vector<std::string> out;
+std::vector<CeilingSkip> CeilingPlan::not_run() const {
+  std::vector<CeilingSkip> out;
   for (const auto& c : configs) {
     if (c.status == ConfigStatus::Run) continue;
     if (c.status == ConfigStatus::Duplicate) continue;  // same kernels: nothing lost
-    const std::string what = c.requested.empty() ? c.setting() : c.requested + " (" + c.setting() + ")";
-    out.push_back(c.vendor + " " + what + ": " + to_string(c.status) + ": " + c.reason);
+    out.push_back({c.vendor, c.requested, c.setting(), to_string(c.status), c.reason});
   }
   return out;
 }
@@ -580,29 +579,20 @@ CeilingPlan cached_vendor_check(const std::string& source_dir, const std::string
 }
 
 void record_plan(const CeilingPlan& plan, BenchTable& table) {
-  table.set_meta("ceiling_vendors", join(plan.tried_lines(), " | "));
-  const auto not_run = plan.not_run_lines();
-  table.set_meta("ceiling_not_run", not_run.empty() ? "none" : join(not_run, " | "));
+  table.set_meta_list("ceiling_vendors", plan.tried_lines());
+  table.set_ceiling_not_run(plan.not_run());
   if (!plan.check_shape.empty()) table.set_meta("ceiling_check_shape", plan.check_shape);
   std::vector<std::string> w;
   for (const auto& m : plan.warnings) w.push_back(m.message);
-  table.set_meta("vendor_warnings", w.empty() ? "none" : join(w, " | "));
+  table.set_meta_list("vendor_warnings", w);
 }
 
 std::optional<std::string> not_run_reason(const BenchTable& table, const std::string& backend) {
-  const auto text = table.meta("ceiling_not_run");
   const auto colon = backend.find(':');
-  if (!text || colon == std::string::npos) return std::nullopt;
-  // not_run_lines: "<vendor> <kernels> (<setting>): <status>: <reason>".
-  const std::string want = lower(backend.substr(0, colon) + " " + backend.substr(colon + 1) + " (");
-  std::istringstream entries(*text);
-  for (std::string e; std::getline(entries, e, '|');) {
-    e.erase(0, e.find_first_not_of(' '));
-    e.erase(e.find_last_not_of(' ') + 1);
-    if (lower(e).rfind(want, 0) != 0) continue;
-    const auto end = e.find("): ");  // the setting's closing parenthesis
-    return end == std::string::npos ? e : e.substr(end + 3);
-  }
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string vendor = lower(backend.substr(0, colon)), kernels = lower(backend.substr(colon + 1));
+  for (const auto& s : table.ceiling_not_run())
+    if (!s.kernels.empty() && lower(s.vendor) == vendor && lower(s.kernels) == kernels) return s.status + ": " + s.reason;
   return std::nullopt;
 }
 

@@ -98,8 +98,8 @@ struct CeilingPlan {
   std::vector<const VendorConfig*> runnable(const std::string& program) const;
   // One line per vendor: "openblas: Cooperlake (detected), Haswell (OPENBLAS_CORETYPE=Haswell, inherited), ..."
   std::vector<std::string> tried_lines() const;
-  // One line per configuration that did not run, with the reason.
-  std::vector<std::string> not_run_lines() const;
+  // Each configuration that did not run, with the reason.
+  std::vector<CeilingSkip> not_run() const;
 };
 
 inline constexpr double kMisdetectionFactor = 1.2;

@@ -1,0 +1,91 @@
+#include "bench/remeasure.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "bench/compare.hpp"
+#include "bench/ingest.hpp"
+#include "bench/machine.hpp"
+
+namespace popper::bench {
+
+int next_trial(const BenchTable& t) {
+  int next = 0;
+  for (const auto& r : t.rows)
+    for (std::size_t i = 0; i < r.samples.size(); ++i) next = std::max(next, r.trial_of(i) + 1);
+  return next;
+}
+
+void add_samples(BenchTable& table, const BenchTable& extra) {
+  std::vector<BenchRow> known;
+  for (const auto& r : extra.rows)
+    if (table.find(r.key)) known.push_back(r);
+  merge_rows(table.rows, known);
+}
+
+std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam, const PeakResult* peak,
+                                                  const ClaimRemeasure& how) {
+  auto claims = how.judge(table);
+  int next = how.first_trial;
+  for (int round = 0; round < how.max_rounds; ++round) {
+    std::set<std::string> again;
+    for (const auto& c : claims)
+      for (const auto& [shape, prec, th] : c.inconclusive_groups) again.insert(shape);
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - how.started).count();
+    if (again.empty() || spent > how.budget_seconds) break;
+    if (how.progress)
+      how.progress("claims inconclusive on " + std::to_string(again.size()) + " shape(s): measuring 2 more trials of " +
+                   "them (" + std::to_string(static_cast<int>(spent)) + " of " +
+                   std::to_string(static_cast<int>(how.budget_seconds)) + " s of budget spent)");
+    add_samples(table, how.measure({again.begin(), again.end()}, next));
+    next += 2;
+    apply_peaks(table, fam, peak);
+    claims = how.judge(table);
+  }
+  return claims;
+}
+
+Environment rerun_environment(const BenchTable& baseline, const BenchTable& current) {
+  auto env = baseline.environment();
+  std::erase_if(env, [](const auto& kv) { return kv.first == "POPPER_BENCH_INJECT_SLOWDOWN"; });
+  env.emplace_back("POPPER_BENCH_INJECT_SLOWDOWN", current.meta("injected_slowdown").value_or(""));
+  return env;
+}
+
+Remeasure rerun_measure(const std::string& source_dir, const std::string& build_dir, const Environment& env,
+                        int first_trial, const std::function<void(const std::string&)>& progress) {
+  return [=, next = first_trial](const std::vector<BenchKey>& keys) mutable
+             -> std::optional<std::vector<BenchRow>> {
+    if (keys.empty()) return std::vector<BenchRow>{};
+    CompareOptions co;
+    co.source_dir = source_dir;
+    co.build_dir = build_dir;
+    co.tiers.clear();
+    co.precisions.clear();
+    co.threads.clear();
+    co.shapes.clear();
+    auto add = [](auto& list, const auto& v) {
+      if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+    };
+    for (const auto& k : keys) {
+      add(co.shapes, k.shape);
+      add(co.tiers, k.tier);
+      add(co.precisions, k.precision);
+      add(co.threads, k.threads);
+      if (k.tier == "ceiling") add(co.ceiling_backends, k.backend);  // those configurations only, unscreened
+    }
+    co.trials = 2;
+    co.first_trial = next;
+    co.env = env;
+    co.blas_core_types = false;
+    co.progress = progress;
+    const auto t = run_compare(co, load_family(source_dir, keys.front().family), probe_machine(), nullptr);
+    std::vector<BenchRow> out;
+    for (const auto& r : t.rows)
+      if (std::find(keys.begin(), keys.end(), r.key) != keys.end()) out.push_back(r);
+    next += 2;
+    return out;
+  };
+}
+
+}  // namespace popper::bench

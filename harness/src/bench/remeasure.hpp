@@ -1,0 +1,57 @@
+// Measuring rows of a table again, in new trials, and adding the new samples
+// to it (through merge_rows): `bench compare` for the shapes whose claims came
+// out inconclusive, `bench check --rerun` for NOISY and REGRESSION rows.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/check.hpp"
+#include "bench/claims.hpp"
+#include "bench/csv.hpp"
+#include "bench/family.hpp"
+#include "bench/peak.hpp"
+
+namespace popper::bench {
+
+// The first trial id after every trial of `t` (new samples never share one).
+int next_trial(const BenchTable& t);
+
+// Adds the samples (and trials) of `extra`'s rows to the rows of `table` with
+// the same key; a row `table` does not hold is left out.
+void add_samples(BenchTable& table, const BenchTable& extra);
+
+struct ClaimRemeasure {
+  // Judges the claims on a table.
+  std::function<std::vector<ClaimResult>(const BenchTable&)> judge;
+  // Measures these shapes in 2 trials, numbered from first_trial.
+  std::function<BenchTable(const std::vector<std::string>& shapes, int first_trial)> measure;
+  int first_trial = 0;
+  int max_rounds = 3;
+  double budget_seconds = 0;                    // of the whole run, counted from `started`
+  std::chrono::steady_clock::time_point started;
+  std::function<void(const std::string&)> progress;
+};
+
+// Judges the claims; while some are inconclusive on some shapes, rounds are
+// left and the budget is not spent, measures those shapes again, adds the
+// samples to `table` (percent of peak recomputed) and judges again. Returns
+// the last verdicts.
+std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam, const PeakResult* peak,
+                                                  const ClaimRemeasure& how);
+
+// check --rerun measures under the baseline's recorded environment, with the
+// current run's POPPER_BENCH_INJECT_SLOWDOWN (empty: none) in place of any the
+// baseline recorded: new samples join the current's, so they must measure what
+// it measured, never an injected slowdown this process happens to have.
+Environment rerun_environment(const BenchTable& baseline, const BenchTable& current);
+
+// CheckOptions::remeasure for check --rerun: each call measures the rows asked
+// for in one run of 2 trials (so a row and its ceiling share the machine's
+// state), ceiling configurations unscreened, trials numbered from first_trial
+// on; rows of the run's cross product that were not asked for are dropped.
+Remeasure rerun_measure(const std::string& source_dir, const std::string& build_dir, const Environment& env,
+                        int first_trial, const std::function<void(const std::string&)>& progress);
+
+}  // namespace popper::bench

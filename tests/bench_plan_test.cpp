@@ -1,0 +1,233 @@
+// What `bench compare` and `bench check` decide around a run: how many trials
+// (plan.hpp), what noise they saw, how re-measured samples join a table
+// (remeasure.hpp), the ABBA alternation of --against (duet.hpp) and saving a
+// baseline (baseline.hpp).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "bench/baseline.hpp"
+#include "bench/duet.hpp"
+#include "bench/interval.hpp"
+#include "bench/plan.hpp"
+#include "bench/remeasure.hpp"
+#include "popper/error.hpp"
+
+namespace pb = popper::bench;
+namespace fs = std::filesystem;
+
+namespace {
+
+pb::BenchRow row(const std::string& tier, const std::string& shape, std::vector<double> samples, std::vector<int> trials) {
+  pb::BenchRow r;
+  r.key = {"gemm", tier, tier == "ceiling" ? "openblas:Haswell" : "cpu:avx2", shape, "f32", 1, "warm"};
+  r.samples = std::move(samples);
+  r.trials = std::move(trials);
+  r.work_per_iter = 1e6;
+  r.verdict = "verified";
+  return r;
+}
+
+pb::CompareOptions gemm_options() {
+  pb::CompareOptions co;
+  co.threads = {1, 2};
+  co.precisions = {"f32", "f64"};
+  co.tiers = {"ceiling", "wrapped", "hand"};
+  co.min_time = 0.2;
+  return co;
+}
+
+pb::TrialRequest request(const std::string& reps, const std::string& trials, double budget = 1800,
+                         const std::string& noise_csv = "") {
+  pb::TrialRequest r;
+  r.reps = reps;
+  r.trials = trials;
+  r.budget = budget;
+  r.noise_csv = noise_csv;
+  return r;
+}
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("popper-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(BenchPlan, CountsAreAutoOrOneToAThousandAndNeverOne) {
+  const auto co = gemm_options();
+  for (const char* bad : {"x", "0", "1001", "3x"}) {
+    EXPECT_THROW(pb::plan_trials(co, request("auto", bad)), popper::Error) << bad;
+    EXPECT_THROW(pb::plan_trials(co, request(bad, "auto")), popper::Error) << bad;
+  }
+  EXPECT_THROW(pb::plan_trials(co, request("1", "auto")), popper::Error);
+  EXPECT_THROW(pb::plan_trials(co, request("auto", "1")), popper::Error);
+}
+
+TEST(BenchPlan, AutoTrialsComeFromPowerAndTheBudgetCapsThem) {
+  auto co = gemm_options();
+  const int needed = pb::trials_for_power(0.03, 1.2, 1.1, pb::planning_alpha(co), 0.8);
+  const auto plan = pb::plan_trials(co, request("auto", "auto", 1e9));
+  EXPECT_EQ(plan.needed, needed);
+  EXPECT_EQ(plan.trials, needed);
+  EXPECT_EQ(plan.reps_per_trial, 2);
+  EXPECT_DOUBLE_EQ(plan.sigma, 0.03);
+  EXPECT_EQ(plan.budget_seconds, 1e9);
+  EXPECT_EQ(pb::describe(plan).find("warning"), std::string::npos);
+
+  const auto capped = pb::plan_trials(co, request("auto", "auto", 1));
+  EXPECT_EQ(capped.trials, 2);  // never fewer than two
+  EXPECT_NE(pb::describe(capped).find("warning: 2 trials are fewer than the"), std::string::npos);
+  pb::apply(capped, co);
+  EXPECT_EQ(co.trials, 2);
+  EXPECT_EQ(co.budget_seconds, 1);
+}
+
+TEST(BenchPlan, GivenCountsAreKeptAndRepsSplitOverTrials) {
+  const auto co = gemm_options();
+  const auto trials = pb::plan_trials(co, request("auto", "4", 1));
+  EXPECT_EQ(trials.trials, 4);
+  EXPECT_EQ(trials.budget_seconds, 0);  // a given count is not cut by the budget
+  const auto reps = pb::plan_trials(co, request("9", "auto"));
+  EXPECT_EQ(reps.trials, std::min(9, std::max(reps.needed, 2)));
+  EXPECT_EQ(reps.reps_per_trial, (9 + reps.trials - 1) / reps.trials);
+}
+
+TEST(BenchPlan, NoiseComesFromTheLoudestRowOfAnEarlierRun) {
+  const auto dir = temp_dir("plan-noise");
+  pb::BenchTable earlier;
+  earlier.rows = {row("hand", "a", {1.0, 1.0, 1.2, 1.2}, {0, 0, 1, 1}), row("hand", "b", {1, 1, 1, 1}, {0, 0, 1, 1})};
+  const std::string csv = (dir / "gemm.csv").string();
+  pb::write_bench_csv(csv, earlier);
+  const auto plan = pb::plan_trials(gemm_options(), request("auto", "auto", 1800, csv));
+  const auto& loud = earlier.rows[0];
+  EXPECT_DOUBLE_EQ(plan.sigma, pb::between_trial_log_sd({&loud.samples, &loud.trials}));
+  EXPECT_EQ(plan.sigma_from, csv);
+  EXPECT_EQ(pb::noise_source("", dir.string(), "fp", "gemm"), "");
+  EXPECT_EQ(pb::noise_source("given.csv", dir.string(), "fp", "gemm"), "given.csv");
+  fs::create_directories(dir / "baselines" / "fp");
+  fs::copy_file(csv, dir / "baselines" / "fp" / "gemm.csv");
+  EXPECT_EQ(pb::noise_source("", dir.string(), "fp", "gemm"), dir.string() + "/baselines/fp/gemm.csv");
+  fs::remove_all(dir);
+}
+
+TEST(BenchPlan, NoiseIsRecordedFromTheRowsAChangeCanMove) {
+  auto co = gemm_options();
+  co.trials = 2;
+  pb::BenchTable t;
+  t.rows = {row("ceiling", "a", {1, 2}, {0, 1})};
+  EXPECT_FALSE(pb::record_noise(t, co, 0.03));  // the vendor's rows say nothing about this repository's
+  t.rows.push_back(row("hand", "a", {1.0, 1.1}, {0, 1}));
+  EXPECT_TRUE(pb::record_noise(t, co, 0.03));
+  EXPECT_NE(t.meta("noise_between_trials").value_or("").find("over 1 rows"), std::string::npos);
+  EXPECT_NE(t.meta("detectable_slowdown").value_or("").find("(2 trials a side"), std::string::npos);
+}
+
+TEST(BenchRemeasure, NewSamplesJoinTheRowsTheTableHolds) {
+  pb::BenchTable t;
+  t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
+  EXPECT_EQ(pb::next_trial(t), 2);
+  pb::BenchTable extra;
+  extra.rows = {row("hand", "a", {1.2}, {2}), row("hand", "other", {9}, {2})};
+  extra.rows[0].verdict = "incorrect: max err 1";
+  pb::add_samples(t, extra);
+  ASSERT_EQ(t.rows.size(), 1u);  // a row the table does not hold stays out
+  EXPECT_EQ(t.rows[0].samples, (std::vector<double>{1.0, 1.1, 1.2}));
+  EXPECT_EQ(t.rows[0].trials, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(t.rows[0].verdict, "incorrect: max err 1");  // a wrong answer while re-measuring is kept
+  EXPECT_EQ(pb::next_trial(t), 3);
+}
+
+TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
+  pb::BenchTable t;
+  t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
+  pb::FamilyDescriptor fam;
+  fam.family = "gemm";
+  std::vector<std::pair<std::vector<std::string>, int>> measured;
+  pb::ClaimRemeasure how;
+  how.judge = [](const pb::BenchTable& table) {
+    pb::ClaimResult c;
+    c.verdict = table.rows[0].samples.size() < 4 ? "inconclusive" : "met";
+    if (c.verdict == "inconclusive") c.inconclusive_groups = {{"a", "f32", 1}};
+    return std::vector<pb::ClaimResult>{c};
+  };
+  how.measure = [&](const std::vector<std::string>& shapes, int first) {
+    measured.emplace_back(shapes, first);
+    pb::BenchTable more;
+    more.rows = {row("hand", "a", {1.0, 1.0}, {first, first + 1})};
+    return more;
+  };
+  how.first_trial = 2;
+  how.budget_seconds = 1e9;
+  how.started = std::chrono::steady_clock::now();
+  const auto claims = pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0].first, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(measured[0].second, 2);
+  EXPECT_EQ(t.rows[0].trials, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(claims.at(0).verdict, "met");
+
+  measured.clear();
+  how.budget_seconds = 0;
+  how.started = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  pb::BenchTable spent;
+  spent.rows = {row("hand", "a", {1.0}, {0})};
+  EXPECT_EQ(pb::judge_claims_remeasuring(spent, fam, nullptr, how).at(0).verdict, "inconclusive");
+  EXPECT_TRUE(measured.empty());
+}
+
+TEST(BenchRemeasure, RerunsRunUnderTheBaselinesEnvironmentAndTheCurrentsSlowdown) {
+  pb::BenchTable base, cur;
+  base.set_environment({{"OPENBLAS_CORETYPE", "Haswell"}, {"POPPER_BENCH_INJECT_SLOWDOWN", "1.25"}});
+  EXPECT_EQ(pb::rerun_environment(base, cur),
+            (pb::Environment{{"OPENBLAS_CORETYPE", "Haswell"}, {"POPPER_BENCH_INJECT_SLOWDOWN", ""}}));
+  cur.set_meta("injected_slowdown", "1.1");
+  EXPECT_EQ(pb::rerun_environment(base, cur),
+            (pb::Environment{{"OPENBLAS_CORETYPE", "Haswell"}, {"POPPER_BENCH_INJECT_SLOWDOWN", "1.1"}}));
+}
+
+TEST(BenchDuet, TrialsAlternateAbbaAndEachSideKeepsItsTrials) {
+  std::vector<std::pair<bool, int>> order;
+  const auto d = pb::alternate(4, [&](bool current, int trial) {
+    order.emplace_back(current, trial);
+    pb::BenchTable one;
+    one.set_meta("side", current ? "current" : "base");
+    one.rows = {row("hand", "a", {current ? 1.0 : 2.0}, {trial})};
+    return one;
+  });
+  const std::vector<std::pair<bool, int>> abba = {{true, 0},  {false, 0}, {false, 1}, {true, 1},
+                                                  {false, 2}, {true, 2},  {true, 3},  {false, 3}};
+  EXPECT_EQ(order, abba);
+  EXPECT_EQ(d.current.meta("side"), "current");
+  EXPECT_EQ(d.base.meta("side"), "base");
+  EXPECT_EQ(d.current.rows.at(0).trials, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(d.base.rows.at(0).samples, (std::vector<double>{2, 2, 2, 2}));
+}
+
+TEST(BenchBaseline, SaveKeysByFingerprintKeepsThePreviousAndRefusesInjectedRuns) {
+  const auto dir = temp_dir("baseline-save");
+  pb::BenchTable t;
+  t.set_meta("fingerprint", "amd-epyc-2c-avx2-zen-00000000");
+  t.rows = {row("hand", "a", {1.0}, {0})};
+  const std::string from = (dir / "bench-gemm.csv").string();
+  pb::write_bench_csv(from, t);
+  const auto first = pb::save_baseline(from, (dir / "baselines").string());
+  EXPECT_EQ(first.path, (dir / "baselines" / "amd-epyc-2c-avx2-zen-00000000" / "gemm.csv").string());
+  EXPECT_EQ(first.previous, "");
+  EXPECT_EQ(first.rows, 1u);
+  const auto again = pb::save_baseline(from, (dir / "baselines").string());
+  EXPECT_EQ(again.previous, (dir / "baselines" / "amd-epyc-2c-avx2-zen-00000000" / "gemm.prev.csv").string());
+  EXPECT_TRUE(fs::exists(again.previous));
+
+  t.set_meta("injected_slowdown", "1.25");
+  pb::write_bench_csv(from, t);
+  EXPECT_THROW(pb::save_baseline(from, (dir / "baselines").string()), popper::Error);
+  t.metadata.clear();
+  pb::write_bench_csv(from, t);
+  EXPECT_THROW(pb::save_baseline(from, (dir / "baselines").string()), popper::Error);
+  fs::remove_all(dir);
+}
+
+}  // namespace
