@@ -26,6 +26,7 @@ packages=(
   qemu-user                          # the CPU matrix: tests as other x86-64 CPUs run them
   libxml2-utils                      # xmllint: the audit's JUnit XML checked against docs/junit.xsd
   chromium                           # headless: reports/index.html loaded and checked (scripts/report-check.sh)
+  libtorch-dev                       # libtorch 1.13: the train family's peer tier and gradient oracle (optional at configure: POPPER_TORCH)
 )
 
 missing=()
