@@ -126,7 +126,7 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-006", [](const popper::Params& p) {
   around_torch.exact.loss = loss_torch;
   around_torch.exact.grads.assign(g_torch.begin(), g_torch.end());
   const auto popper_vs_torch = testbed::compare<float>(L, around_torch, g, loss, 2.0);
-  std::printf("  %s\n  libtorch vs FP64: %s\n  popper   vs FP64: %s\n  popper   vs libtorch (2x bound): %s\n",
+  std::printf("  libtorch %s\n  libtorch vs FP64: %s\n  popper   vs FP64: %s\n  popper   vs libtorch (2x bound): %s\n",
               torch.describe(), torch_vs_fp64.text().c_str(), popper_vs_fp64.text().c_str(), popper_vs_torch.text().c_str());
   EXPECT_TRUE(torch_vs_fp64.ok()) << "libtorch against the FP64 oracle: " << torch_vs_fp64.text();
   EXPECT_TRUE(popper_vs_torch.ok()) << "popper against libtorch: " << popper_vs_torch.text() << " (seed " << p.seed() << ")";

@@ -4,6 +4,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace popper::cli {
 void add_validate_command(CLI::App& app, int& exit_code);
@@ -14,7 +15,11 @@ void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> str
 void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | baseline save
 void add_peak_command(CLI::App& app, int& exit_code);
 void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (the gate needs the kernels)
+void add_train_commands(CLI::App& app, int& exit_code);  // train, budget baseline|run: run popper_train
 void add_report_command(CLI::App& app, int& exit_code);  // report html
 // <build> of the running <build>/bin/popper (peak_command.cpp).
 std::string default_build_dir();
+// Replaces this process with <build>/bin/<tool> args... (tool_exec.cpp); on failure
+// prints why under "popper <command>" and sets exit_code 2.
+void exec_tool(const std::string& command, const std::string& tool, const std::vector<std::string>& args, int& exit_code);
 }  // namespace popper::cli

@@ -1,5 +1,6 @@
 // AdamW (train.hpp) and the Trainer: check, step, check, update, in that order,
 // so a refused step leaves the parameters, moments and step count as they were.
+#include <algorithm>
 #include <cmath>
 
 #include "impl/common/parallel.hpp"
@@ -8,6 +9,22 @@
 #include "popper/mutant.hpp"
 
 namespace popper::train {
+
+namespace {
+struct AdamWConstants {
+  float b1, b2, one_b1, one_b2, step_size, inv_sqrt_c2, eps;
+};
+// One contiguous range (restrict pointers and constants by value, so the loop vectorises).
+void adamw_range(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g,
+                 std::size_t n, float decay, const AdamWConstants k) {
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = k.b1 * m[i] + k.one_b1 * g[i];
+    v[i] = k.b2 * v[i] + k.one_b2 * g[i] * g[i];
+    // p (1 - lr wd) - lr mh / (sqrt(vh) + eps), with mh = m / c1, sqrt(vh) = sqrt(v) / sqrt(c2)
+    p[i] = p[i] * decay - k.step_size * m[i] / (std::sqrt(v[i]) * k.inv_sqrt_c2 + k.eps);
+  }
+}
+}  // namespace
 
 void adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t t, std::span<float> params,
                   std::span<const float> grads, std::span<float> m, std::span<float> v, int threads) {
@@ -19,8 +36,8 @@ void adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t 
   const bool decay_all = POPPER_MUTANT("train-adamw-decay-on-vectors");
   const double c1 = no_correction ? 1.0 : 1.0 - std::pow(static_cast<double>(a.beta1), static_cast<double>(t));
   const double c2 = no_correction ? 1.0 : 1.0 - std::pow(static_cast<double>(a.beta2), static_cast<double>(t));
-  const float step_size = static_cast<float>(a.lr / c1), inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
-  const float b1 = a.beta1, b2 = a.beta2, one_b1 = 1.0f - a.beta1, one_b2 = 1.0f - a.beta2;
+  const AdamWConstants k{a.beta1, a.beta2, 1.0f - a.beta1, 1.0f - a.beta2, static_cast<float>(a.lr / c1),
+                         static_cast<float>(1.0 / std::sqrt(c2)), a.eps};
   // Work items of 16K floats inside tensors, so threads split the large tensors evenly.
   constexpr std::size_t kChunk = 16384;
   struct Item {
@@ -32,19 +49,13 @@ void adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t 
     const float decay = T.decay || decay_all ? 1.0f - a.lr * a.weight_decay : 1.0f;
     for (std::size_t b = 0; b < T.size(); b += kChunk) items.push_back({T.offset + b, T.offset + std::min(T.size(), b + kChunk), decay});
   }
-  parallel::run(items.size(), threads, [&](std::size_t ib, std::size_t ie, int) {
+  // Threads only when each has at least 4 chunks (64K floats) to update.
+  const int workers = std::clamp(static_cast<int>(items.size() / 4), 1, threads);
+  parallel::run(items.size(), workers, [&](std::size_t ib, std::size_t ie, int) {
     for (std::size_t it = ib; it < ie; ++it) {
       const Item& w = items[it];
-      float* p = params.data();
-      float* mm = m.data();
-      float* vv = v.data();
-      const float* g = grads.data();
-      for (std::size_t i = w.begin; i < w.end; ++i) {
-        mm[i] = b1 * mm[i] + one_b1 * g[i];
-        vv[i] = b2 * vv[i] + one_b2 * g[i] * g[i];
-        // p (1 - lr wd) - lr mh / (sqrt(vh) + eps), with mh = m / c1, sqrt(vh) = sqrt(v) / sqrt(c2)
-        p[i] = p[i] * w.decay - step_size * mm[i] / (std::sqrt(vv[i]) * inv_sqrt_c2 + a.eps);
-      }
+      adamw_range(params.data() + w.begin, m.data() + w.begin, v.data() + w.begin, grads.data() + w.begin, w.end - w.begin,
+                  w.decay, k);
     }
   });
 }

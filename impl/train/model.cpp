@@ -150,7 +150,8 @@ void check_finite(const ParamLayout& layout, std::span<const float> values, cons
   // A parallel scan for the first bad tensor; the message is built only on failure.
   const std::size_t n = layout.tensors.size();
   std::vector<char> bad(n, 0);
-  parallel::run(n, threads, [&](std::size_t b, std::size_t e, int) {
+  // Threads only past 1M values (a scan of fewer is faster than waking a worker).
+  parallel::run(n, values.size() > (1u << 20) ? threads : 1, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t t = b; t < e; ++t) {
       const float* p = values.data() + layout.tensors[t].offset;
       unsigned any = 0;  // exponent all ones: NaN or infinity (an integer OR: vectorises)

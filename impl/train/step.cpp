@@ -70,16 +70,20 @@ struct Step::Impl {
     k->gemm(g);
   }
 
+  // Threads for a pass over `elements` floats: one per 64K (waking a worker costs more than a smaller pass).
+  int workers(std::int64_t elements) const {
+    return static_cast<int>(std::clamp<std::int64_t>(elements / 65536, 1, o.threads));
+  }
   // Rows of `dst` [T, n] all set to `bias` [n] (the bias enters the GEMM as its C with beta = 1).
   void broadcast_rows(const float* bias, float* dst, std::int64_t cols) const {
-    parallel::run(static_cast<std::size_t>(c.tokens()), o.threads, [&](std::size_t b, std::size_t e, int) {
+    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * cols), [&](std::size_t b, std::size_t e, int) {
       for (std::size_t t = b; t < e; ++t) std::memcpy(dst + t * static_cast<std::size_t>(cols), bias, static_cast<std::size_t>(cols) * 4);
     });
   }
   // db[j] = sum_t d[t, j], each worker a range of columns summed in token order (deterministic).
   void column_sums(const float* d, float* db, std::int64_t cols) const {
     const std::int64_t T = c.tokens();
-    parallel::run(static_cast<std::size_t>(cols), std::min<int>(o.threads, static_cast<int>(cols / 16) + 1),
+    parallel::run(static_cast<std::size_t>(cols), std::min(workers(T * cols), static_cast<int>(cols / 16) + 1),
                   [&](std::size_t b, std::size_t e, int) {
                     std::fill(db + b, db + e, 0.0f);
                     for (std::int64_t t = 0; t < T; ++t) {
@@ -91,13 +95,13 @@ struct Step::Impl {
   // y += x over [T, H] rows (parallel over tokens).
   void add_into(float* y, const float* x) const {
     const std::size_t H = static_cast<std::size_t>(c.hidden);
-    parallel::run(static_cast<std::size_t>(c.tokens()), o.threads, [&](std::size_t b, std::size_t e, int) {
+    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * c.hidden), [&](std::size_t b, std::size_t e, int) {
       for (std::size_t i = b * H; i < e * H; ++i) y[i] += x[i];
     });
   }
   void copy_rows(float* y, const float* x) const {
     const std::size_t H = static_cast<std::size_t>(c.hidden);
-    parallel::run(static_cast<std::size_t>(c.tokens()), o.threads, [&](std::size_t b, std::size_t e, int) {
+    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * c.hidden), [&](std::size_t b, std::size_t e, int) {
       std::memcpy(y + b * H, x + b * H, (e - b) * H * 4);
     });
   }
@@ -134,7 +138,7 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
   // ---------------------------------------------------------------- forward
   {
     Scope s(tr, "embedding", kEmbedding, -1, 0, 8.0 * t * h);
-    parallel::run(static_cast<std::size_t>(T), o.threads, [&](std::size_t b, std::size_t e, int) {
+    parallel::run(static_cast<std::size_t>(T), workers(T * H), [&](std::size_t b, std::size_t e, int) {
       for (std::size_t i = b; i < e; ++i)
         std::memcpy(resid[0].data() + i * static_cast<std::size_t>(H), P + layout.embed + static_cast<std::size_t>(tokens[i] * H),
                     static_cast<std::size_t>(H) * 4);
@@ -275,7 +279,7 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
     float* dE = G + layout.embed;
     const std::size_t Hs = static_cast<std::size_t>(H);
     if (!m_not_cleared) std::fill(dE, dE + static_cast<std::size_t>(V) * Hs, 0.0f);
-    parallel::run(Hs, std::min<int>(o.threads, static_cast<int>(H / 16) + 1), [&](std::size_t b, std::size_t e, int) {
+    parallel::run(Hs, std::min(workers(T * H), static_cast<int>(H / 16) + 1), [&](std::size_t b, std::size_t e, int) {
       for (std::int64_t i = 0; i < T; ++i) {
         float* row = dE + static_cast<std::size_t>(tokens[i]) * Hs;
         const float* src = dx.data() + static_cast<std::size_t>(i) * Hs;

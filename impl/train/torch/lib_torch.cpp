@@ -148,9 +148,8 @@ extern "C" double popper_torch_step(void* model, const int64_t* tokens, const in
 }
 
 extern "C" const char* popper_torch_describe(void) {
-  static const std::string d = "libtorch " + std::string(TORCH_VERSION) + " (" +
-                               (at::globalContext().hasOpenMP() ? "OpenMP" : "no OpenMP") +
-                               (at::globalContext().hasMKL() ? ", MKL" : ", BLAS from the system (OpenBLAS)") + ")";
+  static const std::string d = std::string(TORCH_VERSION) + (at::globalContext().hasOpenMP() ? "+openmp" : "") +
+                               (at::globalContext().hasMKL() ? "+mkl" : "+openblas");
   return d.c_str();
 }
 

@@ -33,7 +33,7 @@ void* popper_torch_create(const struct popper_torch_config* c, const float* para
  * mean loss, or NaN with the reason in err. */
 double popper_torch_step(void* model, const int64_t* tokens, const int64_t* labels, float* grads, int update,
                          char* err, size_t err_len);
-/* The library's version and BLAS, e.g. "libtorch 1.13.1 (OpenMP, BLAS: OpenBLAS)". */
+/* The library's version, threading and BLAS, e.g. "1.13.0+openmp+openblas" (no commas: a CSV field). */
 const char* popper_torch_describe(void);
 void popper_torch_destroy(void* model);
 
