@@ -3,7 +3,7 @@
 # checks the gate in-process; this checks what a user sees): a baseline is
 # measured into a scratch baselines folder; a clean run exits 0 (a run a burst
 # of host load stopped is retried once); a 4x delay injected into gemm_forward
-# stops training with the Jidoka alert and exit 1, after writing both traces;
+# stops training with the Jidoka alert naming it and exit 1, after writing both traces;
 # a missing budget and another machine's budget file exit 2 and say why.
 #   scripts/train-cli-check.sh POPPER_BIN WORK_DIR
 set -uo pipefail
@@ -29,8 +29,13 @@ done
 grep -q "^MFU = 6 P tokens" "$work/clean.out" || fail "the clean run prints no MFU line"
 grep -q "^gemm_backward " "$work/clean.out" || fail "the clean run prints no brick table"
 
-"$popper" train "${common[@]}" --steps 16 --inject-delay gemm_forward=4x --inject-from 4 >"$work/jidoka.out" 2>&1
-code=$?
+# On a shared host a burst of load can double another tiny brick for three steps and stop
+# the run first (a true alert, about the host): such a run is retried, up to three times.
+for attempt in 1 2 3; do
+  "$popper" train "${common[@]}" --steps 16 --inject-delay gemm_forward=4x --inject-from 4 >"$work/jidoka.out" 2>&1
+  code=$?
+  grep -q "JIDOKA: brick gemm_forward" "$work/jidoka.out" && break
+done
 [ "$code" -eq 1 ] || fail "the injected run exited $code, expected 1"
 grep -q "JIDOKA: brick gemm_forward took .* x its budget .*: training stopped at step" "$work/jidoka.out" ||
   fail "no Jidoka alert naming gemm_forward, its budget and its time: $(tail -2 "$work/jidoka.out")"

@@ -81,9 +81,16 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-003", [](const popper::Params& p) {
   }
   EXPECT_FALSE(clean_stop.has_value()) << "the gate stopped a clean run twice: " << clean_stop->text();
 
-  popper::trace::Tracer tr(brick_names());
-  o.steps = steps, o.budget = &budget, o.inject = inj, o.inject.from_step = from;
-  const LoopReport rep = run_training(o, tr);
+  // The same bursts can stop the injected run on another brick first (a true alert about the
+  // host): such a run is retried, up to three times.
+  LoopReport rep;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    popper::trace::Tracer tr(brick_names());
+    o.steps = steps, o.budget = &budget, o.inject = inj, o.inject.from_step = from;
+    rep = run_training(o, tr);
+    if (!rep.stop || rep.stop->brick == "gemm_forward") break;
+    std::printf("  the injected run stopped on another brick (%s): again\n", rep.stop->text().c_str());
+  }
   ASSERT_TRUE(rep.stop.has_value()) << "a 3x gemm_forward did not fire the gate";
   const Alert& a = *rep.stop;
   std::printf("  budget gemm_forward %.3f ms; %s (ran %lld of %lld steps)\n", budget.brick_s[kGemmForward] * 1e3,
