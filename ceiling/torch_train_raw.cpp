@@ -1,23 +1,33 @@
-/* The train family's ceiling tier: the training step of bench/train/shapes.h in
+/* The train family's ceiling tier: the training step of workloads/train/shapes.h in
  * libtorch eager (impl/train/torch/lib_torch.cpp: ATen ops, autograd,
  * torch::optim::AdamW), the peer popper's step is measured against; the same
  * model, parameters (popper's init) and batch. Timed: zero_grad, forward,
  * backward, AdamW step. at::set_num_threads and OpenBLAS's thread count are
  * --threads.
  *
+ * OMP_WAIT_POLICY=PASSIVE unless the caller set it (the program re-executes
+ * itself with it): Debian's libtorch runs its element-wise ops on libgomp
+ * workers, which spin after each parallel region, and its SGEMM on OpenBLAS's
+ * own pthreads; at 2 threads on a 2-core machine the spinning workers and
+ * OpenBLAS's threads fought over the cores and a small-preset step took
+ * 18-22 s instead of 6.3 s. The peer is measured in its best configuration.
+ *
  * Verified before timing: libtorch's gradients on the tiny preset against the
  * FP64 oracle within the contract's derived bound (FALSIFY-TRAIN-006 holds the
  * same check against popper), and a finite loss on the timed shape.
  * Without libtorch at configure time it prints "# skipped: requires libtorch: <why>". */
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "ceiling_cli.h"
-#include "train/shapes.h"
-#include "train/testbed.hpp"
+#include "workloads/train/shapes.h"
+#include "falsify/train/testbed.hpp"
 #if POPPER_HAVE_TORCH
 #include "impl/train/torch/torch_step.h"
 #endif
@@ -78,6 +88,14 @@ std::string verify(const popper_train_shape& sh, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if POPPER_HAVE_TORCH
+  if (!std::getenv("OMP_WAIT_POLICY")) {  // libgomp reads it when it loads: set it and start again
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);
+    std::perror("ceiling_torch_train_raw: re-exec with OMP_WAIT_POLICY=PASSIVE");
+    return 2;
+  }
+#endif
   ceiling_args a;
   const int parsed = ceiling_parse_args(argc, argv, &a, "ceiling_torch_train_raw");
   if (parsed) return parsed == 1 ? 0 : 2;

@@ -26,7 +26,7 @@
 #include "impl/train/budget.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
-#include "train/shapes.h"
+#include "workloads/train/shapes.h"
 
 namespace {
 
@@ -251,7 +251,7 @@ int baseline(const Options& o) {
 }
 
 void add_common(CLI::App* cmd, Options& o) {
-  cmd->add_option("--preset", o.preset, "tiny | small | albor-350m (bench/train/shapes.h)")->capture_default_str();
+  cmd->add_option("--preset", o.preset, "tiny | small | albor-350m (workloads/train/shapes.h)")->capture_default_str();
   cmd->add_option("--backend", o.backend, "hand (popper's kernels) | wrapped (OpenBLAS + the separate ops)")
       ->check(CLI::IsMember({"hand", "wrapped"}))->capture_default_str();
   cmd->add_option("--threads", o.threads, "threads")->check(CLI::Range(1, 1024))->capture_default_str();

@@ -1,5 +1,5 @@
 // bench_train: one training step (forward, backward, AdamW) of each preset of
-// bench/train/shapes.h whose set is not "none", on the hand tier (popper's
+// workloads/train/shapes.h whose set is not "none", on the hand tier (popper's
 // hand GEMM and fused kernels) and the wrapped tier (OpenBLAS and the separate
 // operations), 1 and 2 threads. The timed call is Trainer::train_step under
 // popper::trace, as popper train runs it; the batch is fixed (its generation
@@ -24,7 +24,7 @@
 
 #include "common/bench_support.hpp"
 #include "impl/train/train.hpp"
-#include "train/shapes.h"
+#include "workloads/train/shapes.h"
 #include "train/testbed.hpp"
 
 namespace {

@@ -20,7 +20,7 @@
 #include "impl/train/reference.hpp"
 #include "popper/error.hpp"
 #include "impl/train/train.hpp"
-#include "train/shapes.h"
+#include "workloads/train/shapes.h"
 
 namespace popper::train::testbed {
 

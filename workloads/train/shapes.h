@@ -8,8 +8,8 @@
  *               seq 1024, batch 4; 16:4 heads of 64): run by popper train where the machine allows,
  *               never by the bench (a step is minutes here)
  * "set" is the bench's: gate (the CI instruction-count gate), full (timed runs), none (not benched). */
-#ifndef POPPER_BENCH_TRAIN_SHAPES_H
-#define POPPER_BENCH_TRAIN_SHAPES_H
+#ifndef POPPER_WORKLOADS_TRAIN_SHAPES_H
+#define POPPER_WORKLOADS_TRAIN_SHAPES_H
 #include <string.h>
 
 struct popper_train_shape {
