@@ -10,6 +10,7 @@
 //             as train-budget.prev.json), keyed by preset, backend and threads
 //
 // Exit: 0; 1 the Jidoka gate stopped training; 2 usage, I/O or a missing budget.
+#include <time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -97,9 +98,17 @@ void progress_bar(std::int64_t i, std::int64_t n, double loss, double seconds) {
   if (i + 1 == n) std::fputc('\n', stderr);
 }
 
+// Process CPU time (all threads), to tell the machine's share from the step's work on a shared host.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 struct RunResult {
   LoopReport report;
   std::unique_ptr<trace::Tracer> tracer;
+  std::vector<double> cpu_s;  // per step
 };
 RunResult run_steps(const Options& o, const Budget* budget) {
   LoopOptions lo;
@@ -108,8 +117,14 @@ RunResult run_steps(const Options& o, const Budget* budget) {
   lo.steps = o.steps, lo.seed = o.seed, lo.budget = budget;
   lo.jidoka.warmup = o.warmup;
   if (!o.inject.empty()) lo.inject = parse_injection(o.inject), lo.inject.from_step = o.inject_from;
-  if (!o.quiet) lo.progress = [&](std::int64_t i, double loss, double s) { progress_bar(i, o.steps, loss, s); };
   RunResult r;
+  double last = cpu_seconds();
+  lo.progress = [&](std::int64_t i, double loss, double s) {
+    const double now = cpu_seconds();
+    r.cpu_s.push_back(now - last);
+    last = now;
+    if (!o.quiet) progress_bar(i, o.steps, loss, s);
+  };
   r.tracer = std::make_unique<trace::Tracer>(brick_names());
   r.report = run_training(lo, *r.tracer);
   if (r.report.stop) std::fputc('\n', stderr);
@@ -183,6 +198,13 @@ int run(const Options& o) {
   const double mfu = peaks.flops_per_s > 0 ? 6 * P * tokens / (measured.step_s * peaks.flops_per_s) : 0;
   std::printf("\nMFU = 6 P tokens / (T_step peak) = 6 x %.1fM x %.0f / (%.3f s x %.1f GFLOP/s FP32, %d thread%s, measured) = %.1f%%\n",
               P / 1e6, tokens, measured.step_s, peaks.flops_per_s / 1e9, o.threads, o.threads == 1 ? "" : "s", 100 * mfu);
+  std::vector<double> cpu(r.cpu_s.begin() + static_cast<std::ptrdiff_t>(first), r.cpu_s.end());
+  std::sort(cpu.begin(), cpu.end());
+  const double cpu_step = cpu.empty() ? 0 : cpu[cpu.size() / 2];
+  const double core_peak = popper::bench::peak_for(peak, "fp32", 1);
+  std::printf("CPU time %.3f s per step (all threads; %.0f%% of the wall time x threads: the rest is what the host gave "
+              "to other work); on CPU time, 6 P tokens / (CPU s x peak per core) = %.1f%%\n",
+              cpu_step, 100 * cpu_step / (measured.step_s * o.threads), core_peak > 0 ? 100 * 6 * P * tokens / (cpu_step * core_peak) : 0.0);
   std::printf("throughput %.0f tokens/s\n", tokens / measured.step_s);
   const std::size_t spans = tr.detail().empty() ? 0 : tr.detail().back().spans.size();
   const double tracer_s = tracer_seconds_per_step(spans);
@@ -207,7 +229,7 @@ int run(const Options& o) {
   if (!o.json_out.empty()) {
     nlohmann::ordered_json j{{"preset", o.preset}, {"backend", rep.backend}, {"threads", o.threads},
                              {"steps", rep.steps_run}, {"warmup", first}, {"step_seconds", measured.step_s},
-                             {"mfu", mfu}, {"matmul_params", rep.matmul_params}, {"tokens_per_step", c.tokens()},
+                             {"mfu", mfu}, {"cpu_seconds_per_step", cpu_step}, {"matmul_params", rep.matmul_params}, {"tokens_per_step", c.tokens()},
                              {"peak_fp32_flops", peaks.flops_per_s}, {"losses", rep.losses}};
     for (std::size_t i = 0; i < stats.size(); ++i)
       j["bricks"].push_back({{"name", stats[i].name}, {"budget_seconds", budget ? budget->brick_s[i] : 0.0},
