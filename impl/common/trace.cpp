@@ -90,7 +90,7 @@ double median_of(std::vector<double> v) {
 }
 std::string percent(double x) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.0f%%", 100 * x);
+  std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
   return b;
 }
 }  // namespace

@@ -118,8 +118,8 @@ std::string Alert::text() const {
   char b[64];
   std::snprintf(b, sizeof b, "%.1f", factor);
   return "JIDOKA: " + std::string(brick == "step" ? "the step" : "brick " + brick) + " took " + ms(measured_s) +
-         " (median of the last steps) > " + b + " x its budget " + ms(budget_s) + ": training stopped at step " +
-         std::to_string(step);
+         " (median of steps " + std::to_string(first_step) + "-" + std::to_string(step) + ") > " + b + " x its budget " +
+         ms(budget_s) + ": training stopped at step " + std::to_string(step);
 }
 
 std::optional<Alert> jidoka_check(const trace::Tracer& t, const Budget& b, const JidokaOptions& o) {
@@ -133,7 +133,7 @@ std::optional<Alert> jidoka_check(const trace::Tracer& t, const Budget& b, const
   };
   auto judge = [&](const std::string& name, double budget, double measured) -> std::optional<Alert> {
     if (budget > 0 && measured > o.factor * budget && measured - o.factor * budget >= o.min_excess * b.step_s)
-      return Alert{name, budget, measured, o.factor, steps.back().step};
+      return Alert{name, budget, measured, o.factor, steps[static_cast<std::size_t>(n - o.window)].step, steps.back().step};
     return std::nullopt;
   };
   for (int c = 0; c < kBrickCount; ++c) {

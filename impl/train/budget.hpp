@@ -61,8 +61,9 @@ struct JidokaOptions {
 struct Alert {
   std::string brick;  // a brick name or "step"
   double budget_s = 0, measured_s = 0, factor = 0;
-  std::int64_t step = 0;
-  std::string text() const;  // "JIDOKA: brick gemm_forward at 31.2 ms (median of steps 4-6) > 2.0 x budget 10.1 ms: training stopped at step 6"
+  std::int64_t first_step = 0, step = 0;  // the window judged
+  // "JIDOKA: brick gemm_forward took 31.2 ms (median of steps 4-6) > 2.0 x its budget 10.1 ms: training stopped at step 6"
+  std::string text() const;
 };
 std::optional<Alert> jidoka_check(const trace::Tracer& t, const Budget& b, const JidokaOptions& o);
 
