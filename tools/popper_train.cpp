@@ -86,8 +86,7 @@ double median_gap(const trace::Tracer& t, std::size_t first) {
     for (const double s : r.category_seconds) g -= s;
     gaps.push_back(g);
   }
-  std::sort(gaps.begin(), gaps.end());
-  return gaps.empty() ? 0 : gaps[gaps.size() / 2];
+  return trace::median(gaps);
 }
 
 void progress_bar(std::int64_t i, std::int64_t n, double loss, double seconds) {
@@ -198,9 +197,7 @@ int run(const Options& o) {
   const double mfu = peaks.flops_per_s > 0 ? 6 * P * tokens / (measured.step_s * peaks.flops_per_s) : 0;
   std::printf("\nMFU = 6 P tokens / (T_step peak) = 6 x %.1fM x %.0f / (%.3f s x %.1f GFLOP/s FP32, %d thread%s, measured) = %.1f%%\n",
               P / 1e6, tokens, measured.step_s, peaks.flops_per_s / 1e9, o.threads, o.threads == 1 ? "" : "s", 100 * mfu);
-  std::vector<double> cpu(r.cpu_s.begin() + static_cast<std::ptrdiff_t>(first), r.cpu_s.end());
-  std::sort(cpu.begin(), cpu.end());
-  const double cpu_step = cpu.empty() ? 0 : cpu[cpu.size() / 2];
+  const double cpu_step = trace::median({r.cpu_s.begin() + static_cast<std::ptrdiff_t>(first), r.cpu_s.end()});
   const double core_peak = popper::bench::peak_for(peak, "fp32", 1);
   std::printf("CPU time %.3f s per step (all threads; %.0f%% of the wall time x threads: the rest is what the host gave "
               "to other work); on CPU time, 6 P tokens / (CPU s x peak per core) = %.1f%%\n",

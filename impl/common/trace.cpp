@@ -81,13 +81,14 @@ void Tracer::end_step() {
 }
 
 // ---------------------------------------------------------------- escalation
-namespace {
-double median_of(std::vector<double> v) {
+double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
+
+namespace {
 std::string percent(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f%%", 100 * x);
@@ -109,7 +110,7 @@ std::vector<CategoryStats> category_stats(const Tracer& t, const Peaks& peaks, s
       out.push_back(s);
       continue;
     }
-    s.median_s = median_of(times);
+    s.median_s = median(times);
     double mean = 0, var = 0;
     for (double x : times) mean += x;
     mean /= static_cast<double>(times.size());

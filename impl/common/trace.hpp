@@ -120,6 +120,8 @@ struct Thresholds {
   double cv = 0.15;
   double efficiency = 0.25;
 };
+// The median of v (0 for none): what budgets, the gate and the tables report.
+double median(std::vector<double> v);
 // Over the steps from `first_step` on (warm-up excluded).
 std::vector<CategoryStats> category_stats(const Tracer& t, const Peaks& peaks, std::size_t first_step,
                                           const Thresholds& th = {});

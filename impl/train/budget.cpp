@@ -14,12 +14,6 @@ namespace popper::train {
 namespace {
 constexpr const char* kSchema = "popper-train-budget-v1";
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 double step_seconds(const trace::StepRecord& r) { return static_cast<double>(r.end_ns - r.start_ns) * 1e-9; }
 std::string ms(double s) {
   char b[32];
@@ -104,12 +98,12 @@ Budget measure_budget(const trace::Tracer& t, std::int64_t warmup) {
   b.steps = static_cast<std::int64_t>(steps.size()) - warmup, b.warmup = warmup;
   std::vector<double> step_times;
   for (std::size_t i = static_cast<std::size_t>(warmup); i < steps.size(); ++i) step_times.push_back(step_seconds(steps[i]));
-  b.step_s = median_of(step_times);
+  b.step_s = trace::median(step_times);
   for (int c = 0; c < kBrickCount; ++c) {
     std::vector<double> v;
     for (std::size_t i = static_cast<std::size_t>(warmup); i < steps.size(); ++i)
       v.push_back(steps[i].category_seconds[static_cast<std::size_t>(c)]);
-    b.brick_s[static_cast<std::size_t>(c)] = median_of(v);
+    b.brick_s[static_cast<std::size_t>(c)] = trace::median(v);
   }
   return b;
 }
@@ -129,7 +123,7 @@ std::optional<Alert> jidoka_check(const trace::Tracer& t, const Budget& b, const
   auto windowed = [&](auto value) {
     std::vector<double> v;
     for (std::int64_t i = n - o.window; i < n; ++i) v.push_back(value(steps[static_cast<std::size_t>(i)]));
-    return median_of(v);
+    return trace::median(v);
   };
   auto judge = [&](const std::string& name, double budget, double measured) -> std::optional<Alert> {
     if (budget > 0 && measured > o.factor * budget && measured - o.factor * budget >= o.min_excess * b.step_s)

@@ -2,7 +2,7 @@
 // Kernels implementation, every operation an op span of its brick, nested in a
 // block span per layer. Per-span FLOPs and bytes are the problem's (the same
 // for both backends): a GEMM 2mnk FLOPs over its operands' bytes; the
-// element-wise models are those of bench/fused/shapes.h.
+// element-wise models are those of the fused bench's shapes.h.
 //
 // Backward, per layer (d = gradient of the loss; "x +=" is the residual path):
 //   dh = dx Wd, dWd = dx^T h;  (dg, du) = swiglu'(dh);  df = dg Wg + du Wu,

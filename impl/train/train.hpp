@@ -89,10 +89,9 @@ struct ParamLayout {
 // uniform +-0.02, embedding uniform +-1.
 std::vector<float> init_params(const Config& c, std::uint64_t seed);
 
-// The synthetic task: each row holds S/2 random tokens in [1, V) and then
-// copies them (token 0 at position S/2 - 1 marks the boundary... see data.cpp);
-// only positions whose next token is determined by the copy are labelled,
-// the rest carry ignore_index. Batch `index` of a seed is always the same.
+// The synthetic copy task: each row holds S/2 random tokens in [1, V) and then
+// their copy; only the positions whose next token is a copy (i >= S/2 - 1) are
+// labelled, the rest carry kIgnore. Batch `index` of a seed is always the same.
 inline constexpr std::int64_t kIgnore = -100;
 struct Batch {
   std::vector<std::int64_t> tokens, labels;  // [B*S] each
