@@ -26,6 +26,7 @@ pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 pkg_check_modules(LAPACKE REQUIRED IMPORTED_TARGET lapacke)
 include(PopperVulkan)  # POPPER_HAVE_VULKAN: GLSL compute shaders -> SPIR-V (glslc), loader opened at run time
 include(PopperGgml)    # POPPER_HAVE_GGML: llama.cpp (ggml) packages as Q4_K oracle and q4k ceiling
+include(PopperTorch)   # POPPER_HAVE_TORCH: libtorch as the training step's peer tier and gradient oracle
 
 # ---- BLIS: optional second GEMM ceiling vendor (ceiling/blis_*.c) ----
 # POPPER_BLIS=AUTO (default) uses BLIS when found, ON requires it, OFF never

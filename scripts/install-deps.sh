@@ -27,6 +27,7 @@ packages=(
   libxml2-utils                      # xmllint: the audit's JUnit XML checked against docs/junit.xsd
   patchelf file xz-utils             # make bundle: RUNPATHs of the packed programs, the bundle check
   chromium                           # headless: reports/index.html loaded and checked (scripts/report-check.sh)
+  libtorch-dev                       # libtorch 1.13: the train family's peer tier and gradient oracle (optional at configure: POPPER_TORCH)
 )
 
 missing=()

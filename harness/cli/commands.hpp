@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace popper::cli {
 void add_validate_command(CLI::App& app, int& exit_code);
@@ -15,9 +16,13 @@ void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> str
 void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | gate | merge | baseline | threshold
 void add_peak_command(CLI::App& app, int& exit_code);
 void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (the gate needs the kernels)
+void add_train_commands(CLI::App& app, int& exit_code);  // train, budget baseline|run: run popper_train
 void add_report_command(CLI::App& app, int& exit_code);  // report html
 // <build> of the running <build>/bin/popper (peak_command.cpp).
 std::string default_build_dir();
 // A progress line on stderr (what long-running library calls report).
 inline void progress(const std::string& line) { std::cerr << line << std::endl; }
+// Replaces this process with <build>/bin/<tool> args... (tool_exec.cpp); on failure
+// prints why under "popper <command>" and sets exit_code 2.
+void exec_tool(const std::string& command, const std::string& tool, const std::vector<std::string>& args, int& exit_code);
 }  // namespace popper::cli

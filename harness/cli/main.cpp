@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   popper::cli::add_bench_commands(app, exit_code);
   popper::cli::add_peak_command(app, exit_code);
   popper::cli::add_parity_command(app, exit_code);
+  popper::cli::add_train_commands(app, exit_code);
   popper::cli::add_report_command(app, exit_code);
   try {
     app.parse(argc, argv);

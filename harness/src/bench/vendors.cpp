@@ -177,6 +177,7 @@ std::string vendor_of(const std::string& program) {
   if (program.rfind("blis_", 0) == 0) return "blis";
   if (program.rfind("cublas_", 0) == 0) return "cublas";
   if (program.rfind("ggml_", 0) == 0) return "ggml-cpu";  // llama.cpp's CPU backend; probes print its variant
+  if (program.rfind("torch_", 0) == 0) return "libtorch";  // the train family's peer; probes print its version
   return "openblas";
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 using rules::Rule;
 
-const std::vector<std::string> kCapabilities = {"cuda", "vulkan", "ggml", "avx2", "avx512", "avx512_bf16"};
+const std::vector<std::string> kCapabilities = {"cuda", "vulkan", "ggml", "libtorch", "avx2", "avx512", "avx512_bf16"};
 // pv's applies_to enum; strict accepts these besides equation names.
 const std::vector<std::string> kAppliesToWords = {"all", "scalar", "simd", "converter"};
 

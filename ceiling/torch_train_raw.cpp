@@ -1,0 +1,152 @@
+/* The train family's ceiling tier: the training step of workloads/train/shapes.h in
+ * libtorch eager (impl/train/torch/lib_torch.cpp: ATen ops, autograd,
+ * torch::optim::AdamW), the peer popper's step is measured against; the same
+ * model, parameters (popper's init) and batch. Timed: zero_grad, forward,
+ * backward, AdamW step. at::set_num_threads and OpenBLAS's thread count are
+ * --threads.
+ *
+ * OMP_WAIT_POLICY=PASSIVE unless the caller set it (the program re-executes
+ * itself with it): Debian's libtorch runs its element-wise ops on libgomp
+ * workers, which spin after each parallel region, and its SGEMM on OpenBLAS's
+ * own pthreads; at 2 threads on a 2-core machine the spinning workers and
+ * OpenBLAS's threads fought over the cores and a small-preset step took
+ * 18-22 s instead of 6.3 s. The peer is measured in its best configuration.
+ *
+ * Verified before timing: libtorch's gradients on the tiny preset against the
+ * FP64 oracle within the contract's derived bound (FALSIFY-TRAIN-006 holds the
+ * same check against popper), and a finite loss on the timed shape.
+ * Without libtorch at configure time it prints "# skipped: requires libtorch: <why>". */
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ceiling_cli.h"
+#include "workloads/train/shapes.h"
+#include "falsify/train/testbed.hpp"
+#if POPPER_HAVE_TORCH
+#include "impl/train/torch/torch_step.h"
+#endif
+
+namespace {
+
+using namespace popper::train;
+
+#if POPPER_HAVE_TORCH
+popper_torch_config torch_config(const Config& c, int threads) {
+  const AdamWConfig a;
+  popper_torch_config t{};
+  t.vocab = c.vocab, t.hidden = c.hidden, t.layers = c.layers, t.q_heads = c.q_heads, t.kv_heads = c.kv_heads;
+  t.head_dim = c.head_dim, t.intermediate = c.intermediate, t.seq = c.seq, t.batch = c.batch;
+  t.rms_eps = c.rms_eps, t.rope_base = c.rope_base;
+  t.lr = a.lr, t.beta1 = a.beta1, t.beta2 = a.beta2, t.eps = a.eps, t.weight_decay = a.weight_decay;
+  t.threads = threads;
+  return t;
+}
+
+struct Model {
+  void* m = nullptr;
+  Model(const Config& c, const std::vector<float>& params, int threads) {
+    char err[512] = "";
+    const auto offs = testbed::offsets(ParamLayout(c));
+    const popper_torch_config tc = torch_config(c, threads);
+    m = popper_torch_create(&tc, params.data(), offs.data(), offs.size(), err, sizeof err);
+    if (!m) throw popper::Error(std::string("libtorch model: ") + err);
+  }
+  ~Model() { popper_torch_destroy(m); }
+  double step(const Batch& b, float* grads, int update) {
+    char err[512] = "";
+    const double loss = popper_torch_step(m, b.tokens.data(), b.labels.data(), grads, update, err, sizeof err);
+    if (std::isnan(loss)) throw popper::Error(std::string("libtorch step: ") + err);
+    return loss;
+  }
+};
+
+// "verified(...)" or "incorrect: ...".
+std::string verify(const popper_train_shape& sh, int threads) {
+  const Config tiny = popper_train_config(*popper_train_find_shape("tiny"));
+  const ParamLayout L(tiny);
+  const auto p = init_params(tiny, 7);
+  const Batch b = copy_task_batch(tiny, 7, 0);
+  const auto bound = testbed::gradient_bound(tiny, p, b.tokens, b.labels, 3, 3.0);
+  std::vector<float> g(L.total, 0.0f);
+  Model m(tiny, p, threads);
+  const double loss = m.step(b, g.data(), 0);
+  const auto e = testbed::compare<float>(L, bound, g, loss);
+  if (!e.ok()) return "incorrect: tiny against FP64: " + e.text();
+  const Config c = popper_train_config(sh);
+  Model big(c, init_params(c, 1), threads);
+  if (!std::isfinite(big.step(copy_task_batch(c, 1, 0), nullptr, 1))) return "incorrect: the loss is not finite";
+  return "verified(tiny against FP64; this shape: finite loss)";
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#if POPPER_HAVE_TORCH
+  if (!std::getenv("OMP_WAIT_POLICY")) {  // libgomp reads it when it loads: set it and start again
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);
+    std::perror("ceiling_torch_train_raw: re-exec with OMP_WAIT_POLICY=PASSIVE");
+    return 2;
+  }
+#endif
+  ceiling_args a;
+  const int parsed = ceiling_parse_args(argc, argv, &a, "ceiling_torch_train_raw");
+  if (parsed) return parsed == 1 ? 0 : 2;
+  std::vector<const char*> names;
+  for (int i = 0; i < POPPER_TRAIN_SHAPE_COUNT; ++i)
+    if (std::strcmp(POPPER_TRAIN_SHAPES[i].set, "none") != 0) names.push_back(POPPER_TRAIN_SHAPES[i].name);
+  if (a.list) {
+    for (const char* n : names) std::printf("%s\n", n);
+    return 0;
+  }
+  if (ceiling_check_shapes(&a, names.data(), static_cast<int>(names.size()), "ceiling_torch_train_raw")) return 2;
+#if !POPPER_HAVE_TORCH
+  std::printf("# skipped: requires libtorch: %s\n", POPPER_TORCH_MISSING);
+  return 0;
+#else
+  if (a.probe) {
+    std::printf("# config: %s\n", popper_torch_describe());
+    return 0;
+  }
+  if (!ceiling_precision_selected(&a, "f32")) return 0;
+  try {
+    ceiling_print_header();
+    const std::string backend = std::string("libtorch:") + popper_torch_describe();
+    for (const char* name : names) {
+      if (!ceiling_shape_selected(&a, name)) continue;
+      const popper_train_shape& sh = *popper_train_find_shape(name);
+      const std::string verdict = verify(sh, a.threads);
+      const Config c = popper_train_config(sh);
+      const double flop = popper_train_flop(&sh);
+      if (verdict.rfind("verified", 0) != 0) {
+        ceiling_print_row("train", backend.c_str(), name, "f32", a.threads, 0, 0, 0.0, flop, 0.0, verdict.c_str());
+        continue;
+      }
+      Model m(c, init_params(c, 1), a.threads);
+      const Batch b = copy_task_batch(c, 1, 0);
+      m.step(b, nullptr, 1);  // warm-up: allocator caches, thread pools
+      double t0 = ceiling_now();
+      m.step(b, nullptr, 1);
+      const long iters = ceiling_iterations(ceiling_now() - t0);
+      for (int rep = 0; rep < a.reps; ++rep) {
+        std::fprintf(stderr, "ceiling_torch_train_raw: %s threads %d rep %d (%ld steps)\n", name, a.threads, rep, iters);
+        t0 = ceiling_now();
+        for (long i = 0; i < iters; ++i) m.step(b, nullptr, 1);
+        ceiling_print_row("train", backend.c_str(), name, "f32", a.threads, rep, iters, (ceiling_now() - t0) / static_cast<double>(iters),
+                          flop, 0.0, verdict.c_str());
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ceiling_torch_train_raw: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+#endif
+}
