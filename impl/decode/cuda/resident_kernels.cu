@@ -33,25 +33,39 @@ __device__ inline float tree_max(float v) {
   return __shfl_sync(kFull, v, 0);
 }
 
-// Weight 32 j + l of block b of row `row` (nb blocks a row), as
-// q4k::reference::dequantize_row: (d sc_j) q - dmin m_j.
-__device__ inline float q4k_weight(const unsigned char* __restrict__ w, unsigned row, unsigned nb, unsigned b,
-                                   unsigned j, unsigned l) {
-  const unsigned char* blk = w + (static_cast<unsigned long long>(row) * nb + b) * 144;
-  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(blk[0] | (blk[1] << 8))));
-  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(blk[2] | (blk[3] << 8))));
-  unsigned sc, mn;
-  if (j < 4) {
-    sc = blk[4 + j] & 63u;
-    mn = blk[8 + j] & 63u;
-  } else {
-    sc = (blk[8 + j] & 15u) | ((blk[j] >> 6) << 4);
-    mn = (blk[8 + j] >> 4) | ((blk[4 + j] >> 6) << 4);
+// Lane l's view of one Q4_K block (144 bytes, 16-byte aligned): the 8
+// sub-block scales d sc_j and offsets dmin m_j from one 16-byte load of the
+// header, and its 4 code bytes 16 + 32 c + l (the codes of weights 64 c + l
+// and 64 c + 32 + l). weight(j) is then weight 32 j + l, exactly
+// q4k::reference::dequantize_row's (d sc_j) q - dmin m_j.
+struct Q4kLane {
+  float scale[8], offset[8];
+  unsigned qs[4];
+
+  __device__ Q4kLane(const unsigned char* __restrict__ blk, unsigned l) {
+    const uint4 head = *reinterpret_cast<const uint4*>(blk);
+    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(head.x & 0xFFFFu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(head.x >> 16)));
+    const unsigned words[3] = {head.y, head.z, head.w};
+    const auto s = [&](int i) { return (words[i / 4] >> (8 * (i % 4))) & 0xFFu; };
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const unsigned sc = j < 4 ? s(j) & 63u : (s(j + 4) & 15u) | ((s(j - 4) >> 6) << 4);
+      const unsigned mn = j < 4 ? s(j + 4) & 63u : (s(j + 4) >> 4) | ((s(j) >> 6) << 4);
+      scale[j] = __fmul_rn(d, static_cast<float>(sc));
+      offset[j] = __fmul_rn(dmin, static_cast<float>(mn));
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) qs[c] = blk[16 + 32 * c + l];
   }
-  const unsigned byte = blk[16 + 32 * (j / 2) + l];
-  const unsigned q = (j % 2 == 0) ? (byte & 15u) : (byte >> 4);
-  return __fsub_rn(__fmul_rn(__fmul_rn(d, static_cast<float>(sc)), static_cast<float>(q)),
-                   __fmul_rn(dmin, static_cast<float>(mn)));
+  __device__ float weight(int j) const {
+    const unsigned q = (j % 2 == 0) ? (qs[j / 2] & 15u) : (qs[j / 2] >> 4);
+    return __fsub_rn(__fmul_rn(scale[j], static_cast<float>(q)), offset[j]);
+  }
+};
+
+__device__ inline const unsigned char* block_of(const unsigned char* w, unsigned row, unsigned nb, unsigned b) {
+  return w + (static_cast<unsigned long long>(row) * nb + b) * 144;
 }
 
 // 1 / sqrt(mean(x^2) + eps) of act[x .. x + n), as ordered_ops' rmsnorm.
@@ -70,9 +84,9 @@ __device__ inline float normed(const Buffers& b, const Args& a, float inv, unsig
 __global__ void embed(Buffers b, Args a) {
   const auto blk = item_id();
   if (blk >= a.rows) return;
-  const unsigned token = b.step[0];
-  for (unsigned j = 0; j < 8; ++j)
-    b.act[a.out + 256 * blk + 32 * j + lane_id()] = q4k_weight(b.w[0], token, a.rows, static_cast<unsigned>(blk), j, lane_id());
+  const Q4kLane v(block_of(b.w[0], b.step[0], a.rows, static_cast<unsigned>(blk)), lane_id());
+#pragma unroll
+  for (int j = 0; j < 8; ++j) b.act[a.out + 256 * blk + 32 * j + lane_id()] = v.weight(j);
 }
 
 __global__ void gemv_acc(Buffers b, Args a) {
@@ -80,9 +94,11 @@ __global__ void gemv_acc(Buffers b, Args a) {
   if (row >= a.rows) return;  // the whole warp leaves together
   const unsigned nb = a.cols / 256, r = static_cast<unsigned>(row);
   float acc = 0.0f;
-  for (unsigned blk = 0; blk < nb; ++blk)
-    for (unsigned j = 0; j < 8; ++j)
-      acc = __fadd_rn(acc, __fmul_rn(q4k_weight(b.w[0], r, nb, blk, j, lane_id()), b.act[a.in + 256 * blk + 32 * j + lane_id()]));
+  for (unsigned blk = 0; blk < nb; ++blk) {
+    const Q4kLane v(block_of(b.w[0], r, nb, blk), lane_id());
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc = __fadd_rn(acc, __fmul_rn(v.weight(j), b.act[a.in + 256 * blk + 32 * j + lane_id()]));
+  }
   const float y = tree_sum(acc);
   if (lane_id() == 0) b.act[a.out + r] = (a.flags & resident::kAccumulate) ? __fadd_rn(b.act[a.out + r], y) : y;
 }
@@ -93,9 +109,11 @@ __global__ void head(Buffers b, Args a) {
   const unsigned nb = a.cols / 256, r = static_cast<unsigned>(row);
   const float inv = rms_inverse(b.act, a.in, a.cols, a.eps);
   float acc = 0.0f;
-  for (unsigned blk = 0; blk < nb; ++blk)
-    for (unsigned j = 0; j < 8; ++j)
-      acc = __fadd_rn(acc, __fmul_rn(q4k_weight(b.w[0], r, nb, blk, j, lane_id()), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
+  for (unsigned blk = 0; blk < nb; ++blk) {
+    const Q4kLane v(block_of(b.w[0], r, nb, blk), lane_id());
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc = __fadd_rn(acc, __fmul_rn(v.weight(j), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
+  }
   const float y = tree_sum(acc);
   if (lane_id() == 0) b.act[a.out + r] = y;
 }
@@ -106,12 +124,15 @@ __global__ void ffn(Buffers b, Args a) {
   const unsigned nb = a.cols / 256, r = static_cast<unsigned>(row);
   const float inv = rms_inverse(b.act, a.in, a.cols, a.eps);
   float acc_gate = 0.0f, acc_up = 0.0f;
-  for (unsigned blk = 0; blk < nb; ++blk)
-    for (unsigned j = 0; j < 8; ++j) {
+  for (unsigned blk = 0; blk < nb; ++blk) {
+    const Q4kLane vg(block_of(b.w[0], r, nb, blk), lane_id()), vu(block_of(b.w[1], r, nb, blk), lane_id());
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
       const float x = normed(b, a, inv, 256 * blk + 32 * j + lane_id());
-      acc_gate = __fadd_rn(acc_gate, __fmul_rn(q4k_weight(b.w[0], r, nb, blk, j, lane_id()), x));
-      acc_up = __fadd_rn(acc_up, __fmul_rn(q4k_weight(b.w[1], r, nb, blk, j, lane_id()), x));
+      acc_gate = __fadd_rn(acc_gate, __fmul_rn(vg.weight(j), x));
+      acc_up = __fadd_rn(acc_up, __fmul_rn(vu.weight(j), x));
     }
+  }
   const float g = tree_sum(acc_gate), u = tree_sum(acc_up);
   if (lane_id() == 0) b.act[a.out + r] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u);
 }
@@ -140,12 +161,15 @@ __global__ void qkv(Buffers b, Args a) {
     const unsigned r0 = (p / half) * a.head_dim + p % half, r1 = r0 + half;
     const unsigned char* w = is_q ? b.w[0] : b.w[1];
     float acc0 = 0.0f, acc1 = 0.0f;
-    for (unsigned blk = 0; blk < nb; ++blk)
-      for (unsigned j = 0; j < 8; ++j) {
+    for (unsigned blk = 0; blk < nb; ++blk) {
+      const Q4kLane v0(block_of(w, r0, nb, blk), lane_id()), v1(block_of(w, r1, nb, blk), lane_id());
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
         const float x = normed(b, a, inv, 256 * blk + 32 * j + lane_id());
-        acc0 = __fadd_rn(acc0, __fmul_rn(q4k_weight(w, r0, nb, blk, j, lane_id()), x));
-        acc1 = __fadd_rn(acc1, __fmul_rn(q4k_weight(w, r1, nb, blk, j, lane_id()), x));
+        acc0 = __fadd_rn(acc0, __fmul_rn(v0.weight(j), x));
+        acc1 = __fadd_rn(acc1, __fmul_rn(v1.weight(j), x));
       }
+    }
     const unsigned at = is_q ? 0 : a.q_width;
     const float2 o = rotate(b, a, biased(b, a, tree_sum(acc0), at + r0), biased(b, a, tree_sum(acc1), at + r1), r0, pos);
     if (lane_id() != 0) return;
@@ -155,9 +179,11 @@ __global__ void qkv(Buffers b, Args a) {
   } else {
     const unsigned r = i_item - q_pairs - k_pairs;
     float acc = 0.0f;
-    for (unsigned blk = 0; blk < nb; ++blk)
-      for (unsigned j = 0; j < 8; ++j)
-        acc = __fadd_rn(acc, __fmul_rn(q4k_weight(b.w[2], r, nb, blk, j, lane_id()), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
+    for (unsigned blk = 0; blk < nb; ++blk) {
+      const Q4kLane v(block_of(b.w[2], r, nb, blk), lane_id());
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc = __fadd_rn(acc, __fmul_rn(v.weight(j), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
+    }
     const float y = biased(b, a, tree_sum(acc), a.q_width + a.kv_width + r);
     if (lane_id() == 0) b.kv[a.kv_v + static_cast<unsigned long long>(pos) * a.kv_width + r] = y;
   }

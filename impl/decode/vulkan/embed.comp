@@ -9,5 +9,6 @@ void main() {
   const uint b = item();
   if (b >= args.rows) return;
   const uint token = step[0];
-  for (uint j = 0u; j < 8u; ++j) act[args.out_off + 256u * b + 32u * j + lane()] = weight0(token, args.rows, b, j, lane());
+  const Q4kLane v = lane_block0(token, args.rows, b, lane());
+  for (uint j = 0u; j < 8u; ++j) act[args.out_off + 256u * b + 32u * j + lane()] = q4k_weight(v, j);
 }

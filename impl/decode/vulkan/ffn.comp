@@ -12,15 +12,17 @@ void main() {
   const uint nb = args.cols / 256u;
   const float inv = rms_inverse(args.in_off, args.cols);
   precise float acc_gate = 0.0, acc_up = 0.0;
-  for (uint b = 0u; b < nb; ++b)
+  for (uint b = 0u; b < nb; ++b) {
+    const Q4kLane vg = lane_block0(row, nb, b, lane()), vu = lane_block1(row, nb, b, lane());
     for (uint j = 0u; j < 8u; ++j) {
       const uint i = 256u * b + 32u * j + lane();
       precise float a = (act[args.in_off + i] * inv) * vec[args.norm + i];
-      precise float pg = weight0(row, nb, b, j, lane()) * a;
-      precise float pu = weight1(row, nb, b, j, lane()) * a;
+      precise float pg = q4k_weight(vg, j) * a;
+      precise float pu = q4k_weight(vu, j) * a;
       acc_gate = acc_gate + pg;
       acc_up = acc_up + pu;
     }
+  }
   const float g = tree_sum(acc_gate);
   const float u = tree_sum(acc_up);
   if (lane() == 0u) {

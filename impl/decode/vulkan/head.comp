@@ -13,13 +13,15 @@ void main() {
   const uint nb = args.cols / 256u;
   const float inv = rms_inverse(args.in_off, args.cols);
   precise float acc = 0.0;
-  for (uint b = 0u; b < nb; ++b)
+  for (uint b = 0u; b < nb; ++b) {
+    const Q4kLane v = lane_block0(row, nb, b, lane());
     for (uint j = 0u; j < 8u; ++j) {
       const uint i = 256u * b + 32u * j + lane();
       precise float a = (act[args.in_off + i] * inv) * vec[args.norm + i];
-      precise float p = weight0(row, nb, b, j, lane()) * a;
+      precise float p = q4k_weight(v, j) * a;
       acc = acc + p;
     }
+  }
   const float y = tree_sum(acc);
   if (lane() == 0u) act[args.out_off + row] = y;
 }

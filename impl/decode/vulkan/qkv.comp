@@ -24,16 +24,18 @@ float biased(float y, uint at) {
   return (args.flags & kBias) != 0u ? r : y;
 }
 
-#define PAIR_SUMS(WEIGHT, r0, r1)                                   \
-  for (uint b = 0u; b < nb; ++b)                                    \
-    for (uint j = 0u; j < 8u; ++j) {                                \
-      const uint i = 256u * b + 32u * j + lane();                   \
+#define PAIR_SUMS(BLOCK, r0, r1)                                          \
+  for (uint b = 0u; b < nb; ++b) {                                        \
+    const Q4kLane v0 = BLOCK(r0, nb, b, lane()), v1 = BLOCK(r1, nb, b, lane()); \
+    for (uint j = 0u; j < 8u; ++j) {                                      \
+      const uint i = 256u * b + 32u * j + lane();                         \
       precise float a = (act[args.in_off + i] * inv) * vec[args.norm + i]; \
-      precise float p0 = WEIGHT(r0, nb, b, j, lane()) * a;          \
-      precise float p1 = WEIGHT(r1, nb, b, j, lane()) * a;          \
-      acc0 = acc0 + p0;                                             \
-      acc1 = acc1 + p1;                                             \
-    }
+      precise float p0 = q4k_weight(v0, j) * a;                           \
+      precise float p1 = q4k_weight(v1, j) * a;                           \
+      acc0 = acc0 + p0;                                                   \
+      acc1 = acc1 + p1;                                                   \
+    }                                                                     \
+  }
 
 void main() {
   const uint it = item();
@@ -48,9 +50,9 @@ void main() {
     const uint p = is_q ? it : it - q_pairs;
     const uint r0 = (p / half_dim) * args.head_dim + p % half_dim, r1 = r0 + half_dim;
     if (is_q) {
-      PAIR_SUMS(weight0, r0, r1)
+      PAIR_SUMS(lane_block0, r0, r1)
     } else {
-      PAIR_SUMS(weight1, r0, r1)
+      PAIR_SUMS(lane_block1, r0, r1)
     }
     const float y0 = tree_sum(acc0), y1 = tree_sum(acc1);
     const uint at = is_q ? 0u : args.q_width;
@@ -66,13 +68,15 @@ void main() {
     }
   } else {
     const uint r = it - q_pairs - k_pairs;
-    for (uint b = 0u; b < nb; ++b)
+    for (uint b = 0u; b < nb; ++b) {
+      const Q4kLane v = lane_block2(r, nb, b, lane());
       for (uint j = 0u; j < 8u; ++j) {
         const uint i = 256u * b + 32u * j + lane();
         precise float a = (act[args.in_off + i] * inv) * vec[args.norm + i];
-        precise float p0 = weight2(r, nb, b, j, lane()) * a;
+        precise float p0 = q4k_weight(v, j) * a;
         acc0 = acc0 + p0;
       }
+    }
     const float y = biased(tree_sum(acc0), args.q_width + args.kv_width + r);
     if (lane() == 0u) kv[args.kv_v + pos * args.kv_width + r] = y;
   }

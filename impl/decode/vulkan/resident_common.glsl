@@ -26,37 +26,41 @@ const uint kAccumulate = 1u;
 const uint kBias = 2u;
 
 shared float partial[32];
+shared float reduced;
 
 uint lane() { return gl_LocalInvocationID.x; }
 // The work item of this workgroup (grids wider than 65535 use y).
 uint item() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 
-// The Warp32 tree over the 32 lanes' partial sums; every lane gets the sum.
+// The Warp32 tree over the 32 lanes' partial sums (lane l += lane l + off,
+// off = 16, 8, 4, 2, 1), run by lane 0 alone in that order: the same sum as
+// a parallel tree, with two barriers instead of six (a barrier is what costs
+// on a CPU device such as lavapipe). Every lane gets the sum.
 float tree_sum(float v) {
   partial[lane()] = v;
   barrier();
-  for (uint off = 16u; off > 0u; off >>= 1u) {
-    if (lane() < off) {
-      precise float s = partial[lane()] + partial[lane() + off];
-      partial[lane()] = s;
-    }
-    barrier();
+  if (lane() == 0u) {
+    for (uint off = 16u; off > 0u; off >>= 1u)
+      for (uint l = 0u; l < off; ++l) {
+        precise float s = partial[l] + partial[l + off];
+        partial[l] = s;
+      }
+    reduced = partial[0];
   }
-  const float r = partial[0];
   barrier();
-  return r;
+  return reduced;
 }
 
 float tree_max(float v) {
   partial[lane()] = v;
   barrier();
-  for (uint off = 16u; off > 0u; off >>= 1u) {
-    if (lane() < off) partial[lane()] = max(partial[lane()], partial[lane() + off]);
-    barrier();
+  if (lane() == 0u) {
+    float m = partial[0];
+    for (uint l = 1u; l < 32u; ++l) m = max(m, partial[l]);
+    reduced = m;
   }
-  const float r = partial[0];
   barrier();
-  return r;
+  return reduced;
 }
 
 // 1 / sqrt(mean(x^2) + eps) of x = act[in_off .. in_off + n), as ordered_ops' rmsnorm.
@@ -71,28 +75,48 @@ float rms_inverse(uint x, uint n) {
   return inv;
 }
 
-// Weight 32 j + l of block b of row `row` (nb blocks a row) of the Q4_K matrix
-// in W, as q4k::reference::dequantize_row: (d sc_j) q - dmin m_j.
-#define Q4K_BYTE(W, base, k) ((W[(base) + (k) / 4u] >> (8u * ((k) % 4u))) & 0xFFu)
-#define DEFINE_Q4K_WEIGHT(NAME, W)                                                   \
-  float NAME(uint row, uint nb, uint b, uint j, uint l) {                            \
-    const uint base = (row * nb + b) * 36u;                                          \
-    const vec2 dm = unpackHalf2x16(W[base]);                                         \
-    uint sc, mn;                                                                     \
-    if (j < 4u) {                                                                    \
-      sc = Q4K_BYTE(W, base, 4u + j) & 63u;                                          \
-      mn = Q4K_BYTE(W, base, 8u + j) & 63u;                                          \
-    } else {                                                                         \
-      sc = (Q4K_BYTE(W, base, 8u + j) & 15u) | ((Q4K_BYTE(W, base, j) >> 6u) << 4u); \
-      mn = (Q4K_BYTE(W, base, 8u + j) >> 4u) | ((Q4K_BYTE(W, base, 4u + j) >> 6u) << 4u); \
-    }                                                                                \
-    const uint byte = Q4K_BYTE(W, base, 16u + 32u * (j / 2u) + l);                   \
-    const uint q = (j % 2u == 0u) ? (byte & 15u) : (byte >> 4u);                     \
-    precise float scale = dm.x * float(sc);                                          \
-    precise float offset = dm.y * float(mn);                                         \
-    precise float w = scale * float(q) - offset;                                     \
-    return w;                                                                        \
+// Lane l's view of block b of row `row` (nb blocks a row) of a Q4_K matrix:
+// the 8 sub-block scales d sc_j and offsets dmin m_j, and its 4 code bytes
+// (byte 16 + 32 c + l holds the codes of weights 64 c + l and 64 c + 32 + l),
+// read as 8 words. Weight 32 j + l is then q4k_weight(view, j), exactly
+// q4k::reference::dequantize_row's (d sc_j) q - dmin m_j.
+struct Q4kLane {
+  float scale[8];
+  float offset[8];
+  uint qs[4];
+};
+
+uint scale_byte(uvec3 s, uint i) { return (s[i / 4u] >> (8u * (i % 4u))) & 0xFFu; }
+
+#define DEFINE_Q4K_LANE(NAME, W)                                                       \
+  Q4kLane NAME(uint row, uint nb, uint b, uint l) {                                    \
+    const uint base = (row * nb + b) * 36u;                                            \
+    const vec2 dm = unpackHalf2x16(W[base]);                                           \
+    const uvec3 s = uvec3(W[base + 1u], W[base + 2u], W[base + 3u]);                   \
+    Q4kLane v;                                                                         \
+    for (uint j = 0u; j < 8u; ++j) {                                                   \
+      uint sc, mn;                                                                     \
+      if (j < 4u) {                                                                    \
+        sc = scale_byte(s, j) & 63u;                                                   \
+        mn = scale_byte(s, j + 4u) & 63u;                                              \
+      } else {                                                                         \
+        sc = (scale_byte(s, j + 4u) & 15u) | ((scale_byte(s, j - 4u) >> 6u) << 4u);     \
+        mn = (scale_byte(s, j + 4u) >> 4u) | ((scale_byte(s, j) >> 6u) << 4u);          \
+      }                                                                                \
+      precise float scale = dm.x * float(sc);                                          \
+      precise float offset = dm.y * float(mn);                                         \
+      v.scale[j] = scale;                                                              \
+      v.offset[j] = offset;                                                            \
+    }                                                                                  \
+    for (uint c = 0u; c < 4u; ++c) v.qs[c] = (W[base + 4u + 8u * c + l / 4u] >> (8u * (l % 4u))) & 0xFFu; \
+    return v;                                                                          \
   }
-DEFINE_Q4K_WEIGHT(weight0, w0)
-DEFINE_Q4K_WEIGHT(weight1, w1)
-DEFINE_Q4K_WEIGHT(weight2, w2)
+DEFINE_Q4K_LANE(lane_block0, w0)
+DEFINE_Q4K_LANE(lane_block1, w1)
+DEFINE_Q4K_LANE(lane_block2, w2)
+
+float q4k_weight(Q4kLane v, uint j) {
+  const uint q = (j % 2u == 0u) ? (v.qs[j / 2u] & 15u) : (v.qs[j / 2u] >> 4u);
+  precise float w = v.scale[j] * float(q) - v.offset[j];
+  return w;
+}
