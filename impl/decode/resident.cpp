@@ -14,18 +14,6 @@
 
 namespace popper::decode::resident {
 
-const char* to_string(Kernel k) {
-  switch (k) {
-    case Kernel::Embed: return "embed";
-    case Kernel::Qkv: return "qkv";
-    case Kernel::Attention: return "attention";
-    case Kernel::GemvAcc: return "gemv_acc";
-    case Kernel::Ffn: return "ffn";
-    case Kernel::Head: return "head";
-  }
-  return "?";
-}
-
 Layout layout_of(const Config& c) {
   c.check();
   const auto fits = [](std::uint64_t v, const char* what) {

@@ -38,8 +38,6 @@
 
 namespace popper::decode::resident {
 
-const char* to_string(Kernel k);
-
 // One launch: `items` work items of 32 lanes each (a Vulkan workgroup, a CUDA
 // warp), its arguments and the Q4_K matrices it reads (binding W0, W1, W2).
 struct Launch {
@@ -57,12 +55,11 @@ struct Launch {
 //   4 rope     FP32 cos [context][D/2] then sin, fused::make_rope_table's values
 //   5.. 7      the launch's Q4_K matrices
 struct Layout {
-  std::uint32_t x = 0, q = 0, att = 0, h = 0, logits = 0, scores = 0, act_size = 0;
-  std::uint32_t vectors_size = 0, output_norm = 0;
+  std::uint32_t x = 0, q = 0, att = 0, h = 0, logits = 0, scores = 0, act_size = 0;  // act offsets, size
+  std::uint32_t per_layer_vectors = 0, output_norm = 0, vectors_size = 0;
   std::uint64_t kv_size = 0;
   std::uint32_t rope_size = 0;
   std::uint32_t layer_vectors(std::size_t l) const { return static_cast<std::uint32_t>(l) * per_layer_vectors; }
-  std::uint32_t per_layer_vectors = 0;
 };
 // Throws InvalidArgument when an offset would not fit 32 bits.
 Layout layout_of(const Config& c);
@@ -83,7 +80,6 @@ bool stale_step();  // mutation point decode-resident-stale-step
 // Decodes `tokens` from position 0: for each token write_step(step) then
 // run(); the logits of the last are left in the act buffer. Checks the
 // tokens as decode::forward does.
-
 template <class WriteStep, class Run>
 void decode_tokens(const Config& c, std::span<const std::int32_t> tokens, WriteStep write_step, Run run) {
   decode::check_tokens(c, tokens);
