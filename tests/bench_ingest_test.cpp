@@ -189,6 +189,45 @@ TEST(BenchClaims, ThroughputRatioAndPeakFraction) {
   EXPECT_EQ(res[0].verdict, "not_measured");
 }
 
+// A device claim: judged only on the rows of the named backend, not_measured
+// where that device did not run (a Vulkan row on a CPU device is no CUDA row).
+TEST(BenchClaims, ThroughputAndNumeratorBackend) {
+  popper::BenchmarkClaim claim;
+  claim.id = "BENCH-MBP-003";
+  claim.family = "gemm";
+  claim.metric = "throughput";
+  claim.numerator = "device";
+  claim.numerator_backend = "cuda";
+  claim.op = ">=";
+  claim.threshold = 1e9;  // work units per second
+  auto device = [](const std::string& backend, double seconds) {
+    pb::BenchRow r = timed("device", "a", seconds);
+    r.key.backend = backend;
+    return r;
+  };
+  pb::BenchTable t;
+  t.rows = {device("vulkan:llvmpipe", 1.0)};  // 1e9 per second, but not on CUDA
+  auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].verdict, "not_measured") << res[0].detail;
+  t.rows.push_back(device("cuda:sm_90", 2.0));  // 0.5e9 per second
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
+  EXPECT_EQ(res[0].verdict, "not_met") << res[0].detail;
+  EXPECT_NE(res[0].detail.find("a/f32/threads:1: 5e+08 ["), std::string::npos) << res[0].detail;
+  t.rows.back() = device("cuda:sm_90", 0.25);
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
+  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  // A ratio between two backends of one tier: vulkan / cuda throughput.
+  claim.metric = "throughput_ratio";
+  claim.numerator_backend = "vulkan";
+  claim.denominator = "device";
+  claim.denominator_backend = "cuda";
+  claim.threshold = 0.5;
+  res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
+  EXPECT_EQ(res[0].verdict, "not_met") << res[0].detail;  // 1 s against 0.25 s: 0.25
+  EXPECT_NE(res[0].detail.find("a/f32/threads:1: 0.25 ["), std::string::npos) << res[0].detail;
+}
+
 TEST(BenchReport, MarkdownAndSvgShowTiersAndPeak) {
   pb::BenchTable t;
   t.set_meta("fingerprint", "fp");

@@ -4,7 +4,10 @@
 //
 //   hand       cpu-simd: popper's hand kernels (Q4_K GEMV, fused one-token kernels)
 //   wrapped    ggml-cpu: llama.cpp's CPU backend through popper's C++ API
-//   device     cuda where a device is present, else vulkan (lavapipe here)
+//   device     the resident decode (impl/decode/resident.hpp): cuda where a
+//              device is present, else vulkan (lavapipe here);
+//              POPPER_DECODE_DEVICE=cuda|vulkan picks one (a GPU host runs the
+//              bench once with each to judge Vulkan against CUDA on one GPU)
 //   reference  cpu: FP32, every sum sequential (gate shape, one thread)
 //
 // One iteration decodes the shape's prompt one token at a time from an empty
@@ -14,11 +17,13 @@
 // the cpu backend's (the gate's judgement, cosine >= 0.98): label
 // "verified(cos ...)", or the row is skipped "incorrect: ...". After timing, a
 // row faster than this machine can read the same bytes on the same threads is
-// "invalid: ..." (q4k::bandwidth_verdict), as in bench_q4k.
+// "invalid: ..." (q4k::bandwidth_verdict), as in bench_q4k; not the device
+// tier, which reads device memory.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,14 +59,20 @@ const char* tier_name(Tier t) {
   return "?";
 }
 
-// The backend a tier runs; the device tier takes the first device in the
-// gate's priority order (cuda, vulkan) that is present.
+// The device tier's backend: POPPER_DECODE_DEVICE when set, else the first
+// device in the gate's priority order (cuda, vulkan) that is present.
+std::string device_backend() {
+  if (const char* d = std::getenv("POPPER_DECODE_DEVICE"); d && *d) return d;
+  return popper::device::cuda_status().usable() ? "cuda" : "vulkan";
+}
+
+// The backend a tier runs.
 std::string backend_for(Tier t) {
   switch (t) {
     case Tier::Hand: return "cpu-simd";
     case Tier::Wrapped: return "ggml-cpu";
     case Tier::Reference: return "cpu";
-    case Tier::Device: return popper::device::cuda_status().usable() ? "cuda" : "vulkan";
+    case Tier::Device: return device_backend();
   }
   return "?";
 }
@@ -95,7 +106,7 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
     bytes = double(m.bytes_per_token()) * sh.tokens;
     // The bound first, before the backend exists (as bench_q4k: its worker
     // threads must not run beside the probe, nor sit idle through it).
-    if (tier != Tier::Reference) read = suite::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
+    if (tier != Tier::Reference && tier != Tier::Device) read = suite::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
     backend = dec::make_backend(backend_for(tier), m, threads);
     if (!backend->available()) {
       state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
@@ -173,12 +184,19 @@ int main(int argc, char** argv) {
   register_all();
   // Each tier's backend as it reports itself (forward.hpp evidence), without
   // loading a model: the gate runs this process under callgrind.
-  const bool cuda = popper::device::cuda_status().usable();
+  const std::string device = device_backend();
+  if (device != "cuda" && device != "vulkan") {
+    std::fprintf(stderr, "bench_decode: POPPER_DECODE_DEVICE=%s: cuda or vulkan\n", device.c_str());
+    return 2;
+  }
+  const auto& cu = popper::device::cuda_status();
   const auto& vk = popper::vulkan::status();
   return suite::run_suite(
       argc, argv,
       {{"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)},
        {"wrapped", popper::q4k::ggml::status().usable() ? popper::q4k::ggml::cpu_backend_tag() : "ggml-cpu"},
-       {"device", cuda ? popper::device::cuda_status().backend_tag() : vk.usable() ? popper::vulkan::backend_tag() : "vulkan"},
+       {"device", device == "cuda" ? (cu.usable() ? cu.backend_tag() : "cuda")
+                  : vk.usable()    ? popper::vulkan::backend_tag()
+                                   : "vulkan"},
        {"reference", popper::cpu::backend_tag(popper::cpu::Isa::Scalar)}});
 }

@@ -84,6 +84,14 @@ std::vector<Entry> entries(const BlasHandle& blas) {
                    cuda::CublasContext ctx;
                    ctx.gemm_f16(s, 1.0f, a, b, 0.5f, std::span<float>(c.data(), lc));
                  }});
+  const auto half_entry = [](auto narrow, auto entry) {
+    return [narrow, entry](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>& c) {
+      const std::vector<std::uint16_t> a(la, narrow(1.0f)), b(lb, narrow(1.0f));
+      entry(s, 1.0f, a, b, 0.5f, std::span<float>(c.data(), lc));
+    };
+  };
+  out.push_back({"cuda hand_gemm_f16", half_entry(cuda::float_to_half, cuda::hand_gemm_f16)});
+  out.push_back({"cuda hand_gemm_bf16", half_entry(cuda::float_to_bf16, cuda::hand_gemm_bf16)});
   // Device-span entries get null pointers: the check must fire before any use.
   out.push_back({"cuda gemm_f32_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
                    cuda::CublasContext ctx;
@@ -91,6 +99,12 @@ std::vector<Entry> entries(const BlasHandle& blas) {
                  }});
   out.push_back({"cuda hand_gemm_f32_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
                    cuda::hand_gemm_f32_device(s, 1.0f, {nullptr, la}, {nullptr, lb}, 0.5f, {nullptr, lc}, nullptr);
+                 }});
+  out.push_back({"cuda hand_gemm_f16_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
+                   cuda::hand_gemm_f16_device(s, 1.0f, {nullptr, la}, {nullptr, lb}, 0.5f, {nullptr, lc}, nullptr);
+                 }});
+  out.push_back({"cuda hand_gemm_bf16_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
+                   cuda::hand_gemm_bf16_device(s, 1.0f, {nullptr, la}, {nullptr, lb}, 0.5f, {nullptr, lc}, nullptr);
                  }});
   return out;
 }

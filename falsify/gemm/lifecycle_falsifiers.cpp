@@ -4,8 +4,10 @@
 #include <cblas.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
+#include <vector>
 
 #include "impl/common/device.hpp"
 #include "impl/gemm/cpu_gemm.hpp"
@@ -139,6 +141,18 @@ POPPER_FALSIFIER("FALSIFY-GEMM-010", [](const popper::Params& p) {
         got = o.c;
         EXPECT_EQ(ctx.gemm_f16(s, 0.75f, ah, bh, -0.5f, got), cuda::Backend::Cpu);
         EXPECT_TRUE(bitwise_equal(got, want16)) << "gemm_f16 decline differs: " << describe(s);
+        got = o.c;
+        EXPECT_EQ(cuda::hand_gemm_f16(s, 0.75f, ah, bh, -0.5f, got), cuda::Backend::Cpu);
+        EXPECT_TRUE(bitwise_equal(got, want16)) << "hand_gemm_f16 decline differs: " << describe(s);
+        // BF16 likewise.
+        std::vector<cuda::bf16_bits> ab16(o.a.size()), bb16(o.b.size());
+        for (std::size_t i = 0; i < ab16.size(); ++i) af[i] = cuda::bf16_to_float(ab16[i] = cuda::float_to_bf16(o.a[i]));
+        for (std::size_t i = 0; i < bb16.size(); ++i) bf[i] = cuda::bf16_to_float(bb16[i] = cuda::float_to_bf16(o.b[i]));
+        std::vector<float> want_bf16 = o.c;
+        cpu::gemm(s, 0.75f, af, bf, -0.5f, want_bf16);
+        got = o.c;
+        EXPECT_EQ(cuda::hand_gemm_bf16(s, 0.75f, ab16, bb16, -0.5f, got), cuda::Backend::Cpu);
+        EXPECT_TRUE(bitwise_equal(got, want_bf16)) << "hand_gemm_bf16 decline differs: " << describe(s);
 
         // Strided batch: matrix i is an independent GEMM at offset i * stride.
         const auto sa = static_cast<std::int64_t>(o.a.size()), sb = static_cast<std::int64_t>(o.b.size()),
@@ -164,6 +178,10 @@ POPPER_FALSIFIER("FALSIFY-GEMM-010", [](const popper::Params& p) {
   // Device-resident entries have nothing to decline to: explicit Unsupported.
   const GemmShape s = with_tight_ld({Layout::RowMajor, Op::NoTrans, Op::NoTrans, 2, 2, 2, 0, 0, 0});
   EXPECT_THROW(ctx.gemm_f32_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}), popper::Unsupported);
+  int dummy = 0;
+  EXPECT_THROW(cuda::hand_gemm_f32_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy), popper::Unsupported);
+  EXPECT_THROW(cuda::hand_gemm_f16_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy), popper::Unsupported);
+  EXPECT_THROW(cuda::hand_gemm_bf16_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy), popper::Unsupported);
   EXPECT_THROW(cuda::DeviceBuffer<float>(16), popper::Unsupported);
 });
 
@@ -175,19 +193,29 @@ POPPER_FALSIFIER("FALSIFY-GEMM-011", [](const popper::Params& p) {
   std::ifstream in(path);
   ASSERT_TRUE(in) << "missing " << path << " (built by target popper_gemm_ptxas_log)";
   std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Mutant (an input): the kernel was built with a tile that needs 300 registers.
+  // Mutants (inputs): a kernel built with a tile that needs 300 registers, or one that spills.
   if (popper::mutant::active("ptxas-log-over-limit"))
     log = std::regex_replace(log, std::regex(R"(Used \d+ registers)"), "Used 300 registers");
-  std::smatch regs, smem;
-  ASSERT_TRUE(std::regex_search(log, regs, std::regex(R"(Used (\d+) registers)"))) << log;
-  const long registers = std::stol(regs[1]);
-  long shared = 0;
-  if (std::regex_search(log, smem, std::regex(R"((\d+) bytes smem)"))) shared = std::stol(smem[1]);
-  EXPECT_LE(registers, p.integer("max_registers")) << log;
-  EXPECT_LE(shared, p.integer("max_smem_bytes")) << log;
-  EXPECT_GT(registers, 0);
-  ::testing::Test::RecordProperty("registers", static_cast<int>(registers));
-  ::testing::Test::RecordProperty("smem_bytes", static_cast<int>(shared));
+  if (popper::mutant::active("ptxas-log-spills"))
+    log = std::regex_replace(log, std::regex(R"(\b0 bytes spill stores)"), "8 bytes spill stores");
+  // Every kernel entry of the log (each instantiation of both hand kernels).
+  const auto all = [&](const char* pattern) {
+    std::vector<long> out;
+    const std::regex re(pattern);
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it)
+      out.push_back(std::stol((*it)[1]));
+    return out;
+  };
+  const auto registers = all(R"(Used (\d+) registers)"), smem = all(R"((\d+) bytes smem)"),
+             spills = all(R"((\d+) bytes spill stores)");
+  ASSERT_GE(registers.size(), static_cast<std::size_t>(p.integer("min_kernels"))) << "fewer kernel entries than the hand kernels' instantiations:\n" << log;
+  for (const long r : registers) EXPECT_LE(r, p.integer("max_registers")) << log;
+  for (const long r : registers) EXPECT_GT(r, 0) << log;
+  for (const long b : smem) EXPECT_LE(b, p.integer("max_smem_bytes")) << log;
+  for (const long b : spills) EXPECT_EQ(b, 0) << "a hand kernel spills registers to local memory:\n" << log;
+  ::testing::Test::RecordProperty("kernels", static_cast<int>(registers.size()));
+  ::testing::Test::RecordProperty("max_registers", static_cast<int>(*std::max_element(registers.begin(), registers.end())));
+  ::testing::Test::RecordProperty("max_smem_bytes", smem.empty() ? 0 : static_cast<int>(*std::max_element(smem.begin(), smem.end())));
 });
 
 // Mutant: a multi-threaded run that splits the k reduction in two halves

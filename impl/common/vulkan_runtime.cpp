@@ -33,7 +33,7 @@ const Status& status() {
 }
 std::string backend_tag() { throw Unsupported(status().reason); }
 struct Buffer::Impl {};
-Buffer::Buffer(std::size_t) { throw Unsupported(status().reason); }
+Buffer::Buffer(std::size_t, Memory) { throw Unsupported(status().reason); }
 Buffer::~Buffer() = default;
 Buffer::Buffer(Buffer&&) noexcept = default;
 Buffer& Buffer::operator=(Buffer&&) noexcept = default;
@@ -47,6 +47,14 @@ DispatchTime dispatch(const Kernel&, std::span<Buffer* const>, const void*, std:
                       std::uint32_t) {
   throw Unsupported(status().reason);
 }
+struct Sequence::Impl {};
+Sequence::Sequence() { throw Unsupported(status().reason); }
+Sequence::~Sequence() = default;
+void Sequence::dispatch(const Kernel&, std::span<Buffer* const>, const void*, std::size_t, std::uint32_t, std::uint32_t,
+                        std::uint32_t) {}
+void Sequence::copy(const Buffer&, std::size_t, Buffer&, std::size_t, std::size_t) {}
+std::size_t Sequence::commands() const { return 0; }
+DispatchTime Sequence::submit() { throw Unsupported(status().reason); }
 
 #else
 
@@ -240,6 +248,9 @@ struct Context {
     status.device.api_version = p.apiVersion;
     status.device.subgroup_size = sub.subgroupSize;
     status.device.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+    status.device.max_storage_buffers = p.limits.maxPerStageDescriptorStorageBuffers;
+    status.device.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+    status.device.max_push_constant_bytes = p.limits.maxPushConstantsSize;
     timestamp_period_ns = p.limits.timestampPeriod;
     {
       std::uint32_t qn = 0;
@@ -369,15 +380,22 @@ struct Buffer::Impl {
       c.api.vkDestroyBuffer(c.device, buf, nullptr);
       throw Unsupported("Vulkan: no memory type for a storage buffer");
     }
-    host_visible = (c.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
-                   (c.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     auto mai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
     mai.allocationSize = req.size;
     mai.memoryTypeIndex = type;
-    if (VkResult r = c.api.vkAllocateMemory(c.device, &mai, nullptr, &mem); r != VK_SUCCESS) {
+    VkResult r = c.api.vkAllocateMemory(c.device, &mai, nullptr, &mem);
+    // The preferred heap may be small (a 256 MiB BAR window): the fallback type then.
+    if (const std::uint32_t other = c.memory_type(req.memoryTypeBits, fallback);
+        r == VK_ERROR_OUT_OF_DEVICE_MEMORY && other != UINT32_MAX && other != type) {
+      type = mai.memoryTypeIndex = other;
+      r = c.api.vkAllocateMemory(c.device, &mai, nullptr, &mem);
+    }
+    if (r != VK_SUCCESS) {
       c.api.vkDestroyBuffer(c.device, buf, nullptr);
       throw Error("Vulkan: " + vk_error("vkAllocateMemory", r) + " for " + std::to_string(bytes) + " bytes");
     }
+    host_visible = (c.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+                   (c.memory.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     Context::check(c.api.vkBindBufferMemory(c.device, buf, mem, 0), "vkBindBufferMemory");
   }
 
@@ -403,16 +421,18 @@ struct Buffer::Impl {
   }
 };
 
-Buffer::Buffer(std::size_t bytes) : impl_(std::make_unique<Impl>()) {
+Buffer::Buffer(std::size_t bytes, Memory memory) : impl_(std::make_unique<Impl>()) {
   Context& c = usable_context();
   std::lock_guard lock(c.mu);
   impl_->bytes = bytes;
   bool host_visible = false;
+  constexpr VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const bool on_device = memory == Memory::Device;
   Impl::create(c, bytes,
                VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-               VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                   VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-               VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, impl_->buffer, impl_->memory, host_visible);
+               on_device ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host : host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+               on_device ? VkMemoryPropertyFlags{VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT} : host, impl_->buffer, impl_->memory,
+               host_visible);
   if (host_visible)
     Context::check(c.api.vkMapMemory(c.device, impl_->memory, 0, VK_WHOLE_SIZE, 0, &impl_->mapped), "vkMapMemory");
 }
@@ -543,29 +563,68 @@ Kernel::~Kernel() {
   impl_->destroy(c);
 }
 
-DispatchTime dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push, std::size_t push_bytes,
-                      std::uint32_t groups_x, std::uint32_t groups_y, std::uint32_t groups_z) {
-  Context& c = usable_context();
-  Kernel::Impl& k = *kernel.impl();
-  if (buffers.size() != k.bindings)
+namespace {
+
+void check_dispatch(const Kernel::Impl& k, std::size_t buffers, std::size_t push_bytes) {
+  if (buffers != k.bindings)
     throw InvalidArgument("vulkan::dispatch: the kernel has " + std::to_string(k.bindings) + " bindings, got " +
-                          std::to_string(buffers.size()) + " buffers");
+                          std::to_string(buffers) + " buffers");
   if (push_bytes != k.push_bytes)
     throw InvalidArgument("vulkan::dispatch: the kernel takes " + std::to_string(k.push_bytes) +
                           " bytes of push constants, got " + std::to_string(push_bytes));
-  std::lock_guard lock(c.mu);
+}
+
+// Points `set`'s bindings 0..n-1 at `buffers`. Caller holds mu.
+void write_set(Context& c, VkDescriptorSet set, std::span<Buffer* const> buffers) {
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     infos[i] = {buffers[i]->impl()->buffer, 0, VK_WHOLE_SIZE};
     writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-    writes[i].dstSet = k.set;
+    writes[i].dstSet = set;
     writes[i].dstBinding = static_cast<std::uint32_t>(i);
     writes[i].descriptorCount = 1;
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
   c.api.vkUpdateDescriptorSets(c.device, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+}
+
+void record_dispatch(Context& c, VkCommandBuffer cb, const Kernel::Impl& k, VkDescriptorSet set, const void* push,
+                     std::size_t push_bytes, std::uint32_t gx, std::uint32_t gy, std::uint32_t gz) {
+  c.api.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  c.api.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);
+  if (push_bytes)
+    c.api.vkCmdPushConstants(cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push_bytes), push);
+  c.api.vkCmdDispatch(cb, gx, gy, gz);
+}
+
+// Every write of the commands so far (shaders, copies) visible to every later
+// command and to the host.
+void record_barrier(Context& c, VkCommandBuffer cb) {
+  auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+  c.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                                 VK_PIPELINE_STAGE_HOST_BIT,
+                             0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+DispatchTime dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push, std::size_t push_bytes,
+                      std::uint32_t groups_x, std::uint32_t groups_y, std::uint32_t groups_z) {
+  Context& c = usable_context();
+  Kernel::Impl& k = *kernel.impl();
+  check_dispatch(k, buffers.size(), push_bytes);
+  std::lock_guard lock(c.mu);
+  write_set(c, k.set, buffers);
   const bool timed = c.status.device.timestamps;
   const auto t0 = std::chrono::steady_clock::now();
   c.submit_and_wait([&](VkCommandBuffer cb) {
@@ -573,22 +632,12 @@ DispatchTime dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, co
       c.api.vkCmdResetQueryPool(cb, c.timestamps, 0, 2);
       c.api.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c.timestamps, 0);
     }
-    c.api.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
-    c.api.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &k.set, 0, nullptr);
-    if (push_bytes)
-      c.api.vkCmdPushConstants(cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push_bytes), push);
-    c.api.vkCmdDispatch(cb, groups_x, groups_y, groups_z);
-    // Make the shader's writes visible to the host (and to later transfers).
-    auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
-    c.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                               VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
-                               nullptr);
+    record_dispatch(c, cb, k, k.set, push, push_bytes, groups_x, groups_y, groups_z);
+    record_barrier(c, cb);
     if (timed) c.api.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c.timestamps, 1);
   });
   DispatchTime t;
-  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t.seconds = seconds_since(t0);
   if (timed) {
     std::uint64_t ts[2] = {0, 0};
     if (c.api.vkGetQueryPoolResults(c.device, c.timestamps, 0, 2, sizeof ts, ts, sizeof ts[0],
@@ -599,6 +648,129 @@ DispatchTime dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, co
     }
   }
   return t;
+}
+
+// ---------------------------------------------------------------- sequences
+
+struct Sequence::Impl {
+  static constexpr std::uint32_t kSetsPerPool = 128, kBindingsPerSet = 16;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> sets;  // pools of descriptor sets, one set per dispatch
+  std::uint32_t in_last_pool = kSetsPerPool;
+  std::size_t commands = 0;
+  bool recording = true;
+
+  VkDescriptorSet allocate(Context& c, VkDescriptorSetLayout layout) {
+    if (in_last_pool == kSetsPerPool) {
+      VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kBindingsPerSet};
+      auto dpi = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+      dpi.maxSets = kSetsPerPool;
+      dpi.poolSizeCount = 1;
+      dpi.pPoolSizes = &ps;
+      VkDescriptorPool p = VK_NULL_HANDLE;
+      Context::check(c.api.vkCreateDescriptorPool(c.device, &dpi, nullptr, &p), "vkCreateDescriptorPool");
+      sets.push_back(p);
+      in_last_pool = 0;
+    }
+    auto dsa = vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    dsa.descriptorPool = sets.back();
+    dsa.descriptorSetCount = 1;
+    dsa.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    Context::check(c.api.vkAllocateDescriptorSets(c.device, &dsa, &set), "vkAllocateDescriptorSets");
+    ++in_last_pool;
+    return set;
+  }
+  void destroy(Context& c) {
+    for (VkDescriptorPool p : sets) c.api.vkDestroyDescriptorPool(c.device, p, nullptr);
+    if (fence) c.api.vkDestroyFence(c.device, fence, nullptr);
+    if (pool) c.api.vkDestroyCommandPool(c.device, pool, nullptr);  // frees cmd
+  }
+  void check_recording() const {
+    if (!recording) throw Error("vulkan::Sequence: commands appended after the first submit");
+  }
+};
+
+Sequence::Sequence() : impl_(std::make_unique<Impl>()) {
+  Context& c = usable_context();
+  std::lock_guard lock(c.mu);
+  Impl& s = *impl_;
+  try {
+    auto pci = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    pci.queueFamilyIndex = c.queue_family;
+    Context::check(c.api.vkCreateCommandPool(c.device, &pci, nullptr, &s.pool), "vkCreateCommandPool");
+    auto cai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    cai.commandPool = s.pool;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    Context::check(c.api.vkAllocateCommandBuffers(c.device, &cai, &s.cmd), "vkAllocateCommandBuffers");
+    auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    Context::check(c.api.vkCreateFence(c.device, &fci, nullptr, &s.fence), "vkCreateFence");
+    auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    Context::check(c.api.vkBeginCommandBuffer(s.cmd, &bi), "vkBeginCommandBuffer");
+  } catch (...) {
+    s.destroy(c);
+    throw;
+  }
+}
+
+Sequence::~Sequence() {
+  if (!impl_) return;
+  Context& c = context();
+  std::lock_guard lock(c.mu);
+  impl_->destroy(c);
+}
+
+void Sequence::dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push, std::size_t push_bytes,
+                        std::uint32_t groups_x, std::uint32_t groups_y, std::uint32_t groups_z) {
+  Context& c = usable_context();
+  const Kernel::Impl& k = *kernel.impl();
+  check_dispatch(k, buffers.size(), push_bytes);
+  if (k.bindings > Impl::kBindingsPerSet)
+    throw InvalidArgument("vulkan::Sequence: a kernel of more than 16 bindings");
+  std::lock_guard lock(c.mu);
+  impl_->check_recording();
+  const VkDescriptorSet set = impl_->allocate(c, k.set_layout);
+  write_set(c, set, buffers);
+  record_dispatch(c, impl_->cmd, k, set, push, push_bytes, groups_x, groups_y, groups_z);
+  record_barrier(c, impl_->cmd);
+  ++impl_->commands;
+}
+
+void Sequence::copy(const Buffer& from, std::size_t from_offset, Buffer& to, std::size_t to_offset, std::size_t bytes) {
+  const auto inside = [&](const Buffer& b, std::size_t offset) { return offset <= b.size() && bytes <= b.size() - offset; };
+  if (!inside(from, from_offset) || !inside(to, to_offset))
+    throw InvalidArgument("vulkan::Sequence::copy: " + std::to_string(bytes) + " bytes outside a buffer");
+  Context& c = usable_context();
+  std::lock_guard lock(c.mu);
+  impl_->check_recording();
+  if (bytes == 0) return;
+  VkBufferCopy region{from_offset, to_offset, bytes};
+  c.api.vkCmdCopyBuffer(impl_->cmd, from.impl()->buffer, to.impl()->buffer, 1, &region);
+  record_barrier(c, impl_->cmd);
+  ++impl_->commands;
+}
+
+std::size_t Sequence::commands() const { return impl_->commands; }
+
+DispatchTime Sequence::submit() {
+  Context& c = usable_context();
+  std::lock_guard lock(c.mu);
+  Impl& s = *impl_;
+  if (s.recording) {
+    Context::check(c.api.vkEndCommandBuffer(s.cmd), "vkEndCommandBuffer");
+    s.recording = false;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &s.cmd;
+  Context::check(c.api.vkResetFences(c.device, 1, &s.fence), "vkResetFences");
+  Context::check(c.api.vkQueueSubmit(c.queue, 1, &si, s.fence), "vkQueueSubmit");
+  Context::check(c.api.vkWaitForFences(c.device, 1, &s.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  return {seconds_since(t0), false};
 }
 
 #endif  // POPPER_HAVE_VULKAN

@@ -15,8 +15,8 @@
 // conformant CPU-type device and is accepted, unlike in ggml, which skips CPU
 // devices unless GGML_VK_VISIBLE_DEVICES names them).
 //
-// Calls are serialized by one mutex (one queue); dispatch waits for
-// completion, so a Buffer may be read right after.
+// Calls are serialized by one mutex (one queue); dispatch and
+// Sequence::submit wait for completion, so a Buffer may be read right after.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +35,9 @@ struct DeviceInfo {
   std::uint32_t api_version = 0;
   std::uint32_t subgroup_size = 0;   // 0 when unknown
   std::uint32_t max_workgroup_invocations = 0;
+  std::uint32_t max_storage_buffers = 0;       // per shader stage
+  std::uint64_t max_storage_buffer_range = 0;  // bytes one storage binding may span
+  std::uint32_t max_push_constant_bytes = 0;
   bool timestamps = false;           // the compute queue can time dispatches
 };
 
@@ -61,12 +64,16 @@ const char* emulated_cpu_model();
 // Throws popper::Unsupported when no device is usable.
 std::string backend_tag();
 
-// A storage buffer. Memory is host-visible when the device offers it
-// (integrated GPUs, lavapipe, resizable BAR); otherwise device-local with a
-// staging copy inside upload/download.
+// A storage buffer. Memory::Device: device-local, host-visible too when the
+// device offers it and has room (integrated GPUs, lavapipe, the BAR window),
+// otherwise with a staging copy inside upload/download. Memory::Host:
+// host-visible memory (host-cached when offered) the device reaches over the
+// bus: a staging buffer a Sequence copies from or to.
+enum class Memory { Device, Host };
+
 class Buffer {
  public:
-  explicit Buffer(std::size_t bytes);
+  explicit Buffer(std::size_t bytes, Memory memory = Memory::Device);
   ~Buffer();
   Buffer(Buffer&&) noexcept;
   Buffer& operator=(Buffer&&) noexcept;
@@ -112,5 +119,34 @@ struct DispatchTime {
 DispatchTime dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push,
                       std::size_t push_bytes, std::uint32_t groups_x, std::uint32_t groups_y = 1,
                       std::uint32_t groups_z = 1);
+
+// Commands recorded once into one command buffer and submitted any number of
+// times: dispatches, each with bindings and push constants of its own, and
+// buffer copies, each starting after the previous one's writes (a memory
+// barrier between every two commands). What changes between submissions
+// must live in buffers (the host writes a Memory::Host buffer that the first
+// command copies), since the recorded push constants never change. The
+// buffers and kernels must outlive the Sequence.
+class Sequence {
+ public:
+  Sequence();
+  ~Sequence();
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  // Appends commands; throws InvalidArgument as dispatch does, or for a copy
+  // outside either buffer, and Error once submitted.
+  void dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push, std::size_t push_bytes,
+                std::uint32_t groups_x, std::uint32_t groups_y = 1, std::uint32_t groups_z = 1);
+  void copy(const Buffer& from, std::size_t from_offset, Buffer& to, std::size_t to_offset, std::size_t bytes);
+  std::size_t commands() const;
+  // Ends the recording (first call), runs the commands and waits for them.
+  DispatchTime submit();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace popper::vulkan

@@ -1,21 +1,17 @@
 // The parity gate's backends (forward.hpp): cpu (reference order),
-// cpu-simd (hand kernels), vulkan and cuda (device GEMVs, host elsewhere),
-// and llama.cpp on ggml-cpu, ggml-vulkan and ggml-cuda.
+// cpu-simd (hand kernels), vulkan and cuda (resident.hpp: the whole token on
+// the device), and llama.cpp on ggml-cpu, ggml-vulkan and ggml-cuda.
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
-#include <map>
 
-#include "impl/common/device.hpp"
-#include "impl/common/vulkan_runtime.hpp"
 #include "impl/decode/forward.hpp"
 #include "impl/decode/lib_llama.hpp"
+#include "impl/decode/resident.hpp"
 #include "impl/fused/fused.hpp"
 #include "popper/error.hpp"
-#include "popper/mutant.hpp"
 #include "impl/q4k/cpu_q4k.hpp"
-#include "impl/q4k/device_q4k.hpp"
 
 namespace popper::decode {
 
@@ -81,81 +77,6 @@ class SimdBackend final : public ForwardBackend, public Ops<float> {
   std::vector<float> lse_;
 };
 
-// A device backend: its GEMVs on the device, every other operation on the
-// host in the cpu backend's order. A call the device declined makes the
-// backend unavailable (its result was the CPU's).
-class DeviceBackend : public ForwardBackend, public Ops<float> {
- public:
-  DeviceBackend(const Model& m, int threads)
-      : ForwardBackend(m), host_(ordered_ops(m.config, accum::Order::Sequential, threads)) {}
-  Ops<float>* ops() override { return this; }
-
-  void rmsnorm(std::span<const float> x, std::span<const float> w, std::span<float> y) override { host_->rmsnorm(x, w, y); }
-  void rope(std::span<float> q, std::span<float> k, std::int64_t pos) override { host_->rope(q, k, pos); }
-  void attention(std::span<const float> q, std::span<const float> kc, std::span<const float> vc, std::int64_t len,
-                 std::span<float> out) override {
-    host_->attention(q, kc, vc, len, out);
-  }
-  void swiglu(std::span<const float> g, std::span<const float> u, std::span<float> h) override { host_->swiglu(g, u, h); }
-
- protected:
-  // Mutation point (decode-device-half-rows): rows past the first half lost.
-  static void mutate(std::span<float> y) {
-    if (POPPER_MUTANT("decode-device-half-rows"))
-      for (std::size_t r = y.size() / 2; r < y.size(); ++r) y[r] = 0;
-  }
-  void note(const device::Execution& e) {
-    if (e.declined() && reason_.empty()) reason_ = e.declined_device + " declined a call: " + e.decline_reason;
-    else if (!e.declined()) evidence_ = e.backend;
-  }
-
- private:
-  std::unique_ptr<Ops<float>> host_;
-};
-
-class VulkanBackend final : public DeviceBackend {
- public:
-  VulkanBackend(const Model& m, int threads) : DeviceBackend(m, threads) {
-    name_ = "vulkan";
-    const auto& st = vulkan::status();
-    if (!st.usable()) {
-      reason_ = "requires vulkan: " + st.reason;
-      return;
-    }
-    // Every matrix resident on the device, uploaded once (as a serving runtime keeps them).
-    const auto upload = [&](const Weight& w) {
-      auto& slot = resident_[w.blocks.data()];
-      if (!slot) slot = std::make_unique<q4k::VulkanMatrix>(w.blocks, w.rows, w.cols);
-      if (!slot->decline_reason().empty() && reason_.empty()) reason_ = "vulkan declined: " + slot->decline_reason();
-    };
-    for (const auto& l : m.layers)
-      for (const Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) upload(*w);
-    upload(m.output);
-  }
-  void gemv(const Weight& w, std::span<const float> x, std::span<float> y) override {
-    const auto it = resident_.find(w.blocks.data());
-    if (it == resident_.end()) throw InvalidArgument("decode vulkan backend: a matrix that was not uploaded");
-    note(it->second->gemv(x, y));
-    mutate(y);
-  }
-
- private:
-  std::map<const q4k::Block*, std::unique_ptr<q4k::VulkanMatrix>> resident_;
-};
-
-class CudaBackend final : public DeviceBackend {
- public:
-  CudaBackend(const Model& m, int threads) : DeviceBackend(m, threads) {
-    name_ = "cuda";
-    const auto& st = device::cuda_status();
-    if (!st.usable()) reason_ = "requires cuda: " + st.reason;
-  }
-  void gemv(const Weight& w, std::span<const float> x, std::span<float> y) override {
-    note(q4k::gemv_cuda(w.blocks, w.rows, w.cols, x, y));
-    mutate(y);
-  }
-};
-
 // llama.cpp, unmodified, on one of ggml's devices: the model is the GGUF file
 // it came from, or popper's GGUF of it in a temporary file (removed once
 // llama.cpp has mapped or uploaded it).
@@ -198,8 +119,8 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const Model& m, i
   m.config.check();
   if (name == "cpu") return std::make_unique<CpuBackend>(m, threads);
   if (name == "cpu-simd") return std::make_unique<SimdBackend>(m, threads);
-  if (name == "vulkan") return std::make_unique<VulkanBackend>(m, threads);
-  if (name == "cuda") return std::make_unique<CudaBackend>(m, threads);
+  if (name == "vulkan") return resident::make_vulkan(m);
+  if (name == "cuda") return resident::make_cuda(m);
   for (auto d : {llama::Device::Cpu, llama::Device::Vulkan, llama::Device::Cuda})
     if (name == llama::to_string(d)) return std::make_unique<LlamaBackend>(m, d, threads);
   throw InvalidArgument("unknown backend '" + name + "' (" + backend_list() + ")");

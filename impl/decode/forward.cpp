@@ -22,6 +22,8 @@ void add_bias(std::span<T> x, std::span<const float> b) {
   for (std::size_t i = 0; i < x.size(); ++i) x[i] += static_cast<T>(b[i]);
 }
 
+}  // namespace
+
 void check_tokens(const Config& c, std::span<const std::int32_t> tokens) {
   if (tokens.empty()) throw InvalidArgument("decode::forward: no tokens");
   // Mutation point (decode-context-unchecked): the context check skipped.
@@ -33,8 +35,6 @@ void check_tokens(const Config& c, std::span<const std::int32_t> tokens) {
       throw InvalidArgument("decode::forward: token " + std::to_string(i) + " = " + std::to_string(tokens[i]) +
                             " outside [0, " + std::to_string(c.vocab) + ")");
 }
-
-}  // namespace
 
 template <class T>
 std::vector<T> forward(const Model& m, std::span<const std::int32_t> tokens, Ops<T>& ops, const DepthLogits<T>& at_depth) {

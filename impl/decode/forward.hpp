@@ -6,13 +6,14 @@
 //              softmax, P.V) summed sequentially: the reference order
 //   cpu-simd   the hand kernels: q4k::cpu::gemv (AVX-512/AVX2, threaded) and
 //              the fused family's RMSNorm, RoPE, attention and SwiGLU
-//   vulkan     the Q4_K GEMVs on the Vulkan device (Warp32 order, resident
-//              weights); RMSNorm, RoPE, attention and SwiGLU on the host in
-//              the cpu backend's order
-//   cuda       the Q4_K GEMVs on a CUDA device (Warp32 order); the rest as vulkan
+//   vulkan     resident.hpp: every operation of a token on the Vulkan device,
+//              weights and KV cache resident, one command buffer recorded once
+//              and resubmitted per token; every sum in the Warp32 order, so
+//              ordered_ops(Warp32) is its CPU emulation
+//   cuda       the same launches on a CUDA device, captured once in a CUDA graph
 //
-// A backend whose device is missing is *unavailable* (never run as itself:
-// its declined calls would be the CPU's result under the device's name).
+// A backend whose device is missing, or cannot hold the model, is
+// *unavailable* (never run as itself, never served by the CPU in its name).
 // Every reduction is deterministic: results do not depend on the thread count.
 #pragma once
 #include <cstdint>
@@ -59,6 +60,8 @@ using DepthLogits = std::function<void(int layer, std::span<const T> logits)>;
 template <class T>
 std::vector<T> forward(const Model& m, std::span<const std::int32_t> tokens, Ops<T>& ops,
                        const DepthLogits<T>& at_depth = {});
+// forward's checks of a prompt, for the backends that run their own (resident.hpp).
+void check_tokens(const Config& c, std::span<const std::int32_t> tokens);
 
 // The FP64 oracle: weights dequantized exactly (q4k::reference), every
 // operation and sum in FP64.

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "impl/common/device.hpp"
@@ -108,26 +109,45 @@ struct Staged {
   }
 };
 
-// Folds layout and op into (row, col) strides for the hand kernel.
-detail::StridedOperands strided(const GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c) {
+// Folds layout and op into (row, col) strides for the hand kernels, and
+// allows 16-byte reads of an operand along its contiguous dimension when its
+// other stride and base address are multiples of 16 bytes (elem_bytes each).
+// Mutation points (wrappers of a right kernel that the device tests must
+// catch): op(B) taken as NoTrans, the ragged last block rows dropped, beta
+// dropped, 16-byte reads allowed whatever the alignment.
+detail::StridedOperands strided(const GemmShape& s, float alpha, const void* a, const void* b, float beta, float* c,
+                                std::size_t elem_bytes) {
   const bool row = s.layout == Layout::RowMajor;
   detail::StridedOperands o{};
   o.m = s.m;
   o.n = s.n;
   o.k = s.k;
   o.alpha = alpha;
-  o.beta = beta;
+  o.beta = POPPER_MUTANT("gemm-hand-cuda-beta-dropped") ? 0.0f : beta;
   o.a = a;
   o.b = b;
   o.c = c;
   const bool a_rowlike = (s.op_a == Op::NoTrans) == row;
   o.a_rs = a_rowlike ? s.lda : 1;
   o.a_cs = a_rowlike ? 1 : s.lda;
-  const bool b_rowlike = (s.op_b == Op::NoTrans) == row;
+  const Op op_b = POPPER_MUTANT("gemm-hand-cuda-ignores-op-b") ? Op::NoTrans : s.op_b;
+  const bool b_rowlike = (op_b == Op::NoTrans) == row;
   o.b_rs = b_rowlike ? s.ldb : 1;
   o.b_cs = b_rowlike ? 1 : s.ldb;
   o.c_rs = row ? s.ldc : 1;
   o.c_cs = row ? 1 : s.ldc;
+  if (POPPER_MUTANT("gemm-hand-cuda-drops-edge") && o.m > detail::kSimtTileM) o.m -= o.m % detail::kSimtTileM;
+  // The kernels read A along its columns when a_cs == 1, else along its rows;
+  // B along its rows (op(B)'s k) when b_rs == 1, else along its columns.
+  const std::int64_t a_other = o.a_cs == 1 ? o.a_rs : o.a_rs == 1 ? o.a_cs : 0;
+  const std::int64_t b_other = o.b_rs == 1 ? o.b_cs : o.b_cs == 1 ? o.b_rs : 0;
+  const auto vector = [&](const void* base, std::int64_t other) {
+    return POPPER_MUTANT("gemm-hand-cuda-unaligned-vector") ||
+           (other > 1 && other * static_cast<std::int64_t>(elem_bytes) % 16 == 0 &&
+            reinterpret_cast<std::uintptr_t>(base) % 16 == 0);
+  };
+  o.a_vector = vector(a, a_other);
+  o.b_vector = vector(b, b_other);
   return o;
 }
 #endif
@@ -185,6 +205,22 @@ float half_to_float(half_bits h) {
   } else {
     x = sign | ((exp + 112u) << 23) | (mant << 13);
   }
+  float f;
+  std::memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+// bfloat16 is the high half of binary32: round to nearest even on the low half.
+bf16_bits float_to_bf16(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16_bits>((x >> 16) | 0x40u);  // NaN stays NaN
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<bf16_bits>(x >> 16);
+}
+
+float bf16_to_float(bf16_bits h) {
+  const std::uint32_t x = static_cast<std::uint32_t>(h) << 16;
   float f;
   std::memcpy(&f, &x, sizeof f);
   return f;
@@ -413,27 +449,52 @@ Backend CublasContext::gemm_f32_strided_batched(const GemmShape& s0, const Batch
   return Backend::Cuda;
 }
 
-// ------------------------------------------------------------------ hand kernel
-void hand_gemm_f32_device(const GemmShape& s0, float alpha, DeviceSpan<const float> a, DeviceSpan<const float> b,
-                          float beta, DeviceSpan<float> c, StreamHandle stream) {
+// ------------------------------------------------------------------ hand kernels
+namespace {
+
+// The hand kernels index m, n, k in 31 bits and put the row blocks on the grid's y.
+void check_hand_shape(const GemmShape& s, const char* what) {
+  constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
+  if (s.m > kMax || s.n > kMax || s.k > kMax || (s.m + 127) / 128 > 65535)
+    throw InvalidArgument(std::string(what) + ": m, n, k must be below 2^31 and m at most 65535 * 128");
+}
+
+enum class HandKernel { F32, F16, Bf16 };
+
+// Checks the arguments and queues the kernel on `stream`.
+template <class T>
+void hand_device(const char* what, HandKernel kernel, const GemmShape& s0, float alpha, DeviceSpan<const T> a,
+                 DeviceSpan<const T> b, float beta, DeviceSpan<float> c, StreamHandle stream) {
   check_gemm_args(s0, a.size, b.size, c.size);
-  if (!device_usable()) no_device("hand_gemm_f32_device");
-  if (stream == nullptr) throw InvalidArgument("hand_gemm_f32_device: pass an explicit stream, not the default stream");
+  check_hand_shape(s0, what);
+  if (!device_usable()) no_device(what);
+  if (stream == nullptr) throw InvalidArgument(std::string(what) + ": pass an explicit stream, not the default stream");
 #if POPPER_HAVE_CUDA
-  const GemmShape s = with_tight_ld(s0);
-  check_cuda(static_cast<cudaError_t>(detail::launch_hand_gemm_f32(strided(s, alpha, a.data, b.data, beta, c.data), stream)),
-             "hand_gemm_f32 launch");
+  const detail::StridedOperands o = strided(with_tight_ld(s0), alpha, a.data, b.data, beta, c.data, sizeof(T));
+  const int launched = kernel == HandKernel::F32 ? detail::launch_hand_gemm_f32(o, stream)
+                       : detail::launch_hand_gemm_tc(kernel == HandKernel::Bf16 ? detail::HalfType::Bf16 : detail::HalfType::F16, o, stream);
+  check_cuda(static_cast<cudaError_t>(launched), what);
 #else
-  (void)alpha;
-  (void)beta;
+  (void)kernel, (void)alpha, (void)beta;
 #endif
 }
 
-Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b,
-                      float beta, std::span<float> c) {
+// Host operands: staged on a stream of its own, or declined to cpu::gemm on
+// the inputs widened to FP32 (`widen`) when no device is usable.
+template <class T, class Device, class Widen>
+Backend hand_host(const char* what, const GemmShape& s, float alpha, std::span<const T> a, std::span<const T> b,
+                  float beta, std::span<float> c, Device device, Widen widen) {
   check_gemm_args(s, a.size(), b.size(), c.size());
+  check_hand_shape(s, what);
   if (!device_usable()) {
-    decline_to_cpu(s, alpha, a, b, beta, c);
+    if constexpr (std::is_same_v<T, float>) {
+      decline_to_cpu(s, alpha, a, b, beta, c);
+    } else {
+      std::vector<float> af(a.size()), bf(b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) af[i] = widen(a[i]);
+      for (std::size_t i = 0; i < b.size(); ++i) bf[i] = widen(b[i]);
+      decline_to_cpu(s, alpha, std::span<const float>(af), std::span<const float>(bf), beta, c);
+    }
     return Backend::Cpu;
   }
 #if POPPER_HAVE_CUDA
@@ -443,12 +504,49 @@ Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a,
     cudaStream_t s;
     ~StreamGuard() { cudaStreamDestroy(s); }
   } guard{st};
-  Staged<float> da(a, st), db(b, st), dc(std::span<const float>(c.data(), c.size()), st);
-  hand_gemm_f32_device(s, alpha, {da.buf.cspan().data, a.size()}, {db.buf.cspan().data, b.size()}, beta,
-                       {dc.buf.span().data, c.size()}, st);
+  Staged<T> da(a, st), db(b, st);
+  Staged<float> dc(std::span<const float>(c.data(), c.size()), st);
+  device(s, alpha, DeviceSpan<const T>{da.buf.cspan().data, a.size()}, DeviceSpan<const T>{db.buf.cspan().data, b.size()},
+         beta, DeviceSpan<float>{dc.buf.span().data, c.size()}, st);
   if (!c.empty()) dc.buf.download(c, st);
+#else
+  (void)device;
 #endif
   return Backend::Cuda;
+}
+
+float identity(float x) { return x; }
+
+}  // namespace
+
+void hand_gemm_f32_device(const GemmShape& s, float alpha, DeviceSpan<const float> a, DeviceSpan<const float> b,
+                          float beta, DeviceSpan<float> c, StreamHandle stream) {
+  hand_device("hand_gemm_f32_device", HandKernel::F32, s, alpha, a, b, beta, c, stream);
+}
+void hand_gemm_f16_device(const GemmShape& s, float alpha, DeviceSpan<const half_bits> a,
+                          DeviceSpan<const half_bits> b, float beta, DeviceSpan<float> c, StreamHandle stream) {
+  hand_device("hand_gemm_f16_device", HandKernel::F16, s, alpha, a, b, beta, c, stream);
+}
+void hand_gemm_bf16_device(const GemmShape& s, float alpha, DeviceSpan<const bf16_bits> a,
+                           DeviceSpan<const bf16_bits> b, float beta, DeviceSpan<float> c, StreamHandle stream) {
+  hand_device("hand_gemm_bf16_device", HandKernel::Bf16, s, alpha, a, b, beta, c, stream);
+}
+
+Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b,
+                      float beta, std::span<float> c) {
+  return hand_host("hand_gemm_f32", s, alpha, a, b, beta, c, hand_gemm_f32_device, identity);
+}
+Backend hand_gemm_f16(const GemmShape& s, float alpha, std::span<const half_bits> a, std::span<const half_bits> b,
+                      float beta, std::span<float> c) {
+  return hand_host("hand_gemm_f16", s, alpha, a, b, beta, c, hand_gemm_f16_device, half_to_float);
+}
+Backend hand_gemm_bf16(const GemmShape& s, float alpha, std::span<const bf16_bits> a, std::span<const bf16_bits> b,
+                       float beta, std::span<float> c) {
+  const Backend ran = hand_host("hand_gemm_bf16", s, alpha, a, b, beta, c, hand_gemm_bf16_device, bf16_to_float);
+  // Mutation point (gemm-tc-output-bf16): the device result as if accumulated or stored in BF16.
+  if (ran == Backend::Cuda && POPPER_MUTANT("gemm-tc-output-bf16"))
+    for (float& v : c) v = bf16_to_float(float_to_bf16(v));
+  return ran;
 }
 
 }  // namespace popper::gemm::cuda

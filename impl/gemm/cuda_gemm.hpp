@@ -3,7 +3,7 @@
 //   C = alpha * op(A) * op(B) + beta * C      (FP32 accumulation everywhere)
 //
 // Host-span entry points (gemm_f32, gemm_f16, gemm_f32_strided_batched,
-// hand_gemm_f32) run on the GPU when popper::device::cuda_status().usable(),
+// hand_gemm_f32, hand_gemm_f16, hand_gemm_bf16) run on the GPU when popper::device::cuda_status().usable(),
 // copying operands to the device and back; otherwise they decline to the CPU
 // path (cpu::gemm) and say so through the returned Backend. Arguments are
 // checked before any memory is touched, on either path.
@@ -41,6 +41,10 @@ using StreamHandle = void*;
 using half_bits = std::uint16_t;
 half_bits float_to_half(float);  // round to nearest even
 float half_to_float(half_bits);
+// BF16 values as bit patterns (the high half of a binary32).
+using bf16_bits = std::uint16_t;
+bf16_bits float_to_bf16(float);  // round to nearest even; NaN stays NaN
+float bf16_to_float(bf16_bits);
 
 // Operands resident in device memory: pointer plus length in elements.
 template <class T>
@@ -96,15 +100,33 @@ class CublasContext {
   MathMode mode_;
 };
 
-// Hand-written tiled shared-memory kernel (FP32). Declines to cpu::gemm.
+// popper's own kernels (impl/gemm/cuda/):
+//   hand_gemm_f32    FP32 on the SIMT cores (hand_gemm.cu: 128 x 128 block
+//                    tiles, 8 x 8 per thread, double-buffered shared memory)
+//   hand_gemm_f16    FP16 or BF16 inputs on the tensor cores, FP32 accumulation
+//   hand_gemm_bf16   and output (hand_gemm_tc.cu: WMMA 16 x 16 x 16, cp.async)
+// Every layout and transpose, ragged shapes, alpha and beta (beta == 0: C
+// not read). The host-span entries decline to cpu::gemm (16-bit inputs
+// widened to FP32 exactly) without a device. m, n, k below 2^31 and m at most
+// 65535 * 128, else InvalidArgument.
 Backend hand_gemm_f32(const GemmShape&, float alpha, std::span<const float> a,
                       std::span<const float> b, float beta, std::span<float> c);
-// Same kernel on device-resident operands, launched on `stream` (must be a
-// stream the caller created; never the legacy default stream). Throws
+Backend hand_gemm_f16(const GemmShape&, float alpha, std::span<const half_bits> a,
+                      std::span<const half_bits> b, float beta, std::span<float> c);
+Backend hand_gemm_bf16(const GemmShape&, float alpha, std::span<const bf16_bits> a,
+                       std::span<const bf16_bits> b, float beta, std::span<float> c);
+// The same kernels on device-resident operands, launched on `stream` (must
+// be a stream the caller created; never the legacy default stream). Throw
 // Unsupported without a device.
 void hand_gemm_f32_device(const GemmShape&, float alpha, DeviceSpan<const float> a,
                           DeviceSpan<const float> b, float beta, DeviceSpan<float> c,
                           StreamHandle stream);
+void hand_gemm_f16_device(const GemmShape&, float alpha, DeviceSpan<const half_bits> a,
+                          DeviceSpan<const half_bits> b, float beta, DeviceSpan<float> c,
+                          StreamHandle stream);
+void hand_gemm_bf16_device(const GemmShape&, float alpha, DeviceSpan<const bf16_bits> a,
+                           DeviceSpan<const bf16_bits> b, float beta, DeviceSpan<float> c,
+                           StreamHandle stream);
 
 // RAII device allocation of `count` elements of T (cudaMalloc / cudaFree).
 // Throws Unsupported when no device is usable.

@@ -108,13 +108,15 @@ struct QaGate {
 //   time_ratio       median_time(numerator) / median_time(denominator)   op threshold
 //   throughput_ratio throughput(numerator) / throughput(denominator)     op threshold
 //   peak_fraction    throughput(numerator) / measured peak               op threshold
+//   throughput       throughput(numerator), work units per second        op threshold
 struct BenchmarkClaim {
   std::string id;
   std::string claim;
   std::string family;
   std::string metric;
   std::string numerator;
-  std::string denominator;            // empty for peak_fraction
+  std::string numerator_backend;      // empty = any; else the numerator row's backend starts with it
+  std::string denominator;            // empty for peak_fraction and throughput
   std::string denominator_precision;  // empty = the numerator row's precision (e.g. q4k vs an f32 SGEMV)
   std::string denominator_backend;    // empty = any; else the denominator row's backend starts with it
   std::string op;                     // "<", "<=", ">", ">="

@@ -26,13 +26,15 @@ bool holds(double v, const std::string& op, double threshold) {
 
 bool verified(const BenchRow& r) { return r.verdict.rfind("verified", 0) == 0; }
 
-// The best verified row of a tier for a group (lowest median), optionally on a backend.
+// The best verified row of a tier for a group (lowest median), optionally on a
+// backend (that one when present), or only among backends starting with `prefix`.
 const BenchRow* best_verified(const BenchTable& t, const std::string& tier, const std::string& shape,
-                              const std::string& precision, int threads, const std::string& backend = "") {
+                              const std::string& precision, int threads, const std::string& backend = "",
+                              const std::string& prefix = "") {
   const BenchRow* best = nullptr;
   for (const auto& r : t.rows) {
     if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
-        r.samples.empty() || r.unit != kUnitSeconds || !verified(r))
+        r.samples.empty() || r.unit != kUnitSeconds || !verified(r) || r.key.backend.rfind(prefix, 0) != 0)
       continue;
     if (!backend.empty() && r.key.backend == backend) return &r;
     if (!best || r.median() < best->median()) best = &r;
@@ -83,12 +85,13 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                   (r.key.tier == claim.numerator || r.key.tier == claim.denominator) &&
                   r.verdict.rfind("incorrect", 0) == 0)
                 failures.push_back(g.name() + ": " + r.key.tier + " " + r.verdict);
-            const BenchRow* num = best_verified(table, claim.numerator, shape, prec, th);
+            const BenchRow* num = best_verified(table, claim.numerator, shape, prec, th, "", claim.numerator_backend);
             // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
             // unless the claim names the denominator's precision or backend (q4k vs an f32 SGEMV):
             // then the best verified row of that precision whose backend starts with the name.
             const BenchRow* den = nullptr;
-            if (claim.metric != "peak_fraction" && num) {
+            const bool ratio = claim.metric == "time_ratio" || claim.metric == "throughput_ratio";
+            if (ratio && num) {
               if (claim.denominator_backend.empty() && claim.denominator_precision.empty()) {
                 den = best_verified(table, claim.denominator, shape, prec, th, num->key.backend);
               } else {
@@ -108,7 +111,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               // roofline: the row's own min(FP32 peak, bandwidth x work / bytes)
               p = kind.empty() ? 0 : row_peak(*peak, kind, th, num->work_per_iter, num->bytes_per_iter);
             }
-            if (!num || (claim.metric != "peak_fraction" && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
+            if (!num || (ratio && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
               missing.push_back(g.name());
               continue;
             }
@@ -123,6 +126,10 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               iv = paired_ratio_interval({&den->samples, &den->trials}, tn);  // time(den) / time(num)
               const double scale = den->work_per_iter > 0 ? num->work_per_iter / den->work_per_iter : 1;
               value = scale * iv.ratio, lo = scale * iv.lo, hi = scale * iv.hi;
+            } else if (claim.metric == "throughput") {  // work / time
+              const std::vector<double> one{1.0};
+              iv = ratio_interval(tn, {&one, nullptr});
+              value = num->work_per_iter / iv.ratio, lo = num->work_per_iter / iv.hi, hi = num->work_per_iter / iv.lo;
             } else {  // peak_fraction = work / (time * peak)
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});

@@ -5,7 +5,9 @@
 //   time_ratio        median time(numerator) / median time(denominator)
 //   throughput_ratio  throughput(numerator) / throughput(denominator)
 //   peak_fraction     throughput(numerator) / measured peak
-// from each tier's best *verified* row (a row counts only when its verdict
+//   throughput        throughput(numerator) in work units per second
+// from each tier's best *verified* row (of a backend starting with
+// numerator_backend / denominator_backend when the claim names one) (a row counts only when its verdict
 // starts with "verified"), with a paired two-level bootstrap interval over
 // the run's trials (interval.hpp). A group is met when the whole interval
 // satisfies `value op threshold`, not_met when none of it does, inconclusive

@@ -201,6 +201,7 @@ Contract build(const YAML::Node& root, const std::string& file, Profile profile)
       bc.family = scalar(b, "family");
       bc.metric = scalar(b, "metric");
       bc.numerator = scalar(b, "numerator");
+      bc.numerator_backend = scalar(b, "numerator_backend");
       bc.denominator = scalar(b, "denominator");
       bc.denominator_precision = scalar(b, "denominator_precision");
       bc.denominator_backend = scalar(b, "denominator_backend");

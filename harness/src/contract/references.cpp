@@ -189,11 +189,10 @@ void check_tests(const Contract& c, Diagnostics& diags) {
 
 void check_benchmarks(const Contract& c, Diagnostics& diags) {
   for (const auto& b : c.benchmarks) {
-    if (b.metric == "peak_fraction" && !b.denominator.empty())
+    if ((b.metric == "peak_fraction" || b.metric == "throughput") && !b.denominator.empty())
       rules::report(diags, c.profile, Rule::BenchmarkInconsistent, b.pos,
-                    fmt::format("benchmark {} uses metric peak_fraction, which divides by the measured peak; remove "
-                                "'denominator'",
-                                b.id));
+                    fmt::format("benchmark {} uses metric {}, which divides by {}; remove 'denominator'", b.id, b.metric,
+                                b.metric == "throughput" ? "nothing but the time" : "the measured peak"));
     if ((b.metric == "time_ratio" || b.metric == "throughput_ratio") && b.denominator.empty())
       rules::report(diags, c.profile, Rule::BenchmarkInconsistent, b.pos,
                     fmt::format("benchmark {} uses metric {} but has no 'denominator' tier; add one", b.id, b.metric));

@@ -48,9 +48,9 @@ const NodeSpec kEnforcementLevel{Kind::Enum, {}, nullptr, {"basic", "standard", 
 const NodeSpec kIntakeStatus{Kind::Enum, {}, nullptr, {"missing", "partial", "supported", "unclear"},
                              "an intake status"};
 const NodeSpec kLeanStatus{Kind::Enum, {}, nullptr, {"proved", "sorry", "wip", "not-applicable"}, "a Lean status"};
-const NodeSpec kMetric{Kind::Enum, {}, nullptr, {"time_ratio", "throughput_ratio", "peak_fraction"},
+const NodeSpec kMetric{Kind::Enum, {}, nullptr, {"time_ratio", "throughput_ratio", "peak_fraction", "throughput"},
                        "a benchmark metric"};
-const NodeSpec kTier{Kind::Enum, {}, nullptr, {"ceiling", "wrapped", "hand", "reference"}, "a bench tier"};
+const NodeSpec kTier{Kind::Enum, {}, nullptr, {"ceiling", "wrapped", "hand", "reference", "device"}, "a bench tier"};
 const NodeSpec kOp{Kind::Enum, {}, nullptr, {"<", "<=", ">", ">="}, "a comparison"};
 
 const NodeSpec kMetadata{Kind::Map,
@@ -238,6 +238,7 @@ const NodeSpec kBenchmark{Kind::Map,
      {"family", R::Always, &kString},
      {"metric", R::Always, &kMetric},
      {"numerator", R::Always, &kTier},
+     {"numerator_backend", R::Never, &kString},
      {"denominator", R::Never, &kTier},
      {"denominator_precision", R::Never, &kString},
      {"denominator_backend", R::Never, &kString},

@@ -1,27 +1,39 @@
-// Internal: launcher of the hand tiled CUDA kernel (hand_gemm.cu).
+// Internal: launchers of the hand CUDA GEMM kernels, hand_gemm.cu (FP32 on
+// the SIMT cores) and hand_gemm_tc.cu (16-bit inputs on the tensor cores,
+// FP32 accumulation):
 //   C(i, j) = alpha * sum_p A(i, p) * B(p, j) + beta * C(i, j)
 // with X(r, c) = x[r*rs + c*cs] (layout and op folded into strides by the
-// caller). beta == 0: C is not read.
+// caller, cuda_gemm.cpp, which also decides whether an operand may be read
+// in 16-byte vectors). beta == 0: C is not read. m, n, k fit 31 bits.
 #pragma once
 #include <cstdint>
 
 namespace popper::gemm::cuda::detail {
 
-// Tile geometry of the hand kernel: block tile BM x BN, k step BK.
-inline constexpr int kHandTileM = 64, kHandTileN = 64, kHandTileK = 16;
+// Tile geometry: block tile M x N, k step K.
+inline constexpr int kSimtTileM = 128, kSimtTileN = 128, kSimtTileK = 8;
+inline constexpr int kTensorTileM = 128, kTensorTileN = 128, kTensorTileK = 32;
 
 struct StridedOperands {
   std::int64_t m, n, k;
-  const float* a;
+  const void* a;  // float, or 16-bit values for the tensor-core kernel
   std::int64_t a_rs, a_cs;
-  const float* b;
+  const void* b;
   std::int64_t b_rs, b_cs;
   float* c;
   std::int64_t c_rs, c_cs;
   float alpha, beta;
+  // Whether A (B) may be read in 16-byte vectors along its contiguous
+  // dimension: that stride is 1, the other stride a multiple of 16 bytes and
+  // the base address 16-byte aligned.
+  bool a_vector, b_vector;
 };
 
-// Returns the cudaError_t of the launch as an int (0 = success).
+// The 16-bit input types of the tensor-core kernel.
+enum class HalfType { F16, Bf16 };
+
+// Return the cudaError_t of the launch as an int (0 = success).
 int launch_hand_gemm_f32(const StridedOperands& ops, void* stream);
+int launch_hand_gemm_tc(HalfType type, const StridedOperands& ops, void* stream);
 
 }  // namespace popper::gemm::cuda::detail
