@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "impl/common/parallel.hpp"
 #include "popper/binding.hpp"
 #include "impl/q4k/cpu_q4k.hpp"
 #include "support.hpp"
@@ -47,6 +48,7 @@ POPPER_FALSIFIER("FALSIFY-Q4K-015", [](const popper::Params& p) {
 
 POPPER_FALSIFIER("FALSIFY-Q4K-016", [](const popper::Params& p) {
   const auto threads = p.integers("threads");
+  const popper::parallel::ScopedExactThreads exact;  // the thread counts asked for, however small the shape
   std::printf("[FALSIFY-Q4K-016] packed == scalar plain, bitwise; worst |y - y_ref| / bound:");
   for (const auto& s : p.list("shapes")) {
     const auto rows = s.integer("rows"), cols = s.integer("cols");

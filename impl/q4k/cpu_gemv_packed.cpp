@@ -25,6 +25,12 @@ using detail::PackedMutation;
 using detail::PackedRows;
 static_assert(PackedWeights::kGroupRows == kPackRows);
 
+// Row blocks below which a second thread costs more than it saves: about 4 us
+// of kernel time per thread against ~1 us to hand a range to a spinning
+// worker (parallel.hpp). The decode canary's 128 x 1024 K and V projections
+// (512 row blocks) run on one thread, its 1024 x 1024 ones on two.
+constexpr std::int64_t kMinRowBlocksPerThread = 1024;
+
 PackedMutation active_packed_mutation() {
   if (POPPER_MUTANT("q4k-packed-fp32-sum")) return PackedMutation::Fp32Sum;
   if (POPPER_MUTANT("q4k-packed-high-nibble-scale")) return PackedMutation::HighNibbleScale;
@@ -119,8 +125,9 @@ void gemv(const PackedWeights& w, const FixedPointActivations& x, std::span<floa
   const PackedRows args{static_cast<const PackedBlock*>(w.data()), cols / kBlockWeights, rows, x.q.data(),
                         x.split.data(), x.split.data() + cols, x.scale.data(), x.sub_sum.data(), y.data(),
                         active_packed_mutation()};
-  parallel::run(static_cast<std::size_t>(w.groups()), opts.threads,
-                [&](std::size_t g0, std::size_t g1, int) { fn(args, g0, g1); });
+  const std::int64_t by_size = std::max<std::int64_t>(1, rows * args.nb / kMinRowBlocksPerThread);
+  const int threads = parallel::exact_threads() ? opts.threads : static_cast<int>(std::min<std::int64_t>(opts.threads, by_size));
+  parallel::run(static_cast<std::size_t>(w.groups()), threads, [&](std::size_t g0, std::size_t g1, int) { fn(args, g0, g1); });
 }
 
 void gemv(const PackedWeights& w, std::span<const float> x, std::span<float> y, const CpuOptions& opts) {
