@@ -1,6 +1,7 @@
 // bench_q4k: the wrapped (ggml's CPU backend through popper::q4k::ggml::CpuMatVec,
-// repacked weights as llama.cpp serves them), hand (popper::q4k::cpu::gemv) and
-// reference tiers over workloads/q4k/shapes.h.
+// repacked weights as llama.cpp serves them), hand (popper::q4k::cpu::gemv over
+// popper's own packed layout, cpu::PackedWeights, repacked once before timing as
+// a server repacks at load) and reference tiers over workloads/q4k/shapes.h.
 //
 //   y = W x,  W rows x cols in Q4_K,  FLOP = 2 rows cols,  bytes = W + x + y
 //
@@ -62,6 +63,7 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   std::vector<float> y(std::size_t(rows), 0.0f);
   std::vector<double> yd(std::size_t(rows), 0.0);
   std::unique_ptr<q4k::ggml::CpuMatVec> mv;
+  q4k::cpu::PackedWeights packed;
   std::string label;
   // The bound first, before any kernel's worker threads exist: they must not
   // share the cores with the probe, and a ggml backend left idle through a
@@ -71,21 +73,22 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   std::vector<double> read = tier == Tier::Reference ? std::vector<double>{} : suite::read_bandwidth(std::size_t(bytes), threads, 5);
   try {
     if (tier == Tier::Wrapped) mv = std::make_unique<q4k::ggml::CpuMatVec>(in.w.blocks, rows, cols, threads, true);
+    if (tier == Tier::Hand) packed = q4k::cpu::PackedWeights(in.w.blocks, rows, cols);
   } catch (const popper::Unsupported& e) {
     state.SkipWithError((std::string("not_run: ") + e.what()).c_str());
     return;
   }
   const q4k::cpu::CpuOptions opts{threads, q4k::cpu::Isa::Auto};
-  auto run_rows = [&](std::int64_t r) {
+  auto run = [&] {
     switch (tier) {
       case Tier::Wrapped: mv->run(in.x, y); break;
-      case Tier::Hand: q4k::cpu::gemv(in.w.blocks, r, cols, in.x, y, opts); break;
-      case Tier::Reference: q4k::reference::gemv(in.w.blocks, r, cols, in.x, yd); break;
+      case Tier::Hand: q4k::cpu::gemv(packed, in.x, y, opts); break;
+      case Tier::Reference: q4k::reference::gemv(in.w.blocks, rows, cols, in.x, yd); break;
     }
   };
 
   try {
-    run_rows(rows);
+    run();
     if (tier == Tier::Reference) {
       label = "not_verified: the reference is the oracle";
     } else {
@@ -112,7 +115,7 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
     return;
   }
 
-  auto timed = [&] { run_rows(rows); };  // the injected slowdown is popper_bench_call_hand's
+  auto timed = [&] { run(); };  // the injected slowdown is popper_bench_call_hand's
   const auto t0 = Clock::now();
   for (auto _ : state) {
     switch (tier) {

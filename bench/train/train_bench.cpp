@@ -37,6 +37,103 @@ const char* tier_name(Backend b) { return b == Backend::Hand ? "hand" : "wrapped
 
 // "" when the tier's step is right on tiny (FP64 oracle) and finite on the timed shape.
 std::string verify(const popper_train_shape& sh, const StepOptions& o) {
+  {
+    const Config c = popper_train_config(*popper_train_find_shape("tiny"));
+    const ParamLayout L(c);
+    const auto p = init_params(c, 7);
+    const Batch b = copy_task_batch(c, 7, 0);
+    const auto bound = testbed::gradient_bound(c, p, b.tokens, b.labels, 3, 3.0);
+    Step step(c, o);
+    std::vector<float> g(L.total);
+    const double loss = step.forward_backward(p, b.tokens, b.labels, g);
+    const auto e = testbed::compare<float>(L, bound, g, loss);
+    if (!e.ok()) return "tiny against FP64: " + e.text();
+  }
+  const Config c = popper_train_config(sh);
+  Trainer tr(c, o, AdamWConfig{}, 1);
+  const Batch b = copy_task_batch(c, 1, 0);
+  const double loss = tr.train_step(b.tokens, b.labels);  // refuses non-finite gradients itself
+  if (!std::isfinite(loss)) return "the loss is not finite";
+  return "";
+}
+
+std::map<std::string, std::string>& verdicts() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+
+void bench_step(benchmark::State& state, const popper_train_shape sh, Backend backend, int threads) {
+  const StepOptions o{backend, threads, popper::cpu::Isa::Auto};
+  const std::string key = std::string(sh.name) + "/" + tier_name(backend) + "/" + std::to_string(threads);
+  std::unique_ptr<Trainer> tr;
+  Batch batch;
+  try {
+    auto it = verdicts().find(key);
+    if (it == verdicts().end()) it = verdicts().emplace(key, verify(sh, o)).first;
+    if (!it->second.empty()) {
+      state.SkipWithError(("incorrect: " + it->second).c_str());
+      return;
+    }
+    const Config c = popper_train_config(sh);
+    tr = std::make_unique<Trainer>(c, o, AdamWConfig{}, 1);
+    batch = copy_task_batch(c, 1, 0);
+    tr->train_step(batch.tokens, batch.labels);  // warm-up: first touch of the workspace, as the ceiling's
+
+  } catch (const std::exception& e) {
+    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
+    return;
+  }
+  trace::Tracer tracer(brick_names());
+  std::int64_t n = 0;
+  auto timed = [&] {
+    tracer.begin_step(n++);
+    tr->train_step(batch.tokens, batch.labels, &tracer);
+    tracer.end_step();
+  };
+  for (auto _ : state) {
+    if (backend == Backend::Hand) suite::popper_bench_call_hand(timed);
+    else suite::popper_bench_call_wrapped(timed);
+  }
+  state.SetLabel("verified(tiny against FP64; this shape: finite loss and gradients)");
+  state.counters["flop"] = benchmark::Counter(popper_train_flop(&sh));
+}
+
+void bench_span(benchmark::State& state) {
+  trace::Tracer t(brick_names());
+  std::int64_t step = 0;
+  t.begin_step(step);
+  int i = 0;
+  for (auto _ : state) {
+    trace::Scope s(&t, "span", kGemmForward, i, 1.0, 1.0);
+    if (++i == 1000) {  // a step of 1000 spans, then the next (end_step's copy included)
+      t.end_step();
+      t.begin_step(++step);
+      i = 0;
+    }
+  }
+  t.end_step();
+}
+
+void register_all() {
+  const int iters = suite::fixed_iterations();
+  for (int i = 0; i < POPPER_TRAIN_SHAPE_COUNT; ++i) {
+    const popper_train_shape sh = POPPER_TRAIN_SHAPES[i];
+    if (std::strcmp(sh.set, "none") == 0) continue;
+    for (const Backend backend : {Backend::Wrapped, Backend::Hand})
+      for (const int threads : {1, 2}) {
+        const std::string name = std::string("train/") + tier_name(backend) + "/" + sh.name + "/f32/threads:" + std::to_string(threads);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, sh, backend, threads); });
+        b->UseRealTime()->Unit(benchmark::kMillisecond);
+        if (iters > 0) b->Iterations(iters);
+      }
+  }
+  benchmark::RegisterBenchmark("train_trace/span", bench_span)->Unit(benchmark::kNanosecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
   const Config c = popper_train_config(*popper_train_find_shape("tiny"));
   return suite::run_suite(argc, argv,
                           {{"hand", Step(c, {Backend::Hand, 1}).backend_tag()},

@@ -170,6 +170,7 @@ POPPER_FALSIFIER("FALSIFY-Q4K-006", [](const popper::Params&) {
     std::vector<std::pair<const char*, std::function<void()>>> entries = {
         {"reference::gemv", [&] { reference::gemv(w, rows, cols, x, yds); }},
         {"cpu::gemv", [&] { cpu::gemv(w, rows, cols, x, ys); }},
+        {"cpu::PackedWeights + gemv", [&] { cpu::gemv(cpu::PackedWeights(w, rows, cols), x, ys); }},
         {"gemv_vulkan", [&] { gemv_vulkan(w, rows, cols, x, ys); }},
         {"gemv_cuda", [&] { gemv_cuda(w, rows, cols, x, ys); }},
         {"VulkanMatrix", [&] { VulkanMatrix(w, rows, cols).gemv(x, ys); }},

@@ -40,7 +40,9 @@ class CpuBackend final : public ForwardBackend {
 };
 
 // The hand kernels: Q4_K GEMV with 14-bit fixed-point activations (q4k
-// contract, gemv_hand) and the fused family's one-token kernels.
+// contract, gemv_hand) over weights repacked once into the packed layout
+// (q4k::cpu::PackedWeights, gemv_packed: the plain kernel's scalar bits), and
+// the fused family's one-token kernels.
 class SimdBackend final : public ForwardBackend, public Ops<float> {
  public:
   SimdBackend(const Model& m, int threads)
@@ -48,11 +50,21 @@ class SimdBackend final : public ForwardBackend, public Ops<float> {
         lse_(static_cast<std::size_t>(c_.q_heads)) {
     name_ = "cpu-simd";
     evidence_ = cpu::backend_tag(cpu::Isa::Auto);
+    // Every matrix repacked once, as a serving runtime keeps its weights.
+    const auto pack = [&](const Weight& w) {
+      auto& slot = resident_[w.blocks.data()];
+      if (slot.cols() == 0) slot = q4k::cpu::PackedWeights(w.blocks, w.rows, w.cols);
+    };
+    for (const auto& l : m.layers)
+      for (const Weight* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) pack(*w);
+    pack(m.output);
   }
   Ops<float>* ops() override { return this; }
 
   void gemv(const Weight& w, std::span<const float> x, std::span<float> y) override {
-    q4k::cpu::gemv(w.blocks, w.rows, w.cols, x, y, {threads_, cpu::Isa::Auto});
+    const auto it = resident_.find(w.blocks.data());
+    if (it == resident_.end()) throw InvalidArgument("decode cpu-simd backend: a matrix that was not packed");
+    q4k::cpu::gemv(it->second, x, y, {threads_, cpu::Isa::Auto});
   }
   void rmsnorm(std::span<const float> x, std::span<const float> w, std::span<float> y) override {
     fused::rmsnorm_forward({1, c_.hidden, static_cast<float>(c_.rms_eps)}, x, w, y);
@@ -75,6 +87,7 @@ class SimdBackend final : public ForwardBackend, public Ops<float> {
   int threads_;
   fused::RopeTable table_;
   std::vector<float> lse_;
+  std::map<const q4k::Block*, q4k::cpu::PackedWeights> resident_;
 };
 
 // llama.cpp, unmodified, on one of ggml's devices: the model is the GGUF file

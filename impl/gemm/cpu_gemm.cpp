@@ -16,7 +16,7 @@
 // dominates thin products (n = 256).
 //
 // Threads (common/parallel.hpp, one persistent OpenMP team): C is split into
-// contiguous row ranges (column ranges when m is too short), each worker runs
+// contiguous row ranges (column ranges when they balance the work better), each worker runs
 // the serial loop nest on its part with its own packing buffers (thread-local,
 // reused across calls: no allocation per call). The k order of every element
 // is fixed by KC alone (cpu_gemm_blocking.hpp), so the result does not depend
@@ -388,22 +388,40 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
       });
 }
 
-// Work below which a second thread costs more than it saves: waking the team
-// and splitting the packing costs a few microseconds, ~1-2 MFLOP of kernel time.
-constexpr double kMinFlopPerThread = 4.0e6;
+// Work below which a second thread costs more than it saves: the team is
+// woken from a spin (parallel.hpp) and each worker packs its own operand, a
+// few microseconds in all, so each thread needs ~1 MFLOP (10 us at 100
+// GFLOP/s). small_128 (4.2 MFLOP) thus runs on 2 threads; small_64 (0.5) on one.
+constexpr double kMinFlopPerThread = 1.0e6;
+
+// The largest share of C one of `threads` workers computes when `extent` is
+// split in whole units of `unit`: ceil(units / threads) units, as a fraction.
+double largest_share(std::int64_t extent, std::int64_t unit, int threads) {
+  const std::int64_t units = (extent + unit - 1) / unit, per = (units + threads - 1) / threads;
+  return static_cast<double>(std::min(extent, per * unit)) / static_cast<double>(extent);
+}
+
+// Rows are split (each worker packs all of op(B), or shares it: shares_b)
+// unless columns balance the work clearly better: small_128 f32 has 11
+// twelve-row tiles, 6 + 5 on 2 threads (72 of 128 rows on one), but 4
+// 32-column slivers, 2 + 2; wide_640 11 tiles against 20 slivers. "Clearly":
+// more than 2% less work on the busiest worker, so a shape the row split
+// already balances (4096 rows: 171 + 171 tiles) keeps its tuned row path.
+bool split_rows(std::int64_t m, std::int64_t n, std::int64_t mr, std::int64_t nr, int threads) {
+  return largest_share(m, mr, threads) <= 1.02 * largest_share(n, nr, threads);
+}
 
 template <class T>
 void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
   const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
-  // Split rows in MR multiples when there are enough, else columns in NR multiples.
   const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;
-  const bool by_rows = row_units >= 2 * requested || row_units >= col_units;
-  const std::int64_t units = by_rows ? row_units : col_units;
   const int by_size = popper::parallel::exact_threads()
                           ? requested
                           : static_cast<int>(std::max(1.0, std::floor(flop / kMinFlopPerThread)));
-  const int threads = static_cast<int>(std::min<std::int64_t>({requested, by_size, units}));
+  const int wanted = static_cast<int>(std::min<std::int64_t>({requested, by_size, std::max(row_units, col_units)}));
+  const bool by_rows = wanted <= 1 || split_rows(pr.m, pr.n, ks.mr, ks.nr, wanted);
+  const int threads = static_cast<int>(std::min<std::int64_t>(wanted, by_rows ? row_units : col_units));
   if (threads <= 1) {
     run_serial(pr, ks, bl);
     return;

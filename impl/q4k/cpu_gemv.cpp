@@ -87,16 +87,26 @@ void dequantize_scalar(const Block* blocks, std::size_t count, float* out, Mutat
 
 std::string backend_tag(Isa isa) { return popper::cpu::backend_tag(popper::cpu::resolve(isa, "q4k::cpu")); }
 
-void quantize_activations(std::span<const float> x, FixedPointActivations& out) {
+void quantize_activations(std::span<const float> x, FixedPointActivations& out, Isa isa) {
   if (x.size() % kBlockWeights != 0)
     throw InvalidArgument("q4k::cpu::quantize_activations: length " + std::to_string(x.size()) +
                           " is not a multiple of 256");
+  const Isa resolved = popper::cpu::resolve(isa, "q4k::cpu::quantize_activations");
   const std::size_t nb = x.size() / kBlockWeights;
   out.cols = static_cast<std::int64_t>(x.size());
   out.q.resize(x.size());
   out.scale.resize(nb);
   out.sub_sum.resize(nb * kSubBlocks);
   out.scaled_sub_sum.resize(nb * kSubBlocks);
+  out.split.resize(2 * x.size());
+  // Mutation point (q4k-gemv-coarse-activations): 6-bit instead of 14-bit fixed point.
+  const double top = POPPER_MUTANT("q4k-gemv-coarse-activations") ? 31.0 : double(FixedPointActivations::kMax);
+  const detail::ActivationsOut o{out.q.data(), out.scale.data(), out.sub_sum.data(), out.scaled_sub_sum.data(),
+                                 out.split.data(), out.split.data() + x.size()};
+  // The vector path stops at a non-finite value; the scalar loop below then names it.
+  // Mutation point (q4k-activations-unchecked): the vector path quantizes non-finite values.
+  if (resolved != Isa::Scalar && detail::quantize_blocks_avx2(x.data(), nb, top, o, !POPPER_MUTANT("q4k-activations-unchecked")))
+    return;
   for (std::size_t b = 0; b < nb; ++b) {
     double amax = 0;
     for (int i = 0; i < kBlockWeights; ++i) {
@@ -106,8 +116,6 @@ void quantize_activations(std::span<const float> x, FixedPointActivations& out) 
                               "] is not finite");
       amax = std::max(amax, std::fabs(static_cast<double>(v)));
     }
-    // Mutation point (q4k-gemv-coarse-activations): 6-bit instead of 14-bit fixed point.
-    const double top = POPPER_MUTANT("q4k-gemv-coarse-activations") ? 31.0 : double(FixedPointActivations::kMax);
     const double inv = amax > 0 ? top / amax : 0.0;
     out.scale[b] = amax / top;
     for (int j = 0; j < kSubBlocks; ++j) {
@@ -117,6 +125,8 @@ void quantize_activations(std::span<const float> x, FixedPointActivations& out) 
         const double qv = std::clamp(std::nearbyint(static_cast<double>(x[i]) * inv), -double(FixedPointActivations::kMax),
                                      double(FixedPointActivations::kMax));
         out.q[i] = static_cast<std::int16_t>(qv);
+        o.hi[i] = static_cast<std::int8_t>(out.q[i] >> 7);  // floor (C++20: arithmetic shift)
+        o.lo[i] = static_cast<std::int8_t>(out.q[i] & 127);
         sum += out.q[i];
       }
       out.sub_sum[b * kSubBlocks + static_cast<std::size_t>(j)] = sum;
@@ -164,8 +174,8 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
 void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
           std::span<float> y, const CpuOptions& opts) {
   check_gemv_args(rows, cols, w.size(), x.size(), y.size());
-  FixedPointActivations xq;
-  quantize_activations(x.first(static_cast<std::size_t>(cols)), xq);
+  thread_local FixedPointActivations xq;
+  quantize_activations(x.first(static_cast<std::size_t>(cols)), xq, opts.isa);
   gemv(w, rows, cols, xq, y, opts);
 }
 

@@ -72,6 +72,65 @@ void gemv_rows_avx2(const GemvRows& a, std::size_t r0, std::size_t r1) {
   }
 }
 
+// Per block: amax over |x| (a non-finite lane stops it), then per sub-block
+// four times 8 values: FP64 x * inv (the scalar product), clamped to +-8191,
+// converted in the current rounding mode (what nearbyint does; clamping first
+// is the same since the bounds are integers), packed to int16 and split.
+bool quantize_blocks_avx2(const float* x, std::size_t nb, double top, const ActivationsOut& out, bool check_finite) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i max_finite = _mm256_set1_epi32(0x7F7FFFFF);
+  const __m256d lo_bound = _mm256_set1_pd(-8191.0), hi_bound = _mm256_set1_pd(8191.0);
+  for (std::size_t b = 0; b < nb; ++b) {
+    const float* xb = x + b * kBlockWeights;
+    __m256 vmax = _mm256_setzero_ps();
+    __m256i bad = _mm256_setzero_si256();
+    for (int i = 0; i < kBlockWeights; i += 8) {
+      const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xb + i), abs_mask);
+      vmax = _mm256_max_ps(vmax, a);
+      bad = _mm256_or_si256(bad, _mm256_cmpgt_epi32(_mm256_castps_si256(a), max_finite));
+    }
+    if (check_finite && !_mm256_testz_si256(bad, bad)) return false;
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    const double amax = static_cast<double>(_mm_cvtss_f32(m));
+    const double inv = amax > 0 ? top / amax : 0.0;
+    out.scale[b] = amax / top;
+    const __m256d vinv = _mm256_set1_pd(inv);
+    for (int j = 0; j < kSubBlocks; ++j) {
+      const float* xs = xb + j * kSubBlockWeights;
+      __m256i q32[4];
+      for (int t = 0; t < 4; ++t) {
+        const __m256 f = _mm256_loadu_ps(xs + 8 * t);
+        auto convert = [&](__m128 h) {
+          const __m256d v = _mm256_mul_pd(_mm256_cvtps_pd(h), vinv);
+          return _mm256_cvtpd_epi32(_mm256_min_pd(_mm256_max_pd(v, lo_bound), hi_bound));
+        };
+        q32[t] = _mm256_set_m128i(convert(_mm256_extractf128_ps(f, 1)), convert(_mm256_castps256_ps128(f)));
+      }
+      const __m256i sum4 = _mm256_add_epi32(_mm256_add_epi32(q32[0], q32[1]), _mm256_add_epi32(q32[2], q32[3]));
+      __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum4), _mm256_extracti128_si256(sum4, 1));
+      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+      s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+      const std::int32_t sum = _mm_cvtsi128_si32(s);
+      out.sub_sum[b * kSubBlocks + static_cast<std::size_t>(j)] = sum;
+      out.scaled_sub_sum[b * kSubBlocks + static_cast<std::size_t>(j)] = out.scale[b] * sum;
+      // packs work within 128-bit lanes: 0xD8 puts the 64-bit quarters back in order.
+      const __m256i q16a = _mm256_permute4x64_epi64(_mm256_packs_epi32(q32[0], q32[1]), 0xD8);
+      const __m256i q16b = _mm256_permute4x64_epi64(_mm256_packs_epi32(q32[2], q32[3]), 0xD8);
+      const std::size_t at = b * kBlockWeights + static_cast<std::size_t>(j * kSubBlockWeights);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q + at), q16a);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q + at + 16), q16b);
+      const __m256i low7 = _mm256_set1_epi16(127);
+      const __m256i hi = _mm256_packs_epi16(_mm256_srai_epi16(q16a, 7), _mm256_srai_epi16(q16b, 7));
+      const __m256i lo = _mm256_packs_epi16(_mm256_and_si256(q16a, low7), _mm256_and_si256(q16b, low7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.hi + at), _mm256_permute4x64_epi64(hi, 0xD8));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.lo + at), _mm256_permute4x64_epi64(lo, 0xD8));
+    }
+  }
+  return true;
+}
+
 // Separate multiply and subtract (no FMA): bit-identical to the reference.
 void dequantize_avx2(const Block* blocks, std::size_t count, float* out, Mutation mut) {
   const __m256i low4 = _mm256_set1_epi32(15);

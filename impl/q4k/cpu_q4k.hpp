@@ -42,9 +42,11 @@ struct FixedPointActivations {
   std::vector<double> scale;          // s_b, cols / 256 values
   std::vector<std::int32_t> sub_sum;  // sum of q over each 32-value sub-block, cols / 32 values
   std::vector<double> scaled_sub_sum; // s_b * sub_sum (for the vector kernels)
+  std::vector<std::int8_t> split;     // q_i = 128 split[i] + split[cols + i] (in [-64, 63] and [0, 127]; packed kernels)
 };
 // cols = x.size() (a multiple of 256); throws InvalidArgument for non-finite x.
-void quantize_activations(std::span<const float> x, FixedPointActivations& out);
+// Every ISA gives the same values (AVX2 and AVX-512 take the vector path).
+void quantize_activations(std::span<const float> x, FixedPointActivations& out, Isa isa = Isa::Auto);
 
 // y = W x. Checks sizes (check_gemv_args) and the ISA before any work.
 void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
@@ -52,6 +54,45 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::s
 // Same with x already in fixed point (reused across GEMVs that share x).
 void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const FixedPointActivations& x,
           std::span<float> y, const CpuOptions& opts = {});
+
+// W repacked once for the GEMV (the GGUF stays standard; this is the layout
+// weights are kept in while they are served). Rows in groups of kGroupRows,
+// per group and block b one PackedBlock (cpu_q4k_kernels.hpp): the 16 rows'
+// d, dmin, scale words and codes interleaved in 4-byte chunks, so one 64-byte
+// load holds the same 8 columns of 16 rows and the kernels multiply them by
+// one broadcast of the activations; a ragged last group is padded with zero
+// blocks (never stored to y). Bytes per row and block: 144, as the plain layout.
+//
+// GEMV over it: per row the same exact S1, S2 and the FP64 sum in block order
+// as the scalar plain kernel,
+//   y_r = fl32( sum_b s_b (d S1 - dmin S2) ),  each product and sum rounded in that order,
+// so every ISA path and thread count gives the bits of
+// gemv(w, rows, cols, x, y, {1, Isa::Scalar}).
+class PackedWeights {
+ public:
+  static constexpr std::int64_t kGroupRows = 16;
+  PackedWeights() = default;
+  // Checks the shape (check_matrix) before reading W.
+  PackedWeights(std::span<const Block> w, std::int64_t rows, std::int64_t cols);
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  std::int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
+  std::size_t bytes() const { return data_.size() * sizeof(Chunk); }
+  // W in the standard layout again, block for block (the repack's round trip).
+  std::vector<Block> unpack() const;
+  const void* data() const { return data_.data(); }
+
+ private:
+  struct alignas(64) Chunk {
+    unsigned char b[64];
+  };
+  std::int64_t rows_ = 0, cols_ = 0;
+  std::vector<Chunk> data_;  // 64-byte aligned PackedBlocks, group-major
+};
+
+// y = W x over packed weights. Checks x, y and the ISA before any work.
+void gemv(const PackedWeights& w, std::span<const float> x, std::span<float> y, const CpuOptions& opts = {});
+void gemv(const PackedWeights& w, const FixedPointActivations& x, std::span<float> y, const CpuOptions& opts = {});
 
 // Vectorized dequantization, bit-identical to reference::dequantize_row.
 void dequantize_row(std::span<const Block> blocks, std::span<float> out, Isa isa = Isa::Auto);

@@ -88,8 +88,11 @@ void gemv_rows_avx512(const GemvRows&, std::size_t r0, std::size_t r1);
 void gemv_rows_avx512_vnni(const GemvRows&, std::size_t r0, std::size_t r1);
 
 // One row's contribution of block b given the exact integer sums.
+inline double block_value(std::uint16_t d, std::uint16_t dmin, double s_b, std::int32_t s1, std::int32_t s2) {
+  return s_b * (static_cast<double>(fp16_to_float(d)) * s1 - static_cast<double>(fp16_to_float(dmin)) * s2);
+}
 inline double block_value(const Block& blk, double s_b, std::int32_t s1, std::int32_t s2) {
-  return s_b * (static_cast<double>(fp16_to_float(blk.d)) * s1 - static_cast<double>(fp16_to_float(blk.dmin)) * s2);
+  return block_value(blk.d, blk.dmin, s_b, s1, s2);
 }
 
 // S2 = sum_j m_j * sub_sum_j.
@@ -98,6 +101,74 @@ inline std::int32_t min_term(const std::uint8_t* m, const std::int32_t* sub_sum)
   for (int j = 0; j < kSubBlocks; ++j) s2 += static_cast<std::int32_t>(m[j]) * sub_sum[j];
   return s2;
 }
+
+// The packed layout (PackedWeights, cpu_q4k.hpp): 16 rows x 256 columns,
+// the same 2304 bytes as their 16 blocks. Chunk k of a row is its code bytes
+// qs[4k .. 4k+3]: low nibbles weights 64c + l (sub-block 2c), high nibbles
+// 64c + 32 + l (sub-block 2c + 1), c = k / 8, l = 4 (k % 8) .. + 3.
+struct PackedBlock {
+  std::uint16_t d[16], dmin[16];   // row r's d and dmin at [r]
+  std::uint32_t scales[3][16];     // word w of row r's 12 scale bytes at [w][r]
+  std::uint8_t qs[32][16][4];      // chunk k of row r at [k][r] (64-byte aligned rows of 16 chunks)
+};
+static_assert(sizeof(PackedBlock) == 16 * kBlockBytes && sizeof(PackedBlock) % 64 == 0);
+inline constexpr int kPackRows = 16;
+
+// Mutation points of the packed kernels (contracts/q4k/q4k-gemv-v1.yaml), decided once per call.
+enum class PackedMutation : std::uint8_t {
+  None,
+  Fp32Sum,         // q4k-packed-fp32-sum: the row sums rounded to FP32 after every block
+  HighNibbleScale, // q4k-packed-high-nibble-scale: AVX-512 weighs sub-block 2c + 1 with the scale of 2c
+  Avx2HalfScales,  // q4k-packed-avx2-half-scales: AVX2 rows 8..15 take the scales of rows 0..7
+  RaggedStore,     // q4k-packed-ragged-store: a ragged last group stores one row fewer
+};
+
+// Computes y for row groups [g0, g1) of packed W (nb blocks per row). The
+// activations in 14-bit fixed point (xq, scale, sub_sum: FixedPointActivations),
+// and xq split into bytes in natural order, xq_i = 128 x_hi[i] + x_lo[i]
+// (x_hi in [-64, 63], x_lo in [0, 127]) for the vector kernels.
+struct PackedRows {
+  const PackedBlock* w;
+  std::int64_t nb, rows;
+  const std::int16_t* xq;
+  const std::int8_t* x_hi;
+  const std::int8_t* x_lo;
+  const double* scale;
+  const std::int32_t* sub_sum;
+  float* y;
+  PackedMutation mut;
+};
+using PackedGroupsFn = void (*)(const PackedRows&, std::size_t g0, std::size_t g1);
+void gemv_packed_avx2(const PackedRows&, std::size_t g0, std::size_t g1);
+void gemv_packed_avx512(const PackedRows&, std::size_t g0, std::size_t g1);
+void gemv_packed_avx512_vnni(const PackedRows&, std::size_t g0, std::size_t g1);
+
+// Unnamed namespace: each ISA translation unit keeps its own copy of these
+// helpers, so the linker never hands another path an AVX-512 build of them.
+namespace {
+// Stores group g's 16 results, only the rows that exist.
+inline void store_group(const PackedRows& a, std::size_t g, const float* v) {
+  const std::int64_t r0 = static_cast<std::int64_t>(g) * kPackRows;
+  std::int64_t n = a.rows - r0 < kPackRows ? a.rows - r0 : kPackRows;
+  if (n < kPackRows && n > 1 && a.mut == PackedMutation::RaggedStore) --n;
+  for (std::int64_t i = 0; i < n; ++i) a.y[r0 + i] = v[i];
+}
+}  // namespace
+
+// quantize_activations over nb blocks of x with AVX2 (the scalar loop's
+// values exactly: the same FP64 products, rounded in the current mode and
+// clamped); `top` is 8191 (31 under the coarse-activations mutant). Returns
+// false, leaving out partly written, at a block holding a non-finite value
+// (unless !check_finite: the q4k-activations-unchecked mutant).
+struct ActivationsOut {
+  std::int16_t* q;
+  double* scale;
+  std::int32_t* sub_sum;
+  double* scaled_sub_sum;
+  std::int8_t* hi;
+  std::int8_t* lo;
+};
+bool quantize_blocks_avx2(const float* x, std::size_t nb, double top, const ActivationsOut& out, bool check_finite = true);
 
 using DequantFn = void (*)(const Block* blocks, std::size_t count, float* out, Mutation mut);
 void dequantize_avx2(const Block* blocks, std::size_t count, float* out, Mutation mut);

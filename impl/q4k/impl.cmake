@@ -1,7 +1,8 @@
-# Q4_K extras: the VNNI translation unit gets -mavx512vnni on top of the
-# AVX-512 flags every *_avx512.cpp receives (it runs only after a CPU check);
+# Q4_K extras: the VNNI translation units get -mavx512vnni on top of the
+# AVX-512 flags every *_avx512.cpp receives (they run only after a CPU check);
 # ggml (llama.cpp) is linked when cmake/PopperGgml.cmake found it.
-set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/q4k/cpu_gemv_vnni_avx512.cpp APPEND PROPERTY COMPILE_OPTIONS -mavx512vnni)
+set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/q4k/cpu_gemv_vnni_avx512.cpp ${CMAKE_CURRENT_SOURCE_DIR}/q4k/cpu_gemv_packed_vnni_avx512.cpp
+             APPEND PROPERTY COMPILE_OPTIONS -mavx512vnni)
 foreach(lib popper_impl popper_impl_mutants)
   popper_use_ggml(${lib})
 endforeach()

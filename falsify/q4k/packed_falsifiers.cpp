@@ -1,0 +1,97 @@
+// The packed layout of the hand Q4_K GEMV: FALSIFY-Q4K-015 (the repack's
+// round trip, ragged last groups included) and FALSIFY-Q4K-016 (the packed
+// GEMV gives the scalar plain kernel's bits on every ISA path and thread count).
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "impl/common/parallel.hpp"
+#include "popper/binding.hpp"
+#include "impl/q4k/cpu_q4k.hpp"
+#include "support.hpp"
+#include "testbed.hpp"
+
+namespace {
+
+using namespace popper::q4k;
+using namespace popper::q4k::testing;
+using popper::cpu::Isa;
+namespace tb = popper::q4k::testbed;
+
+POPPER_FALSIFIER("FALSIFY-Q4K-015", [](const popper::Params& p) {
+  std::size_t checked = 0;
+  for (const auto rows : p.integers("rows"))
+    for (const auto cols : p.integers("cols")) {
+      // Random bytes in every field, so a misplaced byte anywhere changes the result.
+      const auto prob = tb::make_random_problem(rows, cols, p.seed() + static_cast<std::uint64_t>(rows * 7 + cols));
+      const cpu::PackedWeights packed(prob.w.blocks, rows, cols);
+      EXPECT_EQ(packed.rows(), rows);
+      EXPECT_EQ(packed.cols(), cols);
+      EXPECT_EQ(packed.bytes(), matrix_bytes(packed.groups() * cpu::PackedWeights::kGroupRows, cols))
+          << "the packed layout holds 144 bytes per block of its 16-row groups";
+      const std::vector<Block> back = packed.unpack();
+      ASSERT_EQ(back.size(), prob.w.blocks.size());
+      const auto* a = reinterpret_cast<const unsigned char*>(back.data());
+      const auto* b = reinterpret_cast<const unsigned char*>(prob.w.blocks.data());
+      std::size_t at = 0;
+      while (at < back.size() * sizeof(Block) && a[at] == b[at]) ++at;
+      EXPECT_EQ(at, back.size() * sizeof(Block)) << rows << "x" << cols << ": unpack(pack(W)) differs at byte " << at
+                                                  << " (row " << at / sizeof(Block) / std::size_t(cols / kBlockWeights)
+                                                  << ")";
+      ++checked;
+    }
+  EXPECT_THROW(cpu::PackedWeights(std::vector<Block>(3), 2, 512), popper::BufferTooSmall);
+  EXPECT_THROW(cpu::PackedWeights(std::vector<Block>(4), 2, 300), popper::InvalidArgument);
+  popper::record_backend("reference");
+  std::printf("[FALSIFY-Q4K-015] %zu shapes round-tripped byte for byte\n", checked);
+});
+
+POPPER_FALSIFIER("FALSIFY-Q4K-016", [](const popper::Params& p) {
+  const auto threads = p.integers("threads");
+  const popper::parallel::ScopedExactThreads exact;  // the thread counts asked for, however small the shape
+  std::printf("[FALSIFY-Q4K-016] packed == scalar plain, bitwise; worst |y - y_ref| / bound:");
+  for (const auto& s : p.list("shapes")) {
+    const auto rows = s.integer("rows"), cols = s.integer("cols");
+    for (auto kind : {tb::XKind::Uniform, tb::XKind::Adversarial}) {
+      const auto prob = tb::make_problem(rows, cols, p.seed() + static_cast<std::uint64_t>(rows * 131 + cols), kind);
+      std::vector<float> plain(static_cast<std::size_t>(rows));
+      cpu::gemv(prob.w.blocks, rows, cols, prob.x, plain, {1, Isa::Scalar});
+      const auto stats = tb::row_stats(prob);
+      const auto c = tb::compare(plain, stats, [&](std::size_t k) { return tb::hand_bound(stats, k, cols); });
+      EXPECT_TRUE(c.ok) << "the scalar plain kernel itself: " << c.message;
+      const cpu::PackedWeights packed(prob.w.blocks, rows, cols);
+      for_each_cpu_path([&](Isa isa) {
+        for (auto t : threads) {
+          std::vector<float> y(static_cast<std::size_t>(rows), std::numeric_limits<float>::quiet_NaN());
+          cpu::gemv(packed, prob.x, y, {static_cast<int>(t), isa});
+          record_cpu(isa);
+          const std::size_t at = first_difference(y, plain);
+          EXPECT_EQ(at, y.size()) << rows << "x" << cols << (kind == tb::XKind::Uniform ? " uniform x" : " adversarial x")
+                                  << " isa " << path_name(isa) << " threads " << t << ": row " << at << " = "
+                                  << (at < y.size() ? y[at] : 0.0f) << ", the plain kernel gives "
+                                  << (at < y.size() ? plain[at] : 0.0f) << " (seed " << p.seed() << ")";
+        }
+      });
+      std::printf(" %lldx%lld/%s %.3f", static_cast<long long>(rows), static_cast<long long>(cols),
+                  kind == tb::XKind::Uniform ? "uni" : "adv", c.worst_ratio);
+    }
+  }
+  std::printf("\n");
+  // A non-finite activation is rejected by name on every path (the vector quantizer hands it to the scalar one).
+  const auto prob = tb::make_problem(20, 1024, p.seed());
+  const cpu::PackedWeights packed(prob.w.blocks, 20, 1024);
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
+    for_each_cpu_path([&](Isa isa) {
+      std::vector<float> x = prob.x, y(20, -7.0f);
+      x[700] = bad;
+      try {
+        cpu::gemv(packed, x, y, {2, isa});
+        ADD_FAILURE() << "isa " << path_name(isa) << ": x[700] = " << bad << " was accepted";
+      } catch (const popper::InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("x[700]"), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(y, std::vector<float>(20, -7.0f)) << "y written before the check";
+    });
+});
+
+}  // namespace

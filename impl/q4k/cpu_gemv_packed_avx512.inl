@@ -1,0 +1,147 @@
+// AVX-512 body of the packed Q4_K GEMV (layout: PackedBlock in
+// cpu_q4k_kernels.hpp; formulas in cpu_gemv_packed.cpp), included by
+// cpu_gemv_packed_avx512.cpp and cpu_gemv_packed_vnni_avx512.cpp (POPPER_Q4K_VNNI).
+//
+// One 64-byte load holds chunk k (4 code bytes) of the group's 16 rows, one
+// row per 32-bit lane; the activations of those columns are one 32-bit
+// broadcast, so every lane's dot product is its own row's:
+//   VNNI:   vpdpbusd (codes u8 x activation bytes s8, 4 products into int32)
+//           per sub-block into H and L (the x_hi and x_lo halves, |.| < 2^17),
+//           S_j = 128 H + L, S1 += sc_j S_j (vpmulld);
+//   no VNNI: vpmaddubsw into int16 (|8 chunks| <= 30480: no saturation),
+//           vpmaddwd by the sub-block scale into int32, S1 = 128 sum_H + sum_L.
+// With VNNI the high nibbles are masked in place (16 q, <= 240 as u8) and the
+// sub-block's S shifted back by 4, exact; vpmaddubsw would saturate on 16 q.
+// S2 = sum_j m_j sub_sum_j by vpmulld; then the scalar kernel's FP64 steps on
+// 2 x 8 rows, in the same order, so the bits are the scalar kernel's.
+//
+// GCC 12 reports the deliberately undefined upper lanes of its AVX-512 cast
+// and convert intrinsics (_mm512_undefined_*) as maybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "impl/q4k/cpu_q4k_kernels.hpp"
+
+namespace popper::q4k::cpu::detail {
+namespace {
+
+inline __m512i broadcast32(const std::int8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_set1_epi32(v);
+}
+
+// Byte p of every 32-bit lane, zero-extended: into the lane (VNNI) or into both of its 16-bit halves.
+inline __m512i byte_of_lanes(__m512i v, int p) {
+#if POPPER_Q4K_VNNI
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * p), _mm512_set1_epi32(0xFF));
+#else
+  const __m512i b = _mm512_and_si512(_mm512_srli_epi32(v, 8 * p), _mm512_set1_epi32(0xFF));
+  return _mm512_or_si512(b, _mm512_slli_epi32(b, 16));
+#endif
+}
+
+// FP64 of 16 FP16 values as two vectors of 8 (vcvtph2ps is exact).
+inline void fp16_to_f64(const std::uint16_t* h, __m512d& lo, __m512d& hi) {
+  const __m512 f = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+  lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+  hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+}
+
+// The contribution of sub-blocks 2c and 2c + 1 (chunks 8c .. 8c + 7) to S1,
+// added into s1 (VNNI) or into sum_h and sum_l (without).
+inline void sub_block_pair(const PackedBlock& pb, int c, const std::int8_t* xh, const std::int8_t* xl, __m512i sc_a,
+                           __m512i sc_b, __m512i& s1, __m512i& sum_h, __m512i& sum_l) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
+  for (int kk = 0; kk < 8; ++kk) {
+    const __m512i v = _mm512_load_si512(pb.qs[8 * c + kk]);
+    const int at = 64 * c + 4 * kk;
+    const __m512i lo = _mm512_and_si512(v, low4);
+#if POPPER_Q4K_VNNI
+    const __m512i hi = _mm512_andnot_si512(low4, v);  // 16 q
+    h0 = _mm512_dpbusd_epi32(h0, lo, broadcast32(xh + at));
+    l0 = _mm512_dpbusd_epi32(l0, lo, broadcast32(xl + at));
+    h1 = _mm512_dpbusd_epi32(h1, hi, broadcast32(xh + at + 32));
+    l1 = _mm512_dpbusd_epi32(l1, hi, broadcast32(xl + at + 32));
+#else
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+    h0 = _mm512_add_epi16(h0, _mm512_maddubs_epi16(lo, broadcast32(xh + at)));
+    l0 = _mm512_add_epi16(l0, _mm512_maddubs_epi16(lo, broadcast32(xl + at)));
+    h1 = _mm512_add_epi16(h1, _mm512_maddubs_epi16(hi, broadcast32(xh + at + 32)));
+    l1 = _mm512_add_epi16(l1, _mm512_maddubs_epi16(hi, broadcast32(xl + at + 32)));
+#endif
+  }
+#if POPPER_Q4K_VNNI
+  const __m512i sa = _mm512_add_epi32(_mm512_slli_epi32(h0, 7), l0);
+  const __m512i sb = _mm512_srai_epi32(_mm512_add_epi32(_mm512_slli_epi32(h1, 7), l1), 4);
+  s1 = _mm512_add_epi32(s1, _mm512_add_epi32(_mm512_mullo_epi32(sa, sc_a), _mm512_mullo_epi32(sb, sc_b)));
+  (void)sum_h, (void)sum_l;
+#else
+  sum_h = _mm512_add_epi32(sum_h, _mm512_add_epi32(_mm512_madd_epi16(h0, sc_a), _mm512_madd_epi16(h1, sc_b)));
+  sum_l = _mm512_add_epi32(sum_l, _mm512_add_epi32(_mm512_madd_epi16(l0, sc_a), _mm512_madd_epi16(l1, sc_b)));
+  (void)s1;
+#endif
+}
+
+}  // namespace
+
+void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
+  const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F), m2 = _mm512_set1_epi32(0x30303030);
+  const bool high_nibble_scale = a.mut == PackedMutation::HighNibbleScale;
+  for (std::size_t g = g0; g < g1; ++g) {
+    const PackedBlock* group = a.w + g * static_cast<std::size_t>(a.nb);
+    __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();  // rows 0..7, 8..15
+    for (std::int64_t b = 0; b < a.nb; ++b) {
+      const PackedBlock& pb = group[b];
+      // The scale words of 16 rows (format in q4k.hpp): bytes j of sc03 / m03 are sc_j / m_j (j < 4),
+      // of sc47 / m47 sc_{j+4} / m_{j+4}.
+      const __m512i u0 = _mm512_load_si512(pb.scales[0]), u1 = _mm512_load_si512(pb.scales[1]),
+                    u2 = _mm512_load_si512(pb.scales[2]);
+      const __m512i sc03 = _mm512_and_si512(u0, m6), m03 = _mm512_and_si512(u1, m6);
+      const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, m4), _mm512_and_si512(_mm512_srli_epi32(u0, 2), m2));
+      const __m512i m47 =
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4), _mm512_and_si512(_mm512_srli_epi32(u1, 2), m2));
+      const std::int8_t* xh = a.x_hi + b * kBlockWeights;
+      const std::int8_t* xl = a.x_lo + b * kBlockWeights;
+      __m512i s1 = _mm512_setzero_si512(), sum_h = s1, sum_l = s1;
+      for (int c = 0; c < 4; ++c) {
+        const __m512i words = c < 2 ? sc03 : sc47;
+        const __m512i sc_a = byte_of_lanes(words, 2 * (c % 2));
+        const __m512i sc_b = high_nibble_scale ? sc_a : byte_of_lanes(words, 2 * (c % 2) + 1);
+        sub_block_pair(pb, c, xh, xl, sc_a, sc_b, s1, sum_h, sum_l);
+      }
+#if !POPPER_Q4K_VNNI
+      s1 = _mm512_add_epi32(_mm512_slli_epi32(sum_h, 7), sum_l);
+#endif
+      const std::int32_t* ss = a.sub_sum + b * kSubBlocks;
+      __m512i s2 = _mm512_setzero_si512();
+      for (int j = 0; j < kSubBlocks; ++j) {
+        const __m512i mj = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? m03 : m47, 8 * (j % 4)), _mm512_set1_epi32(0xFF));
+        s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(mj, _mm512_set1_epi32(ss[j])));
+      }
+      // acc += s_b * (d * S1 - dmin * S2), each operation rounded as the scalar kernel rounds it.
+      __m512d d_lo, d_hi, dm_lo, dm_hi;
+      fp16_to_f64(pb.d, d_lo, d_hi);
+      fp16_to_f64(pb.dmin, dm_lo, dm_hi);
+      const __m512d s_b = _mm512_set1_pd(a.scale[b]);
+      const __m512d s1_lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(s1)),
+                    s1_hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s1, 1));
+      const __m512d s2_lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(s2)),
+                    s2_hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s2, 1));
+      acc_lo = _mm512_add_pd(acc_lo, _mm512_mul_pd(s_b, _mm512_sub_pd(_mm512_mul_pd(d_lo, s1_lo), _mm512_mul_pd(dm_lo, s2_lo))));
+      acc_hi = _mm512_add_pd(acc_hi, _mm512_mul_pd(s_b, _mm512_sub_pd(_mm512_mul_pd(d_hi, s1_hi), _mm512_mul_pd(dm_hi, s2_hi))));
+      if (a.mut == PackedMutation::Fp32Sum)
+        acc_lo = _mm512_cvtps_pd(_mm512_cvtpd_ps(acc_lo)), acc_hi = _mm512_cvtps_pd(_mm512_cvtpd_ps(acc_hi));
+    }
+    alignas(64) float out[kPackRows];
+    _mm256_store_ps(out, _mm512_cvtpd_ps(acc_lo));
+    _mm256_store_ps(out + 8, _mm512_cvtpd_ps(acc_hi));
+    store_group(a, g, out);
+  }
+}
+
+}  // namespace popper::q4k::cpu::detail
