@@ -4,12 +4,14 @@
  *
  * Row-major operands are passed to column-major cuBLAS as C^T = B^T A^T
  * (operands swapped, m and n swapped), the same mapping the wrapper uses.
- * Precisions: f32 (FP32 in/out) and f16 (FP16 in, FP32 out), both with
+ * Precisions: f32 (FP32 in/out), f16 and bf16 (16-bit in, FP32 out), all with
  * CUBLAS_COMPUTE_32F and CUBLAS_DEFAULT_MATH (no TF32), on an explicit
  * non-blocking stream bound with cublasSetStream. Timing uses CUDA events
  * after warm-up; one CSV row per repetition on stdout (bench producer
- * protocol), progress on stderr. Without a device: "# skipped: no CUDA device". */
+ * protocol; backend cublas:sm_XX), progress on stderr. Without a device:
+ * "# skipped: no CUDA device". */
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -47,14 +49,25 @@ static void fill_host(float* buf, size_t count, unsigned long long seed) {
   }
 }
 
-static void* upload(const float* host, size_t count, int as_half) {
+enum { IN_F32 = 0, IN_F16 = 1, IN_BF16 = 2 };
+static const char* const kPrecisions[] = {"f32", "f16", "bf16"};
+
+static void* upload(const float* host, size_t count, int input) {
   void* dev = NULL;
-  if (as_half) {
-    __half* tmp = (__half*)malloc(count * sizeof(__half));
+  if (input != IN_F32) {
+    unsigned short* tmp = (unsigned short*)malloc(count * sizeof(unsigned short));
     if (!tmp) { fprintf(stderr, "out of memory\n"); exit(1); }
-    for (size_t i = 0; i < count; ++i) tmp[i] = __float2half(host[i]);
-    CHECK_CUDA(cudaMalloc(&dev, count * sizeof(__half)));
-    CHECK_CUDA(cudaMemcpy(dev, tmp, count * sizeof(__half), cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < count; ++i) {
+      if (input == IN_F16) {
+        const __half h = __float2half(host[i]);
+        memcpy(&tmp[i], &h, sizeof tmp[i]);
+      } else {
+        const __nv_bfloat16 h = __float2bfloat16(host[i]);
+        memcpy(&tmp[i], &h, sizeof tmp[i]);
+      }
+    }
+    CHECK_CUDA(cudaMalloc(&dev, count * sizeof(unsigned short)));
+    CHECK_CUDA(cudaMemcpy(dev, tmp, count * sizeof(unsigned short), cudaMemcpyHostToDevice));
     free(tmp);
   } else {
     CHECK_CUDA(cudaMalloc(&dev, count * sizeof(float)));
@@ -63,10 +76,10 @@ static void* upload(const float* host, size_t count, int as_half) {
   return dev;
 }
 
-static void run_gemm(cublasHandle_t h, cudaStream_t st, int as_half, int m, int n, int k, const void* a,
+static void run_gemm(cublasHandle_t h, cudaStream_t st, int input, int m, int n, int k, const void* a,
                      const void* b, float* c) {
   const float alpha = 1.0f, beta = 0.0f;
-  const cudaDataType_t in = as_half ? CUDA_R_16F : CUDA_R_32F;
+  const cudaDataType_t in = input == IN_F16 ? CUDA_R_16F : input == IN_BF16 ? CUDA_R_16BF : CUDA_R_32F;
   CHECK_CUBLAS(cublasSetStream(h, st));
   /* Row-major C = A B  <=>  column-major C^T = B^T A^T. */
   CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, in, n, a, in, k, &beta, c,
@@ -83,13 +96,13 @@ static int selected(const char* name, const char** filters, int nfilters) {
 static void usage(FILE* to) {
   fprintf(to,
           "usage: ceiling_cublas_gemm_raw [--shape NAME]... [--reps N] [--threads T]\n"
-          "                               [--precision f32|f16] [--list-shapes]\n");
+          "                               [--precision f32|f16|bf16] [--list-shapes]\n");
 }
 
 int main(int argc, char** argv) {
   const char* filters[MAX_FILTERS];
   int nfilters = 0, reps = 5, threads = 1, list = 0;
-  const char* precision = NULL; /* NULL = both */
+  const char* precision = NULL; /* NULL = all three */
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
     if (strcmp(arg, "--list-shapes") == 0) {
@@ -113,8 +126,8 @@ int main(int argc, char** argv) {
     }
   }
   if (reps < 1 || threads < 1) { fprintf(stderr, "--reps and --threads must be >= 1\n"); return 2; }
-  if (precision && strcmp(precision, "f32") != 0 && strcmp(precision, "f16") != 0) {
-    fprintf(stderr, "--precision must be f32 or f16\n");
+  if (precision && strcmp(precision, "f32") != 0 && strcmp(precision, "f16") != 0 && strcmp(precision, "bf16") != 0) {
+    fprintf(stderr, "--precision must be f32, f16 or bf16\n");
     return 2;
   }
   for (int i = 0; i < nfilters; ++i) {
@@ -152,9 +165,8 @@ int main(int argc, char** argv) {
   for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) {
     const struct popper_gemm_shape* sh = &POPPER_GEMM_SHAPES[s];
     if (!selected(sh->name, filters, nfilters)) continue;
-    for (int p = 0; p < 2; ++p) {
-      const int as_half = p == 1;
-      const char* prec = as_half ? "f16" : "f32";
+    for (int input = IN_F32; input <= IN_BF16; ++input) {
+      const char* prec = kPrecisions[input];
       if (precision && strcmp(precision, prec) != 0) continue;
       const size_t na = (size_t)sh->m * (size_t)sh->k, nb = (size_t)sh->k * (size_t)sh->n,
                    nc = (size_t)sh->m * (size_t)sh->n;
@@ -163,17 +175,17 @@ int main(int argc, char** argv) {
       if (!ha || !hb) { fprintf(stderr, "out of memory for shape %s\n", sh->name); return 1; }
       fill_host(ha, na, 1);
       fill_host(hb, nb, 2);
-      void* da = upload(ha, na, as_half);
-      void* db = upload(hb, nb, as_half);
+      void* da = upload(ha, na, input);
+      void* db = upload(hb, nb, input);
       float* dc = NULL;
       CHECK_CUDA(cudaMalloc((void**)&dc, nc * sizeof(float)));
       free(ha);
       free(hb);
 
       /* Warm-up (also sizes the repetition so one lasts >= kMinRepSeconds). */
-      for (int w = 0; w < 3; ++w) run_gemm(h, st, as_half, sh->m, sh->n, sh->k, da, db, dc);
+      for (int w = 0; w < 3; ++w) run_gemm(h, st, input, sh->m, sh->n, sh->k, da, db, dc);
       CHECK_CUDA(cudaEventRecord(start, st));
-      run_gemm(h, st, as_half, sh->m, sh->n, sh->k, da, db, dc);
+      run_gemm(h, st, input, sh->m, sh->n, sh->k, da, db, dc);
       CHECK_CUDA(cudaEventRecord(stop, st));
       CHECK_CUDA(cudaEventSynchronize(stop));
       float one_ms = 0.0f;
@@ -181,17 +193,17 @@ int main(int argc, char** argv) {
       long iters = one_ms > 0 ? (long)(kMinRepSeconds / (one_ms * 1e-3)) + 1 : 1;
 
       const double flop = 2.0 * sh->m * sh->n * (double)sh->k;
-      const double bytes = (double)(na + nb) * (as_half ? 2.0 : 4.0) + (double)nc * 4.0;
+      const double bytes = (double)(na + nb) * (input == IN_F32 ? 4.0 : 2.0) + (double)nc * 4.0;
       for (int r = 0; r < reps; ++r) {
         CHECK_CUDA(cudaEventRecord(start, st));
-        for (long it = 0; it < iters; ++it) run_gemm(h, st, as_half, sh->m, sh->n, sh->k, da, db, dc);
+        for (long it = 0; it < iters; ++it) run_gemm(h, st, input, sh->m, sh->n, sh->k, da, db, dc);
         CHECK_CUDA(cudaEventRecord(stop, st));
         CHECK_CUDA(cudaEventSynchronize(stop));
         float ms = 0.0f;
         CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
         const double per_iter = (double)ms * 1e-3 / (double)iters;
-        printf("gemm,ceiling,cublas,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,not_verified\n", sh->name, prec, threads, r, iters,
-               per_iter, flop, bytes);
+        printf("gemm,ceiling,cublas:sm_%d%d,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,not_verified\n", prop.major, prop.minor,
+               sh->name, prec, threads, r, iters, per_iter, flop, bytes);
         fflush(stdout);
         fprintf(stderr, "ceiling gemm %s %s rep %d/%d: %.2f TFLOP/s\n", sh->name, prec, r + 1, reps,
                 flop / per_iter * 1e-12);

@@ -16,7 +16,10 @@
 #      (device mutants are judged here, where their path runs)
 #   3. popper peak --device: the device's measured ceilings
 #   4. the GEMM family's device tiers (cuBLAS ceiling, popper's cuBLAS wrapper,
-#      the hand CUDA kernels) on square_1k, square_4k, ffn_gate_up, lm_head
+#      the hand CUDA kernels; f32, f16, bf16) on square_1k, square_4k,
+#      ffn_gate_up, lm_head
+#   5. the resident decode on canary_t8: the CPU hand tier and the device tier
+#      on CUDA, then on Vulkan (the claims BENCH-MBP-003..005)
 # Exit 0 when every step passed, 1 when any failed (each named), 2 on usage.
 set -uo pipefail
 bin="" data="" out="" jobs="$(nproc 2>/dev/null || echo 2)" bench=1
@@ -76,8 +79,18 @@ if [ "$bench" = 1 ]; then
     --shapes square_1k,square_4k,ffn_gate_up,lm_head --contracts "$data/contracts" --out "$out/bench" \
     > "$out/bench.log" 2>&1
   rc=$?
-  [ -f "$out/bench/bench-gemm.md" ] && cat "$out/bench/bench-gemm.md" >> "$summary"
+  [ -f "$out/bench/bench-gemm-device.md" ] && cat "$out/bench/bench-gemm-device.md" >> "$summary"
   [ "$rc" -eq 0 ] || failed+=("bench compare --family gemm --device (exit $rc, see $out/bench.log)")
+
+# 5. Resident decode, CUDA then Vulkan (the driver's ICD), beside the CPU hand tier.
+  for dev in cuda vulkan; do
+    POPPER_REQUIRE_DEVICE=1 POPPER_DECODE_DEVICE=$dev "$bin/popper" bench compare --family decode \
+      --shapes canary_t8 --tiers hand,device --threads 1 --source-dir "$data" --contracts "$data/contracts" \
+      --out "$out/decode-$dev" > "$out/decode-$dev.log" 2>&1
+    rc=$?
+    [ -f "$out/decode-$dev/bench-decode.md" ] && cat "$out/decode-$dev/bench-decode.md" >> "$summary"
+    [ "$rc" -eq 0 ] || failed+=("decode on $dev (exit $rc, see $out/decode-$dev.log)")
+  done
 fi
 
 if [ ${#failed[@]} -eq 0 ]; then

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/suite.hpp"
+#include "gemm/gemm_device.hpp"
 #include "gemm/testbed.hpp"
 #include "impl/gemm/cpu_gemm.hpp"
 #include "impl/gemm/lib_blas.hpp"
@@ -143,6 +144,16 @@ void register_all() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  namespace device = popper::gemm::bench_device;
+  const std::string on = device::requested_device();
+  if (on == "cuda") {
+    device::register_device_tiers(suite::fixed_iterations());
+    return suite::run_suite(argc, argv, {{"wrapped", device::wrapped_backend()}, {"hand", device::hand_backend()}});
+  }
+  if (!on.empty()) {
+    std::fprintf(stderr, "bench_gemm: POPPER_BENCH_DEVICE=%s: only cuda has device tiers\n", on.c_str());
+    return 2;
+  }
   register_all();
   const std::string core = [] {  // the handle sets OpenBLAS's thread count until it goes
     popper::gemm::BlasHandle probe(popper::gemm::BlasOptions{1, ""});

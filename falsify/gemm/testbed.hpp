@@ -167,7 +167,9 @@ Verdict check_result(const GemmShape& s, std::span<const T> out, std::span<const
 // the falsifiers' bound at f = 1 (the kernel's error) plus the error of the FP64
 // evaluation of exact_ij itself. Every entry when `samples` is 0, else `samples`
 // pseudo-random entries (a fixed LCG) and the two corners: a large product's
-// full FP64 reference would cost more than the benchmark.
+// full FP64 reference would cost more than the benchmark. `roundoff_scale`
+// multiplies u: 2 for the tensor cores' truncating alignment (gamma_{k+2}(2u),
+// the contract's tensor_core_bound), their inputs being exact in T.
 struct EntryCheck {
   bool ok = true;
   double worst_err = 0.0, worst_bound = 0.0;  // the entry with the largest err / bound
@@ -175,9 +177,10 @@ struct EntryCheck {
 
 template <class T>
 EntryCheck check_product_entries(std::int64_t m, std::int64_t n, std::int64_t k, std::span<const T> a,
-                                 std::span<const T> b, std::span<const T> c, int samples) {
+                                 std::span<const T> b, std::span<const T> c, int samples,
+                                 double roundoff_scale = 1.0) {
   EntryCheck r;
-  const double g = gamma(k + 2, unit_roundoff<T>()) + gamma(k, unit_roundoff<double>());
+  const double g = gamma(k + 2, roundoff_scale * unit_roundoff<T>()) + gamma(k, unit_roundoff<double>());
   double worst_ratio = -1.0;
   auto check_entry = [&](std::int64_t i, std::int64_t j) {
     double exact = 0.0, mag = 0.0;

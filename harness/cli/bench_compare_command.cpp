@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "bench/compare.hpp"
+#include "bench/device_peak.hpp"
 #include "bench/merge.hpp"
 #include "bench/plan.hpp"
 #include "bench/remeasure.hpp"
@@ -33,6 +34,7 @@ struct CompareArgs {
   std::string out = "reports";
   std::string contracts = "contracts";
   bool no_core_types = false, refresh_peak = false;
+  bool device = false;  // the family's device tiers (family.yaml 'device:')
 };
 
 bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyDescriptor& fam, bool precision_given) {
@@ -56,6 +58,7 @@ bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyD
     for (const auto& [prec, unit] : fam.peak) co.precisions.push_back(prec);
   }
   co.threads = split_ints(a.threads);
+  if (a.device) co.env = fam.device->env;
   co.min_time = a.min_time;
   co.blas_core_types = !a.no_core_types;
   co.progress = progress;
@@ -73,10 +76,10 @@ std::vector<Contract> claim_contracts(const std::string& folder) {
   return std::move(set.contracts);
 }
 
-void write_reports(const std::string& out, const bench::BenchTable& table, const bench::FamilyDescriptor& fam,
-                   const bench::PeakResult& peak) {
+void write_reports(const std::string& out, const std::string& name, const bench::BenchTable& table,
+                   const bench::FamilyDescriptor& fam, const bench::PeakResult& peak) {
   fs::create_directories(out);
-  const std::string stem = out + "/bench-" + fam.family;
+  const std::string stem = out + "/bench-" + name;
   bench::write_bench_csv(stem + ".csv", table);
   popper::write_file_atomic(stem + ".md", bench::render_markdown(table, fam.family));
   const auto kind = [&](const char* p) {
@@ -91,9 +94,19 @@ void write_reports(const std::string& out, const bench::BenchTable& table, const
 int compare(const CompareArgs& a, bool precision_given) {
   const auto started = std::chrono::steady_clock::now();
   const std::string build = a.dirs.build();
-  const auto fam = bench::load_family(a.dirs.source_dir, a.family);
+  const auto fam = a.device ? bench::on_device(bench::load_family(a.dirs.source_dir, a.family))
+                            : bench::load_family(a.dirs.source_dir, a.family);
   const auto machine = bench::probe_machine();
-  const auto peak = bench::cached_or_measured_peak(build + "/peak.json", machine, a.refresh_peak, progress);
+  auto peak = bench::cached_or_measured_peak(build + "/peak.json", machine, a.refresh_peak, progress);
+  if (a.device) {
+    // Without a device the rows are skipped with the reason; the peak is then
+    // unknown too (their % of peak stays empty), never guessed.
+    try {
+      bench::add_device_peak(peak, bench::cached_or_measured_device_peak(build, machine.gpu, a.refresh_peak, progress));
+    } catch (const std::exception& e) {
+      std::cerr << "popper bench compare --device: no device peak: " << e.what() << "\n";
+    }
+  }
   auto co = compare_options(a, fam, precision_given);
   auto request = a.request;
   request.noise_csv = bench::noise_source(a.noise_from, a.dirs.source_dir, bench::fingerprint(machine), fam.family);
@@ -129,8 +142,9 @@ int compare(const CompareArgs& a, bool precision_given) {
   if (!a.shard.empty()) table.set_meta("shard", a.shard);
   table.set_meta("duration_seconds",
                  std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()));
-  write_reports(a.out, table, fam, peak);
-  report_claims(a.out + "/bench-claims.json", fam.family, claims);
+  const std::string name = a.device ? fam.family + "-device" : fam.family;
+  write_reports(a.out, name, table, fam, peak);
+  report_claims(a.out + "/bench-claims" + (a.device ? "-device" : "") + ".json", fam.family, claims);
   // A kernel that computed a wrong answer is a failure of the run, whatever its speed.
   int incorrect = 0;
   for (const auto& r : table.rows)
@@ -164,10 +178,15 @@ void add_bench_compare_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--contracts", a->contracts, "contract folder whose benchmarks claims are evaluated");
   cmd->add_flag("--no-core-types", a->no_core_types, "run the ceiling only under the default OpenBLAS core");
   cmd->add_flag("--refresh-peak", a->refresh_peak, "re-measure the machine peak");
+  cmd->add_flag("--device", a->device,
+                "run the family's device tiers (family.yaml 'device:'; gemm: cuBLAS and the hand CUDA kernels, "
+                "f32/f16/bf16, one host thread) into bench-<family>-device.*; without a device the rows are skipped "
+                "with the reason");
   cmd->add_option("--shard", a->shard, "K/N: measure only every N-th shape from the K-th (a CI matrix or "
                                        "Slurm array job; join the CSVs with popper bench merge)");
   cmd->callback([a, cmd, &exit_code] {
     try {
+      if (a->device && cmd->get_option("--threads")->count() == 0) a->threads = {"1"};  // host threads: one launcher
       exit_code = compare(*a, cmd->get_option("--precision")->count() > 0);
     } catch (const std::exception& e) {
       std::cerr << "popper bench compare: " << e.what() << "\n";

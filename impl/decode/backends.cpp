@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 
 #include "impl/decode/forward.hpp"
 #include "impl/decode/lib_llama.hpp"

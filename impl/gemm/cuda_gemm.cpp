@@ -280,6 +280,44 @@ void DeviceMemory::download(void* host, std::size_t bytes, StreamHandle stream) 
 #endif
 }
 
+// ----------------------------------------------------------------- StreamTimer
+StreamTimer::StreamTimer(StreamHandle stream) : stream_(stream) {
+  if (!device_usable()) no_device("StreamTimer");
+#if POPPER_HAVE_CUDA
+  cudaEvent_t a = nullptr, b = nullptr;
+  check_cuda(cudaEventCreate(&a), "cudaEventCreate");
+  if (const cudaError_t e = cudaEventCreate(&b); e != cudaSuccess) {
+    cudaEventDestroy(a);
+    check_cuda(e, "cudaEventCreate");
+  }
+  start_ = a, stop_ = b;
+#endif
+}
+
+StreamTimer::~StreamTimer() {
+#if POPPER_HAVE_CUDA
+  if (start_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  if (stop_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+#endif
+}
+
+void StreamTimer::start() {
+#if POPPER_HAVE_CUDA
+  check_cuda(cudaEventRecord(static_cast<cudaEvent_t>(start_), static_cast<cudaStream_t>(stream_)), "cudaEventRecord");
+#endif
+}
+
+double StreamTimer::stop_seconds() {
+  float ms = 0.0f;
+#if POPPER_HAVE_CUDA
+  const auto stop = static_cast<cudaEvent_t>(stop_);
+  check_cuda(cudaEventRecord(stop, static_cast<cudaStream_t>(stream_)), "cudaEventRecord");
+  check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+  check_cuda(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), stop), "cudaEventElapsedTime");
+#endif
+  return static_cast<double>(ms) * 1e-3;
+}
+
 // The CPU path every entry declines to: exactly cpu::gemm with its defaults.
 template <class T>
 void decline_to_cpu(const GemmShape& s, T alpha, std::span<const T> a, std::span<const T> b, T beta, std::span<T> c) {
@@ -340,26 +378,47 @@ void CublasContext::synchronize() const {
 #endif
 }
 
-void CublasContext::gemm_f32_device(const GemmShape& s0, float alpha, DeviceSpan<const float> a,
-                                    DeviceSpan<const float> b, float beta, DeviceSpan<float> c) {
-  check_gemm_args(s0, a.size, b.size, c.size);
-  if (!on_device()) no_device("CublasContext::gemm_f32_device");
+void CublasContext::gemm_ex_device(const GemmShape& s0, float alpha, const void* a, const void* b, int type,
+                                   float beta, float* c, const char* what) {
+  if (!on_device()) no_device(what);
 #if POPPER_HAVE_CUDA
   const GemmShape s = with_tight_ld(s0);
   if (s.m == 0 || s.n == 0) return;
   const ColMajorCall cm = to_col_major(s);
-  const void* first = cm.swap ? static_cast<const void*>(b.data) : static_cast<const void*>(a.data);
-  const void* second = cm.swap ? static_cast<const void*>(a.data) : static_cast<const void*>(b.data);
+  const auto in = static_cast<cudaDataType_t>(type);
   bind_stream();
-  check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha, first,
-                            CUDA_R_32F, cm.lda, second, CUDA_R_32F, cm.ldb, &beta, c.data, CUDA_R_32F, cm.ldc,
+  check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha,
+                            cm.swap ? b : a, in, cm.lda, cm.swap ? a : b, in, cm.ldb, &beta, c, CUDA_R_32F, cm.ldc,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx(f32)");
+               what);
   ++gemm_calls_;
 #else
-  (void)alpha;
-  (void)beta;
+  (void)s0, (void)alpha, (void)a, (void)b, (void)type, (void)beta, (void)c;
 #endif
+}
+
+#if POPPER_HAVE_CUDA
+constexpr int kF32 = CUDA_R_32F, kF16 = CUDA_R_16F, kBF16 = CUDA_R_16BF;
+#else
+constexpr int kF32 = 0, kF16 = 2, kBF16 = 14;  // never used without CUDA (no device)
+#endif
+
+void CublasContext::gemm_f32_device(const GemmShape& s, float alpha, DeviceSpan<const float> a,
+                                    DeviceSpan<const float> b, float beta, DeviceSpan<float> c) {
+  check_gemm_args(s, a.size, b.size, c.size);
+  gemm_ex_device(s, alpha, a.data, b.data, kF32, beta, c.data, "CublasContext::gemm_f32_device (cublasGemmEx f32)");
+}
+
+void CublasContext::gemm_f16_device(const GemmShape& s, float alpha, DeviceSpan<const half_bits> a,
+                                    DeviceSpan<const half_bits> b, float beta, DeviceSpan<float> c) {
+  check_gemm_args(s, a.size, b.size, c.size);
+  gemm_ex_device(s, alpha, a.data, b.data, kF16, beta, c.data, "CublasContext::gemm_f16_device (cublasGemmEx f16)");
+}
+
+void CublasContext::gemm_bf16_device(const GemmShape& s, float alpha, DeviceSpan<const bf16_bits> a,
+                                     DeviceSpan<const bf16_bits> b, float beta, DeviceSpan<float> c) {
+  check_gemm_args(s, a.size, b.size, c.size);
+  gemm_ex_device(s, alpha, a.data, b.data, kBF16, beta, c.data, "CublasContext::gemm_bf16_device (cublasGemmEx bf16)");
 }
 
 Backend CublasContext::gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b,

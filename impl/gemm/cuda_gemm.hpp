@@ -88,10 +88,18 @@ class CublasContext {
   // Device-resident operands (no copies); throws Unsupported without a device.
   void gemm_f32_device(const GemmShape&, float alpha, DeviceSpan<const float> a,
                        DeviceSpan<const float> b, float beta, DeviceSpan<float> c);
+  // FP16 / BF16 inputs, FP32 accumulation and output (cublasGemmEx, compute 32F).
+  void gemm_f16_device(const GemmShape&, float alpha, DeviceSpan<const half_bits> a,
+                       DeviceSpan<const half_bits> b, float beta, DeviceSpan<float> c);
+  void gemm_bf16_device(const GemmShape&, float alpha, DeviceSpan<const bf16_bits> a,
+                        DeviceSpan<const bf16_bits> b, float beta, DeviceSpan<float> c);
   void synchronize() const;
 
  private:
   void bind_stream();  // cublasSetStream before every GEMM
+  // One cublasGemmEx on resident operands of element type `type` (a cudaDataType_t).
+  void gemm_ex_device(const GemmShape&, float alpha, const void* a, const void* b, int type, float beta, float* c,
+                      const char* what);
   void* handle_ = nullptr;
   StreamHandle stream_ = nullptr;
   StreamHandle last_bound_ = nullptr;
@@ -164,6 +172,23 @@ class DeviceBuffer {
  private:
   DeviceMemory mem_;
   std::size_t count_;
+};
+
+// Device time between start() and stop() on one stream (two CUDA events):
+// what the GEMM bench's device tiers time. Throws Unsupported without a device.
+class StreamTimer {
+ public:
+  explicit StreamTimer(StreamHandle stream);
+  ~StreamTimer();
+  StreamTimer(const StreamTimer&) = delete;
+  StreamTimer& operator=(const StreamTimer&) = delete;
+  void start();
+  double stop_seconds();  // records the stop event and waits for it
+
+ private:
+  StreamHandle stream_;
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
 };
 
 // Element count a strided batch needs for one operand: (count-1)*stride + one matrix.

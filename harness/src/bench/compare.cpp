@@ -156,7 +156,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   // Which suite rows exist (e.g. the reference tier only for small shapes).
   std::set<std::string> listed;
   {
-    const auto r = run_process({bin + fam.executable, "--benchmark_list_tests=true"});
+    const auto r = run_process({bin + fam.executable, "--benchmark_list_tests=true"}, opt.env);
     std::istringstream in(r.out);
     std::string line;
     while (std::getline(in, line))
@@ -239,7 +239,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     char min_time[32];
     std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
     const auto r = run_process({bin + fam.executable,
-                                "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
+                                "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
                                 "--benchmark_repetitions=" + std::to_string(opt.reps_per_trial),
                                 "--benchmark_report_aggregates_only=false", std::string("--benchmark_min_time=") + min_time,
                                 std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},

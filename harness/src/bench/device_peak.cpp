@@ -1,4 +1,5 @@
 #include "bench/device_peak.hpp"
+#include "bench/peak.hpp"
 
 #include <cstdio>
 #include <ctime>
@@ -136,6 +137,14 @@ std::string format_device_peak(const DevicePeak& p) {
                 p.fp32_fma * 1e-12, p.fp32_gemm * 1e-12, p.tf32_gemm * 1e-12, p.f16_gemm * 1e-12, p.bf16_gemm * 1e-12,
                 p.copy_bandwidth * 1e-9, p.triad_bandwidth * 1e-9);
   return buf;
+}
+
+void add_device_peak(PeakResult& host, const DevicePeak& d) {
+  host.device = d.name + " (" + d.sm + ")";
+  host.device_fp32 = d.fp32_fma;
+  host.device_f16 = d.f16_gemm;
+  host.device_bf16 = d.bf16_gemm;
+  host.device_bandwidth = d.copy_bandwidth;
 }
 
 }  // namespace popper::bench

@@ -40,6 +40,11 @@ DevicePeak cached_or_measured_device_peak(const std::string& build_dir, const st
 // f16 / bf16 -> that tensor-core GEMM rate, bandwidth -> copy; 0 when unknown.
 double device_peak_for(const DevicePeak& p, const std::string& kind);
 
+// Puts the device's FP32 FMA, f16 / bf16 tensor-core GEMM and copy rates
+// into the device_* kinds of a host peak (what a device run's rows divide by).
+struct PeakResult;
+void add_device_peak(PeakResult& host, const DevicePeak& d);
+
 std::string format_device_peak(const DevicePeak& p);  // human-readable lines
 
 }  // namespace popper::bench

@@ -21,6 +21,25 @@ std::vector<std::string> string_list(const YAML::Node& n, const std::string& wha
   return out;
 }
 
+const std::set<std::string>& peak_kinds() {
+  static const std::set<std::string> k = {"fp32",        "fp64",        "bandwidth",   "roofline",
+                                          "device_fp32", "device_f16",  "device_bf16", "device_bandwidth"};
+  return k;
+}
+
+std::map<std::string, std::string> peak_map(const YAML::Node& n, const std::string& what, const std::string& path) {
+  if (!n.IsMap()) throw Error(path + ": '" + what + "' maps precision to a peak kind");
+  std::map<std::string, std::string> out;
+  for (const auto& kv : n) {
+    const auto v = kv.second.as<std::string>();
+    if (!peak_kinds().count(v))
+      throw Error(path + ": " + what + " '" + v + "' must be one of fp32, fp64, bandwidth, roofline, device_fp32, "
+                  "device_f16, device_bf16, device_bandwidth");
+    out[kv.first.as<std::string>()] = v;
+  }
+  return out;
+}
+
 }  // namespace
 
 FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& path) {
@@ -30,7 +49,7 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
     const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) throw Error(path + ": a family descriptor is a mapping");
     static const std::set<std::string> known = {"family", "executable", "ceilings", "blas_core_types",
-                                                "work_unit", "peak", "gate"};
+                                                "work_unit", "peak", "gate", "device"};
     for (const auto& kv : root) {
       const auto key = kv.first.as<std::string>();
       if (!known.count(key)) throw Error(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
@@ -42,14 +61,17 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
     if (root["blas_core_types"]) f.blas_core_types = root["blas_core_types"].as<bool>();
     if (root["work_unit"]) f.work_unit = root["work_unit"].as<std::string>();
     if (f.work_unit != "flop" && f.work_unit != "items") throw Error(path + ": 'work_unit' must be flop or items");
-    if (root["peak"]) {
-      if (!root["peak"].IsMap()) throw Error(path + ": 'peak' maps precision to fp32 | fp64 | bandwidth");
-      for (const auto& kv : root["peak"]) {
-        const auto v = kv.second.as<std::string>();
-        if (v != "fp32" && v != "fp64" && v != "bandwidth" && v != "roofline")
-          throw Error(path + ": peak '" + v + "' must be fp32, fp64, bandwidth or roofline");
-        f.peak[kv.first.as<std::string>()] = v;
+    if (root["peak"]) f.peak = peak_map(root["peak"], "peak", path);
+    if (const auto d = root["device"]) {
+      DeviceSpec spec;
+      if (d["env"]) {
+        if (!d["env"].IsMap()) throw Error(path + ": 'device.env' maps variable names to values");
+        for (const auto& kv : d["env"]) spec.env.emplace_back(kv.first.as<std::string>(), kv.second.as<std::string>());
       }
+      if (d["ceilings"]) spec.ceilings = string_list(d["ceilings"], "device.ceilings", path);
+      if (d["peak"]) spec.peak = peak_map(d["peak"], "device.peak", path);
+      if (spec.peak.empty()) throw Error(path + ": 'device.peak' names the precisions the device tiers measure");
+      f.device = std::move(spec);
     }
     if (const auto g = root["gate"]) {
       if (g["shapes"]) f.gate.shapes = string_list(g["shapes"], "gate.shapes", path);
@@ -75,6 +97,15 @@ FamilyDescriptor load_family(const std::string& source_dir, const std::string& f
   auto f = parse_family_yaml(ss.str(), path);
   if (f.family != family) throw Error(path + ": 'family' says '" + f.family + "' but the folder is '" + family + "'");
   return f;
+}
+
+FamilyDescriptor on_device(const FamilyDescriptor& f) {
+  if (!f.device) throw Error(f.path + ": family '" + f.family + "' has no device tiers (no 'device:' block)");
+  FamilyDescriptor d = f;
+  d.ceilings = f.device->ceilings;
+  d.peak = f.device->peak;
+  d.blas_core_types = false;
+  return d;
 }
 
 std::vector<std::string> list_families(const std::string& source_dir) {

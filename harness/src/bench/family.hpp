@@ -9,6 +9,10 @@
 //   blas_core_types: true             # run ceilings under each OPENBLAS_CORETYPE the CPU can execute
 //   work_unit: flop                   # flop | items: which counter throughput is computed from
 //   peak: {f32: fp32, f64: fp64}      # precision -> fp32 | fp64 | bandwidth (efficiency denominator)
+//   device:                           # optional: `bench compare --device` runs these instead
+//     env: {POPPER_BENCH_DEVICE: cuda}  # set for the suite (it then registers its device tiers)
+//     ceilings: [cublas_gemm_raw]
+//     peak: {f32: device_fp32, bf16: device_bf16}   # device_* kinds: popper peak --device
 //   gate:                             # the CI regression gate (callgrind instruction counts)
 //     shapes: [small_64, small_128]
 //     tiers: [hand, wrapped]
@@ -16,6 +20,7 @@
 //     iterations: 5
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +33,13 @@ struct GateSpec {
   int iterations = 5;
 };
 
+// The family on a device: the same suite with `env` set, other ceilings and peaks.
+struct DeviceSpec {
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> ceilings;
+  std::map<std::string, std::string> peak;
+};
+
 struct FamilyDescriptor {
   std::string family;
   std::string executable;                       // bench_<family>
@@ -36,12 +48,17 @@ struct FamilyDescriptor {
   std::string work_unit = "flop";
   std::map<std::string, std::string> peak;      // precision -> fp32 | fp64 | bandwidth
   GateSpec gate;
+  std::optional<DeviceSpec> device;
   std::string path;                             // the yaml it came from
 };
 
 // Reads <source_dir>/bench/<family>/family.yaml; throws Error naming the file.
 FamilyDescriptor load_family(const std::string& source_dir, const std::string& family);
 FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& path);
+
+// The descriptor `bench compare --device` runs: ceilings and peak from the
+// device block, no vendor core types. Throws Error when the family has none.
+FamilyDescriptor on_device(const FamilyDescriptor& f);
 
 // Families with a family.yaml under <source_dir>/bench.
 std::vector<std::string> list_families(const std::string& source_dir);

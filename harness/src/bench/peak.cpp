@@ -390,6 +390,14 @@ double peak_for(const PeakResult& p, const std::string& kind, int threads) {
   } else if (kind == "bandwidth") {
     core = p.bandwidth_core;
     all = p.bandwidth_all;
+  } else if (kind == "device_fp32") {
+    return p.device_fp32;
+  } else if (kind == "device_f16") {
+    return p.device_f16;
+  } else if (kind == "device_bf16") {
+    return p.device_bf16;
+  } else if (kind == "device_bandwidth") {
+    return p.device_bandwidth;
   } else {
     return 0;
   }

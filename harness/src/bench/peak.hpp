@@ -39,6 +39,11 @@ struct PeakResult {
   double triad_array_mib = 0;
   double llc_bytes = 0;           // measured (see above); 0: not measured
   double llc_reported_bytes = 0;  // what the OS/cpuid says
+  // A CUDA device's measured ceilings (device_peak.hpp, add_device_peak), the
+  // device_* peak kinds; never cached here. 0: no device measured.
+  std::string device;
+  double device_fp32 = 0, device_f16 = 0, device_bf16 = 0;  // FLOP/s
+  double device_bandwidth = 0;                              // bytes/s
 };
 
 PeakResult measure_peak(const MachineInfo& m, const std::function<void(const std::string&)>& progress = {});
@@ -48,7 +53,8 @@ PeakResult peak_from_json(const std::string& text);          // throws Error on 
 std::optional<PeakResult> load_peak_cache(const std::string& path);
 void save_peak_cache(const std::string& path, const PeakResult& p);
 
-// Peak for an efficiency denominator: kind is fp32 | fp64 | bandwidth; the
+// Peak for an efficiency denominator: kind is fp32 | fp64 | bandwidth (or a
+// device_* kind: the device's figure, whatever the host threads); the
 // best ISA measured; threads == 1 -> per core, threads >= cores -> all cores,
 // else per core x threads. 0 when unknown.
 // The cached peak when its fingerprint matches this machine and refresh is
