@@ -85,6 +85,10 @@ std::string verify(const popper_train_shape& sh, int threads) {
 }
 #endif
 
+// The shapes a ceiling runs (set != "none"), for ceiling_open.
+std::vector<const char*> g_names;
+const char* train_shape_name(int i) { return g_names[static_cast<std::size_t>(i)]; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,17 +100,13 @@ int main(int argc, char** argv) {
     return 2;
   }
 #endif
-  ceiling_args a;
-  const int parsed = ceiling_parse_args(argc, argv, &a, "ceiling_torch_train_raw");
-  if (parsed) return parsed == 1 ? 0 : 2;
-  std::vector<const char*> names;
   for (int i = 0; i < POPPER_TRAIN_SHAPE_COUNT; ++i)
-    if (std::strcmp(POPPER_TRAIN_SHAPES[i].set, "none") != 0) names.push_back(POPPER_TRAIN_SHAPES[i].name);
-  if (a.list) {
-    for (const char* n : names) std::printf("%s\n", n);
-    return 0;
-  }
-  if (ceiling_check_shapes(&a, names.data(), static_cast<int>(names.size()), "ceiling_torch_train_raw")) return 2;
+    if (std::strcmp(POPPER_TRAIN_SHAPES[i].set, "none") != 0) g_names.push_back(POPPER_TRAIN_SHAPES[i].name);
+  ceiling_args a;
+  const int opened = ceiling_open(argc, argv, "ceiling_torch_train_raw", static_cast<int>(g_names.size()),
+                                  train_shape_name, nullptr, &a);
+  if (opened >= 0) return opened;
+  const std::vector<const char*>& names = g_names;
 #if !POPPER_HAVE_TORCH
   std::printf("# skipped: requires libtorch: %s\n", POPPER_TORCH_MISSING);
   return 0;

@@ -127,7 +127,17 @@ void gemv(const PackedWeights& w, const FixedPointActivations& x, std::span<floa
                         active_packed_mutation()};
   const std::int64_t by_size = std::max<std::int64_t>(1, rows * args.nb / kMinRowBlocksPerThread);
   const int threads = parallel::exact_threads() ? opts.threads : static_cast<int>(std::min<std::int64_t>(opts.threads, by_size));
-  parallel::run(static_cast<std::size_t>(w.groups()), threads, [&](std::size_t g0, std::size_t g1, int) { fn(args, g0, g1); });
+  // Mutation point (q4k-gemv-worker-dependent): workers other than the first sum their rows in FP32.
+  const bool worker_dependent = POPPER_MUTANT("q4k-gemv-worker-dependent");
+  parallel::run(static_cast<std::size_t>(w.groups()), threads, [&](std::size_t g0, std::size_t g1, int worker) {
+    if (worker_dependent && worker > 0) {
+      PackedRows mutated = args;
+      mutated.mut = PackedMutation::Fp32Sum;
+      fn(mutated, g0, g1);
+      return;
+    }
+    fn(args, g0, g1);
+  });
 }
 
 void gemv(const PackedWeights& w, std::span<const float> x, std::span<float> y, const CpuOptions& opts) {
