@@ -75,7 +75,7 @@ sed -n '/^device/,$p' "$out/peak.txt" | tee -a "$summary"
 
 # 4. GEMM device tiers.
 if [ "$bench" = 1 ]; then
-  POPPER_REQUIRE_DEVICE=1 "$bin/popper" bench compare --family gemm --device --source-dir "$data" \
+  POPPER_REQUIRE_DEVICE=1 "$bin/popper" bench compare --family gemm --device --require-device --source-dir "$data" \
     --shapes square_1k,square_4k,ffn_gate_up,lm_head --contracts "$data/contracts" --out "$out/bench" \
     > "$out/bench.log" 2>&1
   rc=$?
@@ -84,7 +84,7 @@ if [ "$bench" = 1 ]; then
 
 # 5. Resident decode, CUDA then Vulkan (the driver's ICD), beside the CPU hand tier.
   for dev in cuda vulkan; do
-    POPPER_REQUIRE_DEVICE=1 POPPER_DECODE_DEVICE=$dev "$bin/popper" bench compare --family decode \
+    POPPER_REQUIRE_DEVICE=1 POPPER_DECODE_DEVICE=$dev "$bin/popper" bench compare --family decode --require-device \
       --shapes canary_t8 --tiers hand,device --threads 1 --source-dir "$data" --contracts "$data/contracts" \
       --out "$out/decode-$dev" > "$out/decode-$dev.log" 2>&1
     rc=$?

@@ -35,6 +35,7 @@ struct CompareArgs {
   std::string contracts = "contracts";
   bool no_core_types = false, refresh_peak = false;
   bool device = false;  // the family's device tiers (family.yaml 'device:')
+  bool require_device = false;
 };
 
 bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyDescriptor& fam, bool precision_given) {
@@ -59,6 +60,7 @@ bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyD
   }
   co.threads = split_ints(a.threads);
   if (a.device) co.env = fam.device->env;
+  co.require_device = a.require_device;
   co.min_time = a.min_time;
   co.blas_core_types = !a.no_core_types;
   co.progress = progress;
@@ -146,13 +148,18 @@ int compare(const CompareArgs& a, bool precision_given) {
   write_reports(a.out, name, table, fam, peak);
   report_claims(a.out + "/bench-claims" + (a.device ? "-device" : "") + ".json", fam.family, claims);
   // A kernel that computed a wrong answer is a failure of the run, whatever its speed.
-  int incorrect = 0;
+  // So is a row that did not run where a device is required.
+  int failed = 0;
   for (const auto& r : table.rows)
     if (r.verdict.rfind("incorrect", 0) == 0) {
       std::cerr << "popper bench compare: INCORRECT " << r.key.to_string() << ": " << r.verdict << "\n";
-      ++incorrect;
+      ++failed;
+    } else if (a.require_device && r.verdict.rfind("not_run", 0) == 0) {
+      std::cerr << "popper bench compare: NOT RUN under --require-device " << r.key.to_string() << ": " << r.verdict
+                << "\n";
+      ++failed;
     }
-  return incorrect > 0 ? 1 : 0;
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace
@@ -182,6 +189,8 @@ void add_bench_compare_command(CLI::App& bench, int& exit_code) {
                 "run the family's device tiers (family.yaml 'device:'; gemm: cuBLAS and the hand CUDA kernels, "
                 "f32/f16/bf16, one host thread) into bench-<family>-device.*; without a device the rows are skipped "
                 "with the reason");
+  cmd->add_flag("--require-device", a->require_device,
+                "a device run's ceiling that declines (no device) fails the run instead of being noted (make gpu-check)");
   cmd->add_option("--shard", a->shard, "K/N: measure only every N-th shape from the K-th (a CI matrix or "
                                        "Slurm array job; join the CSVs with popper bench merge)");
   cmd->callback([a, cmd, &exit_code] {

@@ -1,5 +1,5 @@
 // `popper report html`: the self-contained reports/index.html over the audit,
-// the bench tables and the committed baselines' history (src/report_html.hpp).
+// the bench tables and the committed baselines' history (src/report/html.hpp).
 #include <algorithm>
 #include <filesystem>
 #include <iostream>

@@ -17,6 +17,7 @@
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 #include "popper/scaffold.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace popper {
 
@@ -103,8 +104,8 @@ std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOpt
   auto worker = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
       const Job& j = jobs[i];
-      char json_path[] = "/tmp/popper-mutant-XXXXXX";
-      const int fd = ::mkstemp(json_path);
+      std::string json_path = popper::temp_path("popper-mutant-XXXXXX");
+      const int fd = ::mkstemp(json_path.data());
       if (fd < 0) {
         results[i] = {j.contract, j.test_id, j.mutant_id, j.path, "not_run", "cannot create a temporary file", {}};
         ++done;
@@ -121,7 +122,7 @@ std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOpt
       std::ifstream in(json_path);
       std::ostringstream ss;
       ss << in.rdbuf();
-      ::unlink(json_path);
+      ::unlink(json_path.c_str());
       // A process that exits 1 after writing its JSON is just a failing test.
       MutantResult r = judge_mutant_run(j.test_id, ss.str(), pr.ok() || (pr.exit_code == 1 && !pr.timed_out),
                                         pr.describe(), j.path);

@@ -18,6 +18,7 @@
 #include "common/process.hpp"
 #include "common/text.hpp"
 #include "popper/error.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace popper::bench {
 namespace {
@@ -115,7 +116,7 @@ void apply_peaks(BenchTable& t, const FamilyDescriptor& fam, const PeakResult* p
     if (it == fam.peak.end()) continue;
     double denom = row_peak(*peak, it->second, r.key.threads, r.work_per_iter, r.bytes_per_iter);
     double value = r.throughput();
-    if (it->second == "bandwidth") value = r.median() > 0 ? r.bytes_per_iter / r.median() : 0;
+    if (it->second == "bandwidth" || it->second == "device_bandwidth") value = r.median() > 0 ? r.bytes_per_iter / r.median() : 0;
     if (denom > 0) r.pct_of_peak = 100.0 * value / denom;
   }
 }
@@ -141,10 +142,6 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     if (opt.progress) opt.progress(s);
   };
   if (opt.trials < 1 || opt.reps_per_trial < 1) throw InvalidArgument("bench compare: trials and repetitions must be >= 1");
-  const bool require_device = [] {
-    const char* v = std::getenv("POPPER_REQUIRE_DEVICE");
-    return v && std::string(v) == "1";
-  }();
   const std::string bin = opt.build_dir + "/bin/";
   const auto all_shapes = list_family_shapes(opt.build_dir, fam);
   const auto shapes = select_shapes(opt.shapes, all_shapes, fam);
@@ -219,7 +216,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     }
     if (r.out.rfind("# skipped", 0) == 0) {
       const std::string why = r.out.substr(0, r.out.find('\n'));
-      if (require_device) throw Error("ceiling_" + s.ceiling + " declined while POPPER_REQUIRE_DEVICE=1: " + why);
+      if (opt.require_device) throw Error("ceiling_" + s.ceiling + " declined under --require-device: " + why);
       say("ceiling_" + s.ceiling + ": " + why);
       return;
     }
@@ -232,8 +229,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   };
   auto run_suite = [&](const Step& s, int trial) {
     const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
-    char json_path[] = "/tmp/popper-gbench-XXXXXX";
-    const int fd = ::mkstemp(json_path);
+    std::string json_path = popper::temp_path("popper-gbench-XXXXXX");
+    const int fd = ::mkstemp(json_path.data());
     if (fd < 0) throw Error("cannot create a temporary file");
     ::close(fd);
     char min_time[32];
@@ -247,7 +244,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     std::ifstream in(json_path);
     std::ostringstream ss;
     ss << in.rdbuf();
-    ::unlink(json_path);
+    ::unlink(json_path.c_str());
     if (!r.ok()) {
       say("warning: " + fam.executable + " " + name + " failed: " + r.describe() + "; row left out");
       return;

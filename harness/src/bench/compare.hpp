@@ -39,6 +39,7 @@ struct CompareOptions {
   // Non-empty: run only these ceiling configurations (CSV backend names, e.g.
   // "blis:zen"), unscreened: re-measuring rows a table already holds.
   std::vector<std::string> ceiling_backends;
+  bool require_device = false;  // a ceiling that declines ("# skipped: ...") fails the run
   std::function<void(const std::string&)> progress;
 };
 

@@ -19,6 +19,7 @@
 #include "common/text.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace popper::bench {
 
@@ -34,7 +35,7 @@ std::string slurp(const std::string& p) {
 }
 
 std::string temp_path(const char* stem) {
-  std::string t = std::string("/tmp/") + stem + "-XXXXXX";
+  std::string t = popper::temp_path(std::string(stem) + "-XXXXXX");
   const int fd = ::mkstemp(t.data());
   if (fd < 0) throw Error("cannot create a temporary file");
   ::close(fd);

@@ -47,7 +47,7 @@ struct RooflineBound {
 std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow& r);
 
 // The figures of one line of the three-tier table, (precision, threads, shape):
-// what render_markdown prints and the HTML report (src/report_html.cpp) shows,
+// what render_markdown prints and the HTML report (src/report/html.cpp) shows,
 // computed here once. A NaN figure is unknown (printed "—").
 struct ShapeFigures {
   std::string shape;

@@ -2,6 +2,7 @@
 // Everything the child needs (path, argv, envp) is built before fork, so the
 // child only calls async-signal-safe functions: safe from threaded callers.
 #include "common/process.hpp"
+#include "popper/runtime_paths.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -28,9 +29,9 @@ std::string slurp_fd(int fd) {
 }
 
 int temp_fd() {
-  char name[] = "/tmp/popper-bench-XXXXXX";
-  const int fd = ::mkstemp(name);
-  if (fd >= 0) ::unlink(name);
+  std::string name = popper::temp_path("popper-bench-XXXXXX");
+  const int fd = ::mkstemp(name.data());
+  if (fd >= 0) ::unlink(name.c_str());
   return fd;
 }
 
