@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bench/csv.hpp"
+#include "bench/report.hpp"
 
 namespace pb = popper::bench;
 
@@ -182,4 +183,25 @@ TEST(BenchCsvMeta, ListsAndCeilingSkipsRoundTrip) {
   t.set_meta("ceiling_not_run", "none");
   EXPECT_TRUE(t.ceiling_not_run().empty());
   EXPECT_FALSE(pb::CeilingSkip::parse("no colon here"));
+}
+
+// A Q4_K GEMV row has no compute peak of its precision, yet its weights' bytes
+// over the measured bandwidth bound it (issue 40 item 4); in the LLC nothing
+// measured does.
+TEST(BenchReport, Q4kRowsGetTheBandwidthBound) {
+  popper::bench::BenchTable t;
+  t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=32 cores=2");
+  popper::bench::BenchRow r;
+  r.key = {"q4k", "hand", "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"};
+  r.work_unit = "flop";
+  r.work_per_iter = 2.0 * 32768 * 4096;
+  r.bytes_per_iter = 32768.0 * 4096 * 144 / 256;  // Q4_K: 144 bytes a 256-weight block
+  const auto b = popper::bench::roofline_bound(t, r);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->limit, "DRAM");
+  EXPECT_NEAR(b->flops, 20e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
+  r.key.threads = 2;
+  EXPECT_NEAR(popper::bench::roofline_bound(t, r)->flops, 30e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
+  r.bytes_per_iter = 1 << 20;  // fits the 32 MiB LLC: no bound
+  EXPECT_FALSE(popper::bench::roofline_bound(t, r).has_value());
 }

@@ -339,3 +339,26 @@ TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"s"});
   EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
 }
+
+// A tier whose result failed verification makes its claim not_met, however
+// fast it was, and the detail says which row (issue 40 item 9: no test failed
+// when this rule was removed).
+TEST(BenchClaims, AnIncorrectRowMakesTheClaimNotMet) {
+  popper::BenchmarkClaim claim;
+  claim.id = "BENCH-GEMM-001";
+  claim.family = "gemm";
+  claim.metric = "throughput_ratio";
+  claim.numerator = "hand";
+  claim.denominator = "ceiling";
+  claim.op = ">=";
+  claim.threshold = 0.5;
+  pb::BenchTable t;
+  t.rows = {timed("ceiling", "a", 1.0), timed("hand", "a", 1.0), timed("ceiling", "b", 1.0), timed("hand", "b", 0.5)};
+  ASSERT_EQ(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b"})[0].verdict, "met");
+  t.rows[3].verdict = "incorrect: max err 1.0e+00 > bound 1.0e-05";  // as ingested: skipped, no samples
+  t.rows[3].samples.clear();
+  t.rows[3].trials.clear();
+  const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b"});
+  EXPECT_EQ(res[0].verdict, "not_met") << res[0].detail;
+  EXPECT_NE(res[0].detail.find("incorrect"), std::string::npos) << res[0].detail;
+}

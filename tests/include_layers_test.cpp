@@ -39,7 +39,7 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
 // The room of each public header (harness/include/popper/<name>).
 const std::map<std::string, std::string> kPublicRoom = {
     {"error.hpp", "common"},       {"io.hpp", "common"},          {"result.hpp", "common"},
-    {"mutant.hpp", "common"},      {"contract.hpp", "contract"},  {"diagnostics.hpp", "contract"},
+    {"mutant.hpp", "common"},      {"runtime_paths.hpp", "common"}, {"contract.hpp", "contract"},  {"diagnostics.hpp", "contract"},
     {"profile.hpp", "contract"},   {"parse_bounds.hpp", "contract"}, {"loader.hpp", "contract"},
     {"graph.hpp", "contract"},     {"scaffold.hpp", "contract"},  {"binding.hpp", "binding"},
     {"audit.hpp", "audit"},        {"mutant_runner.hpp", "audit"}, {"migrate.hpp", "migrate"},

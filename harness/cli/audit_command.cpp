@@ -119,6 +119,7 @@ void run_native_mutants(const AuditOptions& o, AuditInputs& in) {
 
 void print_summary(const AuditOptions& o, const AuditInputs& in, const AuditReport& rep) {
   const auto& t = rep.json["total"];
+  std::cout << "popper audit: " << rep.json["headline"].get<std::string>() << "\n";
   std::cout << fmt::format(
       "popper audit: obligations covered {}/{}; falsification tests {} passed, {} failed, {} skipped, {} "
       "UNBOUND, {} not run (of {}); harnesses run {}/{}; mutants killed {}; benchmark claims {} met of {}\n",

@@ -420,8 +420,25 @@ nlohmann::json totals_json(const AuditInputs& in, Totals& t) {
             {"not_measured", t.bench["not_measured"]}}}};
 }
 
+// The two verdicts side by side, so that a correctness PASS is never read as
+// a performance one: "correctness PASS (exit 0); performance claims measured
+// 2 of 18: met 1, not met 1, inconclusive 0, partially measured 0, not
+// measured 16" (every writer prints this line; a claim counts as measured when
+// it has a verdict other than not_measured).
+std::string headline(const nlohmann::json& total, int exit_code, std::size_t failures) {
+  const auto& b = total.at("benchmarks");
+  const int n = b.at("total").get<int>(), not_measured = b.at("not_measured").get<int>();
+  const std::string correctness = exit_code == 0 ? "correctness PASS (exit 0)"
+                                                 : fmt::format("FAIL (exit 1): {} reason(s)", failures);
+  if (n == 0) return correctness + "; no performance claims";
+  return fmt::format("{}; performance claims measured {} of {}: met {}, not met {}, inconclusive {}, partially "
+                     "measured {}, not measured {}",
+                     correctness, n - not_measured, n, b.at("met").get<int>(), b.at("not_met").get<int>(),
+                     b.at("inconclusive").get<int>(), b.at("partially_measured").get<int>(), not_measured);
+}
+
 std::string summary_markdown(const AuditInputs& in, Totals& t, const AuditReport& rep) {
-  std::string verdict = rep.failures.empty() ? "**PASS** (exit 0)" : fmt::format("**FAIL** (exit 1): {} reason(s) below", rep.failures.size());
+  const std::string verdict = "**" + rep.json.at("headline").get<std::string>() + "**";
   std::string md = fmt::format(
       "# Contract coverage\n\nComputed by `popper audit` from test results; covered means bound, ran and passed, "
       "with evidence on every backend the obligation names.\n\nVerdict: {}\n\n"
@@ -472,6 +489,7 @@ AuditReport audit(const AuditInputs& in) {
               {"waivers", waivers_json},
               {"warnings", rep.warnings},
               {"exit_code", rep.exit_code()}};
+  rep.json["headline"] = headline(rep.json.at("total"), rep.exit_code(), rep.failures.size());
   rep.markdown = summary_markdown(in, auditor.totals, rep) + md_contracts;
   return rep;
 }

@@ -104,7 +104,9 @@ std::string audit_junit(const nlohmann::json& report) {
     suites += suite_xml("orphans", cases, all);
   }
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                     "<testsuites name=\"popper audit\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}</testsuites>\n",
+                     "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}</testsuites>\n",
+                     xml("popper audit" + (report.contains("headline") ? ": " + report.at("headline").get<std::string>()
+                                                                       : std::string())),
                      all.tests, all.failures, all.skipped, suites);
 }
 

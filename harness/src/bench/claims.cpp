@@ -134,7 +134,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});
               // A bandwidth peak is compared with bytes/s (as apply_peaks does), any other with work/s.
-              const double scale = (kind == "bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
+              const double scale = (kind == "bandwidth" || kind == "device_bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
               value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
             }
             const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);

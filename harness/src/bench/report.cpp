@@ -122,12 +122,20 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
   const RooflinePeaks p = parse_peaks(t);
   if (!p.ok) return std::nullopt;
   const double* pk = r.key.precision == "f32" ? p.fp32 : r.key.precision == "f64" ? p.fp64 : nullptr;
-  if (!pk) return std::nullopt;
   RooflineBound b;
-  b.peak = at_threads(pk, r.key.threads, p.cores);
   b.intensity = r.work_per_iter / r.bytes_per_iter;
   b.dram = at_threads(p.bw, r.key.threads, p.cores) * b.intensity;
   b.in_llc = p.llc > 0 && r.bytes_per_iter <= p.llc;
+  if (!pk) {
+    // A precision with no measured compute peak (q4k: integer dot products on
+    // decoded blocks): the bytes (the Q4_K weights) over the measured bandwidth
+    // still bound it, unless they fit in the LLC, where nothing measured does.
+    if (b.in_llc) return std::nullopt;
+    b.peak = b.flops = b.dram;
+    b.limit = "DRAM";
+    return b;
+  }
+  b.peak = at_threads(pk, r.key.threads, p.cores);
   if (b.in_llc) {
     b.flops = b.peak;
     b.limit = "compute, in LLC";

@@ -1,4 +1,4 @@
-// The self-contained HTML report: what each section holds is in report_html.hpp.
+// The self-contained HTML report: what each section holds is in html.hpp.
 // Plain string building, no template engine; every input string goes through
 // markup_escape (common/text.hpp), every number through fmt.
 #include "report/html.hpp"
@@ -79,7 +79,9 @@ void render_summary(std::ostringstream& o, const json& cov, const std::string& s
   const json& t = obj(cov, "total");
   const long code = num(cov, "exit_code");
   o << "<p>From <code>" << esc(source) << "</code> (<code>popper audit</code>). Verdict: "
-    << badge(code == 0 ? "PASS" : "FAIL") << " (exit " << code << ")</p>\n<table class=\"kv\">\n";
+    << badge(code == 0 ? "PASS" : "FAIL") << " (exit " << code << ")";
+  if (cov.contains("headline") && cov.at("headline").is_string()) o << ": " << esc(cov.at("headline").get<std::string>());
+  o << "</p>\n<table class=\"kv\">\n";
   auto row = [&](const std::string& name, const std::string& value, const std::string& cls = "") {
     o << "<tr" << (cls.empty() ? "" : " class=\"" + cls + "\"") << "><th>" << esc(name) << "</th><td>" << value
       << "</td></tr>\n";
