@@ -96,17 +96,19 @@ static int selected(const char* name, const char** filters, int nfilters) {
 static void usage(FILE* to) {
   fprintf(to,
           "usage: ceiling_cublas_gemm_raw [--shape NAME]... [--reps N] [--threads T]\n"
-          "                               [--precision f32|f16|bf16] [--list-shapes]\n");
+          "                               [--precision f32|f16|bf16] [--list-shapes] [--probe]\n");
 }
 
 int main(int argc, char** argv) {
   const char* filters[MAX_FILTERS];
-  int nfilters = 0, reps = 5, threads = 1, list = 0;
+  int nfilters = 0, reps = 5, threads = 1, list = 0, probe = 0;
   const char* precision = NULL; /* NULL = all three */
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
     if (strcmp(arg, "--list-shapes") == 0) {
       list = 1;
+    } else if (strcmp(arg, "--probe") == 0) {
+      probe = 1;
     } else if (i + 1 < argc && strcmp(arg, "--shape") == 0) {
       if (nfilters == MAX_FILTERS) { fprintf(stderr, "too many --shape\n"); return 2; }
       filters[nfilters++] = argv[++i];
@@ -144,11 +146,15 @@ int main(int argc, char** argv) {
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    printf("# skipped: no CUDA device\n");
+    printf(probe ? "# config: no-device\n" : "# skipped: no CUDA device\n");
     return 0;
   }
   struct cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (probe) { /* the configuration is the device: cuBLAS picks its kernels per call */
+    printf("# config: sm_%d%d\n", prop.major, prop.minor);
+    return 0;
+  }
   fprintf(stderr, "# device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
 
   cublasHandle_t h;

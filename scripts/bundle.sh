@@ -60,7 +60,9 @@ targets="$(cmake --build "$build" --target help 2>/dev/null | sed -n 's/^\.\.\. 
 for f in "$build"/bin/*; do
   name="$(basename "$f")"
   [ -x "$f" ] && [ -f "$f" ] || continue
-  case "$name" in popper_harness_tests|popper_fuzz_contract) continue ;; esac
+  # The libtorch peer (libpopper_train_torch.so, ceiling_torch_train_raw) stays out: with libtorch
+  # and what it loads it is over 400 MiB; without it FALSIFY-TRAIN-006 reports "requires libtorch".
+  case "$name" in popper_harness_tests|popper_fuzz_contract|libpopper_train_torch.so|ceiling_torch_train_raw) continue ;; esac
   grep -qx "$name" <<<"$targets" || continue
   cp "$f" "$stage/bin/"
 done
@@ -109,7 +111,8 @@ chmod +x "$stage/run.sh" "$stage/gpu-check.sh"
   echo "popper bundle"
   echo "commit $(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo -dirty)"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-  nvcc="$(grep -m1 '^CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" 2>/dev/null | cut -d= -f2-)"
+  # The compiler CMake enabled CUDA with (PopperCuda.cmake sets it as a plain variable: not in the cache).
+  nvcc="$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$build"/CMakeFiles/*/CMakeCUDACompiler.cmake 2>/dev/null | head -1 || true)"
   echo "cuda ${nvcc:+$("$nvcc" --version 2>/dev/null | tail -1)}${nvcc:-none (the device code is not in this bundle)}"
   echo "files:"
   (cd "$stage" && find . -type f ! -name MANIFEST -printf '%s %p\n' | sort -k2)
