@@ -30,7 +30,19 @@ ENV=(env -u OPENBLAS_CORETYPE -u POPPER_ISA_MAX POPPER_DISPATCH=auto)
 rc=0
 echo "== $SITE: contract tests"
 "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 \
-    --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json" || rc=1
+    --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json"
+tests_rc=$?
+# Under qemu-user the whole run has died of SIGSEGV now and then (2 of 5 full
+# Haswell runs, in FALSIFY-TRAIN-001, which passes alone, 40 repetitions, and
+# natively, also under valgrind): not understood yet. Such a death is said here
+# and the run repeated once; a test that fails, or a second death, fails the leg.
+if [ "$tests_rc" -gt 128 ] && [ "$MODEL" != native ]; then
+  echo "== $SITE: WARNING: popper_contract_tests died of signal $((tests_rc - 128)) under qemu-user; running it again"
+  "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 \
+      --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json"
+  tests_rc=$?
+fi
+[ "$tests_rc" -eq 0 ] || rc=1
 echo "== $SITE: harness tests"
 "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_harness_tests" --gtest_brief=1 \
     --gtest_output="json:$RESULTS/cpu-$MODEL-harness_tests.json" || rc=1
