@@ -31,14 +31,7 @@ for f in env.sh run.sh gpu-check.sh MANIFEST bin/popper bin/popper_contract_test
 done
 
 # Libraries: resolved inside the bundle or among the machine's own, never elsewhere.
-system_lib() {
-  case "$(basename "$1")" in
-    linux-vdso.so*|ld-linux*|libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libresolv.so*|libutil.so*) return 0 ;;
-    libstdc++.so*|libgcc_s.so*) return 0 ;;
-    libcuda.so*|libcudart.so*|libcublas.so*|libcublasLt.so*|libnvidia-*|libnvrtc*) return 0 ;;
-  esac
-  return 1
-}
+. "$(dirname "$0")/bundle-system-libs.sh"
 checked=0
 while IFS= read -r -d '' f; do
   file -b "$f" | grep -q '^ELF' || continue

@@ -33,16 +33,7 @@ trap 'rm -rf "$work"' EXIT
 stage="$work/popper-bundle"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/share/popper"
 
-# The machine's own libraries: the C runtime, the compiler's, the CUDA driver's
-# and toolkit's (a GPU machine has them, at the versions its driver needs).
-system_lib() {
-  case "$(basename "$1")" in
-    linux-vdso.so*|ld-linux*|libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|libresolv.so*|libutil.so*) return 0 ;;
-    libstdc++.so*|libgcc_s.so*) return 0 ;;
-    libcuda.so*|libcudart.so*|libcublas.so*|libcublasLt.so*|libnvidia-*|libnvrtc*) return 0 ;;
-  esac
-  return 1
-}
+. "$(dirname "$0")/bundle-system-libs.sh"
 
 # Copy every non-system library FILE needs (ldd resolves the whole closure) into DEST.
 copy_closure() {

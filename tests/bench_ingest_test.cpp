@@ -362,3 +362,19 @@ TEST(BenchClaims, AnIncorrectRowMakesTheClaimNotMet) {
   EXPECT_EQ(res[0].verdict, "not_met") << res[0].detail;
   EXPECT_NE(res[0].detail.find("incorrect"), std::string::npos) << res[0].detail;
 }
+
+TEST(BenchFamily, DeviceBlockGivesTheDeviceRun) {
+  const auto f = pb::parse_family_yaml(
+      "family: gemm\nceilings: [cblas_gemm_raw]\nblas_core_types: true\npeak: {f32: fp32}\n"
+      "device:\n  env: {POPPER_BENCH_DEVICE: cuda}\n  ceilings: [cublas_gemm_raw]\n"
+      "  peak: {f32: device_fp32, bf16: device_bf16}\n",
+      "family.yaml");
+  const auto d = pb::on_device(f);
+  EXPECT_EQ(d.ceilings, std::vector<std::string>{"cublas_gemm_raw"});
+  EXPECT_FALSE(d.blas_core_types);
+  EXPECT_EQ(d.peak.at("bf16"), "device_bf16");
+  ASSERT_EQ(d.device->env.size(), 1u);
+  EXPECT_EQ(d.device->env[0].second, "cuda");
+  EXPECT_THROW(pb::on_device(pb::parse_family_yaml("family: q4k\n", "q4k.yaml")), popper::Error);
+  EXPECT_THROW(pb::parse_family_yaml("family: g\ndevice:\n  peak: {f32: warp}\n", "g.yaml"), popper::Error);
+}

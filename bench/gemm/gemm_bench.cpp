@@ -92,9 +92,7 @@ void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int th
       const bool sampled = !is_small(sh);
       const auto chk = popper::gemm::testbed::check_product_entries<T>(sh.m, sh.n, sh.k, a, b, c, sampled ? 256 : 0);
       if (!chk.ok) {
-        char msg[160];
-        std::snprintf(msg, sizeof msg, "incorrect: max err %.3e > bound %.3e", chk.worst_err, chk.worst_bound);
-        state.SkipWithError(msg);
+        state.SkipWithError(chk.incorrect().c_str());
         return;
       }
       label = sampled ? "verified(sampled 256)" : "verified";

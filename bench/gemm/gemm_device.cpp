@@ -23,7 +23,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -116,9 +115,7 @@ void bench_gemm_device(benchmark::State& state, Tier tier, Input in, popper_gemm
     const auto chk = popper::gemm::testbed::check_product_entries<float>(
         sh.m, sh.n, sh.k, a.host, b.host, out, small ? 0 : 256, in == Input::F32 ? 1.0 : 2.0);
     if (!chk.ok) {
-      char msg[160];
-      std::snprintf(msg, sizeof msg, "incorrect: max err %.3e > bound %.3e", chk.worst_err, chk.worst_bound);
-      state.SkipWithError(msg);
+      state.SkipWithError(chk.incorrect().c_str());
       return;
     }
     label = small ? "verified" : "verified(sampled 256)";

@@ -47,27 +47,37 @@ cuda::DeviceSpan<const T> offset_by_one(cuda::DeviceBuffer<T>& buf, const std::v
   return {buf.cspan().data + 1, x.size()};
 }
 
-POPPER_FALSIFIER("FALSIFY-GEMM-016", [](const popper::Params& p) {
-  const double factor = p.number("tol_factor");
-  std::mt19937_64 rng(p.seed());
-  ASSERT_TRUE(popper::device::cuda_status().usable());
+// The sweep both kernels are judged over: every layout, op(A), op(B), shape,
+// ld padding and (alpha, beta) of the params, body(s, ab) on each, stopping
+// at the first fatal failure (an ASSERT in body).
+template <class Body>
+void for_each_case(const popper::Params& p, Body body) {
   for (const auto layout : kLayouts)
     for (const auto op_a : kOps)
       for (const auto op_b : kOps)
         for (const auto& d : shape_list(p))
           for (const auto pad : p.integers("ld_pads"))
             for (const auto& ab : alpha_beta_list(p)) {
-              const GemmShape s = padded(layout, op_a, op_b, d.m, d.n, d.k, pad);
-              const Operands<float> o = operands(s, ab.beta, rng);
-              const auto ref = reference_result(o, static_cast<float>(ab.alpha), static_cast<float>(ab.beta));
-              const auto absprod = abs_product(o);
-              std::vector<float> c = o.c;
-              const auto ran = cuda::hand_gemm_f32(s, static_cast<float>(ab.alpha), o.a, o.b, static_cast<float>(ab.beta), c);
-              record_cuda_entry(ran);
-              ASSERT_EQ(ran, cuda::Backend::Cuda);
-              const Verdict v = check_result<float>(s, c, ref, o.c, absprod, ab.alpha, ab.beta, factor);
-              EXPECT_TRUE(v.ok) << "hand_gemm_f32: " << v.message;
+              body(padded(layout, op_a, op_b, d.m, d.n, d.k, pad), ab);
+              if (::testing::Test::HasFatalFailure()) return;
             }
+}
+
+POPPER_FALSIFIER("FALSIFY-GEMM-016", [](const popper::Params& p) {
+  const double factor = p.number("tol_factor");
+  std::mt19937_64 rng(p.seed());
+  ASSERT_TRUE(popper::device::cuda_status().usable());
+  for_each_case(p, [&](const GemmShape& s, const AlphaBeta& ab) {
+    const Operands<float> o = operands(s, ab.beta, rng);
+    const auto ref = reference_result(o, static_cast<float>(ab.alpha), static_cast<float>(ab.beta));
+    std::vector<float> c = o.c;
+    const auto ran = cuda::hand_gemm_f32(s, static_cast<float>(ab.alpha), o.a, o.b, static_cast<float>(ab.beta), c);
+    record_cuda_entry(ran);
+    ASSERT_EQ(ran, cuda::Backend::Cuda);
+    const Verdict v = check_result<float>(s, c, ref, o.c, abs_product(o), ab.alpha, ab.beta, factor);
+    EXPECT_TRUE(v.ok) << "hand_gemm_f32: " << v.message;
+  });
+  if (::testing::Test::HasFatalFailure()) return;
   // Device-resident operands on a stream of the caller's, A and B at unaligned addresses.
   const Stream st;
   for (const auto& d : shape_list(p)) {
@@ -94,26 +104,21 @@ void check_tensor_cores(const popper::Params& p, const char* name, Bits (*narrow
                                                float, std::span<float>),
                         std::mt19937_64& rng) {
   const double factor = p.number("tol_factor");
-  for (const auto layout : kLayouts)
-    for (const auto op_a : kOps)
-      for (const auto op_b : kOps)
-        for (const auto& d : shape_list(p))
-          for (const auto pad : p.integers("ld_pads"))
-            for (const auto& ab : alpha_beta_list(p)) {
-              const GemmShape s = padded(layout, op_a, op_b, d.m, d.n, d.k, pad);
-              Operands<float> o = operands(s, ab.beta, rng);
-              std::vector<Bits> a(o.a.size()), b(o.b.size());
-              for (std::size_t i = 0; i < a.size(); ++i) o.a[i] = widen(a[i] = narrow(o.a[i]));
-              for (std::size_t i = 0; i < b.size(); ++i) o.b[i] = widen(b[i] = narrow(o.b[i]));
-              const auto ref = reference_result(o, static_cast<float>(ab.alpha), static_cast<float>(ab.beta));
-              std::vector<float> c = o.c;
-              const auto ran = entry(s, static_cast<float>(ab.alpha), a, b, static_cast<float>(ab.beta), c);
-              record_cuda_entry(ran);
-              ASSERT_EQ(ran, cuda::Backend::Cuda);
-              const double tc = factor * gamma(s.k + 2, 2 * unit_roundoff<float>()) / gamma(s.k + 2, unit_roundoff<float>());
-              const Verdict v = check_result<float>(s, c, ref, o.c, abs_product(o), ab.alpha, ab.beta, tc);
-              EXPECT_TRUE(v.ok) << name << ": " << v.message;
-            }
+  for_each_case(p, [&](const GemmShape& s, const AlphaBeta& ab) {
+    Operands<float> o = operands(s, ab.beta, rng);
+    std::vector<Bits> a(o.a.size()), b(o.b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) o.a[i] = widen(a[i] = narrow(o.a[i]));
+    for (std::size_t i = 0; i < b.size(); ++i) o.b[i] = widen(b[i] = narrow(o.b[i]));
+    const auto ref = reference_result(o, static_cast<float>(ab.alpha), static_cast<float>(ab.beta));
+    std::vector<float> c = o.c;
+    const auto ran = entry(s, static_cast<float>(ab.alpha), a, b, static_cast<float>(ab.beta), c);
+    record_cuda_entry(ran);
+    ASSERT_EQ(ran, cuda::Backend::Cuda);
+    const double tc = factor * gamma(s.k + 2, 2 * unit_roundoff<float>()) / gamma(s.k + 2, unit_roundoff<float>());
+    const Verdict v = check_result<float>(s, c, ref, o.c, abs_product(o), ab.alpha, ab.beta, tc);
+    EXPECT_TRUE(v.ok) << name << ": " << v.message;
+  });
+  if (::testing::Test::HasFatalFailure()) return;
   // Exactly representable data: entries j/16, |j| <= 8, are exact in FP16 and
   // BF16; every partial sum is a multiple of 2^-8 below k/4 in magnitude, 18
   // significant bits, so an FP32 accumulator of any order returns the exact

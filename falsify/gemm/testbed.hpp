@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -173,6 +174,12 @@ Verdict check_result(const GemmShape& s, std::span<const T> out, std::span<const
 struct EntryCheck {
   bool ok = true;
   double worst_err = 0.0, worst_bound = 0.0;  // the entry with the largest err / bound
+  // The bench row's verdict when the check failed: "incorrect: max err E > bound B".
+  std::string incorrect() const {
+    char msg[96];
+    std::snprintf(msg, sizeof msg, "incorrect: max err %.3e > bound %.3e", worst_err, worst_bound);
+    return msg;
+  }
 };
 
 template <class T>

@@ -386,10 +386,11 @@ void CublasContext::gemm_ex_device(const GemmShape& s0, float alpha, const void*
   if (s.m == 0 || s.n == 0) return;
   const ColMajorCall cm = to_col_major(s);
   const auto in = static_cast<cudaDataType_t>(type);
+  const bool f16_compute = POPPER_MUTANT("cublas-f16-compute") && in == CUDA_R_16F;
   bind_stream();
   check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha,
                             cm.swap ? b : a, in, cm.lda, cm.swap ? a : b, in, cm.ldb, &beta, c, CUDA_R_32F, cm.ldc,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                            f16_compute ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                what);
   ++gemm_calls_;
 #else
@@ -449,23 +450,10 @@ Backend CublasContext::gemm_f16(const GemmShape& s0, float alpha, std::span<cons
     return Backend::Cpu;
   }
 #if POPPER_HAVE_CUDA
-  const GemmShape s = with_tight_ld(s0);
   Staged<half_bits> da(a, stream_), db(b, stream_);
   Staged<float> dc(std::span<const float>(c.data(), c.size()), stream_);
-  if (s.m > 0 && s.n > 0) {
-    const ColMajorCall cm = to_col_major(s);
-    const void* pa = da.buf.cspan().data;
-    const void* pb = db.buf.cspan().data;
-    const void* first = cm.swap ? pb : pa;
-    const void* second = cm.swap ? pa : pb;
-    bind_stream();
-    check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha, first,
-                              CUDA_R_16F, cm.lda, second, CUDA_R_16F, cm.ldb, &beta, dc.buf.span().data, CUDA_R_32F,
-                              cm.ldc, POPPER_MUTANT("cublas-f16-compute") ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx(f16 in, f32 accumulate)");
-    ++gemm_calls_;
-  }
+  gemm_f16_device(s0, alpha, {da.buf.cspan().data, a.size()}, {db.buf.cspan().data, b.size()}, beta,
+                  {dc.buf.span().data, c.size()});
   if (!c.empty()) dc.buf.download(c, stream_);
   synchronize();
 #endif

@@ -79,13 +79,19 @@ PackedWeights::PackedWeights(std::span<const Block> w, std::int64_t rows, std::i
   auto* out = reinterpret_cast<PackedBlock*>(data_.data());
   // Mutation point (q4k-pack-ragged-row): the last row of a ragged last group is not copied.
   const std::int64_t copied = POPPER_MUTANT("q4k-pack-ragged-row") && rows % kPackRows > 1 ? rows - 1 : rows;
+  // Mutation point (q4k-gemv-zero-scale): the packed GEMV reads the scale of
+  // sub-block 0 as 0 on every path, since the repack writes it so.
+  const bool zero_scale = POPPER_MUTANT("q4k-gemv-zero-scale");
   for (std::int64_t r = 0; r < copied; ++r)
     for (std::int64_t b = 0; b < nb; ++b) {
       const Block& blk = w[static_cast<std::size_t>(r * nb + b)];
       PackedBlock& pb = out[(r / kPackRows) * nb + b];
       const auto i = static_cast<std::size_t>(r % kPackRows);
       pb.d[i] = blk.d, pb.dmin[i] = blk.dmin;
-      for (int k = 0; k < 3; ++k) std::memcpy(&pb.scales[k][i], blk.scales + 4 * k, 4);
+      std::uint8_t scales[kScaleBytes];
+      std::memcpy(scales, blk.scales, kScaleBytes);
+      if (zero_scale) scales[0] &= 0xC0;  // its 6 low bits; the 2 high ones belong to sub-block 4
+      for (int k = 0; k < 3; ++k) std::memcpy(&pb.scales[k][i], scales + 4 * k, 4);
       for (int k = 0; k < 32; ++k) std::memcpy(pb.qs[k][i], blk.qs + 4 * k, 4);
     }
 }

@@ -12,7 +12,10 @@
 //                   configure time; a bundle or an install copies them)
 //   data_path(rel)  data_dir()/rel
 //   temp_path(name) the system temp directory ($TMPDIR, else /tmp)/name
+//   make_temp_file(stem) a new empty file temp_path(stem-XXXXXX); "" if none
 #pragma once
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -40,6 +43,14 @@ inline std::string temp_path(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path(ec);
   if (ec) dir = "/tmp";
   return (dir / name).string();
+}
+
+inline std::string make_temp_file(const std::string& stem) {
+  std::string path = temp_path(stem + "-XXXXXX");
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) return "";
+  ::close(fd);
+  return path;
 }
 
 }  // namespace popper

@@ -104,14 +104,12 @@ std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOpt
   auto worker = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
       const Job& j = jobs[i];
-      std::string json_path = popper::temp_path("popper-mutant-XXXXXX");
-      const int fd = ::mkstemp(json_path.data());
-      if (fd < 0) {
+      const std::string json_path = popper::make_temp_file("popper-mutant");
+      if (json_path.empty()) {
         results[i] = {j.contract, j.test_id, j.mutant_id, j.path, "not_run", "cannot create a temporary file", {}};
         ++done;
         continue;
       }
-      ::close(fd);
       std::vector<std::string> argv = opt.exec_prefix;
       argv.push_back(opt.test_binary);
       argv.push_back("--gtest_filter=" + j.suite + "." + test_identifier(j.test_id));

@@ -229,10 +229,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   };
   auto run_suite = [&](const Step& s, int trial) {
     const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
-    std::string json_path = popper::temp_path("popper-gbench-XXXXXX");
-    const int fd = ::mkstemp(json_path.data());
-    if (fd < 0) throw Error("cannot create a temporary file");
-    ::close(fd);
+    const std::string json_path = popper::make_temp_file("popper-gbench");
+    if (json_path.empty()) throw Error("cannot create a temporary file");
     char min_time[32];
     std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
     const auto r = run_process({bin + fam.executable,

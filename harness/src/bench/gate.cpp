@@ -34,11 +34,9 @@ std::string slurp(const std::string& p) {
   return ss.str();
 }
 
-std::string temp_path(const char* stem) {
-  std::string t = popper::temp_path(std::string(stem) + "-XXXXXX");
-  const int fd = ::mkstemp(t.data());
-  if (fd < 0) throw Error("cannot create a temporary file");
-  ::close(fd);
+std::string temp_file(const char* stem) {
+  std::string t = popper::make_temp_file(stem);
+  if (t.empty()) throw Error("cannot create a temporary file");
   return t;
 }
 
@@ -175,7 +173,7 @@ FunctionCounts callgrind_function_ir(const std::string& text) {
 std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDescriptor& fam, const BenchKey& key,
                                          FunctionCounts* functions) {
   const std::string name = format_bench_name({fam.family, key.tier, key.shape, key.precision, key.threads});
-  const std::string out_path = temp_path("popper-callgrind"), json_path = temp_path("popper-gate-json");
+  const std::string out_path = temp_file("popper-callgrind"), json_path = temp_file("popper-gate-json");
   auto env = opt.env;
   env.emplace_back("POPPER_BENCH_ITERATIONS", std::to_string(fam.gate.iterations));
   std::vector<std::string> unset;

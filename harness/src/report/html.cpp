@@ -78,10 +78,12 @@ std::string badge(const std::string& outcome) {
 void render_summary(std::ostringstream& o, const json& cov, const std::string& source) {
   const json& t = obj(cov, "total");
   const long code = num(cov, "exit_code");
+  // The headline says the exit code and the performance claims beside it (older reports: the exit code alone).
+  const bool headline = cov.contains("headline") && cov.at("headline").is_string();
   o << "<p>From <code>" << esc(source) << "</code> (<code>popper audit</code>). Verdict: "
-    << badge(code == 0 ? "PASS" : "FAIL") << " (exit " << code << ")";
-  if (cov.contains("headline") && cov.at("headline").is_string()) o << ": " << esc(cov.at("headline").get<std::string>());
-  o << "</p>\n<table class=\"kv\">\n";
+    << badge(code == 0 ? "PASS" : "FAIL") << " "
+    << (headline ? esc(cov.at("headline").get<std::string>()) : "(exit " + std::to_string(code) + ")")
+    << "</p>\n<table class=\"kv\">\n";
   auto row = [&](const std::string& name, const std::string& value, const std::string& cls = "") {
     o << "<tr" << (cls.empty() ? "" : " class=\"" + cls + "\"") << "><th>" << esc(name) << "</th><td>" << value
       << "</td></tr>\n";
