@@ -79,5 +79,17 @@ if [ "$rc" -ne 0 ]; then
   bad "contract tests failed in the unpacked bundle"
 fi
 [ "${passed:-0}" -gt 0 ] || bad "no contract test passed"
+
+# popper peak --device finds its probe beside popper, wherever the cache is
+# (it once looked under the cache's folder: "bin/popper_peak_device not found"
+# on the first GPU run). The build's CPU peak is valid here: only the device
+# part runs, and declines without a device.
+if [ -x "$b/bin/popper_peak_device" ]; then
+  mkdir -p "$where/elsewhere"
+  if [ -f "$build/peak.json" ]; then cp "$build/peak.json" "$where/elsewhere/"; fi
+  peak_out="$(cd "$where" && env -i PATH=/usr/bin:/bin HOME="$where" bash -c '. "$1/env.sh" && popper peak --device --no-vendors --cache "$2/peak.json"' _ "$b" "$where/elsewhere" 2>&1)"
+  if grep -q 'popper_peak_device not found' <<<"$peak_out"; then bad "popper peak --device did not find bin/popper_peak_device: $(tail -1 <<<"$peak_out")"
+  else echo "bundle-check: popper peak --device found its probe ($(tail -1 <<<"$peak_out"))"; fi
+fi
 [ "$fail" -eq 0 ] && echo "bundle-check: PASS"
 exit "$fail"

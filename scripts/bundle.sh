@@ -11,7 +11,10 @@
 #                     and the CUDA driver, runtime and cuBLAS stay the machine's
 #     lib/ggml/       llama.cpp's CPU and Vulkan backend packages (dlopen'ed)
 #     share/popper/   the data they read: contracts, tests/corpus, config,
-#                     bench/<family>/family.yaml, baselines
+#                     bench/<family>/family.yaml, baselines; results/cpu-mutants.json,
+#                     this build's own mutant results (make test's audit), when
+#                     newer than its test binary: a device machine cannot take
+#                     the decline paths, so gpu-check's audit counts them from here
 #     <family>/       build artifacts read at run time (ptxas logs)
 #     env.sh          the environment (library and data paths) every run needs
 #     run.sh [OUT]    gpu-check, the audit with device evidence and mutants, the
@@ -93,6 +96,12 @@ for log in "$build"/*/*ptxas*.log; do
   if [ ! -f "$log" ]; then continue; fi
   mkdir -p "$stage/$(basename "$(dirname "$log")")" && cp "$log" "$stage/$(basename "$(dirname "$log")")/"
 done
+cpu_mutants="$build/results/audit/mutants.json"
+if [ -f "$cpu_mutants" ] && [ "$cpu_mutants" -nt "$build/bin/popper_contract_tests" ]; then
+  mkdir -p "$data/results" && cp "$cpu_mutants" "$data/results/cpu-mutants.json"
+else
+  echo "bundle: no mutant results newer than $build/bin/popper_contract_tests (run make test first): gpu-check's audit will count the decline-path mutants as not run" >&2
+fi
 cp "$src/scripts/bundle-env.sh" "$stage/env.sh"
 cp "$src/scripts/gpu-check.sh" "$stage/gpu-check.sh"
 cp "$src/scripts/bundle-run.sh" "$stage/run.sh"

@@ -104,7 +104,7 @@ int compare(const CompareArgs& a, bool precision_given) {
     // Without a device the rows are skipped with the reason; the peak is then
     // unknown too (their % of peak stays empty), never guessed.
     try {
-      bench::add_device_peak(peak, bench::cached_or_measured_device_peak(build, machine.gpu, a.refresh_peak, progress));
+      bench::add_device_peak(peak, bench::cached_or_measured_device_peak(build, build + "/bin", machine.gpu, a.refresh_peak, progress));
     } catch (const std::exception& e) {
       std::cerr << "popper bench compare --device: no device peak: " << e.what() << "\n";
     }

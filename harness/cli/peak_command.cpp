@@ -42,7 +42,8 @@ void add_peak_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-vendors", *no_vendors, "skip the ceiling vendor check (OpenBLAS core types, BLIS sub-configurations)");
   cmd->add_flag("--device", *device,
                 "also the CUDA device's ceilings: FP32 FMA, cuBLAS f32/tf32/f16/bf16 GEMM, copy and triad bandwidth "
-                "(cached in <build>/peak-device.json; exit 2 without a device, with the reason)");
+                "(cached as peak-device.json beside the --cache file, measured by the popper_peak_device beside this "
+                "popper; exit 2 without a device, with the reason)");
   cmd->add_option("--source-dir", *source_dir, "repository root (bench/gemm/family.yaml names the vendors)");
   cmd->callback([cache, refresh, json, no_vendors, device, source_dir, &exit_code] {
     try {
@@ -61,7 +62,8 @@ void add_peak_command(CLI::App& app, int& exit_code) {
       }
       if (*device) {
         const std::string build = std::filesystem::path(path).parent_path().string();
-        const auto d = bench::cached_or_measured_device_peak(build.empty() ? "." : build, machine.gpu, *refresh,
+        const auto d = bench::cached_or_measured_device_peak(build.empty() ? "." : build, default_build_dir() + "/bin",
+                                                             machine.gpu, *refresh,
                                                              [](const std::string& s) { std::cerr << s << "\n"; });
         std::cout << "\n" << bench::format_device_peak(d);
       }

@@ -84,10 +84,11 @@ DevicePeak device_peak_from_json(const std::string& text) {
   }
 }
 
-DevicePeak cached_or_measured_device_peak(const std::string& build_dir, const std::string& gpu, bool refresh,
+DevicePeak cached_or_measured_device_peak(const std::string& cache_dir, const std::string& bin_dir,
+                                          const std::string& gpu, bool refresh,
                                           const std::function<void(const std::string&)>& progress) {
   namespace fs = std::filesystem;
-  const std::string cache = build_dir + "/peak-device.json";
+  const std::string cache = cache_dir + "/peak-device.json";
   if (!refresh && fs::exists(cache)) {
     try {
       DevicePeak p = device_peak_from_json(read_file(cache));
@@ -96,7 +97,7 @@ DevicePeak cached_or_measured_device_peak(const std::string& build_dir, const st
       // a bad cache is measured again, not fatal
     }
   }
-  const std::string probe = build_dir + "/bin/popper_peak_device";
+  const std::string probe = bin_dir + "/popper_peak_device";
   if (!fs::exists(probe))
     throw Error(probe + " not found: it is built only where CUDA (nvcc) is installed");
   if (progress) progress("peak: measuring the CUDA device (FP32 FMA, cuBLAS GEMMs, copy and triad)");

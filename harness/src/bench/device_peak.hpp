@@ -30,10 +30,11 @@ DevicePeak device_peak_from_probe(const std::string& probe_json, const std::stri
 std::string device_peak_to_json(const DevicePeak& p);
 DevicePeak device_peak_from_json(const std::string& text);  // the cache's form; throws Error
 
-// The cached peak when it names this GPU and refresh is false; otherwise runs
-// <build>/bin/popper_peak_device and rewrites the cache. Throws Error (with
-// the reason) when there is no device or no probe.
-DevicePeak cached_or_measured_device_peak(const std::string& build_dir, const std::string& gpu, bool refresh,
+// The cached peak (<cache_dir>/peak-device.json) when it names this GPU and
+// refresh is false; otherwise runs <bin_dir>/popper_peak_device and rewrites
+// the cache. Throws Error (with the reason) when there is no device or no probe.
+DevicePeak cached_or_measured_device_peak(const std::string& cache_dir, const std::string& bin_dir,
+                                          const std::string& gpu, bool refresh,
                                           const std::function<void(const std::string&)>& progress = {});
 
 // The denominator of a GPU row's efficiency: kind f32 -> the FP32 FMA rate,

@@ -10,8 +10,8 @@
 // dimension, kept in that orientation (so no transposing copy: the fragment
 // layout, row- or column-major, follows the operand), with cp.async in two
 // stages (the next tile in flight during the current tile's MMAs) when the
-// host allows 16-byte reads, else 8 guarded scalar loads a chunk. Ragged
-// edges are zero-filled (cp.async src-size) and never written. The epilogue
+// host allows 16-byte reads and the chunk is whole, else 8 guarded scalar
+// loads a chunk. Ragged edges are zero-filled and never written. The epilogue
 // stages each accumulator through a per-warp 16 x 16 scratch in the freed
 // shared memory and writes alpha acc + beta C (C not read when beta == 0).
 #include <cuda_bf16.h>
@@ -90,7 +90,10 @@ struct TileCopier {
       const int chunk = tid + t * THREADS;
       u16* d = stage + (chunk / CHUNKS) * LD + (chunk % CHUNKS) * 8;
       const int valid = outer_left[t] > 0 && inner_left[t] > 0 ? min(inner_left[t], 8) : 0;
-      if (vector) cp_async16(d, valid > 0 ? x + offset[t] : x, 2 * valid);
+      // A chunk cut by an edge goes the guarded way even when 16-byte reads
+      // are allowed: cp.async's 16-byte window would reach past the operand's
+      // last element (compute-sanitizer's memcheck flagged it on sm_90).
+      if (vector && valid == 8) cp_async16(d, x + offset[t], 16);
       else copy_guarded(d, x + offset[t], INNER_C ? cs : rs, valid);
     }
   }
