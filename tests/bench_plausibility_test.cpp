@@ -151,10 +151,14 @@ TEST(BenchPlausibility, BestRowSkipsAnInvalidRow) {
   pb::BenchTable t;
   t.rows = {with_cv("openblas:Zen", 2, 1.0, 0.03), with_cv("blis:zen3", 2, 1.1, 0.02), with_cv("blis:generic", 2, 1.2, 0.04),
             with_cv("ggml-cpu:avx2", 2, 0.5, 0.6)};
-  EXPECT_EQ(pb::best_row(t, "ceiling", kShape, "q4k", 2)->key.backend, "ggml-cpu:avx2") << "unmarked";
+  const pb::BenchRow* best = pb::best_row(t, "ceiling", kShape, "q4k", 2);
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->key.backend, "ggml-cpu:avx2") << "unmarked";
   pb::mark_invalid_ceilings(t);
   EXPECT_FALSE(t.rows[3].valid());
-  EXPECT_EQ(pb::best_row(t, "ceiling", kShape, "q4k", 2)->key.backend, "openblas:Zen");
+  best = pb::best_row(t, "ceiling", kShape, "q4k", 2);
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->key.backend, "openblas:Zen");
   // The wrapped tier of the invalid configuration gets no FFI figure from it, nor from another configuration.
   EXPECT_EQ(pb::matching_row(t, "ceiling", kShape, "q4k", 2, "ggml-cpu:avx2"), nullptr);
 }
