@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "bench/interval.hpp"
+#include "bench/plausibility.hpp"
 #include "bench/stats.hpp"
 #include "bench/vendors.hpp"
 
@@ -73,7 +74,8 @@ std::map<std::string, double> ceiling_medians(const BenchTable& t) {
     if (it == best.end() || m < it->second) best[id] = m;
   };
   for (const auto& r : t.rows) {
-    if (r.key.tier != "ceiling" || r.samples.empty() || r.unit != kUnitSeconds) continue;
+    // An implausible ceiling (plausibility.hpp) normalizes nothing.
+    if (r.key.tier != "ceiling" || r.samples.empty() || r.unit != kUnitSeconds || !r.valid()) continue;
     const std::string g = group_of(r.key);
     keep(g, r.median());
     std::map<int, std::vector<double>> per;
@@ -110,9 +112,9 @@ std::optional<Drift> ceiling_drift(const BenchTable& baseline, const BenchTable&
   std::vector<double> logs;
   const BenchRow *last_base = nullptr, *last_cur = nullptr;  // the pair that decides when it is the only one
   for (const auto& b : baseline.rows) {
-    if (b.key.tier != "ceiling" || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0) continue;
+    if (b.key.tier != "ceiling" || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0 || !b.valid()) continue;
     for (const auto& c : current.rows)
-      if (c.key == b.key && c.unit == b.unit && !c.samples.empty() && c.median() > 0) {
+      if (c.key == b.key && c.unit == b.unit && !c.samples.empty() && c.median() > 0 && c.valid()) {
         logs.push_back(std::log(quantile(c.samples, t.quantile) / quantile(b.samples, t.quantile)));
         last_base = &b;
         last_cur = &c;
@@ -393,6 +395,7 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
             c.samples.push_back(m.samples[i]);
             c.trials.push_back(m.trial_of(i));
           }
+    mark_invalid_ceilings(cur_table);  // the new samples may make a ceiling plausible, or not
   }
   return report;
 }

@@ -24,7 +24,8 @@ bool holds(double v, const std::string& op, double threshold) {
   return false;
 }
 
-bool verified(const BenchRow& r) { return r.verdict.rfind("verified", 0) == 0; }
+// Verified, and not an implausible ceiling (plausibility.hpp): no claim is judged from one.
+bool verified(const BenchRow& r) { return r.verdict.rfind("verified", 0) == 0 && r.valid(); }
 
 // The best verified row of a tier for a group (lowest median), optionally on a
 // backend (that one when present), or only among backends starting with `prefix`.
@@ -112,7 +113,13 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               p = kind.empty() ? 0 : row_peak(*peak, kind, th, num->work_per_iter, num->bytes_per_iter);
             }
             if (!num || (ratio && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
-              missing.push_back(g.name());
+              // Say when the row that would have been used is an implausible ceiling.
+              std::string why;
+              for (const auto& r : table.rows)
+                if (!r.valid() && r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
+                    (r.key.tier == claim.numerator || r.key.tier == claim.denominator) && why.empty())
+                  why = " (" + r.key.backend + " invalid: " + r.invalid_reason + ")";
+              missing.push_back(g.name() + why);
               continue;
             }
             // value = scale / interval(time ratio) or scale * interval(time ratio).

@@ -40,6 +40,9 @@ struct CompareOptions {
   // "blis:zen"), unscreened: re-measuring rows a table already holds.
   std::vector<std::string> ceiling_backends;
   bool require_device = false;  // a ceiling that declines ("# skipped: ...") fails the run
+  // Implausible ceiling rows (plausibility.hpp) are measured once more before
+  // they are marked invalid; false in that re-measuring run itself.
+  bool remeasure_implausible = true;
   std::function<void(const std::string&)> progress;
 };
 
@@ -58,6 +61,11 @@ std::vector<std::string> select_shapes(const std::vector<std::string>& spec, con
 std::vector<std::pair<std::string, std::string>> run_metadata(const MachineInfo& m, const std::string& source_dir,
                                                               const std::string& build_dir, const PeakResult* peak);
 
+// The table's ceiling rows are marked valid or invalid (plausibility.hpp): an
+// implausible one is measured again first, in as many trials as the run had,
+// numbered after them; the new samples replace the row's (mixed in, the
+// disturbed ones would keep its median where it was), and the first reason is
+// recorded in the `ceiling_remeasured` metadata. Still implausible: invalid.
 BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, const MachineInfo& machine,
                        const PeakResult* peak);
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench/plausibility.hpp"
 #include "bench/stats.hpp"
 
 namespace popper::bench {
@@ -324,6 +325,8 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
   if (end_rows != table.rows.size())
     fail(file, lineno,
          "trailer says rows=" + std::to_string(end_rows) + " but the file holds " + std::to_string(table.rows.size()));
+  // Which ceilings are invalid follows from the rows (a merged or older file too).
+  mark_invalid_ceilings(table);
   return table;
 }
 

@@ -48,11 +48,16 @@ struct BenchRow {
   double bytes_per_iter = 0;
   double pct_of_peak = -1;          // < 0: not applicable / peak unknown
   std::string verdict = "not_verified";
+  // Non-empty: an implausible ceiling row (plausibility.hpp), never the operand
+  // of a ratio. Not a CSV column: recomputed from the rows when a table is
+  // read, and listed in its `invalid_ceilings` metadata.
+  std::string invalid_reason;
 
   // Derived from samples (what the CSV stores alongside them).
   double median() const;
   int trial_of(std::size_t sample) const { return sample < trials.size() ? trials[sample] : 0; }
   double throughput() const;        // work_per_iter / median seconds; 0 for instruction rows
+  bool valid() const { return invalid_reason.empty(); }
 };
 
 // Environment variables, in order: what a run's processes ran under.

@@ -7,6 +7,7 @@
 #include "bench/gate.hpp"
 #include "bench/ingest.hpp"
 #include "bench/machine.hpp"
+#include "bench/plausibility.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -24,6 +25,8 @@ Duet alternate(int trials, const std::function<BenchTable(bool current, int tria
       merge_rows(into.rows, one.rows);
     }
   }
+  mark_invalid_ceilings(d.current);
+  mark_invalid_ceilings(d.base);
   return d;
 }
 

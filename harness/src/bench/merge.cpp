@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/plausibility.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -71,6 +72,7 @@ BenchTable merge_tables(const std::vector<std::pair<std::string, BenchTable>>& i
                              t.meta("fingerprint").value_or("?"), t.meta("commit").value_or("?"), t.rows.size()));
   }
   if (mixed) out.set_meta("fingerprint", "mixed");
+  mark_invalid_ceilings(out);  // over every input's rows (the first's invalid_ceilings list covered only its own)
   return out;
 }
 

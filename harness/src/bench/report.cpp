@@ -51,7 +51,7 @@ const BenchRow* best_row(const BenchTable& t, const std::string& tier, const std
   const BenchRow* best = nullptr;
   for (const auto& r : t.rows) {
     if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
-        r.samples.empty() || r.unit != kUnitSeconds)
+        r.samples.empty() || r.unit != kUnitSeconds || !r.valid())
       continue;
     if (!best || r.median() < best->median()) best = &r;
   }
@@ -63,7 +63,9 @@ const BenchRow* matching_row(const BenchTable& t, const std::string& tier, const
   for (const auto& r : t.rows)
     if (r.key.tier == tier && r.key.shape == shape && r.key.precision == precision && r.key.threads == threads &&
         r.key.backend == backend && !r.samples.empty() && r.unit == kUnitSeconds)
-      return &r;
+      // An invalid row of that configuration: no figure, rather than another
+      // configuration's passed off as this one's (FFI overhead would mix both).
+      return r.valid() ? &r : nullptr;
   return best_row(t, tier, shape, precision, threads);
 }
 
@@ -181,6 +183,10 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       f.ceiling = best_row(t, "ceiling", shape, g.precision, g.threads);
       f.wrapped = best_row(t, "wrapped", shape, g.precision, g.threads);
       f.hand = best_row(t, "hand", shape, g.precision, g.threads);
+      for (const auto& r : t.rows)
+        if (!r.valid() && r.key.tier == "ceiling" && r.key.shape == shape && r.key.precision == g.precision &&
+            r.key.threads == g.threads)
+          f.invalid_ceilings.push_back(&r);
       if (!f.ceiling && !f.wrapped && !f.hand) {
         // A row may exist without samples (incorrect): still show it.
         bool any = false;
@@ -260,6 +266,15 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
       for (const auto& w : warnings) out << "> **" << w << "**\n>\n";
     }
   }
+  // Every row, not the metadata: a table built in memory shows them too.
+  bool any_invalid = false;
+  for (const auto& r : t.rows)
+    if (!r.valid()) {
+      if (!any_invalid) out << "\n## Invalid ceiling rows\n\nImplausible against the same vendor's other rows "
+                               "(plausibility.hpp); left out of every ratio:\n\n";
+      out << "- " << r.key.to_string() << ": invalid: " << r.invalid_reason << "\n";
+      any_invalid = true;
+    }
   const bool roof = parse_peaks(t).ok;
   out << "\nCeiling = the best ceiling run over every vendor configuration (raw C), its winner in brackets. "
          "hand ÷ ceiling and wrapped ÷ ceiling are throughput ratios against that best ceiling (> 1: faster than "
@@ -279,7 +294,11 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
     out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n";
     for (const auto& f : g.shapes) {
       auto tput = [&](const BenchRow* r) { return r ? num(r->throughput() * scale.factor, "%.2f") : std::string("—"); };
-      out << "| " << f.shape << " | " << tput(f.ceiling) << (f.ceiling ? " (" + f.ceiling->key.backend + ")" : "") << " | "
+      std::string ceiling_cell = tput(f.ceiling) + (f.ceiling ? " (" + f.ceiling->key.backend + ")" : "");
+      if (!f.invalid_ceilings.empty())
+        ceiling_cell += f.ceiling ? " [" + std::to_string(f.invalid_ceilings.size()) + " invalid, left out]"
+                                  : " [invalid: " + f.invalid_ceilings.front()->invalid_reason + "]";
+      out << "| " << f.shape << " | " << ceiling_cell << " | "
           << tput(f.wrapped) << " | " << tput(f.hand) << " | " << num(f.hand_vs_ceiling, "%.3f×") << " | "
           << num(f.ffi, "%.3f×") << " | " << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f) << " | "
           << num(f.hand_pct_of_bound, "%.1f%%") << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | "
@@ -312,9 +331,11 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
       if (r.key.tier != "ceiling" || r.samples.empty()) continue;
       const double cvv = coefficient_of_variation(r.samples);
       const BenchRow* best = best_row(t, "ceiling", r.key.shape, r.key.precision, r.key.threads);
+      // An invalid row keeps its measurement on show, but no ratio is taken from it.
       out << "| " << r.key.shape << " | " << r.key.precision << " | " << r.key.threads << " | " << r.key.backend
           << (best == &r ? " **best**" : "") << " | " << num(r.throughput() * scale.factor, "%.2f") << " | "
-          << num(best ? best->median() / r.median() : std::nan(""), "%.3f") << " | " << num(r.median(), "%.4g")
+          << (r.valid() ? num(best ? best->median() / r.median() : std::nan(""), "%.3f") : "invalid: " + r.invalid_reason)
+          << " | " << num(r.median(), "%.4g")
           << " | " << num(cvv * 100, "%.1f%%") << " |\n";
     }
   }

@@ -26,12 +26,14 @@
 namespace popper::bench {
 
 // Picks the row of `tier` for (shape, precision, threads) with the lowest
-// median among those with samples; nullptr when none.
+// median among the valid ones with samples (an invalid ceiling, plausibility.hpp,
+// is never best); nullptr when none.
 const BenchRow* best_row(const BenchTable& t, const std::string& tier, const std::string& shape,
                          const std::string& precision, int threads);
 
 // The `tier` row with the given backend when there is one (so wrapped/ceiling
-// compares the same OpenBLAS core: FFI overhead, not core choice), else best_row.
+// compares the same OpenBLAS core: FFI overhead, not core choice): nullptr
+// when that row is invalid; else best_row.
 const BenchRow* matching_row(const BenchTable& t, const std::string& tier, const std::string& shape,
                              const std::string& precision, int threads, const std::string& backend);
 
@@ -54,6 +56,7 @@ struct ShapeFigures {
   const BenchRow* ceiling = nullptr;  // the best ceiling configuration; nullptr: no ceiling row with samples
   const BenchRow* wrapped = nullptr;  // the best wrapped row
   const BenchRow* hand = nullptr;     // the best hand row
+  std::vector<const BenchRow*> invalid_ceilings;  // ceiling rows left out as implausible (plausibility.hpp)
   double hand_vs_ceiling;             // median time(best ceiling) / median time(hand)
   double ffi;                         // median time(wrapped) / median time(ceiling of the same configuration)
   double wrapped_vs_ceiling;          // median time(best ceiling) / median time(wrapped)

@@ -231,7 +231,7 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
   o << "<details open class=\"family\"><summary><b>" << esc(b.family) << "</b> <small>bench-" << esc(b.family)
     << ".csv</small></summary>\n<table class=\"kv\">";
   auto meta = bench::report_metadata(t);
-  for (const char* k : {"ceiling_vendors", "ceiling_not_run", "vendor_warnings"})
+  for (const char* k : {"ceiling_vendors", "ceiling_not_run", "vendor_warnings", "invalid_ceilings"})
     if (auto v = t.meta(k)) meta.emplace_back(k, *v);
   for (const auto& [k, v] : meta) o << "<tr><th>" << esc(k) << "</th><td>" << esc(v) << "</td></tr>";
   o << "</table>\n";
@@ -247,7 +247,13 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
     for (const auto& f : g.shapes) {
       auto tput = [&](const bench::BenchRow* r) { return r ? bench::figure(r->throughput() * scale.factor, "%.2f") : std::string("—"); };
       o << "<tr><td>" << esc(f.shape) << "</td><td>" << tput(f.ceiling)
-        << (f.ceiling ? " <small>" + esc(f.ceiling->key.backend) + "</small>" : "") << "</td><td>" << tput(f.wrapped)
+        << (f.ceiling ? " <small>" + esc(f.ceiling->key.backend) + "</small>" : "")
+        << (f.invalid_ceilings.empty() ? std::string()
+                                       : " <small>(left out: " + esc(f.invalid_ceilings.front()->key.backend) +
+                                             " invalid: " + esc(f.invalid_ceilings.front()->invalid_reason) +
+                                             (f.invalid_ceilings.size() > 1 ? " and " + std::to_string(f.invalid_ceilings.size() - 1) + " more" : "") +
+                                             ")</small>")
+        << "</td><td>" << tput(f.wrapped)
         << "</td><td>" << tput(f.hand) << "</td><td><b>" << bench::figure(f.hand_vs_ceiling, "%.3f×") << "</b></td><td>"
         << bench::figure(f.hand_pct_of_peak, "%.1f%%") << "</td><td>" << esc(bench::bound_cell(f)) << "</td><td>"
         << bench::figure(f.hand_pct_of_bound, "%.1f%%") << "</td><td>" << bench::figure(f.ceiling_pct_of_bound, "%.1f%%")

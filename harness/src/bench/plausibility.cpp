@@ -1,0 +1,81 @@
+// The plausibility rule of ceiling rows (plausibility.hpp).
+#include "bench/plausibility.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "bench/stats.hpp"
+
+namespace popper::bench {
+namespace {
+
+bool timed_ceiling(const BenchRow& r) {
+  return r.key.tier == "ceiling" && r.unit == kUnitSeconds && !r.samples.empty() && r.median() > 0;
+}
+
+// Same family, shape, precision and cache mode: rows that measure the same work.
+bool same_work(const BenchKey& a, const BenchKey& b) {
+  return a.family == b.family && a.shape == b.shape && a.precision == b.precision && a.cache_mode == b.cache_mode;
+}
+
+std::string scaling_reason(const BenchTable& t, const BenchRow& r, const PlausibilityRule& rule) {
+  const BenchRow* worst = nullptr;
+  double worst_ratio = 0;
+  for (const auto& q : t.rows) {
+    if (!timed_ceiling(q) || q.key.backend != r.key.backend || !same_work(q.key, r.key) || q.key.threads >= r.key.threads)
+      continue;
+    const double ratio = q.median() / r.median();  // throughput(R) / throughput(Q)
+    if (ratio < rule.min_scaling && (!worst || ratio < worst_ratio)) worst = &q, worst_ratio = ratio;
+  }
+  if (!worst) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%d threads at %.3g× its %d-thread throughput (below %.3g×)", r.key.threads, worst_ratio,
+                worst->key.threads, rule.min_scaling);
+  return buf;
+}
+
+std::string scatter_reason(const BenchTable& t, const BenchRow& r, const PlausibilityRule& rule) {
+  if (r.samples.size() < 2) return "";
+  std::vector<double> others;
+  for (const auto& q : t.rows)
+    if (&q != &r && timed_ceiling(q) && q.samples.size() > 1 && same_work(q.key, r.key) && q.key.threads == r.key.threads)
+      others.push_back(coefficient_of_variation(q.samples));
+  if (others.empty()) return "";
+  const double cv = coefficient_of_variation(r.samples), usual = median(others);
+  if (cv <= rule.cv_floor || cv <= rule.cv_factor * usual) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "cv %.1f%% against a median %.1f%% of the %zu other ceiling rows of its shape and threads",
+                100 * cv, 100 * usual, others.size());
+  return buf;
+}
+
+}  // namespace
+
+std::vector<ImplausibleRow> implausible_ceilings(const BenchTable& t, const PlausibilityRule& rule) {
+  std::vector<ImplausibleRow> out;
+  for (const auto& r : t.rows) {
+    if (!timed_ceiling(r)) continue;
+    std::string reason = scaling_reason(t, r, rule);
+    const std::string scatter = scatter_reason(t, r, rule);
+    if (!scatter.empty()) reason += (reason.empty() ? "" : "; ") + scatter;
+    if (!reason.empty()) out.push_back({r.key, reason});
+  }
+  return out;
+}
+
+void mark_invalid_ceilings(BenchTable& t, const PlausibilityRule& rule) {
+  const auto bad = implausible_ceilings(t, rule);
+  std::vector<std::string> listed;
+  for (auto& r : t.rows) {
+    r.invalid_reason.clear();
+    for (const auto& b : bad)
+      if (b.key == r.key) {
+        r.invalid_reason = b.reason;
+        listed.push_back(r.key.to_string() + ": " + b.reason);
+      }
+  }
+  if (listed.empty()) std::erase_if(t.metadata, [](const auto& kv) { return kv.first == "invalid_ceilings"; });
+  else t.set_meta_list("invalid_ceilings", listed);
+}
+
+}  // namespace popper::bench

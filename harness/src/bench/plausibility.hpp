@@ -1,0 +1,53 @@
+// Which ceiling rows are implausible, decided from the rows alone (never from
+// the machine): a ceiling that ran broken (a vendor library fighting another
+// process for cores, a thread pool that spins) must not become the "best
+// ceiling" every ratio is taken against (issue 40: ggml at 2 threads ran at
+// 4.7 GFLOP/s against 80-85 at 1 thread, and hand ÷ ceiling read 23.56×).
+//
+// A ceiling row R (unit seconds, with samples) is implausible when
+//
+//   scaling:  some ceiling row Q of the same family, backend (vendor
+//             configuration), shape, precision and cache mode at FEWER threads
+//             has  median(Q) / median(R) < min_scaling  (default 0.5): with
+//             more threads R ran at less than half Q's throughput (same work
+//             per iteration, so the time ratio is the throughput ratio); or
+//
+//   scatter:  cv(R) > cv_floor (default 0.25) and
+//             cv(R) > cv_factor (default 4) × median cv of the OTHER ceiling
+//             rows of the same family, shape, precision, threads and cache mode
+//             (other backends; each with at least two samples; none: no test).
+//
+// cv = stddev / mean of the samples (stats.hpp). An implausible row keeps its
+// samples and is marked with the reason (BenchRow::invalid_reason); every
+// ratio skips it (report.hpp best_row, claims.cpp, check.cpp) and the reports
+// show it as "invalid: <reason>". `bench compare` measures such a row once more
+// before the mark stands (compare.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "bench/csv.hpp"
+
+namespace popper::bench {
+
+struct PlausibilityRule {
+  double min_scaling = 0.5;  // more threads may be slower, but not below this fraction of fewer threads' throughput
+  double cv_floor = 0.25;    // a cv at or below this is never implausible, however quiet the neighbours
+  double cv_factor = 4.0;    // ... nor one at or below this multiple of the neighbours' median cv
+};
+
+struct ImplausibleRow {
+  BenchKey key;
+  std::string reason;  // "2 threads at 0.057× its 1-thread throughput"; no ',' or '|'
+};
+
+// Every implausible ceiling row of `t` under `rule`, in row order.
+std::vector<ImplausibleRow> implausible_ceilings(const BenchTable& t, const PlausibilityRule& rule = {});
+
+// Sets invalid_reason on exactly the implausible ceiling rows (clears it on the
+// others) and lists them in the `invalid_ceilings` metadata ("<key>: <reason>"),
+// removed when there are none. Rows change (re-measuring, merging, loading),
+// so the mark is recomputed from them rather than stored: it cannot go stale.
+void mark_invalid_ceilings(BenchTable& t, const PlausibilityRule& rule = {});
+
+}  // namespace popper::bench
