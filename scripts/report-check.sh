@@ -6,8 +6,10 @@
 #   scripts/report-check.sh POPPER WORKDIR   self-test: POPPER builds pages from
 #       tests/corpus/report (every outcome, hostile strings) and a git history of
 #       baseline CSVs made in WORKDIR; they must pass; inputs that are missing or
-#       malformed must give a page that says so or exit 2 without a file; and seven
-#       broken pages must each be rejected for their own fault.
+#       malformed must give a page that says so or exit 2 without a file; the
+#       bench chart, also as a standalone SVG, must pass; and nine broken pages
+#       (two of them broken charts) must each be rejected for their own fault.
+#   --page also checks the bench-*.svg files beside the page.
 #
 # A page fails when
 #   - Chromium logs any console message: the report logs nothing, so any message
@@ -24,7 +26,13 @@
 #     (--log-net-log) lists each request with the page's network isolation key
 #     (file://...); host resolution is disabled (--host-resolver-rules), so nothing
 #     leaves the machine;
-#   - in the self-test, markup from an input reached the DOM as markup.
+#   - in the self-test, markup from an input reached the DOM as markup;
+#   - a chart of the page (each <svg>), or a bench-*.svg beside it, has a <text>
+#     whose box reaches outside the SVG's canvas, or two value labels (<text
+#     class="value">, the bars' figures) whose boxes intersect: each SVG is put
+#     alone on a page with an inline script that measures every <text>'s
+#     getBoundingClientRect() in Chromium (real fonts, transforms applied) and
+#     writes its findings into <pre id="geometry">, read back from --dump-dom.
 # Before any page, a probe page that logs one console message must be caught, so
 # a Chromium that stopped reporting console messages fails the check instead of
 # passing everything.
@@ -59,6 +67,59 @@ outside_refs() {
     sort -u | head -5
 }
 
+# The script of a geometry page (the charts of one page, each alone in its
+# <div>): one line per fault ("outside: ..." or "overlap: ..."), then
+# "measured: N charts, N texts, M value labels", so a page whose script did not
+# run has no such line and fails. A box may pass the canvas or meet another by
+# half a pixel (anti-aliasing, rounding), no more.
+GEOMETRY_JS='
+const out = [], slack = 0.5;
+const show = (b) => "[" + [b.left, b.top, b.right, b.bottom].map((v) => v.toFixed(1)).join(", ") + "]";
+const what = (t) => JSON.stringify(t.textContent.slice(0, 60));
+const charts = [...document.querySelectorAll("svg")].filter((svg) => !svg.parentElement.closest("svg"));
+let texts = 0, labels = 0;
+charts.forEach((svg, k) => {
+  const chart = "chart " + (k + 1) + ": ", canvas = svg.getBoundingClientRect();
+  const boxes = [...svg.querySelectorAll("text")].map((t) => [t, t.getBoundingClientRect()])
+    .filter(([, b]) => b.width > 0 || b.height > 0);
+  for (const [t, b] of boxes)
+    if (b.left < canvas.left - slack || b.top < canvas.top - slack || b.right > canvas.right + slack ||
+        b.bottom > canvas.bottom + slack)
+      out.push("outside: " + chart + what(t) + " at " + show(b) + ", canvas " + show(canvas));
+  const values = boxes.filter(([t]) => t.classList.contains("value"));
+  for (let i = 0; i < values.length; ++i)
+    for (let j = i + 1; j < values.length; ++j) {
+      const [s, a] = values[i], [t, b] = values[j];
+      const across = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const down = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (across > slack && down > slack)
+        out.push("overlap: " + chart + what(s) + " at " + show(a) + " and " + what(t) + " at " + show(b));
+    }
+  texts += boxes.length;
+  labels += values.length;
+});
+out.push("measured: " + charts.length + " charts, " + texts + " texts, " + labels + " value labels");
+document.getElementById("geometry").textContent = out.join("\n");
+'
+
+# chart_geometry FILE DIR: prints one line per fault of the text geometry (see
+# GEOMETRY_JS) of every <svg>...</svg> in FILE (a page or a standalone SVG),
+# nothing when there is none; the findings go to DIR/geometry.txt.
+chart_geometry() {
+  local file="$1" dir="$2"
+  mkdir -p "$dir"
+  { printf '<!DOCTYPE html><html><head><meta charset="utf-8"><style>body{margin:0}</style></head><body>\n'
+    perl -0777 -ne 'print "<div>$1</div>\n" while /(<svg\b.*?<\/svg>)/gs' "$file"  # the charts are not nested
+    printf '<pre id="geometry"></pre><script>%s</script></body></html>\n' "$GEOMETRY_JS"; } > "$dir/geometry.html"
+  load "$dir/geometry.html" "$dir/load" || { echo "chromium failed on the geometry page of $file"; return; }
+  perl -0777 -ne 'print $1 if /<pre id="geometry">(.*?)<\/pre>/s' "$dir/load/dom.html" |
+    sed 's/&lt;/</g; s/&gt;/>/g; s/&quot;/"/g; s/&amp;/\&/g' > "$dir/geometry.txt"
+  grep -q '^measured: ' "$dir/geometry.txt" || echo "the geometry script did not run on the charts of $file (no 'measured:' line)"
+  grep -E '^(outside|overlap): ' "$dir/geometry.txt" | head -5 |
+    sed -E 's#^outside: #chart text outside its canvas: #; s#^overlap: #value labels overlap: #'
+  console_lines "$dir/load/chromium.log" | head -2 | sed 's/^/console output on the geometry page: /'
+}
+
 # check_page PAGE DIR [MARKUP...]: prints ok or FAIL with one line per fault; returns 0 or 1.
 # MARKUP: strings that must not appear in the DOM (an input's markup that was not escaped).
 check_page() {
@@ -83,12 +144,26 @@ check_page() {
   for m in "$@"; do
     grep -aqF -- "$m" "$dir/dom.html" && why+=("markup from an input reached the DOM unescaped: $m")
   done
+  local fault
+  while IFS= read -r fault; do why+=("$fault"); done < <(chart_geometry "$page" "$dir/geometry")
   if [ ${#why[@]} -gt 0 ]; then
     printf 'report-check: %s: FAIL\n' "$page"
     printf '  - %s\n' "${why[@]}"
     return 1
   fi
-  printf 'report-check: %s: ok (%s sections, no console output, nothing outside the page, no request)\n' "$page" "${#SECTIONS[@]}"
+  printf 'report-check: %s: ok (%s sections, no console output, nothing outside the page, no request, charts: text inside, value labels apart; %s)\n' \
+    "$page" "${#SECTIONS[@]}" "$(grep '^measured: ' "$dir/geometry/geometry.txt")"
+}
+
+# check_svg SVG DIR: a standalone chart (reports/bench-<family>.svg): its text geometry. Returns 0 or 1.
+check_svg() {
+  local faults; faults="$(chart_geometry "$1" "$2")"
+  if [ -n "$faults" ]; then
+    printf 'report-check: %s: FAIL\n' "$1"
+    printf '%s\n' "$faults" | sed 's/^/  - /'
+    return 1
+  fi
+  printf 'report-check: %s: ok (%s)\n' "$1" "$(grep '^measured: ' "$2/geometry.txt")"
 }
 
 # The probe: a console message must be seen, else this Chromium cannot be checked with.
@@ -115,6 +190,13 @@ if [ "${1:-}" = "--page" ]; then
   [ -f "$2" ] || { echo "report-check: no page '$2' (make report writes reports/index.html)" >&2; exit 1; }
   tmp="$(mktemp -d)"
   probe "$tmp" && check_page "$2" "$tmp/page"; rc=$?
+  # The standalone charts beside the page (popper bench compare writes them).
+  if [ $rc -ne 1 ]; then
+    for svg in "$(dirname "$2")"/bench-*.svg; do
+      [ -e "$svg" ] || continue
+      check_svg "$svg" "$tmp/$(basename "$svg" .svg)" || rc=1
+    done
+  fi
   rm -rf "$tmp"
   exit $rc
 fi
@@ -151,6 +233,13 @@ mkdir -p "$work/reports" && cp "$corpus/coverage.json" "$corpus/bench-arrow.csv"
 page="$work/index.html"
 check_page "$page" "$work/load-fixture" \
   '<script>console.log("injected' '<img src="x"' '<img src=x' '<b>bold?</b>' '<i>down</i>' || fail=1
+# The chart's geometry was measured: the bench chart's value labels were there to compare.
+grep -qE '^measured: [1-9][0-9]* charts, [1-9][0-9]* texts, [1-9][0-9]* value labels' "$work/load-fixture/geometry/geometry.txt" ||
+  bad "the fixture page's charts were not measured, or had no value labels: $(cat "$work/load-fixture/geometry/geometry.txt")"
+# The bench chart as popper bench compare writes it, a standalone SVG, passes too.
+perl -0777 -ne 'print $1 if /<div class="chart">(<svg\b.*?<\/svg>)/s' "$page" > "$work/bench-arrow.svg"
+[ -s "$work/bench-arrow.svg" ] || bad "no bench chart on the fixture page"
+check_svg "$work/bench-arrow.svg" "$work/load-bench-svg" || fail=1
 # The hostile strings are on the page, as text.
 grep -qF '&lt;script&gt;console.log("injected-marker")&lt;/script&gt; &amp;' "$work/load-fixture/dom.html" ||
   bad "the failure reason with <script> and & is not shown as text"
@@ -208,15 +297,24 @@ mk broken-relative 's#<h1>popper report</h1>#<h1>popper report</h1><img src="log
 mk broken-css      's#</style>#body{background:url(https://example.invalid/bg.png)}</style>#'
 mk broken-request  "s#<script>#<script>new Image().src = 'https:' + '//example.invalid/pixel.png';#"
 mk broken-unescaped 's#&lt;script&gt;#<script>#g; s#&lt;/script&gt;#</script>#g; s#&quot;#"#g'
+# The bench chart's two old faults: a title centred on a point near the left edge
+# (it started off the canvas), and value labels lying flat with five-character
+# figures (114.5 over bars 18 px apart: they overlapped).
+mk broken-chart-title 's#<text x="10" y="24" font-size="16"#<text x="10" y="24" text-anchor="middle" font-size="16"#'
+mk broken-chart-labels 's#\(class="value"[^>]*\) rotate(-90)\("[^>]*>\)[^<]*<#\1\2114.5<#g'
 for spec in 'broken-script:console output:' 'broken-section:section #history missing' \
             'broken-external:references outside the page:' 'broken-relative:references outside the page:' \
             'broken-css:references outside the page:' 'broken-request:the page requested over the network:' \
-            'broken-unescaped:markup from an input reached the DOM'; do
+            'broken-unescaped:markup from an input reached the DOM' \
+            'broken-chart-title:chart text outside its canvas:' 'broken-chart-labels:value labels overlap:'; do
   name="${spec%%:*}" expect="${spec#*:}"
   if check_page "$work/$name.html" "$work/load-$name" '<script>console.log("injected' > "$work/$name.log"; then
     bad "$name.html was NOT rejected: the check cannot fail"
   elif ! grep -qF -- "  - $expect" "$work/$name.log"; then
     bad "$name.html was rejected, but not for '$expect': $(grep '  - ' "$work/$name.log" | paste -sd ' ')"
+  elif [[ $name == broken-chart-* ]] && grep -vF -- "  - $expect" "$work/$name.log" | grep -q '^  - '; then
+    # A chart fixture changes one thing of the chart: any other fault is the check's own.
+    bad "$name.html was rejected for more than its own fault: $(grep '  - ' "$work/$name.log" | grep -vF -- "$expect" | paste -sd ' ')"
   else
     echo "report-check: $name.html rejected as it must be: $(grep -F -- "  - $expect" "$work/$name.log" | head -1 | cut -c5-200)"
   fi

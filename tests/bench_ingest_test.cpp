@@ -1,5 +1,7 @@
 // Producer output ingestion, family descriptors, claims, reports, callgrind parsing.
+#include <cmath>
 #include <cstdio>
+#include <regex>
 #include <gtest/gtest.h>
 
 #include "bench/claims.hpp"
@@ -254,6 +256,99 @@ TEST(BenchReport, MarkdownAndSvgShowTiersAndPeak) {
     return y_low - y_high;
   };
   EXPECT_GT(bar_length(0.2), 10 * bar_length(0.005));
+}
+
+// The numbers of the SVG's <text class="`cls`"> elements, in document order.
+std::vector<double> numbers_of_class(const std::string& svg, const std::string& cls) {
+  std::vector<double> out;
+  const std::regex text("<text class=\"" + cls + "\"[^>]*>([^<]*)<");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator(); ++it)
+    out.push_back(std::stod((*it)[1].str()));
+  return out;
+}
+
+TEST(BenchReport, AxisTicksAreNiceStepsUpToTheMaxRoundedUp) {
+  const std::vector<double> expected = {0, 25, 50, 75, 100, 125, 150};
+  const auto ticks = pb::axis_ticks(129.4);
+  ASSERT_EQ(ticks.size(), expected.size());
+  for (std::size_t i = 0; i < ticks.size(); ++i) EXPECT_NEAR(ticks[i], expected[i], 1e-9);
+  // Over many maxima: 0 first, a step of 1, 2, 2.5 or 5 x 10^k, at most 6
+  // intervals, the last tick the first multiple of the step at or above the max.
+  for (const double max : {0.037, 0.9, 1.0, 7.0, 26.0, 103.0, 114.5, 129.4, 999.0, 1e6 + 1}) {
+    const auto t = pb::axis_ticks(max);
+    ASSERT_GE(t.size(), 2u) << max;
+    EXPECT_EQ(t.front(), 0.0);
+    const double step = t[1] - t[0];
+    const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+    EXPECT_TRUE(std::fabs(mantissa - 1) < 1e-6 || std::fabs(mantissa - 2) < 1e-6 || std::fabs(mantissa - 2.5) < 1e-6 ||
+                std::fabs(mantissa - 5) < 1e-6)
+        << "max " << max << ": step " << step;
+    EXPECT_LE(t.size() - 1, 6u) << max;
+    EXPECT_GE(t.back(), max * (1 - 1e-12)) << max;
+    EXPECT_LT(t.back() - step, max) << max;
+  }
+  // The chart's axis: a 129.4 GFLOP/s bar gets the ticks 0, 25, ..., 150.
+  pb::BenchTable tbl;
+  tbl.rows = {timed("hand", "s", 1 / 129.4)};
+  const auto shown = numbers_of_class(pb::render_svg(tbl, "gemm", nullptr, "fp32", "fp64"), "tick");
+  ASSERT_EQ(shown.size(), expected.size());
+  for (std::size_t i = 0; i < shown.size(); ++i) EXPECT_NEAR(shown[i], expected[i], 1e-9);
+}
+
+TEST(BenchReport, ChartShowsShapesSmallestFirstTiesByName) {
+  auto row = [](const std::string& shape, double flop) {
+    auto r = timed("hand", shape, 0.01);
+    r.work_per_iter = flop;
+    return r;
+  };
+  pb::BenchTable t;
+  t.rows = {row("big", 8e9), row("small", 1e6), row("tie_b", 1e7), row("mid", 1e8), row("tie_a", 1e7)};  // run order
+  const std::vector<std::string> by_size = {"small", "tie_a", "tie_b", "mid", "big"};
+  EXPECT_EQ(pb::shapes_by_size(t), by_size);
+  const auto svg = pb::render_svg(t, "gemm", nullptr, "fp32", "fp64");
+  std::size_t previous = 0;
+  for (const auto& shape : by_size) {
+    const auto at = svg.find(">" + shape + "<");
+    ASSERT_NE(at, std::string::npos) << shape;
+    EXPECT_GT(at, previous) << shape << " is drawn out of size order";
+    previous = at;
+  }
+}
+
+TEST(BenchReport, ValueLabelsOfNeighbouringBarsDoNotOverlap) {
+  // The figures that overlapped when lying flat: 114.5 and 113.1 on bars 18 px apart.
+  pb::BenchTable t;
+  t.rows = {timed("ceiling", "square_1k", 1 / 114.5), timed("wrapped", "square_1k", 1 / 113.1),
+            timed("hand", "square_1k", 1 / 114.0)};
+  const auto svg = pb::render_svg(t, "gemm", nullptr, "fp32", "fp64");
+  // Each label's box from its placement, with generous sans-serif metrics (a
+  // character 0.65 em long, a line 1.2 em thick: more than DejaVu Sans or
+  // Helvetica take), whether it lies flat (text-anchor start) or is turned a
+  // quarter turn and centred on its point (dominant-baseline central).
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> boxes;
+  const std::regex label(
+      "<text class=\"value\" transform=\"translate\\(([-0-9.e+]+),([-0-9.e+]+)\\)( rotate\\((-?[0-9]+)\\))?\"[^>]*"
+      "font-size=\"([0-9.]+)\"[^>]*>([^<]*)<");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    const double x = std::stod(m[1].str()), y = std::stod(m[2].str()), size = std::stod(m[5].str());
+    const double along = 0.65 * size * double(m[6].str().size()), across = 1.2 * size;
+    const int turn = m[4].matched ? std::stoi(m[4].str()) : 0;
+    ASSERT_TRUE(turn == 0 || turn == -90) << "a label turned by " << turn << " degrees: no box model for it";
+    boxes.push_back(turn == -90 ? Box{x - across / 2, y - along, x + across / 2, y}
+                                : Box{x, y - size, x + along, y - size + across});
+  }
+  ASSERT_EQ(boxes.size(), 3u) << svg;
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      const Box &a = boxes[i], &b = boxes[j];
+      const bool apart = a.x1 <= b.x0 || b.x1 <= a.x0 || a.y1 <= b.y0 || b.y1 <= a.y0;
+      EXPECT_TRUE(apart) << "labels " << i << " and " << j << " overlap: [" << a.x0 << ", " << a.x1 << "] and ["
+                         << b.x0 << ", " << b.x1 << "]";
+    }
 }
 
 TEST(BenchInterval, MedianIntervalCoversTheMedianAndWidensWithTrialSpread) {

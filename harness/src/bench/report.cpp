@@ -444,31 +444,115 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
 
 }  // namespace
 
+std::vector<double> axis_ticks(double max) {
+  if (!(max > 0)) max = 1;
+  constexpr int kMostIntervals = 6;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(max / kMostIntervals)));
+  // A hair of tolerance so that 150 / 25 computed as 6.000000001 still gives 6 intervals.
+  auto intervals = [&](double step) { return static_cast<int>(std::ceil(max / step - 1e-9)); };
+  double step = 10 * magnitude;
+  for (const double mantissa : {1.0, 2.0, 2.5, 5.0})
+    if (intervals(mantissa * magnitude) <= kMostIntervals) {
+      step = mantissa * magnitude;
+      break;
+    }
+  std::vector<double> ticks;
+  for (int i = 0; i <= intervals(step); ++i) ticks.push_back(i * step);
+  return ticks;
+}
+
+std::vector<std::string> shapes_by_size(const BenchTable& t) {
+  struct Size {
+    double work = 0, bytes = 0;
+  };
+  std::map<std::string, Size> size;  // a shape's rows may differ (a tier without counters): the largest counts
+  for (const auto& r : t.rows) {
+    Size& s = size[r.key.shape];
+    s.work = std::max(s.work, r.work_per_iter);
+    s.bytes = std::max(s.bytes, r.bytes_per_iter);
+  }
+  std::vector<std::string> out = shapes_in_order(t);
+  std::stable_sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) {
+    return std::tie(size[a].work, size[a].bytes, a) < std::tie(size[b].work, size[b].bytes, b);
+  });
+  return out;
+}
+
+namespace {
+
+// What the layout assumes of the sans-serif face, since no font is measured
+// here: widths per character a little above DejaVu Sans's (digits 0.64 em,
+// lower case ~0.6 em) and Helvetica's, so a text placed by them stays inside
+// the room given to it; the report check (scripts/report-check.sh) measures
+// the real boxes in Chromium.
+constexpr double kCharEm = 0.65, kBoldCharEm = 0.72, kLineEm = 1.2;
+
+std::size_t code_points(const std::string& s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+double text_width(const std::string& s, double font_size, bool bold) {
+  return static_cast<double>(code_points(s)) * font_size * (bold ? kBoldCharEm : kCharEm);
+}
+
+// Bars: a value label turned a quarter turn runs up from its bar, centred on
+// it (dominant-baseline central). Across the bars it takes one line height,
+// kLineEm × kValueFont = 10.8 px, less than the bar pitch kBarWidth = 18 px:
+// the labels of neighbouring bars cannot overlap, whatever their values.
+constexpr double kBarWidth = 18, kValueFont = 9;
+static_assert(kLineEm * kValueFont < kBarWidth, "value labels of neighbouring bars would overlap");
+// Room above the plot for the label of a bar that reaches the top: its error
+// bar may stand 10 px above, the label starts 3 px above that and is at most
+// "99999.9" long (7 characters).
+constexpr double kValueLabelRoom = 10 + 3 + 7 * kCharEm * kValueFont;
+
+std::string value_label(double bar_centre, double bottom, const std::string& text) {
+  std::ostringstream o;
+  o << "<text class=\"value\" transform=\"translate(" << bar_centre << "," << bottom
+    << ") rotate(-90)\" dominant-baseline=\"central\" font-size=\"" << kValueFont << "\">" << text << "</text>\n";
+  return o.str();
+}
+
+std::string tick_label(double v) {
+  char lab[32];
+  std::snprintf(lab, sizeof lab, "%.10g", v);
+  return lab;
+}
+
+}  // namespace
+
 std::string render_svg(const BenchTable& t, const std::string& family, const PeakResult* peak,
                        const std::string& peak_kind_f32, const std::string& peak_kind_f64) {
   const auto gs = groups(t);
-  const auto shapes = shapes_in_order(t);
+  const auto shapes = shapes_by_size(t);
   const std::vector<std::pair<std::string, std::string>> tiers = {
       {"ceiling", "#4e79a7"}, {"wrapped", "#f28e2b"}, {"hand", "#59a14f"}};
-  const double panel_h = 300, top = 60, left = 80, bar_w = 18, gap = 26;
+  const double plot_h = 280, top = 60, left = 80, bar_w = kBarWidth, gap = 26, margin = 10;
+  const double panel_h = 20 + kValueLabelRoom + plot_h;  // header, value label room, plot
   const double group_w = bar_w * double(tiers.size()) + gap;
   const double right = 200;  // room for the legend and the peak label
-  const double width = std::max(680.0, left + 40 + group_w * double(shapes.size()) + right);
+  const ThroughputScale scale = throughput_scale(t);
+  const std::string& unit = scale.unit;
+  // The title and the machine line start at the left margin; the canvas is
+  // made wide enough for them (a centred title wider than the canvas starts
+  // off its left edge).
+  const std::string title =
+      family + ": ceiling vs wrapped vs hand (" + unit + ", median; bars: 95% interval over trials)";
+  const auto fp = t.meta("fingerprint");
+  const std::string machine = fp ? *fp + " — " + t.meta("date").value_or("") : "";
+  const double width = std::max({680.0, left + 40 + group_w * double(shapes.size()) + right,
+                                 2 * margin + text_width(title, 16, true), 2 * margin + text_width(machine, 12, false)});
   const double bars_height = top + (panel_h + 90) * double(std::max<std::size_t>(gs.size(), 1));
   double roof_height = 0;
   const std::string roof = roofline_panels(t, width, bars_height, roof_height);
   const double height = bars_height + roof_height;
-  const ThroughputScale scale = throughput_scale(t);
-  const std::string& unit = scale.unit;
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
+    << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << width / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">"
-    << markup_escape(family) << ": ceiling vs wrapped vs hand (" << unit << ", median; bars: 95% interval over trials)</text>\n";
-  if (auto fp = t.meta("fingerprint"))
-    o << "<text x=\"" << width / 2 << "\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">" << markup_escape(*fp) << " — "
-      << markup_escape(t.meta("date").value_or("")) << "</text>\n";
+  o << "<text x=\"" << margin << "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" << markup_escape(title) << "</text>\n";
+  if (fp) o << "<text x=\"" << margin << "\" y=\"42\" fill=\"#555\">" << markup_escape(machine) << "</text>\n";
   double y0 = top;
   for (const auto& g : gs) {
     const std::string kind = g.precision == "f64" ? peak_kind_f64 : peak_kind_f32;
@@ -477,10 +561,10 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     for (const auto& shape : shapes)
       for (const auto& [tier, color] : tiers)
         if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads)) vmax = std::max(vmax, r->throughput() * scale.factor);
-    if (vmax <= 0) vmax = 1;
-    vmax *= 1.1;
-    const double plot_top = y0 + 20, plot_bottom = y0 + panel_h;
-    auto ypos = [&](double v) { return plot_bottom - (v / vmax) * (plot_bottom - plot_top); };
+    const std::vector<double> ticks = axis_ticks(vmax);
+    const double axis_max = ticks.back();
+    const double plot_top = y0 + 20 + kValueLabelRoom, plot_bottom = plot_top + plot_h;
+    auto ypos = [&](double v) { return plot_bottom - (v / axis_max) * (plot_bottom - plot_top); };
     o << "<text x=\"" << left << "\" y=\"" << y0 + 10 << "\" font-weight=\"bold\">" << g.precision << ", threads "
       << g.threads << "</text>\n";
     // axes and ticks
@@ -488,13 +572,11 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
       << "\" stroke=\"black\"/>\n";
     o << "<line x1=\"" << left << "\" y1=\"" << plot_bottom << "\" x2=\"" << width - right << "\" y2=\"" << plot_bottom
       << "\" stroke=\"black\"/>\n";
-    for (int i = 0; i <= 5; ++i) {
-      const double v = vmax * i / 5.0, y = ypos(v);
-      char lab[32];
-      std::snprintf(lab, sizeof lab, "%.0f", v);
+    for (const double v : ticks) {
+      const double y = ypos(v);
       o << "<line x1=\"" << left - 4 << "\" y1=\"" << y << "\" x2=\"" << width - right << "\" y2=\"" << y
-        << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << lab
-        << "</text>\n";
+        << "\" stroke=\"#ddd\"/>\n<text class=\"tick\" x=\"" << left - 8 << "\" y=\"" << y + 4
+        << "\" text-anchor=\"end\">" << tick_label(v) << "</text>\n";
     }
     o << "<text transform=\"translate(" << left - 50 << "," << (plot_top + plot_bottom) / 2
       << ") rotate(-90)\" text-anchor=\"middle\">" << unit << "</text>\n";
@@ -521,8 +603,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
               label_y = std::min(label_y, yhi - 3);
             }
           }
-          o << "<text x=\"" << bx + bar_w / 2 - 1 << "\" y=\"" << label_y << "\" text-anchor=\"middle\" font-size=\"9\">"
-            << lab << "</text>\n";
+          o << value_label(bx + bar_w / 2 - 1, label_y, lab);
         }
         bx += bar_w;
       }

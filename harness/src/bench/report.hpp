@@ -90,6 +90,15 @@ ThroughputScale throughput_scale(const BenchTable& t);
 std::string figure(double v, const char* fmt);
 
 std::string render_markdown(const BenchTable& t, const std::string& family);
+
+// The bar chart's value axis for data up to `max`: 0, s, 2s, ... up to the
+// first multiple of s at or above max, where s = {1, 2, 2.5, 5} x 10^k is the
+// smallest such step giving at most 6 intervals (129.4: 0, 25, ..., 150).
+// max <= 0 is taken as 1.
+std::vector<double> axis_ticks(double max);
+// The table's shapes, smallest first: by the work of one iteration (the
+// largest flop or item count among a shape's rows), then its bytes, then name.
+std::vector<std::string> shapes_by_size(const BenchTable& t);
 std::string render_svg(const BenchTable& t, const std::string& family, const PeakResult* peak,
                        const std::string& peak_kind_f32, const std::string& peak_kind_f64);
 
