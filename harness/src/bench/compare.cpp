@@ -63,12 +63,18 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   again.budget_seconds = 0;
   again.remeasure_implausible = false;  // once
   const auto fresh = run_compare(again, fam, machine, peak);
-  for (const auto& s : suspects)
+  for (const auto& s : suspects) {
+    const BenchRow* f = fresh.find(s.key);
+    if (!f || f->samples.empty()) {
+      if (opt.progress) opt.progress("implausible ceiling " + s.key.to_string() + ": no new samples; judged as measured");
+      continue;
+    }
     for (auto& r : t.rows)
-      if (const BenchRow* f = fresh.find(s.key); f && r.key == s.key && !f->samples.empty()) {
+      if (r.key == s.key) {
         r.samples = f->samples;
         r.trials = f->trials;
       }
+  }
   t.set_meta_list("ceiling_remeasured", noted);
 }
 

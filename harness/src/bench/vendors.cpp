@@ -410,9 +410,15 @@ CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, cons
     plan.configs.insert(plan.configs.end(), cands.begin(), cands.end());
   }
 
+  // A row's backend is its configuration's, or that followed by "+variant"
+  // when one program times several layouts (ggml-cpu:zen4+repack): either
+  // names the configuration.
   if (!opt.only.empty())
     std::erase_if(plan.configs, [&](const VendorConfig& c) {
-      return c.status == ConfigStatus::Run && std::find(opt.only.begin(), opt.only.end(), c.backend()) == opt.only.end();
+      const std::string b = c.backend();
+      return c.status == ConfigStatus::Run && std::none_of(opt.only.begin(), opt.only.end(), [&](const std::string& o) {
+               return o == b || o.rfind(b + "+", 0) == 0;
+             });
     });
   // Step 4: time the check shape when some vendor has a choice.
   bool choice = false;

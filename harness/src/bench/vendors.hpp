@@ -109,7 +109,7 @@ struct PlanOptions {
   bool screen = true;           // time the check shape, drop configurations far behind (POPPER_CEILING_CONFIGS=all: false)
   double screen_factor = 1.5;
   int check_reps = 3;
-  std::vector<std::string> only;  // non-empty: keep only these runnable configurations (backend names)
+  std::vector<std::string> only;  // non-empty: keep only these runnable configurations (backend names, or a row's "<backend>+<variant>")
   std::function<void(const std::string&)> progress;
 };
 
