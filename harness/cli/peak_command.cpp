@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "bench/device_peak.hpp"
+#include "popper/runtime_paths.hpp"
 #include "bench/machine.hpp"
 #include "bench/peak.hpp"
 #include "bench/vendors.hpp"
@@ -62,7 +63,7 @@ void add_peak_command(CLI::App& app, int& exit_code) {
       }
       if (*device) {
         const std::string build = std::filesystem::path(path).parent_path().string();
-        const auto d = bench::cached_or_measured_device_peak(build.empty() ? "." : build, default_build_dir() + "/bin",
+        const auto d = bench::cached_or_measured_device_peak(build.empty() ? "." : build, popper::program_dir().string(),
                                                              machine.gpu, *refresh,
                                                              [](const std::string& s) { std::cerr << s << "\n"; });
         std::cout << "\n" << bench::format_device_peak(d);

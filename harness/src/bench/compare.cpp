@@ -42,23 +42,14 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   const auto suspects = implausible_ceilings(t);
   if (suspects.empty()) return;
   CompareOptions again = opt;
-  again.tiers = {"ceiling"};
-  again.shapes.clear();
-  again.precisions.clear();
-  again.threads.clear();
-  again.ceiling_backends.clear();
-  auto add = [](auto& list, const auto& v) {
-    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
-  };
+  std::vector<BenchKey> keys;
   std::vector<std::string> noted;
   for (const auto& s : suspects) {
-    add(again.shapes, s.key.shape);
-    add(again.precisions, s.key.precision);
-    add(again.threads, s.key.threads);
-    add(again.ceiling_backends, s.key.backend);
+    keys.push_back(s.key);
     noted.push_back(s.key.to_string() + ": " + s.reason);
     if (opt.progress) opt.progress("implausible ceiling " + s.key.to_string() + ": " + s.reason + "; measuring it again");
   }
+  restrict_to_rows(again, keys);
   again.first_trial = next_trial(t);
   again.budget_seconds = 0;
   again.remeasure_implausible = false;  // once
@@ -79,6 +70,20 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
 }
 
 }  // namespace
+
+void restrict_to_rows(CompareOptions& o, const std::vector<BenchKey>& keys) {
+  o.shapes.clear(), o.tiers.clear(), o.precisions.clear(), o.threads.clear(), o.ceiling_backends.clear();
+  auto add = [](auto& list, const auto& v) {
+    if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+  };
+  for (const auto& k : keys) {
+    add(o.shapes, k.shape);
+    add(o.tiers, k.tier);
+    add(o.precisions, k.precision);
+    add(o.threads, k.threads);
+    if (k.tier == "ceiling") add(o.ceiling_backends, k.backend);  // those configurations only, unscreened
+  }
+}
 
 bool trial_fits_budget(double elapsed_seconds, int trials_done, double budget_seconds) {
   if (trials_done < 2 || budget_seconds <= 0) return true;

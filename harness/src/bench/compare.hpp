@@ -46,6 +46,11 @@ struct CompareOptions {
   std::function<void(const std::string&)> progress;
 };
 
+// Restricts `o` to exactly the steps of `keys`: their shapes, tiers,
+// precisions, thread counts and ceiling configurations (re-measuring rows a
+// table already holds: check --rerun, implausible ceilings).
+void restrict_to_rows(CompareOptions& o, const std::vector<BenchKey>& keys);
+
 // Whether another trial fits: fewer than two done (a verdict needs two), no
 // budget, or the trials so far, extrapolated by their mean length, end within it.
 bool trial_fits_budget(double elapsed_seconds, int trials_done, double budget_seconds);

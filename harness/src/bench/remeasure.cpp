@@ -62,20 +62,7 @@ Remeasure rerun_measure(const std::string& source_dir, const std::string& build_
     CompareOptions co;
     co.source_dir = source_dir;
     co.build_dir = build_dir;
-    co.tiers.clear();
-    co.precisions.clear();
-    co.threads.clear();
-    co.shapes.clear();
-    auto add = [](auto& list, const auto& v) {
-      if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
-    };
-    for (const auto& k : keys) {
-      add(co.shapes, k.shape);
-      add(co.tiers, k.tier);
-      add(co.precisions, k.precision);
-      add(co.threads, k.threads);
-      if (k.tier == "ceiling") add(co.ceiling_backends, k.backend);  // those configurations only, unscreened
-    }
+    restrict_to_rows(co, keys);
     co.trials = 2;
     co.first_trial = next;
     co.env = env;
