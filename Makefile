@@ -46,17 +46,19 @@ validate: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS) --target popper
 	$(POPPER) validate contracts
 
+# Tests run JOBS at a time; the few that time a step (the budget contract,
+# the Jidoka demo) are RUN_SERIAL, so load from their neighbours cannot move them.
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -LE cpu-matrix
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS) -LE cpu-matrix
 
 # The CPU matrix: the test binaries as other CPUs run them (qemu-user), beside
 # the native run, each kernel picking its own path. Legs: POPPER_CPU_MODELS.
 test-cpus: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -L cpu-matrix
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS) -L cpu-matrix
 
 # Runs the tests but keeps going on failure, so the audit can report it.
 test-run: build
-	-ctest --test-dir $(BUILD_DIR) --output-on-failure -LE cpu-matrix
+	-ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS) -LE cpu-matrix
 
 # The audit runs every test under each of its mutants (--mutants) and exits 1
 # on any failure its report lists (waivers: waivers.yaml, id + reason + expiry).
@@ -154,7 +156,7 @@ consumer-check:
 asan:
 	cmake --preset asan
 	cmake --build build-asan -j$(JOBS)
-	ctest --test-dir build-asan --output-on-failure
+	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
 clean:
 	rm -rf build build-* reports/*.json reports/*.md reports/*.csv reports/*.svg

@@ -4,11 +4,17 @@
 // the OpenBLAS kernel set. One JSON line:
 //   {"cpu_isa":"avx2","avx512_bf16":false,"caches":"l1d=49152,l2=1048576,l3=33554432",
 //    "openblas_core":"Haswell","openblas_config":"OpenBLAS 0.3.21 ..."}
+// With --cublas (CUDA builds): loads cuBLAS the way a device GEMM does on first
+// use (impl/gemm/cublas_api.hpp), every entry point resolved, no device needed;
+// exit 1 with the loader's message when it cannot.
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <string>
 
 #include "impl/common/cpu_features.hpp"
 #include "impl/gemm/cpu_gemm_blocking.hpp"
+#include "impl/gemm/cublas_api.hpp"
 
 extern "C" {
 char* openblas_get_corename(void);
@@ -26,7 +32,22 @@ std::string json_string(const char* s) {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--cublas") == 0) {
+#if POPPER_HAVE_CUDA
+    try {
+      (void)popper::gemm::cuda::cublas_api();
+      std::printf("cuBLAS loaded: libcublas.so.%d, every entry point popper calls resolved\n", CUBLAS_VER_MAJOR);
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "popper_dispatch_probe: %s\n", e.what());
+      return 1;
+    }
+#else
+    std::fprintf(stderr, "popper_dispatch_probe: built without CUDA\n");
+    return 1;
+#endif
+  }
   const auto& c = popper::gemm::cpu::reported_cache_sizes();
   std::printf("{\"cpu_isa\":%s,\"avx512_bf16\":%s,\"caches\":\"l1d=%zu,l2=%zu,l3=%zu\",\"openblas_core\":%s,"
               "\"openblas_config\":%s}\n",

@@ -1,6 +1,8 @@
 // `popper bench gate`: the CI instruction-count gate (bench/gate_check.hpp).
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "bench/family.hpp"
 #include "bench/gate_check.hpp"
@@ -24,7 +26,8 @@ void add_bench_gate_command(CLI::App& bench, int& exit_code) {
                   "without a committed baseline for this gate key, build REF (a commit; auto = the last commit "
                   "that changed baselines/) in the build tree and compare in the same run");
   cmd->add_flag("--no-check", a->opt.no_check, "only measure and write the CSV");
-  cmd->add_option("--jobs", a->opt.jobs, "build jobs for --against");
+  a->opt.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cmd->add_option("--jobs", a->opt.jobs, "callgrind runs at once, and build jobs for --against (default: the cores)");
   cmd->add_option("--shapes", a->opt.only_shapes, "restrict to these gate shapes (baseline rows filtered alike)");
   cmd->add_option("--tiers", a->opt.only_tiers, "restrict to these tiers, e.g. hand");
   cmd->add_option("--precision", a->opt.only_precisions, "restrict to these precisions, e.g. f32");

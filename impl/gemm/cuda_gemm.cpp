@@ -19,8 +19,9 @@
 #include "popper/mutant.hpp"
 
 #if POPPER_HAVE_CUDA
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include "impl/gemm/cublas_api.hpp"
 
 #include "impl/gemm/cuda/hand_gemm_launch.hpp"
 #endif
@@ -72,7 +73,7 @@ void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw Error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 void check_cublas(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string(what) + ": " + cublasGetStatusString(st));
+  if (st != CUBLAS_STATUS_SUCCESS) throw Error(std::string(what) + ": " + cublas_api().status_string(st));
 }
 cublasOperation_t op_of(Op o) { return o == Op::NoTrans ? CUBLAS_OP_N : CUBLAS_OP_T; }
 cublasMath_t math_of(MathMode m) {
@@ -330,14 +331,14 @@ CublasContext::CublasContext(MathMode mode) : mode_(mode) {
 #if POPPER_HAVE_CUDA
   if (!device_usable()) return;  // declined context: every entry runs on the CPU
   cublasHandle_t h = nullptr;
-  check_cublas(cublasCreate(&h), "cublasCreate");
+  check_cublas(cublas_api().create(&h), "cublasCreate");
   handle_ = h;
   ++g_handles_created;
   cudaStream_t st = nullptr;
   if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess ||
-      cublasSetMathMode(h, math_of(mode)) != CUBLAS_STATUS_SUCCESS) {
+      cublas_api().set_math_mode(h, math_of(mode)) != CUBLAS_STATUS_SUCCESS) {
     if (st != nullptr) cudaStreamDestroy(st);
-    cublasDestroy(h);
+    cublas_api().destroy(h);
     throw Error("CublasContext: stream creation or cublasSetMathMode failed");
   }
   stream_ = st;
@@ -348,7 +349,7 @@ CublasContext::~CublasContext() {
 #if POPPER_HAVE_CUDA
   if (handle_ != nullptr) {
     cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
-    cublasDestroy(static_cast<cublasHandle_t>(handle_));
+    cublas_api().destroy(static_cast<cublasHandle_t>(handle_));
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
 #endif
@@ -365,7 +366,7 @@ std::uint64_t CublasContext::handles_created() { return g_handles_created.load()
 void CublasContext::bind_stream() {
 #if POPPER_HAVE_CUDA
   if (POPPER_MUTANT("cublas-skip-set-stream")) return;
-  check_cublas(cublasSetStream(static_cast<cublasHandle_t>(handle_), static_cast<cudaStream_t>(stream_)),
+  check_cublas(cublas_api().set_stream(static_cast<cublasHandle_t>(handle_), static_cast<cudaStream_t>(stream_)),
                "cublasSetStream");
   last_bound_ = stream_;
   ++set_stream_calls_;
@@ -388,7 +389,7 @@ void CublasContext::gemm_ex_device(const GemmShape& s0, float alpha, const void*
   const auto in = static_cast<cudaDataType_t>(type);
   const bool f16_compute = POPPER_MUTANT("cublas-f16-compute") && in == CUDA_R_16F;
   bind_stream();
-  check_cublas(cublasGemmEx(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha,
+  check_cublas(cublas_api().gemm_ex(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha,
                             cm.swap ? b : a, in, cm.lda, cm.swap ? a : b, in, cm.ldb, &beta, c, CUDA_R_32F, cm.ldc,
                             f16_compute ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                what);
@@ -482,7 +483,7 @@ Backend CublasContext::gemm_f32_strided_batched(const GemmShape& s0, const Batch
     const float* pa = da.buf.cspan().data;
     const float* pb = db.buf.cspan().data;
     bind_stream();
-    check_cublas(cublasGemmStridedBatchedEx(
+    check_cublas(cublas_api().gemm_strided_batched_ex(
                      static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha, cm.swap ? pb : pa,
                      CUDA_R_32F, cm.lda, cm.swap ? bs.stride_b : bs.stride_a, cm.swap ? pa : pb, CUDA_R_32F, cm.ldb,
                      cm.swap ? bs.stride_a : bs.stride_b, &beta, dc.buf.span().data, CUDA_R_32F, cm.ldc, bs.stride_c,

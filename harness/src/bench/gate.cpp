@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -221,29 +224,51 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
 
 GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   if (fam.gate.shapes.empty()) throw Error(fam.path + ": no gate.shapes: the family has no CI gate");
-  GateRun run;
-  std::size_t total = fam.gate.shapes.size() * fam.gate.tiers.size() * fam.gate.precisions.size(), done = 0;
+  std::vector<BenchKey> keys;
   for (const auto& shape : fam.gate.shapes)
     for (const auto& prec : fam.gate.precisions)
-      for (const auto& tier : fam.gate.tiers) {
-        ++done;
-        if (opt.progress)
-          opt.progress("[" + std::to_string(done) + "/" + std::to_string(total) + "] callgrind " + fam.family + "/" +
-                       tier + "/" + shape + "/" + prec + "/threads:1");
-        BenchKey key{fam.family, tier, tier, shape, prec, 1, "callgrind"};
-        FunctionCounts fc;
-        auto row = measure_gate_row(opt, fam, key, &fc);
-        if (!row) {
-          BenchRow empty;
-          empty.key = key;
-          empty.unit = kUnitInstructions;
-          empty.verdict = "not_run: callgrind failed";
-          run.table.rows.push_back(empty);
-        } else {
-          run.functions[row->key.to_string()] = fc;
-          run.table.rows.push_back(*row);
-        }
+      for (const auto& tier : fam.gate.tiers) keys.push_back(BenchKey{fam.family, tier, tier, shape, prec, 1, "callgrind"});
+  // Rows are measured by up to opt.jobs workers and stored in plan order.
+  std::vector<std::optional<BenchRow>> rows(keys.size());
+  std::vector<FunctionCounts> counts(keys.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  std::size_t started = 0;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < keys.size();) {
+      if (opt.progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        opt.progress("[" + std::to_string(++started) + "/" + std::to_string(keys.size()) + "] callgrind " +
+                     fam.family + "/" + keys[i].tier + "/" + keys[i].shape + "/" + keys[i].precision + "/threads:1");
       }
+      GateOptions quiet = opt;  // warnings from a worker go through the lock too
+      quiet.progress = [&](const std::string& m) {
+        if (!opt.progress) return;
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        opt.progress(m);
+      };
+      rows[i] = measure_gate_row(quiet, fam, keys[i], &counts[i]);
+    }
+  };
+  const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(opt.jobs, 1)), 1, keys.size());
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+
+  GateRun run;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (!rows[i]) {
+      BenchRow empty;
+      empty.key = keys[i];
+      empty.unit = kUnitInstructions;
+      empty.verdict = "not_run: callgrind failed";
+      run.table.rows.push_back(empty);
+    } else {
+      run.functions[rows[i]->key.to_string()] = counts[i];
+      run.table.rows.push_back(*rows[i]);
+    }
+  }
   run.table.set_meta("family", fam.family);
   run.table.set_meta("kind", "callgrind instruction counts per iteration (deterministic CI gate)");
   run.table.set_meta("gate_iterations", std::to_string(fam.gate.iterations));

@@ -121,6 +121,7 @@ int run_gate_check(const GateCheckOptions& options, std::ostream& report) {
   GateOptions g;
   g.build_dir = opt.build_dir;
   g.progress = opt.progress;
+  g.jobs = opt.jobs;
   g.env = gate_environment(g.valgrind, opt.build_dir);
   const GateKey key = probe_gate_key(g);
   opt.progress("gate key: " + key.id() + " (cpu path " + key.cpu_isa + " under valgrind, OpenBLAS " +

@@ -19,7 +19,7 @@ struct GateCheckOptions {
   std::string baseline;  // the baseline CSV (one family); "" = the committed one
   std::string against;   // without a committed baseline, build REF (auto: default_reference) and measure it
   bool no_check = false;  // only measure and write the CSV
-  int jobs = 2;           // build jobs for `against`
+  int jobs = 2;           // build jobs for `against`, and callgrind runs at once
   // Non-empty: only these gate shapes, tiers, precisions (baseline rows filtered alike).
   std::vector<std::string> only_shapes, only_tiers, only_precisions;
   std::function<void(const std::string&)> progress;
