@@ -33,7 +33,7 @@ struct CompareArgs {
   double min_time = 0.2;
   std::string out = "reports";
   std::string contracts = "contracts";
-  bool no_core_types = false, refresh_peak = false;
+  bool no_core_types = false, refresh_peak = false, rescreen = false;
   bool device = false;  // the family's device tiers (family.yaml 'device:')
   bool require_device = false;
 };
@@ -63,6 +63,7 @@ bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyD
   co.require_device = a.require_device;
   co.min_time = a.min_time;
   co.blas_core_types = !a.no_core_types;
+  co.rescreen = a.rescreen;
   co.progress = progress;
   return co;
 }
@@ -185,6 +186,8 @@ void add_bench_compare_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--contracts", a->contracts, "contract folder whose benchmarks claims are evaluated");
   cmd->add_flag("--no-core-types", a->no_core_types, "run the ceiling only under the default OpenBLAS core");
   cmd->add_flag("--refresh-peak", a->refresh_peak, "re-measure the machine peak");
+  cmd->add_flag("--rescreen", a->rescreen,
+                "time the ceiling configurations on the check shape again, not reusing the last run's timings");
   cmd->add_flag("--device", a->device,
                 "run the family's device tiers (family.yaml 'device:'; gemm: cuBLAS and the hand CUDA kernels, "
                 "f32/f16/bf16, one host thread) into bench-<family>-device.*; without a device the rows are skipped "

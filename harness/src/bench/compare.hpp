@@ -36,6 +36,9 @@ struct CompareOptions {
   // the plan's estimate of a trial's length can be far off (vendor configurations).
   double budget_seconds = 0;
   bool blas_core_types = true;                  // also run ceilings under other runnable core types
+  // The ceiling's screening timings are reused from <build>/ceiling-screening-
+  // <family>.json when nothing they depend on changed (vendors.hpp); true: time them again.
+  bool rescreen = false;
   // Non-empty: run only these ceiling configurations (CSV backend names, e.g.
   // "blis:zen"), unscreened: re-measuring rows a table already holds.
   std::vector<std::string> ceiling_backends;

@@ -349,6 +349,113 @@ std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& co
   return out;
 }
 
+namespace {
+
+// Step 4's timing: each configuration with a rival in its program, on `shape`
+// at one thread, best of `reps` in f32 and f64.
+void time_check_shape(CeilingPlan& plan, const std::string& bin, const std::string& shape, int check_reps,
+                      const std::function<void(const std::string&)>& say) {
+  for (auto& c : plan.configs) {
+    if (c.status != ConfigStatus::Run) continue;
+    if (plan.runnable(c.program).size() < 2) continue;
+    say("ceiling check: " + c.backend() + " (" + c.setting() + ") on " + shape + ", 1 thread");
+    const auto r = run_process({bin + c.program, "--shape", shape, "--reps", std::to_string(check_reps), "--threads",
+                                "1"},
+                               c.env_set(1), c.env_unset());
+    if (!r.ok()) {
+      c.status = ConfigStatus::Failed;
+      c.reason = "check run " + r.describe() + ": " + last_meaningful_line(r.err);
+      if (c.inherited) throw ConfigRefused("ceiling_" + c.program + " fails under " + c.setting() + ": " + c.reason);
+      continue;
+    }
+    std::map<std::string, std::vector<double>> samples;
+    for (const auto& row : rows_from_ceiling_csv(r.out, "ceiling_" + c.program))
+      samples[row.key.precision].insert(samples[row.key.precision].end(), row.samples.begin(), row.samples.end());
+    c.check_seconds[0] = best_of(samples["f32"]);
+    c.check_seconds[1] = best_of(samples["f64"]);
+  }
+}
+
+// What the screening's timings depend on besides the machine: the programs,
+// every shared library they load (path, size, modification time: a library
+// upgrade re-times), and the configurations timed with what each loads.
+std::string file_identity(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return path + ":missing";
+  const auto t = std::filesystem::last_write_time(path, ec);
+  return path + ":" + std::to_string(size) + ":" + std::to_string(ec ? 0 : t.time_since_epoch().count());
+}
+
+std::string screening_key(const CeilingPlan& plan, const MachineInfo& m, const std::string& bin,
+                          const std::string& shape, const PlanOptions& opt) {
+  std::ostringstream key;
+  key << "fingerprint=" << fingerprint(m) << ";shape=" << shape << ";reps=" << opt.check_reps << ";";
+  std::vector<std::string> programs;
+  for (const auto& c : plan.configs)
+    if (c.status == ConfigStatus::Run && plan.runnable(c.program).size() > 1) {
+      key << c.backend() << "[" << c.setting() << "->" << c.selected << "];";
+      if (std::find(programs.begin(), programs.end(), c.program) == programs.end()) programs.push_back(c.program);
+    }
+  for (const auto& prog : programs) {
+    key << file_identity(bin + prog) << ";";
+    const auto r = run_process({"ldd", bin + prog});
+    const bool is_static = (r.out + r.err).find("not a dynamic executable") != std::string::npos;
+    if (!r.ok() && !is_static) return "";  // its libraries unknown: time it
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      const auto arrow = line.find("=> /");
+      if (arrow == std::string::npos) continue;
+      const std::string lib = line.substr(arrow + 3, line.find(" (", arrow) - arrow - 3);
+      key << file_identity(std::filesystem::weakly_canonical(lib).string()) << ";";
+    }
+  }
+  return key.str();
+}
+
+bool reuse_screening(const std::string& path, const std::string& key, CeilingPlan& plan) {
+  std::ifstream in(path);
+  if (!in) return false;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    if (j.at("key").get<std::string>() != key) return false;
+    std::map<std::string, const nlohmann::json*> by_backend;
+    for (const auto& c : j.at("configs")) by_backend[c.at("backend").get<std::string>()] = &c;
+    for (auto& c : plan.configs) {
+      if (c.status != ConfigStatus::Run || plan.runnable(c.program).size() < 2) continue;
+      const auto it = by_backend.find(c.backend());
+      if (it == by_backend.end()) return false;
+      const auto& e = *it->second;
+      c.check_seconds[0] = e.at("check_seconds").at(0);
+      c.check_seconds[1] = e.at("check_seconds").at(1);
+      if (e.at("failed").get<bool>()) {
+        c.status = ConfigStatus::Failed;
+        c.reason = e.at("reason").get<std::string>();
+      }
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;  // unreadable or from another version: time it again
+  }
+}
+
+void save_screening(const std::string& path, const std::string& key, const CeilingPlan& plan) {
+  nlohmann::json j = {{"key", key}, {"shape", plan.check_shape}, {"configs", nlohmann::json::array()}};
+  for (const auto& c : plan.configs)
+    if (c.check_seconds[0] > 0 || c.check_seconds[1] > 0 || c.status == ConfigStatus::Failed)
+      j["configs"].push_back({{"backend", c.backend()},
+                              {"check_seconds", {c.check_seconds[0], c.check_seconds[1]}},
+                              {"failed", c.status == ConfigStatus::Failed},
+                              {"reason", c.status == ConfigStatus::Failed ? c.reason : std::string()}});
+  try {
+    write_file_atomic(path, j.dump(2) + "\n");
+  } catch (const std::exception&) {
+    // a cache that cannot be written costs the next run its timing, nothing else
+  }
+}
+
+}  // namespace
+
 CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, const std::string& build_dir,
                          const PlanOptions& opt, const std::string& check_shape_in) {
   auto say = [&](const std::string& s) {
@@ -433,24 +540,14 @@ CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, cons
       !check_shape_in.empty() ? check_shape_in : (fam.gate.shapes.empty() ? std::string() : fam.gate.shapes.back());
   if (shape.empty()) return plan;
   plan.check_shape = shape;
-  for (auto& c : plan.configs) {
-    if (c.status != ConfigStatus::Run) continue;
-    if (plan.runnable(c.program).size() < 2) continue;
-    say("ceiling check: " + c.backend() + " (" + c.setting() + ") on " + shape + ", 1 thread");
-    const auto r = run_process({bin + c.program, "--shape", shape, "--reps", std::to_string(opt.check_reps),
-                                "--threads", "1"},
-                               c.env_set(1), c.env_unset());
-    if (!r.ok()) {
-      c.status = ConfigStatus::Failed;
-      c.reason = "check run " + r.describe() + ": " + last_meaningful_line(r.err);
-      if (c.inherited) throw ConfigRefused("ceiling_" + c.program + " fails under " + c.setting() + ": " + c.reason);
-      continue;
-    }
-    std::map<std::string, std::vector<double>> samples;
-    for (const auto& row : rows_from_ceiling_csv(r.out, "ceiling_" + c.program))
-      samples[row.key.precision].insert(samples[row.key.precision].end(), row.samples.begin(), row.samples.end());
-    c.check_seconds[0] = best_of(samples["f32"]);
-    c.check_seconds[1] = best_of(samples["f64"]);
+  const std::string key = opt.screening_cache.empty() ? std::string() : screening_key(plan, m, bin, shape, opt);
+  if (!key.empty() && reuse_screening(opt.screening_cache, key, plan)) {
+    plan.check_reused_from = opt.screening_cache;
+    say("ceiling check: reusing the timings of " + opt.screening_cache +
+        " (this machine, the same programs, libraries and configurations; bench compare --rescreen times them again)");
+  } else {
+    time_check_shape(plan, bin, shape, opt.check_reps, say);
+    if (!key.empty()) save_screening(opt.screening_cache, key, plan);
   }
   plan.warnings = find_misdetections(plan.configs, shape);
   // Screening: far behind the vendor's best in both precisions -> not in the full run.
@@ -589,6 +686,7 @@ void record_plan(const CeilingPlan& plan, BenchTable& table) {
   table.set_meta_list("ceiling_vendors", plan.tried_lines());
   table.set_ceiling_not_run(plan.not_run());
   if (!plan.check_shape.empty()) table.set_meta("ceiling_check_shape", plan.check_shape);
+  if (!plan.check_reused_from.empty()) table.set_meta("ceiling_check_reused_from", plan.check_reused_from);
   std::vector<std::string> w;
   for (const auto& m : plan.warnings) w.push_back(m.message);
   table.set_meta_list("vendor_warnings", w);

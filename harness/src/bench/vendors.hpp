@@ -94,6 +94,7 @@ struct CeilingPlan {
   std::vector<VendorConfig> configs;   // every candidate, with its status
   std::vector<Misdetection> warnings;  // factor > kMisdetectionFactor
   std::string check_shape;             // "" when no check was timed
+  std::string check_reused_from;       // the screening cache the check's timings came from ("" = timed now)
   // The configurations to time for a ceiling program.
   std::vector<const VendorConfig*> runnable(const std::string& program) const;
   // One line per vendor: "openblas: Cooperlake (detected), Haswell (OPENBLAS_CORETYPE=Haswell, inherited), ..."
@@ -110,6 +111,11 @@ struct PlanOptions {
   double screen_factor = 1.5;
   int check_reps = 3;
   std::vector<std::string> only;  // non-empty: keep only these runnable configurations (backend names, or a row's "<backend>+<variant>")
+  // Non-empty: step 4's timings are reused from this file when they were taken
+  // on this machine (fingerprint), on this check shape, for the same
+  // configurations, with the same ceiling programs and the same libraries
+  // (their files' paths, sizes and times); else timed and written there.
+  std::string screening_cache;
   std::function<void(const std::string&)> progress;
 };
 

@@ -1,0 +1,142 @@
+// The ceiling's screening (vendors.hpp, plan_ceiling step 4) is timed once and
+// reused while nothing it depends on changes: the machine, the check shape,
+// the configurations, the ceiling programs and their libraries. A fake BLIS
+// ceiling program (a shell script answering --probe and a timing run, and
+// logging each call) stands in for the real one.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "bench/vendors.hpp"
+#include "popper/runtime_paths.hpp"
+
+namespace pb = popper::bench;
+namespace fs = std::filesystem;
+
+namespace {
+
+// BLIS_ARCH_TYPE ids as vendors.cpp's table numbers them; skx is 3x faster.
+const char* kFakeBlis = R"(#!/bin/sh
+case "${BLIS_ARCH_TYPE-}" in
+  "") name=generic ;; 0) name=skx ;; 3) name=haswell ;; 4) name=sandybridge ;; 5) name=penryn ;;
+  6) name=zen3 ;; 7) name=zen2 ;; 8) name=zen ;; *) name=unknown ;;
+esac
+if [ "$1" = --probe ]; then echo "# config: $name"; exit 0; fi
+echo "timed $name" >> "$(dirname "$0")/calls"
+s=3.0e-04; [ "$name" = skx ] && s=1.0e-04
+echo "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict"
+for p in f32 f64; do
+  echo "gemm,ceiling,blis:$name,$4,$p,1,0,100,$s,1e6,1e5,not_verified"
+done
+)";
+
+struct Fixture {
+  fs::path dir;
+  pb::FamilyDescriptor fam;
+  pb::MachineInfo m;
+  pb::PlanOptions po;
+
+  Fixture() {
+    std::string name = popper::temp_path("popper-screening-XXXXXX");
+    if (!::mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
+    dir = name;
+    fs::create_directories(dir / "bin");
+    write_program(kFakeBlis);
+    fam.family = "gemm";
+    fam.ceilings = {"blis_gemm_raw"};
+    fam.blas_core_types = true;
+    fam.gate.shapes = {"wide_640"};
+    m.cpu_model = "Test CPU";
+    m.cores = 2;
+    m.isa = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"};
+    m.cpu_flags = {"avx",      "avx2",     "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl",
+                   "fma",      "sse2",     "sse3",     "sse4_1",   "sse4_2",   "ssse3"};
+    po.screening_cache = (dir / "screening.json").string();
+  }
+  ~Fixture() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  void write_program(const std::string& text) {
+    const fs::path p = dir / "bin" / "ceiling_blis_gemm_raw";
+    std::ofstream(p) << text;
+    fs::permissions(p, fs::perms::owner_all);
+  }
+  int timed_runs() const {
+    std::ifstream in(dir / "bin" / "calls");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.rfind("timed ", 0) == 0;
+    return n;
+  }
+  pb::CeilingPlan plan() const { return pb::plan_ceiling(fam, m, dir.string(), po); }
+};
+
+const pb::VendorConfig* find(const pb::CeilingPlan& p, const std::string& backend) {
+  for (const auto& c : p.configs)
+    if (c.backend() == backend && c.status != pb::ConfigStatus::Duplicate) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(BenchScreeningCache, ASecondPlanReusesTheTimingsAndScreensAlike) {
+  Fixture f;
+  const auto first = f.plan();
+  const int timed = f.timed_runs();
+  ASSERT_GE(timed, 2) << "the first plan times every configuration with a rival";
+  EXPECT_TRUE(first.check_reused_from.empty());
+  ASSERT_TRUE(find(first, "blis:zen"));
+  EXPECT_EQ(find(first, "blis:zen")->status, pb::ConfigStatus::ScreenedOut) << "3x slower than skx";
+
+  const auto second = f.plan();
+  EXPECT_EQ(f.timed_runs(), timed) << "nothing changed: no configuration is timed again";
+  EXPECT_EQ(second.check_reused_from, f.po.screening_cache);
+  ASSERT_EQ(second.configs.size(), first.configs.size());
+  for (std::size_t i = 0; i < first.configs.size(); ++i) {
+    EXPECT_EQ(second.configs[i].status, first.configs[i].status) << first.configs[i].backend();
+    EXPECT_EQ(second.configs[i].check_seconds[0], first.configs[i].check_seconds[0]);
+  }
+  EXPECT_EQ(second.warnings.size(), first.warnings.size()) << "the generic fallback is still reported";
+}
+
+TEST(BenchScreeningCache, AChangedProgramOrMachineIsTimedAgain) {
+  Fixture f;
+  (void)f.plan();
+  const int timed = f.timed_runs();
+
+  // A rebuilt program (new size and time) is timed again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  f.write_program(std::string(kFakeBlis) + "# rebuilt\n");
+  const auto rebuilt = f.plan();
+  EXPECT_GT(f.timed_runs(), timed);
+  EXPECT_TRUE(rebuilt.check_reused_from.empty());
+
+  // Another machine's timings are not this machine's.
+  const int before = f.timed_runs();
+  f.m.cpu_model = "Another CPU";
+  (void)f.plan();
+  EXPECT_GT(f.timed_runs(), before);
+
+  // No cache path: always timed.
+  const int again = f.timed_runs();
+  f.po.screening_cache.clear();
+  (void)f.plan();
+  EXPECT_GT(f.timed_runs(), again);
+}
+
+TEST(BenchScreeningCache, AnUnreadableCacheIsTimedAgainAndRewritten) {
+  Fixture f;
+  std::ofstream(f.po.screening_cache) << "{ not json";
+  const auto p = f.plan();
+  EXPECT_GE(f.timed_runs(), 2);
+  EXPECT_TRUE(p.check_reused_from.empty());
+  (void)f.plan();
+  EXPECT_EQ(f.plan().check_reused_from, f.po.screening_cache) << "the rewritten cache is used";
+}
