@@ -140,3 +140,20 @@ TEST(BenchScreeningCache, AnUnreadableCacheIsTimedAgainAndRewritten) {
   (void)f.plan();
   EXPECT_EQ(f.plan().check_reused_from, f.po.screening_cache) << "the rewritten cache is used";
 }
+
+// Screening an inherited configuration: kept when the family does not name
+// the library its wrapped tier calls (or names this one), screened out like
+// any other when the wrapped tier calls another library.
+TEST(BenchScreeningCache, AnInheritedConfigurationIsScreenedOnlyWhenTheWrappedTierCallsAnotherLibrary) {
+  Fixture f;
+  auto generic = [&] {
+    const auto p = f.plan();
+    const auto* c = find(p, "blis:generic");
+    return c ? c->status : pb::ConfigStatus::Missing;
+  };
+  EXPECT_EQ(generic(), pb::ConfigStatus::Run) << "no wrapped_vendor: the inherited configuration is kept";
+  f.fam.wrapped_vendor = "blis";
+  EXPECT_EQ(generic(), pb::ConfigStatus::Run) << "the wrapped tier calls BLIS as inherited";
+  f.fam.wrapped_vendor = "openblas";
+  EXPECT_EQ(generic(), pb::ConfigStatus::ScreenedOut) << "3x slower than skx, and nothing measures FFI against it";
+}

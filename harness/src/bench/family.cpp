@@ -48,8 +48,9 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
   try {
     const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) throw Error(path + ": a family descriptor is a mapping");
-    static const std::set<std::string> known = {"family", "executable", "ceilings", "blas_core_types",
-                                                "work_unit", "peak", "gate", "device"};
+    static const std::set<std::string> known = {"family",    "executable", "ceilings", "blas_core_types",
+                                                "wrapped_vendor", "work_unit",  "peak",     "gate",
+                                                "device"};
     for (const auto& kv : root) {
       const auto key = kv.first.as<std::string>();
       if (!known.count(key)) throw Error(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
@@ -59,6 +60,7 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
     f.executable = root["executable"] ? root["executable"].as<std::string>() : "bench_" + f.family;
     if (root["ceilings"]) f.ceilings = string_list(root["ceilings"], "ceilings", path);
     if (root["blas_core_types"]) f.blas_core_types = root["blas_core_types"].as<bool>();
+    if (root["wrapped_vendor"]) f.wrapped_vendor = root["wrapped_vendor"].as<std::string>();
     if (root["work_unit"]) f.work_unit = root["work_unit"].as<std::string>();
     if (f.work_unit != "flop" && f.work_unit != "items") throw Error(path + ": 'work_unit' must be flop or items");
     if (root["peak"]) f.peak = peak_map(root["peak"], "peak", path);

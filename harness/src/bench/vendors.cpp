@@ -550,9 +550,13 @@ CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, cons
     if (!key.empty()) save_screening(opt.screening_cache, key, plan);
   }
   plan.warnings = find_misdetections(plan.configs, shape);
-  // Screening: far behind the vendor's best in both precisions -> not in the full run.
+  // Screening: far behind the vendor's best in both precisions -> not in the
+  // full run. An inherited configuration stays when the wrapped tier calls its
+  // library (or the family does not say which it calls): its FFI overhead is
+  // measured against it. The mis-detection warning above keeps its factor.
   for (auto& c : plan.configs) {
-    if (c.status != ConfigStatus::Run || c.inherited) continue;
+    if (c.status != ConfigStatus::Run) continue;
+    if (c.inherited && (fam.wrapped_vendor.empty() || c.vendor == fam.wrapped_vendor)) continue;
     double worst_gap = 1e300;
     for (int p = 0; p < 2; ++p) {
       double best = 0;

@@ -25,8 +25,12 @@
 //     best configuration gives the mis-detection factor (a warning above
 //     1.2x, naming the variable, its value, the factor and the fix), and a
 //     configuration more than `screen_factor` slower than its vendor's best
-//     is left out of the full run (listed as screened out, with its factor).
-//     POPPER_CEILING_CONFIGS=all keeps every runnable configuration.
+//     is left out of the full run (listed as screened out, with its factor) —
+//     an inherited one too, unless the wrapped tier calls its library
+//     (family.yaml wrapped_vendor; unnamed: every inherited one stays).
+//     POPPER_CEILING_CONFIGS=all keeps every runnable configuration. The
+//     timings are reused while nothing they depend on changed
+//     (PlanOptions::screening_cache).
 #pragma once
 #include <functional>
 #include <optional>
