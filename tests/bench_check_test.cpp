@@ -361,6 +361,158 @@ TEST(BenchCheck, VendorRowThatMovedIsTheMachineAndItsWrappedRowIsJudgedRelativeT
   EXPECT_NE(pb::format_check_report(only_machine).find("1 moved"), std::string::npos);
 }
 
+// The verdict rules below had no test that failed without them (issue 40 item 9).
+
+// Rule: a count row whose baseline count is not positive has no ratio: SKIPPED, not judged.
+TEST(BenchCheck, CountRowWithoutAPositiveBaselineIsSkipped) {
+  const auto base = table("m", {row("hand", "cpu", {0}, {}, pb::kUnitInstructions)});
+  const auto cur = table("m", {row("hand", "cpu", {1000}, {}, pb::kUnitInstructions)});
+  const auto rep = pb::check_tables(base, cur);
+  ASSERT_EQ(rep.rows.size(), 1u);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Skipped) << pb::format_check_report(rep);
+  EXPECT_EQ(rep.rows[0].note, "baseline count is not positive");
+}
+
+// Rules: a timed row shown slower than the warning band (but not shown beyond
+// the regression threshold, and shown below it) is WARNING; one shown faster
+// than the band is IMPROVEMENT.
+TEST(BenchCheck, TimedWarningAndImprovementComeFromTheInterval) {
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto warn = pb::check_tables(base, table("m", {trial_row("hand", "cpu", 1.075, kQuiet)}));
+  EXPECT_EQ(warn.rows[0].change, pb::Change::Warning) << pb::format_check_report(warn);
+  EXPECT_GT(warn.rows[0].lo, 1.05) << pb::format_check_report(warn);
+  EXPECT_LT(warn.rows[0].hi, 1.10) << pb::format_check_report(warn);
+  EXPECT_EQ(warn.exit_code(), 0);
+  const auto faster = pb::check_tables(base, table("m", {trial_row("hand", "cpu", 0.90, kQuiet)}));
+  EXPECT_EQ(faster.rows[0].change, pb::Change::Improvement) << pb::format_check_report(faster);
+  EXPECT_LT(faster.rows[0].hi, 0.95) << pb::format_check_report(faster);
+}
+
+// Rule: an implausible ceiling row (plausibility.hpp) is no evidence that the
+// machine moved: a same-machine check stays absolute however slow it is.
+TEST(BenchCheck, InvalidCeilingRowDoesNotRescaleTheTable) {
+  const auto base = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
+                                trial_row("hand", "cpu", 2.0, kQuiet)});
+  auto cur = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet), trial_row("hand", "cpu", 2.6, kQuiet)});
+  const auto valid = pb::check_tables(base, cur, pb::CheckOptions{});
+  ASSERT_EQ(valid.mode, pb::CheckMode::Normalized) << valid.mode_reason;  // the premise: valid, it would rescale
+  cur.rows[0].invalid_reason = "2 threads at 0.06x its 1-thread throughput (below 0.5x)";
+  const auto rep = pb::check_tables(base, cur, pb::CheckOptions{});
+  EXPECT_EQ(rep.mode, pb::CheckMode::Absolute) << rep.mode_reason;
+  for (const auto& r : rep.rows) {
+    if (r.key.tier == "hand") {
+      EXPECT_EQ(r.change, pb::Change::Regression) << pb::format_check_report(rep);
+    }
+  }
+}
+
+// Rule: an implausible ceiling row normalizes nothing: the best *valid*
+// ceiling of the group does, however fast the invalid one reads.
+TEST(BenchCheck, InvalidCeilingRowNormalizesNothing) {
+  const auto base = table("machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
+                                        trial_row("hand", "cpu", 2.0, kQuiet)});
+  auto cur = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet),
+                                 trial_row("ceiling", "blis:zen", 0.25, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet)});
+  cur.rows[1].invalid_reason = "cv 60.0% against a median 1.0% of the 1 other ceiling rows of its shape and threads";
+  const auto rep = pb::check_tables(base, cur);
+  ASSERT_EQ(rep.mode, pb::CheckMode::Normalized);
+  ASSERT_EQ(rep.rows.size(), 1u);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
+  EXPECT_NEAR(rep.rows[0].ratio, 1.0, 0.01) << pb::format_check_report(rep);
+}
+
+// Rule: in normalized mode each sample is divided by its own trial's best
+// ceiling, so a machine whose speed changed between trials (here 2 fast
+// trials, 3 at half speed) changes nothing.
+TEST(BenchCheck, NormalizedSamplesAreDividedByTheirOwnTrialsCeiling) {
+  const std::vector<double> levels = {1.0, 1.0, 2.0, 2.0, 2.0};
+  const auto base = table("machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
+                                        trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto cur = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, levels),
+                                       trial_row("hand", "cpu", 1.0, levels)});
+  const auto rep = pb::check_tables(base, cur);
+  ASSERT_EQ(rep.mode, pb::CheckMode::Normalized);
+  ASSERT_EQ(rep.rows.size(), 1u);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
+  EXPECT_NEAR(rep.rows[0].ratio, 1.0, 0.01) << pb::format_check_report(rep);
+}
+
+// Rule: a baseline row without samples (it failed verification, or was
+// skipped, when the baseline was recorded) is SKIPPED: nothing to compare, and
+// no failure of the current code.
+TEST(BenchCheck, BaselineRowWithoutSamplesIsSkipped) {
+  auto empty = row("hand", "cpu", {});
+  empty.verdict = "incorrect: max err 1 > bound 1e-5";
+  const auto rep = pb::check_tables(table("m", {empty}), table("m", {trial_row("hand", "cpu", 1.0, kQuiet)}));
+  ASSERT_EQ(rep.rows.size(), 1u);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Skipped) << pb::format_check_report(rep);
+  EXPECT_NE(rep.rows[0].note.find("no samples in the baseline (incorrect"), std::string::npos) << rep.rows[0].note;
+  EXPECT_EQ(rep.exit_code(), 0);
+}
+
+// Rule: a row of the current table that the baseline lacks is NEW, listed and
+// never a failure.
+TEST(BenchCheck, RowNotInTheBaselineIsNew) {
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto cur = table("m", {trial_row("hand", "cpu", 1.0, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet, 3, "small_128")});
+  const auto rep = pb::check_tables(base, cur);
+  ASSERT_EQ(rep.rows.size(), 2u) << pb::format_check_report(rep);
+  EXPECT_EQ(rep.rows[1].change, pb::Change::New) << pb::format_check_report(rep);
+  EXPECT_EQ(rep.rows[1].key.shape, "small_128");
+  EXPECT_EQ(rep.exit_code(), 0);
+}
+
+// Rules: re-measuring stops after max_rounds rounds, and when the time budget
+// is spent (a row that stays REGRESSION is reported so, not measured for ever).
+TEST(BenchCheck, RemeasuringStopsAtMaxRoundsAndAtTheBudget) {
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto cur = table("m", {trial_row("hand", "cpu", 1.5, kQuiet)});
+  int calls = 0;
+  pb::CheckOptions opt;
+  opt.max_rounds = 2;
+  opt.remeasure = [&](const std::vector<pb::BenchKey>& keys) -> std::optional<std::vector<pb::BenchRow>> {
+    if (++calls > 10) return std::nullopt;  // a broken limit ends here, not never
+    std::vector<pb::BenchRow> more;
+    for (const auto& k : keys) {
+      auto r = trial_row(k.tier, k.backend, 1.5, kQuiet);  // as slow as before: stays REGRESSION
+      r.key = k;
+      for (auto& t : r.trials) t += 10 * calls;
+      more.push_back(r);
+    }
+    return more;
+  };
+  auto rep = pb::check_tables(base, cur, opt);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Regression) << pb::format_check_report(rep);
+  calls = 0;
+  opt.max_rounds = 5;
+  opt.budget_seconds = 1e-9;  // spent before the first round ends
+  rep = pb::check_tables(base, cur, opt);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Regression) << pb::format_check_report(rep);
+}
+
+// Rule: REGRESSION is decided over all the testable rows of a check at once
+// (Benjamini-Hochberg): a 16% slowdown whose p-value (0.016 here) would be a
+// regression alone is NOISY among nine unchanged rows, where the first
+// rejection needs p <= alpha / 10.
+TEST(BenchCheck, RegressionIsDecidedOverAllTheRowsAtOnce) {
+  const std::vector<double> levels = {1.00, 1.03, 0.97, 1.02, 0.98};  // 3% between trials
+  std::vector<pb::BenchRow> b, c;
+  for (int i = 0; i < 10; ++i) {
+    const std::string shape = "s" + std::to_string(i);
+    b.push_back(trial_row("hand", "cpu", 1.0, levels, 3, shape));
+    c.push_back(trial_row("hand", "cpu", i == 0 ? 1.16 : 1.0, levels, 3, shape));
+  }
+  const auto alone = pb::check_tables(table("m", {b[0]}), table("m", {c[0]}));
+  EXPECT_EQ(alone.rows[0].change, pb::Change::Regression) << pb::format_check_report(alone);
+  ASSERT_GT(alone.rows[0].p_value, 0.05 / 10);  // the premise: between alpha / 10 and alpha
+  ASSERT_LE(alone.rows[0].p_value, 0.05);
+  const auto rep = pb::check_tables(table("m", b), table("m", c));
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Noisy) << pb::format_check_report(rep);
+  EXPECT_EQ(rep.count(pb::Change::Regression), 0) << pb::format_check_report(rep);
+}
+
 TEST(BenchInterval, StudentTAndBenjaminiHochbergAndPower) {
   EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);   // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
   EXPECT_NEAR(pb::student_t_upper(0.0, 3), 0.5, 1e-12);

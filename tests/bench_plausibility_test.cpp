@@ -146,6 +146,29 @@ TEST(BenchPlausibility, ScatterNeedsTheFloorAndTheNeighbours) {
   EXPECT_TRUE(pb::implausible_ceilings(t, rule).empty());
 }
 
+// Rule: only ceiling rows are judged implausible: a hand or wrapped row that
+// scales as badly is this repository's result, reported as measured.
+TEST(BenchPlausibility, OnlyCeilingRowsAreJudged) {
+  pb::BenchTable t;
+  t.rows = {row_at("hand", "cpu:avx512", 1, {80, 83, 85, 82, 81, 84}),
+            row_at("hand", "cpu:avx512", 2, {2.2, 3.1, 4.6, 4.84, 7.9, 12.5})};
+  EXPECT_TRUE(pb::implausible_ceilings(t).empty());
+  for (auto& r : t.rows) r.key.tier = "ceiling";
+  EXPECT_EQ(pb::implausible_ceilings(t).size(), 1u) << "the premise: as ceiling rows, the 2-thread one is implausible";
+}
+
+// Rule: marking judges the table afresh: a row marked before (say before it was
+// re-measured) and plausible now is valid again, and leaves the metadata.
+TEST(BenchPlausibility, MarkingClearsAnOldMark) {
+  pb::BenchTable t;
+  t.rows = {row_at("ceiling", "openblas:Zen", 1, {80, 83, 85, 82}), row_at("ceiling", "openblas:Zen", 2, {144, 150, 155, 140})};
+  t.rows[1].invalid_reason = "2 threads at 0.0570× its 1-thread throughput (below 0.5×)";
+  t.set_meta_list("invalid_ceilings", {t.rows[1].key.to_string() + ": " + t.rows[1].invalid_reason});
+  pb::mark_invalid_ceilings(t);
+  EXPECT_TRUE(t.rows[1].valid()) << t.rows[1].invalid_reason;
+  EXPECT_FALSE(t.meta("invalid_ceilings"));
+}
+
 TEST(BenchPlausibility, BestRowSkipsAnInvalidRow) {
   // The fastest ceiling by median scatters far beyond its neighbours: left out.
   pb::BenchTable t;

@@ -1,0 +1,155 @@
+// The claims evaluator's verdict rules (bench/claims.hpp) that no test failed
+// without (issue 40 item 9); the other claims tests are in
+// bench_ingest_test.cpp and bench_plausibility_test.cpp. Every test names the
+// rule it pins.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/claims.hpp"
+
+namespace pb = popper::bench;
+
+namespace {
+
+// Three trials of two samples each within +-spread of `seconds` (by default
+// +-0.05%: intervals far narrower than any threshold below).
+pb::BenchRow timed(const std::string& tier, const std::string& backend, double seconds,
+                   const std::string& precision = "f32", double work = 1e9, double spread = 0.0005) {
+  pb::BenchRow r;
+  r.key = {"gemm", tier, backend, "a", precision, 1, "warm"};
+  const double level[3] = {1.0, 1.0 + spread, 1.0 - spread};
+  for (int t = 0; t < 3; ++t)
+    for (int i = 0; i < 2; ++i) {
+      r.samples.push_back(seconds * level[t]);
+      r.trials.push_back(t);
+    }
+  r.work_per_iter = work;
+  r.verdict = "verified";
+  return r;
+}
+
+popper::BenchmarkClaim claim(const std::string& metric, const std::string& numerator, const std::string& denominator,
+                             const std::string& op, double threshold) {
+  popper::BenchmarkClaim c;
+  c.id = "BENCH-GEMM-009";
+  c.family = "gemm";
+  c.metric = metric;
+  c.numerator = numerator;
+  c.denominator = denominator;
+  c.op = op;
+  c.threshold = threshold;
+  return c;
+}
+
+pb::ClaimResult judge(const popper::BenchmarkClaim& c, const std::vector<pb::BenchRow>& rows,
+                      const pb::PeakResult* peak = nullptr, const std::map<std::string, std::string>& peak_kind = {}) {
+  popper::Contract k;
+  k.stem = "gemm-v1";
+  k.benchmarks.push_back(c);
+  pb::BenchTable t;
+  t.rows = rows;
+  const auto res = pb::evaluate_claims({k}, "gemm", t, peak, peak_kind, {"a"});
+  EXPECT_EQ(res.size(), 1u);
+  return res.empty() ? pb::ClaimResult{} : res[0];
+}
+
+}  // namespace
+
+// Rule: a tier's row is its best verified row, the one of lowest median (here
+// the second of two hand backends).
+TEST(BenchClaims, ATiersRowIsItsFastestVerifiedRow) {
+  const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);
+  const auto res = judge(c, {timed("hand", "cpu:avx2", 2.0), timed("hand", "cpu:avx512", 1.0),
+                             timed("ceiling", "openblas:Zen", 1.0)});
+  EXPECT_EQ(res.verdict, "met") << res.detail;
+}
+
+// Rule: a claim naming a precision is judged on that precision's rows only.
+TEST(BenchClaims, AClaimNamingAPrecisionCoversOnlyIt) {
+  auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);
+  const std::vector<pb::BenchRow> rows = {timed("hand", "cpu", 1.0, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
+                                          timed("hand", "cpu", 2.0, "f64"), timed("ceiling", "openblas:Zen", 1.0, "f64")};
+  ASSERT_EQ(judge(c, rows).verdict, "not_met");  // the premise: f64 fails it
+  c.precision = "f32";
+  const auto res = judge(c, rows);
+  EXPECT_EQ(res.verdict, "met") << res.detail;
+}
+
+// Rule: denominator_precision names the denominator row's precision (a q4k
+// GEMV against an f32 SGEMV), not the numerator's.
+TEST(BenchClaims, DenominatorPrecisionPicksTheDenominatorRow) {
+  auto c = claim("throughput_ratio", "hand", "ceiling", ">=", 1.5);
+  c.denominator_precision = "f32";
+  c.precision = "q4k";
+  const auto res = judge(c, {timed("hand", "cpu", 1.0, "q4k"), timed("ceiling", "openblas:Zen", 2.0, "f32"),
+                             timed("ceiling", "ggml-cpu:zen4", 0.5, "q4k")});
+  EXPECT_EQ(res.verdict, "met") << res.detail;  // 2.0 / 1.0, not 0.5 / 1.0
+}
+
+// Rule: denominator_backend picks the denominator among the rows whose backend
+// starts with it, even when another backend's row is faster.
+TEST(BenchClaims, DenominatorBackendPicksTheDenominatorRow) {
+  auto c = claim("time_ratio", "hand", "device", "<", 1.05);
+  c.denominator_backend = "cuda";
+  const auto res = judge(c, {timed("hand", "cpu", 1.0), timed("device", "vulkan:llvmpipe", 0.1),
+                             timed("device", "cuda:sm_90", 1.0)});
+  EXPECT_EQ(res.verdict, "met") << res.detail;  // 1.0 / 1.0, not 1.0 / 0.1
+}
+
+// Rule: a throughput ratio is work per second over work per second: the tiers'
+// work per iteration scales the time ratio.
+TEST(BenchClaims, ThroughputRatioCountsEachTiersWork) {
+  const auto c = claim("throughput_ratio", "hand", "ceiling", ">=", 1.5);
+  const auto res = judge(c, {timed("hand", "cpu", 1.0, "f32", 2e9), timed("ceiling", "openblas:Zen", 1.0, "f32", 1e9)});
+  EXPECT_EQ(res.verdict, "met") << res.detail;  // twice the work in the same time: 2.0
+}
+
+// Rule: a fraction of a bandwidth peak compares the row's bytes per second with
+// it, not its work per second.
+TEST(BenchClaims, PeakFractionOfABandwidthPeakCountsBytes) {
+  pb::PeakResult peak;
+  peak.cores = 2;
+  peak.bandwidth_core = 10e9;  // bytes/s
+  auto row = timed("hand", "cpu", 1.0, "f32", 1e9);
+  row.bytes_per_iter = 8e9;  // 8e9 bytes/s: 0.8 of the peak (its 1e9 work/s would read 0.1)
+  auto c = claim("peak_fraction", "hand", "", ">=", 0.5);
+  const auto res = judge(c, {row}, &peak, {{"f32", "bandwidth"}});
+  EXPECT_EQ(res.verdict, "met") << res.detail;
+}
+
+// Rule: one group not met makes the claim not_met, even when another group is
+// inconclusive (the claim is false where it was shown false).
+TEST(BenchClaims, NotMetOutranksInconclusive) {
+  const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.02);
+  const auto res = judge(c, {timed("hand", "cpu", 1.10, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
+                             timed("hand", "cpu", 1.02, "f64", 1e9, 0.03), timed("ceiling", "openblas:Zen", 1.0, "f64")});
+  EXPECT_EQ(res.verdict, "not_met") << res.detail;
+  EXPECT_NE(res.detail.find("inconclusive: a/f64"), std::string::npos) << res.detail;  // the premise: f64 straddles
+}
+
+// Rule: an inconclusive group makes the claim inconclusive even when another
+// group is met and a third was not measured (partially_measured needs every
+// measured group met).
+TEST(BenchClaims, InconclusiveOutranksPartiallyMeasured) {
+  const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.02);
+  const auto res = judge(c, {timed("hand", "cpu", 1.0, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
+                             timed("hand", "cpu", 1.02, "f64", 1e9, 0.03), timed("ceiling", "openblas:Zen", 1.0, "f64"),
+                             timed("hand", "cpu", 1.0, "bf16")});  // bf16: no ceiling row, not measured
+  EXPECT_EQ(res.verdict, "inconclusive") << res.detail;
+  EXPECT_NE(res.detail.find("inconclusive: a/f64"), std::string::npos) << res.detail;
+  EXPECT_NE(res.detail.find("not measured (or not verified): a/bf16"), std::string::npos) << res.detail;
+}
+
+// Rules of the comparison: at exactly the threshold (identical samples: the
+// value and its whole interval are 1), '<=' and '>=' hold, '<' and '>' do not.
+TEST(BenchClaims, ComparisonAtTheThresholdFollowsTheOperator) {
+  const std::vector<pb::BenchRow> rows = {timed("hand", "cpu", 1.0, "f32", 1e9, 0.0),
+                                          timed("ceiling", "openblas:Zen", 1.0, "f32", 1e9, 0.0)};
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", "<=", 1.0), rows).verdict, "met");
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">=", 1.0), rows).verdict, "met");
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", "<", 1.0), rows).verdict, "not_met");
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">", 1.0), rows).verdict, "not_met");
+}
