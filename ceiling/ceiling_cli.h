@@ -1,7 +1,8 @@
 /* What every ceiling program shares: arguments, timing, the deterministic fill
  * and the CSV rows of the bench producer protocol (baselines/README.md).
  *
- *   ceiling_<name> [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes] [--probe]
+ *   ceiling_<name> [--shape NAME]... [--reps N] [--threads T] [--precision P] [--min-time S]
+ *                  [--list-shapes] [--probe]
  *
  * --probe prints the vendor configuration the library selected in this
  * environment ("# config: <name>") and exits without running a kernel: the
@@ -10,6 +11,8 @@
  * stdout: the header line, then one row per repetition
  *   family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,
  *   flop_per_iter,bytes_per_iter,verdict
+ * --min-time: seconds one repetition lasts at least (default 0.2; bench
+ * compare passes its own, as it does to the suites).
  * stderr: progress. A program that cannot run here prints "# skipped: <why>"
  * as its first stdout line and exits 0. Header-only (static functions), C11. */
 #ifndef POPPER_CEILING_CLI_H
@@ -40,10 +43,13 @@ static double ceiling_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Iterations per repetition so that one repetition lasts at least 0.2 s,
- * given the time of one warm call. */
+/* Seconds one repetition lasts at least (--min-time). */
+static double ceiling_min_rep_seconds = 0.2;
+
+/* Iterations per repetition so that one repetition lasts at least
+ * ceiling_min_rep_seconds, given the time of one warm call. */
 static long ceiling_iterations(double one_call_seconds) {
-  const double min_rep = 0.2;
+  const double min_rep = ceiling_min_rep_seconds;
   long iters = one_call_seconds > 0 ? (long)(min_rep / one_call_seconds) + 1 : 1;
   return iters < 1 ? 1 : iters;
 }
@@ -80,11 +86,18 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
       a->threads = atoi(argv[++i]);
     } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
       a->precision = argv[++i];
+    } else if (i + 1 < argc && strcmp(arg, "--min-time") == 0) {
+      ceiling_min_rep_seconds = atof(argv[++i]);
+      if (!(ceiling_min_rep_seconds > 0)) {
+        fprintf(stderr, "%s: --min-time must be > 0 seconds\n", program);
+        return 2;
+      }
     } else {
       const int help = strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
       if (!help) fprintf(stderr, "%s: unknown or incomplete argument: %s\n", program, arg);
       fprintf(help ? stdout : stderr,
-              "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--list-shapes] [--probe]\n", program);
+              "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--min-time S] [--list-shapes] "
+              "[--probe]\n", program);
       return help ? 1 : 2;
     }
   }

@@ -21,7 +21,7 @@
 #include "workloads/gemm/shapes.h"
 
 #define MAX_FILTERS 64
-static const double kMinRepSeconds = 0.2;
+static double min_rep_seconds = 0.2; /* --min-time */
 
 #define CHECK_CUDA(x)                                                              \
   do {                                                                             \
@@ -96,7 +96,7 @@ static int selected(const char* name, const char** filters, int nfilters) {
 static void usage(FILE* to) {
   fprintf(to,
           "usage: ceiling_cublas_gemm_raw [--shape NAME]... [--reps N] [--threads T]\n"
-          "                               [--precision f32|f16|bf16] [--list-shapes] [--probe]\n");
+          "                               [--precision f32|f16|bf16] [--min-time S] [--list-shapes] [--probe]\n");
 }
 
 int main(int argc, char** argv) {
@@ -118,6 +118,12 @@ int main(int argc, char** argv) {
       threads = atoi(argv[++i]); /* host threads do not apply to the device; recorded in the CSV */
     } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
       precision = argv[++i];
+    } else if (i + 1 < argc && strcmp(arg, "--min-time") == 0) {
+      min_rep_seconds = atof(argv[++i]);
+      if (!(min_rep_seconds > 0)) {
+        fprintf(stderr, "ceiling_cublas_gemm_raw: --min-time must be > 0 seconds\n");
+        return 2;
+      }
     } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       usage(stdout);
       return 0;
@@ -188,7 +194,7 @@ int main(int argc, char** argv) {
       free(ha);
       free(hb);
 
-      /* Warm-up (also sizes the repetition so one lasts >= kMinRepSeconds). */
+      /* Warm-up (also sizes the repetition so one lasts >= min_rep_seconds). */
       for (int w = 0; w < 3; ++w) run_gemm(h, st, input, sh->m, sh->n, sh->k, da, db, dc);
       CHECK_CUDA(cudaEventRecord(start, st));
       run_gemm(h, st, input, sh->m, sh->n, sh->k, da, db, dc);
@@ -196,7 +202,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaEventSynchronize(stop));
       float one_ms = 0.0f;
       CHECK_CUDA(cudaEventElapsedTime(&one_ms, start, stop));
-      long iters = one_ms > 0 ? (long)(kMinRepSeconds / (one_ms * 1e-3)) + 1 : 1;
+      long iters = one_ms > 0 ? (long)(min_rep_seconds / (one_ms * 1e-3)) + 1 : 1;
 
       const double flop = 2.0 * sh->m * sh->n * (double)sh->k;
       const double bytes = (double)(na + nb) * (input == IN_F32 ? 4.0 : 2.0) + (double)nc * 4.0;

@@ -6,7 +6,7 @@
  *   A and B read once, C written once (beta = 0: C is never read).
  *
  * For each shape of workloads/gemm/shapes.h and each precision: warm up, size the
- * repetition (>= 0.2 s), time --reps repetitions, one CSV row each. The vendor
+ * repetition (>= --min-time, 0.2 s by default), time --reps repetitions, one CSV row each. The vendor
  * program supplies only the call and its backend label, so every vendor is
  * timed by the same code. Header-only, C11. */
 #ifndef POPPER_GEMM_CEILING_H

@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
         solve_class(&in, args.threads);
         ++iters;
         t1 = ceiling_now();
-      } while (t1 - t0 < 0.2);
+      } while (t1 - t0 < ceiling_min_rep_seconds);
       ceiling_print_row("arrow", backend, sh->name, "f64", args.threads, r, iters, (t1 - t0) / (double)iters, flop,
                         bytes, "not_verified");
     }

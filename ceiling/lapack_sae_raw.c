@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
         int iters = 0;
         const double t0 = ceiling_now();
         double t1 = t0;
-        while (iters < 1 || t1 - t0 < 0.2) {
+        while (iters < 1 || t1 - t0 < ceiling_min_rep_seconds) {
           cblas_dsymv(CblasRowMajor, CblasLower, (int)pr.dim, 1.0, a, (int)pr.dim, pr.x, 1, 0.0, y, 1);
           ++iters;
           t1 = ceiling_now();

@@ -33,7 +33,7 @@ echo "timed $name" >> "$(dirname "$0")/calls"
 s=3.0e-04; [ "$name" = skx ] && s=1.0e-04
 echo "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict"
 for p in f32 f64; do
-  echo "gemm,ceiling,blis:$name,$4,$p,1,0,100,$s,1e6,1e5,not_verified"
+  echo "gemm,ceiling,blis:$name,$2,$p,1,0,100,$s,1e6,1e5,not_verified"
 done
 )";
 

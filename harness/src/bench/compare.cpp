@@ -249,8 +249,11 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     merge_rows(rows, got);
   };
   auto run_ceiling = [&](const Step& s, const VendorConfig& cfg, int trial) {
+    char min_time[32];
+    std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
     std::vector<std::string> argv = {bin + "ceiling_" + s.ceiling, "--shape", s.shape, "--reps",
-                                     std::to_string(opt.reps_per_trial), "--threads", std::to_string(s.threads)};
+                                     std::to_string(opt.reps_per_trial), "--threads", std::to_string(s.threads),
+                                     "--min-time", min_time};
     // The configuration's variables win over the run's timing environment.
     auto env = cfg.env_set(s.threads);
     const auto unset = cfg.env_unset();
