@@ -407,7 +407,9 @@ std::string screening_key(const CeilingPlan& plan, const MachineInfo& m, const s
       const auto arrow = line.find("=> /");
       if (arrow == std::string::npos) continue;
       const std::string lib = line.substr(arrow + 3, line.find(" (", arrow) - arrow - 3);
-      key << file_identity(std::filesystem::weakly_canonical(lib).string()) << ";";
+      std::error_code ec;
+      const auto real = std::filesystem::weakly_canonical(lib, ec);
+      key << file_identity(ec ? lib : real.string()) << ";";
     }
   }
   return key.str();
@@ -421,16 +423,28 @@ bool reuse_screening(const std::string& path, const std::string& key, CeilingPla
     if (j.at("key").get<std::string>() != key) return false;
     std::map<std::string, const nlohmann::json*> by_backend;
     for (const auto& c : j.at("configs")) by_backend[c.at("backend").get<std::string>()] = &c;
+    // Every configuration to check must have a readable entry before any is applied.
+    struct Entry {
+      VendorConfig* config;
+      double seconds[2];
+      bool failed;
+      std::string reason;
+    };
+    std::vector<Entry> found;
     for (auto& c : plan.configs) {
       if (c.status != ConfigStatus::Run || plan.runnable(c.program).size() < 2) continue;
       const auto it = by_backend.find(c.backend());
       if (it == by_backend.end()) return false;
       const auto& e = *it->second;
-      c.check_seconds[0] = e.at("check_seconds").at(0);
-      c.check_seconds[1] = e.at("check_seconds").at(1);
-      if (e.at("failed").get<bool>()) {
-        c.status = ConfigStatus::Failed;
-        c.reason = e.at("reason").get<std::string>();
+      found.push_back({&c, {e.at("check_seconds").at(0).get<double>(), e.at("check_seconds").at(1).get<double>()},
+                       e.at("failed").get<bool>(), e.at("reason").get<std::string>()});
+    }
+    for (auto& e : found) {
+      e.config->check_seconds[0] = e.seconds[0];
+      e.config->check_seconds[1] = e.seconds[1];
+      if (e.failed) {
+        e.config->status = ConfigStatus::Failed;
+        e.config->reason = e.reason;
       }
     }
     return true;
