@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -234,8 +235,9 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   std::atomic<std::size_t> next{0};
   std::mutex progress_mutex;
   std::size_t started = 0;
+  std::exception_ptr failure;  // the first error a worker met, rethrown after the join
   auto worker = [&] {
-    for (std::size_t i; (i = next++) < keys.size();) {
+    for (std::size_t i; (i = next++) < keys.size();) try {
       if (opt.progress) {
         std::lock_guard<std::mutex> lock(progress_mutex);
         opt.progress("[" + std::to_string(++started) + "/" + std::to_string(keys.size()) + "] callgrind " +
@@ -248,13 +250,18 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
         opt.progress(m);
       };
       rows[i] = measure_gate_row(quiet, fam, keys[i], &counts[i]);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      if (!failure) failure = std::current_exception();
+      next = keys.size();  // no further rows: the run fails as a whole
     }
   };
-  const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(opt.jobs, 1)), 1, keys.size());
+  const std::size_t workers = std::min(static_cast<std::size_t>(std::max(opt.jobs, 1)), keys.size());
   std::vector<std::thread> pool;
   for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 
   GateRun run;
   for (std::size_t i = 0; i < keys.size(); ++i) {
