@@ -243,14 +243,15 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     for (const auto& w : plan.warnings) say(w.message);
   }
 
+  char min_time_text[32];  // --min-time for the ceilings and the suites alike
+  std::snprintf(min_time_text, sizeof min_time_text, "%g", opt.min_time);
+  const std::string min_time = min_time_text;
   std::vector<BenchRow> rows;
   auto add = [&](std::vector<BenchRow> got, int trial) {
     for (auto& g : got) g.trials.assign(g.samples.size(), trial);
     merge_rows(rows, got);
   };
   auto run_ceiling = [&](const Step& s, const VendorConfig& cfg, int trial) {
-    char min_time[32];
-    std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
     std::vector<std::string> argv = {bin + "ceiling_" + s.ceiling, "--shape", s.shape, "--reps",
                                      std::to_string(opt.reps_per_trial), "--threads", std::to_string(s.threads),
                                      "--min-time", min_time};
@@ -285,12 +286,10 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
     const std::string json_path = popper::make_temp_file("popper-gbench");
     if (json_path.empty()) throw Error("cannot create a temporary file");
-    char min_time[32];
-    std::snprintf(min_time, sizeof min_time, "%g", opt.min_time);
     const auto r = run_process({bin + fam.executable,
                                 "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
                                 "--benchmark_repetitions=" + std::to_string(opt.reps_per_trial),
-                                "--benchmark_report_aggregates_only=false", std::string("--benchmark_min_time=") + min_time,
+                                "--benchmark_report_aggregates_only=false", "--benchmark_min_time=" + min_time,
                                 std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
                                opt.env);
     std::ifstream in(json_path);

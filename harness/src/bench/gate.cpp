@@ -236,6 +236,12 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   std::mutex progress_mutex;
   std::size_t started = 0;
   std::exception_ptr failure;  // the first error a worker met, rethrown after the join
+  GateOptions locked = opt;    // a worker's warnings go through the lock too
+  locked.progress = [&](const std::string& m) {
+    if (!opt.progress) return;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    opt.progress(m);
+  };
   auto worker = [&] {
     for (std::size_t i; (i = next++) < keys.size();) try {
       if (opt.progress) {
@@ -243,13 +249,7 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
         opt.progress("[" + std::to_string(++started) + "/" + std::to_string(keys.size()) + "] callgrind " +
                      fam.family + "/" + keys[i].tier + "/" + keys[i].shape + "/" + keys[i].precision + "/threads:1");
       }
-      GateOptions quiet = opt;  // warnings from a worker go through the lock too
-      quiet.progress = [&](const std::string& m) {
-        if (!opt.progress) return;
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        opt.progress(m);
-      };
-      rows[i] = measure_gate_row(quiet, fam, keys[i], &counts[i]);
+      rows[i] = measure_gate_row(locked, fam, keys[i], &counts[i]);
     } catch (...) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       if (!failure) failure = std::current_exception();
