@@ -19,6 +19,7 @@
 #define POPPER_CEILING_CLI_H
 
 #define _POSIX_C_SOURCE 200809L
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,9 +124,14 @@ static int ceiling_precision_selected(const struct ceiling_args* a, const char* 
  * --shape names one of the program's `count` shapes (shape_name(i)), and
  * answer --list-shapes with a line per shape (list_line(i); the name when
  * NULL). Returns -1 when the program goes on to run, else main's exit code:
- * 0 after --help or --list-shapes, 2 on a bad argument or an unknown shape. */
+ * 0 after --help or --list-shapes, 2 on a bad argument or an unknown shape.
+ * Freed memory stays in the process from here on, as in the suites
+ * (bench/common/suite.hpp keep_freed_memory: a VM that hands freed pages back
+ * to its host slows the next ~130 ms of calls). */
 static int ceiling_open(int argc, char** argv, const char* program, int count, const char* (*shape_name)(int),
                         void (*list_line)(int), struct ceiling_args* a) {
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
   const int rc = ceiling_parse_args(argc, argv, a, program);
   if (rc) return rc == 1 ? 0 : 2;
   for (int i = 0; i < a->nfilters; ++i) {

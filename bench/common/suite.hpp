@@ -12,9 +12,12 @@
 //    over N calls it runs N + floor(N f) of them. The extra work is the
 //    kernel itself, so it scales with the kernel in every family and thread
 //    configuration (N = 4 or 8 gate iterations makes f = 0.25 exact).
-//  - run_suite(argc, argv, backends): the end of every suite's main.
+//  - run_suite(argc, argv, backends): the end of every suite's main; it first
+//    keeps freed memory in the process (keep_freed_memory).
 #pragma once
 #include <benchmark/benchmark.h>
+
+#include <malloc.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -86,8 +89,22 @@ struct TierBackend {
 // The end of every suite's main: each tier's backend goes into the JSON
 // context as popper_backend_<tier> (the bench tooling reads it), then Google
 // Benchmark runs what the suite registered. Returns main's exit code.
+// Freed memory stays in the process: no allocation is a private mmap, and the
+// heap is never trimmed. Google Benchmark calls a benchmark function again for
+// every repetition and sizing run, so a suite builds and frees its operands
+// (and its verification copies) between timed loops. On a virtual machine that
+// hands freed pages back to its host, the first call after freeing 75 MB took
+// 130 ms instead of 3 (bench_q4k big_32768x4096 on a 2-core EPYC VM): a 0.2 s
+// repetition of such calls measured 2-3x slow. The ceiling programs do the same
+// (ceiling_open), so every tier is timed in the same state.
+inline void keep_freed_memory() {
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
+}
+
 inline int run_suite(int argc, char** argv, std::initializer_list<TierBackend> backends) {
   for (const TierBackend& b : backends) benchmark::AddCustomContext(std::string("popper_backend_") + b.tier, b.backend);
+  keep_freed_memory();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
