@@ -38,6 +38,16 @@ double resampled_quantile(const std::vector<const std::vector<double>*>& groups,
   return quantile_of_sorted(pool, q);
 }
 
+// z with P(Z > z) = p for a standard normal, by bisection.
+double normal_upper_quantile(double p) {
+  double lo = 0, hi = 40;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(mid / std::sqrt(2.0)) > p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
 RatioInterval summarize(std::vector<double>& logs, double ratio, double alpha, int df) {
   RatioInterval r;
   r.ratio = ratio;
@@ -54,7 +64,14 @@ RatioInterval summarize(std::vector<double>& logs, double ratio, double alpha, i
   // The spread from the central 68% (one normal sd either side), not the
   // sample sd: a few resamples that drew mostly delayed trials sit far out
   // and would inflate the sd of an otherwise narrow distribution.
-  r.log_se = logs.size() > 1 ? 0.5 * (pct(0.841345) - pct(0.158655)) : 0;
+  if (logs.size() > 1) {
+    r.log_se = 0.5 * (pct(0.841345) - pct(0.158655));
+    // Each side's spread from the printed interval's end on that side, in
+    // normal sds (z = 1.96 at alpha 0.05): the tail a one-sided test needs.
+    const double z = normal_upper_quantile(alpha / 2);
+    r.log_se_below = (pct(0.5) - pct(alpha / 2)) / z;
+    r.log_se_above = (pct(1 - alpha / 2) - pct(0.5)) / z;
+  }
   return r;
 }
 
@@ -174,14 +191,20 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   return summarize(logs, median(all_n) / median(all_d), alpha, static_cast<int>(vn.size()) - 1);
 }
 
+namespace {
+// The spread on one side, or both sides' when that side has none (every
+// resample on it tied with the median).
+double side_se(const RatioInterval& r, double one_side) { return one_side > 0 ? one_side : r.log_se; }
+}  // namespace
+
 double p_ratio_above(const RatioInterval& r, double c) {
   if (!r.testable()) return 1;
-  return student_t_upper((std::log(r.ratio) - std::log(c)) / r.log_se, r.df);
+  return student_t_upper((std::log(r.ratio) - std::log(c)) / side_se(r, r.log_se_below), r.df);
 }
 
 double p_ratio_below(const RatioInterval& r, double c) {
   if (!r.testable()) return 1;
-  return student_t_upper((std::log(c) - std::log(r.ratio)) / r.log_se, r.df);
+  return student_t_upper((std::log(c) - std::log(r.ratio)) / side_se(r, r.log_se_above), r.df);
 }
 
 std::vector<bool> benjamini_hochberg(const std::vector<double>& p, double q) {

@@ -9,10 +9,15 @@
 //   Paired (both sides measured in the same trials, e.g. two tiers of one
 //   run): the same trial draw serves both sides, so shared trial noise cancels.
 // Interval: the alpha/2 and 1 - alpha/2 percentiles of R*.
-// Test against a threshold c: t = (log R - log c) / se, se = half the spread of
-// the central 68% of log R* (the sd of a normal; robust to a few far resamples), with
+// Test against a threshold c: t = (log R - log c) / se, with
 // df = trials(num) + trials(den) - 2 (paired: trials - 1) degrees of freedom;
-// one-sided p from Student's t. With df < 1 the between-trial noise cannot be
+// one-sided p from Student's t. se is the spread of log R* on the side where
+// c lies, read off the interval's end on that side: (median - alpha/2
+// percentile) / z for R > c, (1 - alpha/2 percentile - median) / z for R < c,
+// z the normal's 1 - alpha/2 quantile (for a normal R* both are its sd, as
+// with the central 68% the planning uses: log_se). A skewed R* (some trials
+// much faster than the rest) no longer widens the side it does not reach: a
+// row whose whole interval lies below the regression threshold is not NOISY. With df < 1 the between-trial noise cannot be
 // estimated and no test is possible (`testable()` is false).
 #pragma once
 #include <cstdint>
@@ -28,7 +33,8 @@ struct TrialSamples {
 struct RatioInterval {
   double ratio = 0;   // median(num) / median(den) over all samples
   double lo = 0, hi = 0;
-  double log_se = 0;  // bootstrap standard error of log(ratio) (robust: central 68%)
+  double log_se = 0;  // bootstrap standard error of log(ratio) (robust: half the central 68%)
+  double log_se_below = 0, log_se_above = 0;  // one side each, from lo and hi (see above)
   int df = 0;
   bool testable() const { return df >= 1 && log_se > 0; }
 };
