@@ -86,22 +86,22 @@ struct TierBackend {
   std::string backend;
 };
 
-// The end of every suite's main: each tier's backend goes into the JSON
-// context as popper_backend_<tier> (the bench tooling reads it), then Google
-// Benchmark runs what the suite registered. Returns main's exit code.
 // Freed memory stays in the process: no allocation is a private mmap, and the
 // heap is never trimmed. Google Benchmark calls a benchmark function again for
 // every repetition and sizing run, so a suite builds and frees its operands
 // (and its verification copies) between timed loops. On a virtual machine that
 // hands freed pages back to its host, the first call after freeing 75 MB took
 // 130 ms instead of 3 (bench_q4k big_32768x4096 on a 2-core EPYC VM): a 0.2 s
-// repetition of such calls measured 2-3x slow. The ceiling programs do the same
+// repetition of such calls measured 2-2.5x slow. The ceiling programs do the same
 // (ceiling_open), so every tier is timed in the same state.
 inline void keep_freed_memory() {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, -1);
 }
 
+// The end of every suite's main: each tier's backend goes into the JSON
+// context as popper_backend_<tier> (the bench tooling reads it), then Google
+// Benchmark runs what the suite registered. Returns main's exit code.
 inline int run_suite(int argc, char** argv, std::initializer_list<TierBackend> backends) {
   for (const TierBackend& b : backends) benchmark::AddCustomContext(std::string("popper_backend_") + b.tier, b.backend);
   keep_freed_memory();
