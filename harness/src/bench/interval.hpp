@@ -17,8 +17,9 @@
 // z the normal's 1 - alpha/2 quantile (for a normal R* both are its sd, as
 // with the central 68% the planning uses: log_se). A skewed R* (some trials
 // much faster than the rest) no longer widens the side it does not reach: a
-// row whose whole interval lies below the regression threshold is not NOISY. With df < 1 the between-trial noise cannot be
-// estimated and no test is possible (`testable()` is false).
+// row whose whole interval lies below the regression threshold is not NOISY.
+// With df < 1 the between-trial noise cannot be estimated and no test is
+// possible (`testable()` is false).
 #pragma once
 #include <cstdint>
 #include <vector>
