@@ -54,16 +54,27 @@ inline std::vector<double> read_bandwidth_after_pause(std::size_t bytes, int thr
   return read_bandwidth(bytes, threads, reps);
 }
 
+// Whether judge_read_bound probes again after the timed calls before judging.
+// A suite that keeps its kernel (and the kernel's worker threads) alive from
+// one timed loop to the next must not probe between them: a ggml backend left
+// idle through a probe ran its 2-thread mat-vec 6-8x slower for the rest of its
+// life (ceiling/ggml_q4k_raw.c). Such a suite probes once, before the kernel
+// exists, and probes again only for a row above that bound.
+enum class ProbeAfterTiming { always, only_above_bound };
+
 // The verdict of a timed row on `bytes` per call (`probe_bytes` the footprint
 // `read` was measured on): the probe again after the timed calls, appended to
 // `read` (a probe lasts milliseconds, and one slowed by a passing neighbour on
 // a shared machine must not make an honest row "invalid"), and for a row still
 // above the bound, up to three longer probes before it is condemned.
 inline q4k::BandwidthVerdict judge_read_bound(double bytes, std::span<const double> seconds, std::vector<double>& read,
-                                              std::size_t probe_bytes, int threads) {
+                                              std::size_t probe_bytes, int threads,
+                                              ProbeAfterTiming after = ProbeAfterTiming::always) {
   if (read.empty()) return q4k::bandwidth_verdict(bytes, seconds, read);  // no bound was asked for
-  const auto again = read_bandwidth_after_pause(probe_bytes, threads, 5);
-  read.insert(read.end(), again.begin(), again.end());
+  if (after == ProbeAfterTiming::always) {
+    const auto again = read_bandwidth_after_pause(probe_bytes, threads, 5);
+    read.insert(read.end(), again.begin(), again.end());
+  }
   return q4k::confirmed_bandwidth_verdict(bytes, seconds, read, 3,
                                           [&] { return read_bandwidth_after_pause(probe_bytes, threads, 10); });
 }

@@ -4,6 +4,7 @@
 #include "popper/binding.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/q4k.hpp"
+#include "workloads/common/read_sum.h"
 
 namespace {
 
@@ -57,6 +58,22 @@ POPPER_FALSIFIER("FALSIFY-Q4K-013", [](const popper::Params&) {
   probes = 0;
   EXPECT_TRUE(confirmed_bandwidth_verdict(bytes, ok_times, read2, 3, fresh).valid);
   EXPECT_EQ(probes, 0);
+
+  // The read probes (bench/common/read_bandwidth.hpp, ceiling/read_bound.h)
+  // keep the fastest of every way of reading: a way that skipped lines would
+  // raise every bound. Each returns the sum of p[0 .. n - n % 32).
+  for (std::size_t n : {std::size_t{32}, std::size_t{4096 + 31}, std::size_t{100000}}) {
+    std::vector<std::uint64_t> words(n);
+    std::uint64_t want = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      words[i] = (i + 1) * 0x9E3779B97F4A7C15ULL;
+      if (i < n - n % 32) want += words[i];
+    }
+    for (int way = 0; way < POPPER_READ_WAYS; ++way) {
+      if (!popper_read_way_supported(way)) continue;
+      EXPECT_EQ(popper_read_sum(way, words.data(), n), want) << "way " << way << ", n " << n;
+    }
+  }
   popper::record_backend("reference");
 });
 

@@ -116,6 +116,7 @@ void gemv_packed_avx2(const PackedRows& a, std::size_t g0, std::size_t g1) {
     __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
     for (std::int64_t b = 0; b < a.nb; ++b) {
       const PackedBlock& pb = group[b];
+      prefetch_block(a, g * static_cast<std::size_t>(a.nb) + static_cast<std::size_t>(b + kPrefetchBlocks));
       const __m256d s_b = _mm256_set1_pd(a.scale[b]);
       // Mutation point (q4k-packed-avx2-half-scales): rows 8..15 read the scale words of rows 0..7.
       const ScalesMins sm[2] = {ScalesMins(pb.scales, 0), ScalesMins(pb.scales, a.mut == PackedMutation::Avx2HalfScales ? 0 : 1)};

@@ -97,6 +97,7 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
     __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();  // rows 0..7, 8..15
     for (std::int64_t b = 0; b < a.nb; ++b) {
       const PackedBlock& pb = group[b];
+      prefetch_block(a, g * static_cast<std::size_t>(a.nb) + static_cast<std::size_t>(b + kPrefetchBlocks));
       // The scale words of 16 rows (format in q4k.hpp): bytes j of sc03 / m03 are sc_j / m_j (j < 4),
       // of sc47 / m47 sc_{j+4} / m_{j+4}.
       const __m512i u0 = _mm512_load_si512(pb.scales[0]), u1 = _mm512_load_si512(pb.scales[1]),

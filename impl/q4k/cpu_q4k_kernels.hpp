@@ -146,6 +146,24 @@ void gemv_packed_avx512_vnni(const PackedRows&, std::size_t g0, std::size_t g1);
 // Unnamed namespace: each ISA translation unit keeps its own copy of these
 // helpers, so the linker never hands another path an AVX-512 build of them.
 namespace {
+// Blocks the vector kernels prefetch ahead of the one they compute (4 x 2304
+// bytes). They do enough arithmetic per line that the hardware prefetchers
+// alone fell behind: on the Zen 4 this was measured on, big_32768x4096 took
+// 2.9-4.6 ms a call at one thread (AVX-512), depending only on where in a
+// 4 KiB page the weights began; with every line of the block 4 ahead
+// requested in software, 1.7-2.5 ms at every start offset tried (AVX2: 6.8
+// -> 3.2 ms). Distances of 2 to 8 blocks measured alike.
+inline constexpr std::int64_t kPrefetchBlocks = 4;
+
+// Requests block `index` of W (row groups x nb blocks) into the cache, every
+// one of its lines; nothing past the last block.
+inline void prefetch_block(const PackedRows& a, std::size_t index) {
+  const auto blocks = static_cast<std::size_t>((a.rows + kPackRows - 1) / kPackRows * a.nb);
+  if (index >= blocks) return;
+  const char* p = reinterpret_cast<const char*>(a.w + index);
+  for (std::size_t line = 0; line < sizeof(PackedBlock); line += 64) __builtin_prefetch(p + line, 0, 3);
+}
+
 // Stores group g's 16 results, only the rows that exist.
 inline void store_group(const PackedRows& a, std::size_t g, const float* v) {
   const std::int64_t r0 = static_cast<std::int64_t>(g) * kPackRows;
