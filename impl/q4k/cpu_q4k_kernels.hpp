@@ -149,7 +149,7 @@ namespace {
 // Blocks the vector kernels prefetch ahead of the one they compute (4 x 2304
 // bytes). They do enough arithmetic per line that the hardware prefetchers
 // alone fell behind: on the Zen 4 this was measured on, big_32768x4096 took
-// 2.9-4.6 ms a call at one thread (AVX-512), depending only on where in a
+// 2.9-4.6 ms a call at one thread (AVX-512), depending mostly on where in a
 // 4 KiB page the weights began; with every line of the block 4 ahead
 // requested in software, 1.7-2.5 ms at every start offset tried (AVX2: 6.8
 // -> 3.2 ms). Distances of 2 to 8 blocks measured alike.
