@@ -205,3 +205,34 @@ TEST(BenchReport, Q4kRowsGetTheBandwidthBound) {
   r.bytes_per_iter = 1 << 20;  // fits the 32 MiB LLC: no bound
   EXPECT_FALSE(popper::bench::roofline_bound(t, r).has_value());
 }
+
+// Where the suite probed a row's own footprint (read_bound), that probe bounds
+// the q4k row instead of the triad, for its shape and thread count only, and
+// the figure survives the CSV (footprint_read_gbs metadata).
+TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
+  namespace pb = popper::bench;
+  pb::BenchTable t;
+  t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
+  pb::BenchRow r;
+  r.key = {"q4k", "hand", "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"};
+  r.work_unit = "flop";
+  r.work_per_iter = 2.0 * 32768 * 4096;
+  r.bytes_per_iter = 32768.0 * 4096 * 144 / 256;
+  r.samples = {0.002};
+  r.read_bound = 40e9;
+  pb::BenchRow slower = r;  // another tier's probe of the same footprint: the fastest counts
+  slower.key.tier = "wrapped";
+  slower.read_bound = 35e9;
+  t.rows = {r, slower};
+  t.set_footprint_reads();
+  const pb::BenchTable back = pb::parse_bench_csv(pb::format_bench_csv(t), "t.csv");
+  EXPECT_NEAR(back.footprint_read("big_32768x4096", 1), 40e9, 1e7);
+  EXPECT_EQ(back.footprint_read("big_32768x4096", 2), 0);
+  const auto b = pb::roofline_bound(back, r);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_NEAR(b->flops, 40e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
+  EXPECT_EQ(b->limit.rfind("read of ", 0), 0u) << b->limit;
+  r.key.threads = 2;  // no probe at 2 threads: the triad of all cores
+  EXPECT_NEAR(pb::roofline_bound(back, r)->flops, 30e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
+  EXPECT_EQ(pb::roofline_bound(back, r)->limit, "DRAM");
+}

@@ -33,7 +33,7 @@ TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
        "flop": 524288, "bytes": 49152, "label": "verified"},
       {"name": "gemm/hand/small_64/f32/threads:1/real_time", "run_name": "gemm/hand/small_64/f32/threads:1/real_time",
        "run_type": "iteration", "repetition_index": 1, "iterations": 100, "real_time": 4000.0, "time_unit": "us",
-       "flop": 524288, "bytes": 49152, "label": "verified"},
+       "flop": 524288, "bytes": 49152, "read_bytes_per_second": 3.5e10, "label": "verified"},
       {"name": "gemm/hand/small_64/f32/threads:1/real_time_mean", "run_name": "gemm/hand/small_64/f32/threads:1/real_time",
        "run_type": "aggregate", "aggregate_name": "mean", "real_time": 3.0, "time_unit": "ms"},
       {"name": "gemm/wrapped/small_64/f32/threads:1/real_time", "run_name": "gemm/wrapped/small_64/f32/threads:1/real_time",
@@ -46,6 +46,8 @@ TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
   EXPECT_DOUBLE_EQ(rows[0].samples[0], 0.002);
   EXPECT_DOUBLE_EQ(rows[0].samples[1], 0.004);
   EXPECT_DOUBLE_EQ(rows[0].work_per_iter, 524288);
+  EXPECT_DOUBLE_EQ(rows[0].read_bound, 3.5e10);  // the suite's read probe, where it gave one
+  EXPECT_EQ(rows[1].read_bound, 0);
   EXPECT_EQ(rows[1].key.backend, "wrapped");  // no context entry: tier name
   EXPECT_TRUE(rows[1].samples.empty());
   EXPECT_EQ(rows[1].verdict.rfind("incorrect", 0), 0u);

@@ -172,6 +172,9 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
   state.SetLabel(f.label);
   state.counters["flop"] = benchmark::Counter(2.0 * double(rows) * double(cols));
   state.counters["bytes"] = benchmark::Counter(bytes);
+  // The fastest this footprint was read on these threads: the report's bound
+  // for the row (a stream of a few LLCs is partly served from cache).
+  if (!f.read.empty()) state.counters["read_bytes_per_second"] = *std::max_element(f.read.begin(), f.read.end());
 }
 
 void register_all() {

@@ -357,6 +357,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   if (want_ceiling) record_plan(plan, t);
   if (want_ceiling && opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);
   mark_invalid_ceilings(t);
+  t.set_footprint_reads();
   for (const auto& r : t.rows)
     if (!r.valid()) say("invalid ceiling " + r.key.to_string() + ": " + r.invalid_reason + " (left out of every ratio)");
   apply_peaks(t, fam, peak);

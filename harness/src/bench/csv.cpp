@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "bench/plausibility.hpp"
@@ -174,6 +175,30 @@ void BenchTable::set_ceiling_not_run(const std::vector<CeilingSkip>& skips) {
   std::vector<std::string> entries;
   for (const auto& s : skips) entries.push_back(s.to_string());
   set_meta_list("ceiling_not_run", entries);
+}
+
+void BenchTable::set_footprint_reads() {
+  std::map<std::pair<std::string, int>, double> best;
+  for (const auto& r : rows)
+    if (r.read_bound > 0) {
+      double& b = best[{r.key.shape, r.key.threads}];
+      b = std::max(b, r.read_bound);
+    }
+  if (best.empty()) return;
+  std::vector<std::string> entries;
+  for (const auto& [k, v] : best) {
+    char gbs[32];
+    std::snprintf(gbs, sizeof gbs, "%.2f", v * 1e-9);
+    entries.push_back(k.first + "/threads:" + std::to_string(k.second) + "=" + gbs);
+  }
+  set_meta_list("footprint_read_gbs", entries);
+}
+
+double BenchTable::footprint_read(const std::string& shape, int threads) const {
+  const std::string want = shape + "/threads:" + std::to_string(threads) + "=";
+  for (const auto& e : meta_list("footprint_read_gbs"))
+    if (e.rfind(want, 0) == 0) return std::atof(e.c_str() + want.size()) * 1e9;
+  return 0;
 }
 
 const std::vector<std::string>& bench_columns() {

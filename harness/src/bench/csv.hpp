@@ -52,6 +52,10 @@ struct BenchRow {
   // of a ratio. Not a CSV column: recomputed from the rows when a table is
   // read, and listed in its `invalid_ceilings` metadata.
   std::string invalid_reason;
+  // Bytes/s: the fastest a suite's read probe read this row's footprint on its
+  // threads (bench/common/read_bandwidth.hpp); 0 when none. Not a CSV column:
+  // compare lists it in the table's `footprint_read_gbs` metadata.
+  double read_bound = 0;
 
   // Derived from samples (what the CSV stores alongside them).
   double median() const;
@@ -96,6 +100,11 @@ struct BenchTable {
   // `ceiling_not_run`, a list of CeilingSkip (an entry of another form is left out).
   std::vector<CeilingSkip> ceiling_not_run() const;
   void set_ceiling_not_run(const std::vector<CeilingSkip>& skips);
+  // `footprint_read_gbs`: per shape and thread count, the fastest read_bound of
+  // the rows ("<shape>/threads:<n>=<GB/s>" entries); footprint_read in bytes/s,
+  // 0 when the table has none for them.
+  void set_footprint_reads();
+  double footprint_read(const std::string& shape, int threads) const;
 };
 
 // Column names, in file order.

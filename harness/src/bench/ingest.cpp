@@ -1,6 +1,7 @@
 // Google Benchmark JSON and ceiling CSV -> BenchRow (see ingest.hpp).
 #include "bench/ingest.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -98,6 +99,8 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
     row->samples.push_back(to_seconds(b.value("real_time", 0.0), b.value("time_unit", "ns")));
     if (b.contains(work_unit) && b[work_unit].is_number()) row->work_per_iter = b[work_unit].get<double>();
     if (b.contains("bytes") && b["bytes"].is_number()) row->bytes_per_iter = b["bytes"].get<double>();
+    if (b.contains("read_bytes_per_second") && b["read_bytes_per_second"].is_number())
+      row->read_bound = std::max(row->read_bound, b["read_bytes_per_second"].get<double>());
   }
   return rows;
 }
