@@ -75,6 +75,8 @@ struct Fixture {
   Inputs in;
   std::unique_ptr<q4k::ggml::CpuMatVec> mv;
   q4k::cpu::PackedWeights packed;
+  std::vector<float> y;      // the tier's output (the reference's in yd)
+  std::vector<double> yd;
   std::vector<double> read;  // the bound's probe, taken before the kernel existed
   std::string label;         // "verified(...)", or why the tier is not timed
   bool timeable = false;
@@ -89,6 +91,8 @@ std::unique_ptr<Fixture> build_fixture(const std::string& name, Tier tier, const
   // one (ProbeAfterTiming).
   if (tier != Tier::Reference) f->read = suite::read_bandwidth(std::size_t(q4k::gemv_bytes(rows, cols)), threads, 5);
   f->in = make_inputs(sh);
+  f->y.assign(std::size_t(rows), 0.0f);
+  if (tier == Tier::Reference) f->yd.assign(std::size_t(rows), 0.0);
   try {
     if (tier == Tier::Wrapped) f->mv = std::make_unique<q4k::ggml::CpuMatVec>(f->in.w.blocks, rows, cols, threads, true);
     if (tier == Tier::Hand) f->packed = q4k::cpu::PackedWeights(f->in.w.blocks, rows, cols);
@@ -102,7 +106,7 @@ std::unique_ptr<Fixture> build_fixture(const std::string& name, Tier tier, const
     return f;
   }
   try {
-    std::vector<float> y(std::size_t(rows), 0.0f);
+    std::vector<float>& y = f->y;
     if (tier == Tier::Wrapped) f->mv->run(f->in.x, y);
     else q4k::cpu::gemv(f->packed, f->in.x, y, {threads, q4k::cpu::Isa::Auto});
     std::vector<std::int64_t> sample;
@@ -142,14 +146,12 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
     return;
   }
   const auto rows = std::int64_t(sh.rows), cols = std::int64_t(sh.cols);
-  std::vector<float> y(std::size_t(rows), 0.0f);
-  std::vector<double> yd(std::size_t(rows), 0.0);
   const q4k::cpu::CpuOptions opts{threads, q4k::cpu::Isa::Auto};
   auto timed = [&] {  // the injected slowdown is popper_bench_call_hand's
     switch (tier) {
-      case Tier::Wrapped: f.mv->run(f.in.x, y); break;
-      case Tier::Hand: q4k::cpu::gemv(f.packed, f.in.x, y, opts); break;
-      case Tier::Reference: q4k::reference::gemv(f.in.w.blocks, rows, cols, f.in.x, yd); break;
+      case Tier::Wrapped: f.mv->run(f.in.x, f.y); break;
+      case Tier::Hand: q4k::cpu::gemv(f.packed, f.in.x, f.y, opts); break;
+      case Tier::Reference: q4k::reference::gemv(f.in.w.blocks, rows, cols, f.in.x, f.yd); break;
     }
   };
   const auto t0 = Clock::now();
@@ -185,7 +187,8 @@ void register_all() {
       if (tier == Tier::Reference && !is_gate(sh)) continue;  // FP64 scalar: small shapes only
       for (int threads : {1, 2}) {
         if (tier == Tier::Reference && threads != 1) continue;
-        auto* b = benchmark::RegisterBenchmark(benchmark_name(tier, sh, threads).c_str(), [=](benchmark::State& s) { bench_q4k(s, tier, sh, threads); });
+        auto* b = benchmark::RegisterBenchmark(benchmark_name(tier, sh, threads).c_str(),
+                                               [=](benchmark::State& s) { bench_q4k(s, tier, sh, threads); });
         b->UseRealTime()->Unit(benchmark::kMillisecond);
         if (iters > 0) b->Iterations(iters);
       }

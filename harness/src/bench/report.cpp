@@ -137,14 +137,10 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
     // cache (the hand GEMV read 75 MB at 37-45 GB/s on one Zen 4 core, against
     // a 28 GB/s triad), which the triad over arrays of 512 MiB never sees.
     if (b.in_llc) return std::nullopt;
-    if (const double read = t.footprint_read(r.key.shape, r.key.threads); read > 0) {
-      b.dram = read * b.intensity;
-      b.peak = b.flops = b.dram;
-      b.limit = "read of " + mib(r.bytes_per_iter);
-      return b;
-    }
-    b.peak = b.flops = b.dram;
     b.limit = "DRAM";
+    if (const double read = t.footprint_read(r.key.shape, r.key.threads); read > 0)
+      b.dram = read * b.intensity, b.limit = "read of " + mib(r.bytes_per_iter);
+    b.peak = b.flops = b.dram;
     return b;
   }
   b.peak = at_threads(pk, r.key.threads, p.cores);
