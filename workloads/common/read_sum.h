@@ -18,6 +18,16 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Mutation point of FALSIFY-Q4K-013: only a C++ unit that defines
+ * POPPER_READ_SUM_MUTANTS before including this (that falsifier) holds it;
+ * the bench suites and the C ceilings compile none. */
+#if defined(__cplusplus) && defined(POPPER_READ_SUM_MUTANTS)
+#include "popper/mutant.hpp"
+#define POPPER_READ_SUM_MUTANT(name) (::popper::mutant::active(name))
+#else
+#define POPPER_READ_SUM_MUTANT(name) 0
+#endif
+
 typedef uint64_t popper_u64x8 __attribute__((vector_size(64)));
 
 /* Four streams (the quarters of the range, advanced together), 64-byte
@@ -83,6 +93,8 @@ enum { POPPER_READ_WAYS = 3 };
 static int popper_read_way_supported(int w) { return w == 0 || __builtin_cpu_supports("avx2"); }
 
 static uint64_t popper_read_sum(int w, const uint64_t* p, size_t n) {
+  /* Mutation point (read-way-skips-last-lines): every way reads 32 words fewer (way 0 runs on every CPU). */
+  if (n >= 32 && POPPER_READ_SUM_MUTANT("read-way-skips-last-lines")) n -= 32;
   switch (w) {
     case 1: return popper_read_sum_avx2_1_stream(p, n);
     case 2: return popper_read_sum_avx2_4_streams(p, n);
