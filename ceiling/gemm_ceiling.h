@@ -5,8 +5,10 @@
  *   FLOP = 2 m n k;  bytes = compulsory DRAM traffic (m k + k n + m n) * sizeof(T):
  *   A and B read once, C written once (beta = 0: C is never read).
  *
- * For each shape of workloads/gemm/shapes.h and each precision: warm up, size the
- * repetition (>= --min-time, 0.2 s by default), time --reps repetitions, one CSV row each. The vendor
+ * For each shape of workloads/gemm/shapes.h and each precision: warm up, check
+ * the product (workloads/gemm/product_check.h: the rows carry its verdict, "incorrect: ..." when
+ * the library got it wrong), size the repetition (>= --min-time, 0.2 s by
+ * default), time --reps repetitions, one CSV row each. The vendor
  * program supplies only the call and its backend label, so every vendor is
  * timed by the same code. Header-only, C11. */
 #ifndef POPPER_GEMM_CEILING_H
@@ -14,6 +16,7 @@
 
 #include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
 
+#include "workloads/gemm/product_check.h"
 #include "workloads/gemm/shapes.h"
 
 /* One row-major NN product; a, b, c hold float (is_f64 == 0) or double. */
@@ -49,6 +52,13 @@ static int ceiling_gemm_run(const struct ceiling_args* args, const char* program
 
       /* The first call pays the library's one-time set-up; the second sizes the repetition. */
       gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
+      /* The suites' check and labels (product_check.h): every entry up to 256^3 multiply-adds. */
+      const int sampled = (double)sh->m * sh->n * sh->k > 256.0 * 256.0 * 256.0;
+      const struct popper_gemm_check chk =
+          popper_gemm_check_product(is_f64, sh->m, sh->n, sh->k, a, b, c, sampled ? 256 : 0, 1.0);
+      char verdict[96];
+      if (!chk.ok) snprintf(verdict, sizeof verdict, "incorrect: max err %.3e > bound %.3e", chk.worst_err, chk.worst_bound);
+      else snprintf(verdict, sizeof verdict, "%s", sampled ? "verified(sampled 256)" : "verified");
       const double t0 = ceiling_now();
       gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
       const long iters = ceiling_iterations(ceiling_now() - t0);
@@ -59,7 +69,7 @@ static int ceiling_gemm_run(const struct ceiling_args* args, const char* program
         const double start = ceiling_now();
         for (long it = 0; it < iters; ++it) gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
         const double per_iter = (ceiling_now() - start) / (double)iters;
-        ceiling_print_row("gemm", backend, sh->name, prec, threads, r, iters, per_iter, flop, bytes, "not_verified");
+        ceiling_print_row("gemm", backend, sh->name, prec, threads, r, iters, per_iter, flop, bytes, verdict);
         fprintf(stderr, "%s gemm %s %s threads=%d rep %d/%d: %.3f GFLOP/s\n", backend, sh->name, prec, threads, r + 1,
                 reps, flop / per_iter * 1e-9);
       }

@@ -155,6 +155,8 @@ TEST(BenchClaims, TimeRatioMetNotMetNotMeasured) {
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", straddle, nullptr, {}, ab);
   EXPECT_EQ(res[0].verdict, "inconclusive") << res[0].detail;
   ASSERT_EQ(res[0].inconclusive_groups.size(), 1u);
+  EXPECT_EQ(res[0].inconclusive_groups[0].trials, 3);  // paired over the 3 trials
+  EXPECT_GT(res[0].inconclusive_groups[0].trials_to_decide, 3);
   t.rows.push_back(timed("ceiling", "c", 1.0));
   t.rows.push_back(timed("wrapped", "c", 1.05));
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b", "c"});

@@ -72,7 +72,9 @@ TEST(BenchPlan, AutoTrialsComeFromPowerAndTheBudgetCapsThem) {
   const auto plan = pb::plan_trials(co, request("auto", "auto", 1e9));
   EXPECT_EQ(plan.needed, needed);
   EXPECT_EQ(plan.trials, needed);
-  EXPECT_EQ(plan.reps_per_trial, 2);
+  EXPECT_EQ(plan.reps_per_trial, 1);  // the noise is between processes: the time buys trials
+  EXPECT_EQ(plan.top_up_trials, (needed + 2) / 3);
+  EXPECT_DOUBLE_EQ(plan.top_up_alpha, pb::planning_alpha(co));
   EXPECT_DOUBLE_EQ(plan.sigma, 0.03);
   EXPECT_EQ(plan.budget_seconds, 1e9);
   EXPECT_EQ(pb::describe(plan).find("warning"), std::string::npos);
@@ -150,7 +152,7 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   how.judge = [](const pb::BenchTable& table) {
     pb::ClaimResult c;
     c.verdict = table.rows[0].samples.size() < 4 ? "inconclusive" : "met";
-    if (c.verdict == "inconclusive") c.inconclusive_groups = {{"a", "f32", 1}};
+    if (c.verdict == "inconclusive") c.inconclusive_groups = {{"a", "f32", 1, 2, 3}};
     return std::vector<pb::ClaimResult>{c};
   };
   how.measure = [&](const std::vector<std::string>& shapes, int first) {
@@ -176,6 +178,38 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   spent.rows = {row("hand", "a", {1.0}, {0})};
   EXPECT_EQ(pb::judge_claims_remeasuring(spent, fam, nullptr, how).at(0).verdict, "inconclusive");
   EXPECT_TRUE(measured.empty());
+}
+
+TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
+  pb::FamilyDescriptor fam;
+  fam.family = "gemm";
+  int measured = 0;
+  pb::ClaimRemeasure how;
+  how.measure = [&](const std::vector<std::string>&, int) {
+    ++measured;
+    return pb::BenchTable{};
+  };
+  how.budget_seconds = 1e9;
+  how.started = std::chrono::steady_clock::now();
+  auto judged = [](const std::string& verdict, double to_decide) {
+    return [=](const pb::BenchTable&) {
+      pb::ClaimResult c;
+      c.verdict = verdict;
+      c.inconclusive_groups = {{"a", "f32", 1, 6, to_decide}};
+      return std::vector<pb::ClaimResult>{c};
+    };
+  };
+  pb::BenchTable t;
+  t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
+  how.judge = judged("inconclusive", 6 + 2 * how.max_rounds + 1);  // beyond what the rounds add
+  EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, "inconclusive");
+  EXPECT_EQ(measured, 0);
+  how.judge = judged("not_met", 7);  // a failing group already decided the claim
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(measured, 0);
+  how.judge = judged("inconclusive", 6 + 2 * how.max_rounds);  // the last round can decide it
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(measured, 1);  // then the rounds left (fewer each time) no longer can
 }
 
 TEST(BenchRemeasure, RerunsRunUnderTheBaselinesEnvironmentAndTheCurrentsSlowdown) {

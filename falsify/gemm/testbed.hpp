@@ -19,6 +19,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "impl/common/cpu_features.hpp"
@@ -32,6 +33,7 @@
 #include "impl/gemm/reference.hpp"
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"
+#include "workloads/gemm/product_check.h"
 
 namespace popper::gemm::testbed {
 
@@ -162,15 +164,9 @@ Verdict check_result(const GemmShape& s, std::span<const T> out, std::span<const
   return v;
 }
 
-// The bench's check of C = A B (row-major NoTrans, alpha = 1, beta = 0) against
-// exact_ij, the dot product evaluated in FP64, entry by entry:
-//   |c_ij - exact_ij| <= (gamma_{k+2}(u) + gamma_k(2^-53)) (|A||B|)_ij
-// the falsifiers' bound at f = 1 (the kernel's error) plus the error of the FP64
-// evaluation of exact_ij itself. Every entry when `samples` is 0, else `samples`
-// pseudo-random entries (a fixed LCG) and the two corners: a large product's
-// full FP64 reference would cost more than the benchmark. `roundoff_scale`
-// multiplies u: 2 for the tensor cores' truncating alignment (gamma_{k+2}(2u),
-// the contract's tensor_core_bound), their inputs being exact in T.
+// The bench's check of C = A B (row-major NoTrans, alpha = 1, beta = 0),
+// entry by entry against the FP64 dot product: workloads/gemm/product_check.h
+// (its formula and sampling), shared with the ceiling programs.
 struct EntryCheck {
   bool ok = true;
   double worst_err = 0.0, worst_bound = 0.0;  // the entry with the largest err / bound
@@ -186,43 +182,10 @@ template <class T>
 EntryCheck check_product_entries(std::int64_t m, std::int64_t n, std::int64_t k, std::span<const T> a,
                                  std::span<const T> b, std::span<const T> c, int samples,
                                  double roundoff_scale = 1.0) {
-  EntryCheck r;
-  const double g = gamma(k + 2, roundoff_scale * unit_roundoff<T>()) + gamma(k, unit_roundoff<double>());
-  double worst_ratio = -1.0;
-  auto check_entry = [&](std::int64_t i, std::int64_t j) {
-    double exact = 0.0, mag = 0.0;
-    for (std::int64_t p = 0; p < k; ++p) {
-      const double x = static_cast<double>(a[std::size_t(i * k + p)]) * static_cast<double>(b[std::size_t(p * n + j)]);
-      exact += x;
-      mag += std::fabs(x);
-    }
-    const double bound = g * mag;
-    const double err = std::fabs(static_cast<double>(c[std::size_t(i * n + j)]) - exact);
-    if (!(err <= bound)) r.ok = false;  // also catches NaN
-    const double ratio = bound > 0.0 ? err / bound : (err == 0.0 ? 0.0 : INFINITY);
-    if (!(ratio <= worst_ratio)) {
-      worst_ratio = ratio;
-      r.worst_err = err;
-      r.worst_bound = bound;
-    }
-  };
-  if (samples == 0) {
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) check_entry(i, j);
-    return r;
-  }
-  std::uint64_t x = 12345;
-  auto next = [&x](std::int64_t range) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return std::int64_t((x >> 33) % std::uint64_t(range));
-  };
-  for (int s = 0; s < samples; ++s) {
-    const std::int64_t i = next(m);
-    check_entry(i, next(n));
-  }
-  check_entry(0, 0);
-  check_entry(m - 1, n - 1);
-  return r;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  const auto r = popper_gemm_check_product(std::is_same_v<T, double>, long(m), long(n), long(k), a.data(), b.data(),
+                                           c.data(), samples, roundoff_scale);
+  return {r.ok != 0, r.worst_err, r.worst_bound};
 }
 
 struct AlphaBeta {

@@ -130,10 +130,11 @@ int compare(const CompareArgs& a, bool precision_given) {
     bench::CompareOptions more = co;
     more.shapes = shapes;
     more.trials = 2;
+    more.top_up_trials = 0;
     more.first_trial = first_trial;
     return bench::run_compare(more, fam, machine, &peak);
   };
-  how.first_trial = co.trials;
+  how.first_trial = bench::next_trial(table);  // after the top-up and any implausible ceiling's re-measure
   how.budget_seconds = request.budget;
   how.started = started;
   how.progress = progress;

@@ -152,7 +152,12 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             if (none_hold) failures.push_back(std::string(buf) + " fails");
             else if (!all_hold) {
               inconclusive.push_back(std::string(buf) + " straddles " + claim.op + " " + std::to_string(claim.threshold));
-              res.inconclusive_groups.emplace_back(shape, prec, th);
+              // The interval's half-width on the threshold's side shrinks as 1/sqrt(trials).
+              const double dist = std::fabs(std::log(value / claim.threshold));
+              const double half = value >= claim.threshold ? std::log(value / lo) : std::log(hi / value);
+              const int n = iv.df + 1;
+              const double need = dist > 0 && half > 0 ? std::ceil(n * (half / dist) * (half / dist)) : 1e9;
+              res.inconclusive_groups.push_back({shape, prec, th, n, std::min(need, 1e9)});
             } else any_met = true;
             const bool is_worse = (claim.op == "<" || claim.op == "<=") ? value > worst : value < worst;
             if (!have_worst || is_worse) {

@@ -36,8 +36,14 @@ struct ClaimResult {
   std::string family;
   std::string verdict;   // met | not_met | inconclusive | partially_measured | not_measured
   std::string detail;
-  // Groups to measure again (shape, precision, threads) when inconclusive.
-  std::vector<std::tuple<std::string, std::string, int>> inconclusive_groups;
+  // Groups whose interval straddles the threshold: what measuring them again could decide.
+  struct Inconclusive {
+    std::string shape, precision;
+    int threads = 1;
+    int trials = 0;            // the trials the interval came from
+    double trials_to_decide = 0;  // about as many as would narrow it off the threshold (width ~ 1/sqrt(trials))
+  };
+  std::vector<Inconclusive> inconclusive_groups;
 };
 
 // peak_kind maps precision -> fp32 | fp64 | bandwidth (family.yaml `peak`).

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "bench/ingest.hpp"
+#include "bench/interval.hpp"
 #include "bench/plausibility.hpp"
 #include "bench/remeasure.hpp"
 #include "bench/vendors.hpp"
@@ -53,6 +54,7 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   again.first_trial = next_trial(t);
   again.budget_seconds = 0;
   again.remeasure_implausible = false;  // once
+  again.top_up_trials = 0;
   const auto fresh = run_compare(again, fam, machine, peak);
   for (const auto& s : suspects) {
     const BenchRow* f = fresh.find(s.key);
@@ -247,8 +249,13 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   std::snprintf(min_time_text, sizeof min_time_text, "%g", opt.min_time);
   const std::string min_time = min_time_text;
   std::vector<BenchRow> rows;
+  std::vector<std::set<BenchKey>> step_rows(steps.size());  // the rows each step produced (top-up trials)
+  std::size_t current_step = 0;
   auto add = [&](std::vector<BenchRow> got, int trial) {
-    for (auto& g : got) g.trials.assign(g.samples.size(), trial);
+    for (auto& g : got) {
+      g.trials.assign(g.samples.size(), trial);
+      step_rows[current_step].insert(g.key);
+    }
     merge_rows(rows, got);
   };
   auto run_ceiling = [&](const Step& s, const VendorConfig& cfg, int trial) {
@@ -308,29 +315,22 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   };
 
   const auto t0 = Clock::now();
-  const std::size_t total = steps.size() * static_cast<std::size_t>(opt.trials);
-  std::size_t done = 0;
-  for (int trial = opt.first_trial; trial < opt.first_trial + opt.trials; ++trial) {
-    const int trials_done = trial - opt.first_trial;
-    const double so_far = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (!trial_fits_budget(so_far, trials_done, opt.budget_seconds)) {
-      say("budget: " + std::to_string(trials_done) + " of " + std::to_string(opt.trials) + " trials took " +
-          duration_text(so_far) + "; another would pass the " + duration_text(opt.budget_seconds) +
-          " budget, so the run stops here (--budget, or --trials to fix the count)");
-      break;
-    }
-    std::vector<Step> order = steps;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  std::size_t total = steps.size() * static_cast<std::size_t>(opt.trials);
+  std::size_t done = 0, topped_up = 0;
+  // One pass over the steps `which` (indices into steps), shuffled by the trial's seed.
+  auto run_trial = [&](int trial, const std::string& label, std::vector<std::size_t> which) {
     std::mt19937_64 rng(opt.order_seed + static_cast<std::uint64_t>(trial));
-    std::shuffle(order.begin(), order.end(), rng);
-    for (const auto& s : order) {
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::shuffle(which.begin(), which.end(), rng);
+    for (const std::size_t i : which) {
+      const Step& s = steps[i];
+      const double now = elapsed();
       const std::string eta =
-          done ? ", ~" + duration_text(elapsed / static_cast<double>(done) * static_cast<double>(total - done)) + " remaining" : "";
-      say("[trial " + std::to_string(trial - opt.first_trial + 1) + "/" + std::to_string(opt.trials) + ", " + std::to_string(done + 1) +
-          "/" + std::to_string(total) + "] " + fam.family + " " + s.shape + " " +
+          done ? ", ~" + duration_text(now / static_cast<double>(done) * static_cast<double>(total - done)) + " remaining" : "";
+      say("[" + label + ", " + std::to_string(done + 1) + "/" + std::to_string(total) + "] " + fam.family + " " + s.shape + " " +
           (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) + " " + s.tier +
-          (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") +
-          " — elapsed " + duration_text(elapsed) + eta);
+          (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") + " — elapsed " + duration_text(now) + eta);
+      current_step = i;
       if (s.tier == "ceiling") {
         for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);
       } else {
@@ -338,8 +338,54 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
       }
       ++done;
     }
+  };
+  std::vector<std::size_t> every(steps.size());
+  for (std::size_t i = 0; i < every.size(); ++i) every[i] = i;
+  int trials_run = 0;
+  for (; trials_run < opt.trials; ++trials_run) {
+    if (!trial_fits_budget(elapsed(), trials_run, opt.budget_seconds)) {
+      say("budget: " + std::to_string(trials_run) + " of " + std::to_string(opt.trials) + " trials took " +
+          duration_text(elapsed()) + "; another would pass the " + duration_text(opt.budget_seconds) +
+          " budget, so the run stops here (--budget, or --trials to fix the count)");
+      break;
+    }
+    run_trial(opt.first_trial + trials_run, "trial " + std::to_string(trials_run + 1) + "/" + std::to_string(opt.trials),
+              every);
   }
-  say("done in " + duration_text(std::chrono::duration<double>(Clock::now() - t0).count()));
+
+  // Top-up: the steps whose rows were noisier than the plan assumed get more
+  // trials (at most opt.top_up_trials), as many as their own noise says power
+  // needs, while the budget lasts.
+  if (opt.top_up_trials > 0 && trials_run >= 2) {
+    std::vector<int> extra(steps.size(), 0);
+    std::size_t extra_steps = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      double sigma = 0;
+      for (const auto& r : rows)
+        if (step_rows[i].count(r.key)) sigma = std::max(sigma, between_trial_log_sd({&r.samples, &r.trials}));
+      const int need = sigma > 0 ? trials_for_power(sigma, opt.top_up_effect, opt.top_up_threshold, opt.top_up_alpha, 0.8) : 0;
+      extra[i] = std::clamp(need - trials_run, 0, opt.top_up_trials);
+      if (extra[i] > 0) total += static_cast<std::size_t>(extra[i]), ++extra_steps;
+    }
+    if (extra_steps > 0)
+      say("top-up: " + std::to_string(extra_steps) + " of " + std::to_string(steps.size()) +
+          " steps were noisier than planned; up to " + std::to_string(opt.top_up_trials) + " more trials of them");
+    const double per_step = done ? elapsed() / static_cast<double>(done) : 0;
+    for (int round = 0; round < opt.top_up_trials; ++round) {
+      std::vector<std::size_t> which;
+      for (std::size_t i = 0; i < steps.size(); ++i)
+        if (extra[i] > round) which.push_back(i);
+      if (which.empty()) break;
+      if (opt.budget_seconds > 0 && elapsed() + per_step * static_cast<double>(which.size()) > opt.budget_seconds) {
+        say("top-up: the budget ends here (" + duration_text(elapsed()) + " spent)");
+        break;
+      }
+      run_trial(opt.first_trial + trials_run + round, "top-up " + std::to_string(round + 1) + "/" +
+                std::to_string(opt.top_up_trials), which);
+      topped_up += which.size();
+    }
+  }
+  say("done in " + duration_text(elapsed()));
 
   BenchTable t;
   t.metadata = run_metadata(machine, opt.source_dir, opt.build_dir, peak);
@@ -353,6 +399,9 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   t.set_meta("threads", threads);
   t.set_environment(timing_environment());
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
+  if (topped_up > 0)
+    t.set_meta("top_up", std::to_string(topped_up) + " process(es) in up to " + std::to_string(opt.top_up_trials) +
+                             " more trials of the steps noisier than planned");
   t.rows = std::move(rows);
   if (want_ceiling) record_plan(plan, t);
   if (want_ceiling && opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);

@@ -1,7 +1,8 @@
 // `popper bench compare`: runs a family's ceiling programs and bench suite in
 // trials. A trial is one pass over every (shape, threads, tier) step, in an
 // order shuffled per trial (seeded, recorded), each step its own process
-// running `reps_per_trial` repetitions; every sample records its trial. The
+// running `reps_per_trial` repetitions; every sample records its trial; then
+// the steps that were noisier than planned get top-up trials. The
 // variation between trials (processes) is the noise a verdict must respect
 // (interval.hpp); shuffling keeps position effects (the first shape a
 // process measures, warm-up order) from biasing one tier or shape.
@@ -46,6 +47,12 @@ struct CompareOptions {
   // Implausible ceiling rows (plausibility.hpp) are measured once more before
   // they are marked invalid; false in that re-measuring run itself.
   bool remeasure_implausible = true;
+  // After the trials: a step whose rows' between-trial noise needs more trials
+  // than ran to flag `top_up_effect` above `top_up_threshold` with 80% power at
+  // `top_up_alpha` (trials_for_power, interval.hpp) gets up to `top_up_trials`
+  // more, numbered after them; 0: none (set by the trial plan, plan.hpp).
+  int top_up_trials = 0;
+  double top_up_effect = 1.2, top_up_threshold = 1.1, top_up_alpha = 0.05;
   std::function<void(const std::string&)> progress;
 };
 

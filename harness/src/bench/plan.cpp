@@ -72,6 +72,10 @@ TrialPlan plan_trials(const CompareOptions& co, const TrialRequest& request) {
     if (per_trial * plan.trials > request.budget)
       plan.trials = std::max(2, static_cast<int>(request.budget / per_trial));
     plan.budget_seconds = request.budget;  // the estimate above can be far off; the run enforces it per trial
+    // Steps noisier than sigma get up to a third as many trials again (compare.hpp):
+    // the default gemm run stays within about 4 minutes on 2 cores.
+    plan.top_up_trials = (plan.trials + 2) / 3;
+    plan.top_up_alpha = planning_alpha(co);
   }
   return plan;
 }
@@ -80,13 +84,19 @@ void apply(const TrialPlan& plan, CompareOptions& co) {
   co.trials = plan.trials;
   co.reps_per_trial = plan.reps_per_trial;
   co.budget_seconds = plan.budget_seconds;
+  co.top_up_trials = plan.top_up_trials;
+  co.top_up_alpha = plan.top_up_alpha;
+  co.top_up_effect = 1 + 2 * Thresholds{}.regression;
+  co.top_up_threshold = 1 + Thresholds{}.regression;
 }
 
 std::string describe(const TrialPlan& plan) {
   std::ostringstream out;
   out << "trials: " << plan.trials << " x " << plan.reps_per_trial << " repetitions per step (between-trial noise "
       << static_cast<int>(std::round(plan.sigma * 1000)) / 10.0 << "% from " << plan.sigma_from << "; " << plan.needed
-      << " trials flag a 20% slowdown with 80% power)\n";
+      << " trials flag a 20% slowdown with 80% power)";
+  if (plan.top_up_trials > 0) out << "; up to " << plan.top_up_trials << " more for the steps noisier than that";
+  out << "\n";
   if (plan.trials < plan.needed)
     out << "warning: " << plan.trials << " trials are fewer than the " << plan.needed
         << " that power needs: a real slowdown may come out NOISY\n";
@@ -94,18 +104,21 @@ std::string describe(const TrialPlan& plan) {
 }
 
 bool record_noise(BenchTable& table, const CompareOptions& co, double planned_sigma) {
-  std::vector<double> sd;
+  std::vector<double> sd, trials;  // trials: the planned ones and any top-up (compare.hpp)
   for (const auto& r : table.rows)
-    if (r.unit == kUnitSeconds && r.key.tier != "ceiling" && trial_count({&r.samples, &r.trials}) >= 2)
+    if (r.unit == kUnitSeconds && r.key.tier != "ceiling" && trial_count({&r.samples, &r.trials}) >= 2) {
       sd.push_back(between_trial_log_sd({&r.samples, &r.trials}));
+      trials.push_back(trial_count({&r.samples, &r.trials}));
+    }
   if (sd.empty() || co.trials < 2) return false;
   const double noise = median(sd);
-  const double slowdown = detectable_ratio(noise, co.trials, 1 + Thresholds{}.regression, planning_alpha(co), 0.8);
+  const int n = static_cast<int>(median(trials));
+  const double slowdown = detectable_ratio(noise, n, 1 + Thresholds{}.regression, planning_alpha(co), 0.8);
   char buf[200];
   std::snprintf(buf, sizeof buf, "median %.1f%% over %zu rows (hand, wrapped, reference); trials were planned for %.1f%%",
                 100 * noise, sd.size(), 100 * planned_sigma);
   table.set_meta("noise_between_trials", buf);
-  std::snprintf(buf, sizeof buf, "%.2fx at 80%% power (%d trials a side, at this noise)", slowdown, co.trials);
+  std::snprintf(buf, sizeof buf, "%.2fx at 80%% power (%d trials a side, at this noise)", slowdown, n);
   table.set_meta("detectable_slowdown", buf);
   return true;
 }

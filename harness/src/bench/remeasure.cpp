@@ -30,9 +30,19 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
   auto claims = how.judge(table);
   int next = how.first_trial;
   for (int round = 0; round < how.max_rounds; ++round) {
-    std::set<std::string> again;
+    // Only what the rounds left can decide: an inconclusive claim (a not_met one stays
+    // not_met), on groups whose interval 2 trials a round can narrow off the threshold.
+    std::set<std::string> again, hopeless;
+    const int can_add = 2 * (how.max_rounds - round);
     for (const auto& c : claims)
-      for (const auto& [shape, prec, th] : c.inconclusive_groups) again.insert(shape);
+      if (c.verdict == "inconclusive")
+        for (const auto& g : c.inconclusive_groups)
+          (g.trials_to_decide <= g.trials + can_add ? again : hopeless).insert(g.shape);
+    for (const auto& s : again) hopeless.erase(s);
+    if (!hopeless.empty() && how.progress)
+      how.progress("claims inconclusive on " + std::to_string(hopeless.size()) + " shape(s) that " +
+                   std::to_string(can_add) + " more trials cannot decide (their intervals are too wide about the " +
+                   "threshold): left inconclusive");
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - how.started).count();
     if (again.empty() || spent > how.budget_seconds) break;
     if (how.progress)

@@ -1,0 +1,78 @@
+// bench compare's trials (compare.hpp) on a fake suite: a step whose rows were
+// noisier than the plan assumed gets top-up trials, up to the cap, numbered
+// after the planned ones; a quiet step gets none; no top-up when the trial
+// count was given.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "bench/compare.hpp"
+#include "bench/interval.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = popper::bench;
+
+// bin/bench_fake: two hand rows; "quiet" always takes 1 ms, "loud" alternates 1 and 1.5 ms.
+fs::path fake_build() {
+  std::string name = (fs::temp_directory_path() / "popper-compare-XXXXXX").string();
+  if (!::mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
+  const fs::path dir = name;
+  fs::create_directories(dir / "bin");
+  const fs::path exe = dir / "bin" / "bench_fake";
+  std::ofstream(exe) << R"(#!/bin/sh
+case "$*" in *--benchmark_list_tests*) echo fake/hand/quiet/f32/threads:1; echo fake/hand/loud/f32/threads:1; exit 0;; esac
+for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
+shape=quiet; case $filter in *loud*) shape=loud;; esac
+n=$(cat "$0.$shape" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.$shape"
+t=1.0; [ $shape = loud ] && [ $((n % 2)) = 1 ] && t=1.5
+name=fake/hand/$shape/f32/threads:1
+printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_type": "iteration", "repetition_index": 0, "iterations": 1, "real_time": %s, "time_unit": "ms", "flop": 1000, "label": "verified"}]}\n' $name $name $t > "$out"
+)";
+  fs::permissions(exe, fs::perms::owner_all);
+  return dir;
+}
+
+pb::CompareOptions options(const fs::path& build) {
+  pb::CompareOptions co;
+  co.build_dir = build.string();
+  co.shapes = {"quiet", "loud"};
+  co.tiers = {"hand"};
+  co.precisions = {"f32"};
+  co.threads = {1};
+  co.trials = 2;
+  co.reps_per_trial = 1;
+  co.first_trial = 10;
+  return co;
+}
+
+std::set<int> trials_of(const pb::BenchTable& t, const std::string& shape) {
+  for (const auto& r : t.rows)
+    if (r.key.shape == shape) return {r.trials.begin(), r.trials.end()};
+  return {};
+}
+
+TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
+  const fs::path build = fake_build();
+  const auto fam = pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
+  auto co = options(build);
+  co.top_up_trials = 3;
+  co.top_up_alpha = 0.001;
+  const auto t = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  EXPECT_EQ(trials_of(t, "quiet"), (std::set<int>{10, 11}));  // no noise: power needs no more
+  EXPECT_EQ(trials_of(t, "loud"), (std::set<int>{10, 11, 12, 13, 14}));  // needs many more: the cap
+  EXPECT_NE(t.meta("top_up").value_or("").find("3 process(es)"), std::string::npos) << t.meta("top_up").value_or("");
+
+  co.top_up_trials = 0;  // a given trial count: exactly that
+  const auto fixed = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  EXPECT_EQ(trials_of(fixed, "loud"), (std::set<int>{10, 11}));
+  EXPECT_FALSE(fixed.meta("top_up"));
+  fs::remove_all(build);
+}
+
+}  // namespace
