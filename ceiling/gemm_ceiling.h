@@ -52,13 +52,11 @@ static int ceiling_gemm_run(const struct ceiling_args* args, const char* program
 
       /* The first call pays the library's one-time set-up; the second sizes the repetition. */
       gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
-      /* The suites' check and labels (product_check.h): every entry up to 256^3 multiply-adds. */
-      const int sampled = (double)sh->m * sh->n * sh->k > 256.0 * 256.0 * 256.0;
-      const struct popper_gemm_check chk =
-          popper_gemm_check_product(is_f64, sh->m, sh->n, sh->k, a, b, c, sampled ? 256 : 0, 1.0);
+      /* The suites' check and labels (product_check.h). */
+      const int samples = popper_gemm_check_samples(sh->m, sh->n, sh->k);
       char verdict[96];
-      if (!chk.ok) snprintf(verdict, sizeof verdict, "incorrect: max err %.3e > bound %.3e", chk.worst_err, chk.worst_bound);
-      else snprintf(verdict, sizeof verdict, "%s", sampled ? "verified(sampled 256)" : "verified");
+      popper_gemm_check_label(popper_gemm_check_product(is_f64, sh->m, sh->n, sh->k, a, b, c, samples, 1.0), samples,
+                              verdict, sizeof verdict);
       const double t0 = ceiling_now();
       gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
       const long iters = ceiling_iterations(ceiling_now() - t0);

@@ -89,13 +89,13 @@ void bench_gemm(benchmark::State& state, Tier tier, popper_gemm_shape sh, int th
     if (tier == Tier::Reference) {
       label = "not_verified: the reference is the oracle";
     } else {
-      const bool sampled = !is_small(sh);
-      const auto chk = popper::gemm::testbed::check_product_entries<T>(sh.m, sh.n, sh.k, a, b, c, sampled ? 256 : 0);
+      const auto chk = popper::gemm::testbed::check_product_entries<T>(sh.m, sh.n, sh.k, a, b, c,
+                                                                       popper_gemm_check_samples(sh.m, sh.n, sh.k));
       if (!chk.ok) {
-        state.SkipWithError(chk.incorrect().c_str());
+        state.SkipWithError(chk.verdict().c_str());
         return;
       }
-      label = sampled ? "verified(sampled 256)" : "verified";
+      label = chk.verdict();
     }
   } catch (const std::exception& e) {
     state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());

@@ -111,14 +111,13 @@ void bench_gemm_device(benchmark::State& state, Tier tier, Input in, popper_gemm
     gemm();
     std::vector<float> out(m * n);
     c.download(out, stream);
-    const bool small = double(m) * double(n) * double(k) <= 256.0 * 256.0 * 256.0;
     const auto chk = popper::gemm::testbed::check_product_entries<float>(
-        sh.m, sh.n, sh.k, a.host, b.host, out, small ? 0 : 256, in == Input::F32 ? 1.0 : 2.0);
+        sh.m, sh.n, sh.k, a.host, b.host, out, popper_gemm_check_samples(sh.m, sh.n, sh.k), in == Input::F32 ? 1.0 : 2.0);
     if (!chk.ok) {
-      state.SkipWithError(chk.incorrect().c_str());
+      state.SkipWithError(chk.verdict().c_str());
       return;
     }
-    label = small ? "verified" : "verified(sampled 256)";
+    label = chk.verdict();
 
     auto batch = [&] {
       for (int i = 0; i < kBatch; ++i) gemm();

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "popper/binding.hpp"
-#define POPPER_PRODUCT_CHECK_MUTANTS 1  // product_check.h's mutation point lives in this unit
 #include "workloads/gemm/product_check.h"
 
 namespace {

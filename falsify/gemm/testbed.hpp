@@ -170,10 +170,11 @@ Verdict check_result(const GemmShape& s, std::span<const T> out, std::span<const
 struct EntryCheck {
   bool ok = true;
   double worst_err = 0.0, worst_bound = 0.0;  // the entry with the largest err / bound
-  // The bench row's verdict when the check failed: "incorrect: max err E > bound B".
-  std::string incorrect() const {
+  int samples = 0;
+  // The bench row's verdict: "verified", "verified(sampled 256)" or "incorrect: max err E > bound B".
+  std::string verdict() const {
     char msg[96];
-    std::snprintf(msg, sizeof msg, "incorrect: max err %.3e > bound %.3e", worst_err, worst_bound);
+    popper_gemm_check_label({ok ? 1 : 0, worst_err, worst_bound}, samples, msg, sizeof msg);
     return msg;
   }
 };
@@ -185,7 +186,7 @@ EntryCheck check_product_entries(std::int64_t m, std::int64_t n, std::int64_t k,
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   const auto r = popper_gemm_check_product(std::is_same_v<T, double>, long(m), long(n), long(k), a.data(), b.data(),
                                            c.data(), samples, roundoff_scale);
-  return {r.ok != 0, r.worst_err, r.worst_bound};
+  return {r.ok != 0, r.worst_err, r.worst_bound, samples};
 }
 
 struct AlphaBeta {

@@ -4,7 +4,6 @@
 #include "popper/binding.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/q4k.hpp"
-#define POPPER_READ_SUM_MUTANTS 1  // read_sum.h's mutation point lives in this unit
 #include "workloads/common/read_sum.h"
 
 namespace {

@@ -18,14 +18,12 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Mutation point of FALSIFY-Q4K-013: only a C++ unit that defines
- * POPPER_READ_SUM_MUTANTS before including this (that falsifier) holds it;
- * the bench suites and the C ceilings compile none. */
-#if defined(__cplusplus) && defined(POPPER_READ_SUM_MUTANTS)
+/* Mutation point of FALSIFY-Q4K-013 (POPPER_MUTANT: live only in the contract
+ * tests; the bench suites compile it false and the C ceilings 0). */
+#ifdef __cplusplus
 #include "popper/mutant.hpp"
-#define POPPER_READ_SUM_MUTANT(name) (::popper::mutant::active(name))
 #else
-#define POPPER_READ_SUM_MUTANT(name) 0
+#define POPPER_MUTANT(name) 0
 #endif
 
 typedef uint64_t popper_u64x8 __attribute__((vector_size(64)));
@@ -94,7 +92,7 @@ static int popper_read_way_supported(int w) { return w == 0 || __builtin_cpu_sup
 
 static uint64_t popper_read_sum(int w, const uint64_t* p, size_t n) {
   /* Mutation point (read-way-skips-last-lines): every way reads 32 words fewer (way 0 runs on every CPU). */
-  if (n >= 32 && POPPER_READ_SUM_MUTANT("read-way-skips-last-lines")) n -= 32;
+  if (n >= 32 && POPPER_MUTANT("read-way-skips-last-lines")) n -= 32;
   switch (w) {
     case 1: return popper_read_sum_avx2_1_stream(p, n);
     case 2: return popper_read_sum_avx2_4_streams(p, n);

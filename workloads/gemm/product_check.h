@@ -18,15 +18,14 @@
 #define POPPER_WORKLOADS_GEMM_PRODUCT_CHECK_H
 
 #include <math.h>
+#include <stdio.h>
 
-/* Mutation point of FALSIFY-GEMM-018: only a C++ unit that defines
- * POPPER_PRODUCT_CHECK_MUTANTS before including this (that falsifier) holds
- * it; the suites and the ceilings compile none. */
-#if defined(__cplusplus) && defined(POPPER_PRODUCT_CHECK_MUTANTS)
+/* Mutation point of FALSIFY-GEMM-018 (POPPER_MUTANT: live only in the contract
+ * tests; the bench suites compile it false and the C ceilings 0). */
+#ifdef __cplusplus
 #include "popper/mutant.hpp"
-#define POPPER_PRODUCT_CHECK_MUTANT(name) (::popper::mutant::active(name))
 #else
-#define POPPER_PRODUCT_CHECK_MUTANT(name) 0
+#define POPPER_MUTANT(name) 0
 #endif
 
 struct popper_gemm_check {
@@ -49,7 +48,7 @@ static inline struct popper_gemm_check popper_gemm_check_product(int is_f64, lon
                    popper_gemm_check_gamma((double)k, ldexp(1.0, -53));
   struct popper_gemm_check r = {1, 0.0, 0.0};
   double worst_ratio = -1.0;
-  int corners = samples > 0 && !POPPER_PRODUCT_CHECK_MUTANT("gemm-product-check-skips-corners");
+  int corners = samples > 0 && !POPPER_MUTANT("gemm-product-check-skips-corners");
   const long entries = samples > 0 ? (long)samples + 2 * corners : m * n;
   unsigned long long x = 12345;
   for (long e = 0; e < entries; ++e) {
@@ -76,6 +75,18 @@ static inline struct popper_gemm_check popper_gemm_check_product(int is_f64, lon
     if (!(ratio <= worst_ratio)) worst_ratio = ratio, r.worst_err = err, r.worst_bound = bound;
   }
   return r;
+}
+
+/* How many entries the bench checks: 0 (every one) up to 256^3 multiply-adds, else 256. */
+static inline int popper_gemm_check_samples(long m, long n, long k) {
+  return (double)m * (double)n * (double)k <= 256.0 * 256.0 * 256.0 ? 0 : 256;
+}
+
+/* The bench row's verdict: "verified", "verified(sampled 256)" or
+ * "incorrect: max err E > bound B". */
+static inline void popper_gemm_check_label(struct popper_gemm_check r, int samples, char* out, size_t cap) {
+  if (!r.ok) snprintf(out, cap, "incorrect: max err %.3e > bound %.3e", r.worst_err, r.worst_bound);
+  else snprintf(out, cap, "%s", samples > 0 ? "verified(sampled 256)" : "verified");
 }
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "bench/ingest.hpp"
 #include "bench/interval.hpp"
+#include "bench/plan.hpp"
 #include "bench/plausibility.hpp"
 #include "bench/remeasure.hpp"
 #include "bench/vendors.hpp"
@@ -363,7 +364,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
       double sigma = 0;
       for (const auto& r : rows)
         if (step_rows[i].count(r.key)) sigma = std::max(sigma, between_trial_log_sd({&r.samples, &r.trials}));
-      const int need = sigma > 0 ? trials_for_power(sigma, opt.top_up_effect, opt.top_up_threshold, opt.top_up_alpha, 0.8) : 0;
+      const int need = sigma > 0 ? trials_to_flag(sigma, opt.top_up_alpha) : 0;
       extra[i] = std::clamp(need - trials_run, 0, opt.top_up_trials);
       if (extra[i] > 0) total += static_cast<std::size_t>(extra[i]), ++extra_steps;
     }

@@ -48,11 +48,10 @@ struct CompareOptions {
   // they are marked invalid; false in that re-measuring run itself.
   bool remeasure_implausible = true;
   // After the trials: a step whose rows' between-trial noise needs more trials
-  // than ran to flag `top_up_effect` above `top_up_threshold` with 80% power at
-  // `top_up_alpha` (trials_for_power, interval.hpp) gets up to `top_up_trials`
-  // more, numbered after them; 0: none (set by the trial plan, plan.hpp).
+  // than ran (trials_to_flag at `top_up_alpha`, plan.hpp) gets up to
+  // `top_up_trials` more, numbered after them; 0: none (set by the trial plan).
   int top_up_trials = 0;
-  double top_up_effect = 1.2, top_up_threshold = 1.1, top_up_alpha = 0.05;
+  double top_up_alpha = 0.05;
   std::function<void(const std::string&)> progress;
 };
 

@@ -25,6 +25,11 @@ std::string noise_source(const std::string& noise_from, const std::string& sourc
   return std::filesystem::exists(committed) ? committed : "";
 }
 
+int trials_to_flag(double sigma, double alpha) {
+  const Thresholds th;
+  return trials_for_power(sigma, 1 + 2 * th.regression, 1 + th.regression, alpha, 0.8);
+}
+
 namespace {
 
 int parse_count(const std::string& v, const char* what) {
@@ -41,7 +46,6 @@ int parse_count(const std::string& v, const char* what) {
 }  // namespace
 
 TrialPlan plan_trials(const CompareOptions& co, const TrialRequest& request) {
-  const Thresholds th;
   const int reps = request.reps == "auto" ? 0 : parse_count(request.reps, "reps");
   const int trials = request.trials == "auto" ? 0 : parse_count(request.trials, "trials");
   if (reps == 1 || trials == 1)
@@ -60,7 +64,7 @@ TrialPlan plan_trials(const CompareOptions& co, const TrialRequest& request) {
       plan.sigma_from = request.noise_csv;
     }
   }
-  plan.needed = trials_for_power(plan.sigma, 1 + 2 * th.regression, 1 + th.regression, planning_alpha(co), 0.8);
+  plan.needed = trials_to_flag(plan.sigma, planning_alpha(co));
   if (trials > 0) plan.trials = trials;
   else if (reps > 0) plan.trials = std::min(reps, std::max(plan.needed, 2));
   else plan.trials = plan.needed;
@@ -86,8 +90,6 @@ void apply(const TrialPlan& plan, CompareOptions& co) {
   co.budget_seconds = plan.budget_seconds;
   co.top_up_trials = plan.top_up_trials;
   co.top_up_alpha = plan.top_up_alpha;
-  co.top_up_effect = 1 + 2 * Thresholds{}.regression;
-  co.top_up_threshold = 1 + Thresholds{}.regression;
 }
 
 std::string describe(const TrialPlan& plan) {

@@ -16,6 +16,11 @@ namespace popper::bench {
 // Hochberg's first rank; more changed rows are judged at a laxer level).
 double planning_alpha(const CompareOptions& co);
 
+// Trials per side that flag a slowdown of twice the regression threshold
+// (20%) above it (10%) with 80% power at level `alpha`, at noise `sigma`:
+// what the plan sizes the trials by, and the top-up (compare.hpp) a noisy step.
+int trials_to_flag(double sigma, double alpha);
+
 struct TrialRequest {
   std::string reps = "auto";    // --reps: repetitions per step in all, or auto
   std::string trials = "auto";  // --trials: processes per step, or auto
