@@ -8,9 +8,11 @@
 #      rows must be flagged REGRESSION, and no ceiling or wrapped row;
 #   3. the same with 0.10: the detection rate at the default budget;
 #   4. --reps 3 with 0.50 injected: refused with the minimum, or REGRESSION.
-# Each check is the one `make bench-check` runs: with --rerun, so rows left
-# NOISY are measured again (as the current run measured them) while the
-# budget lasts. CHECK_ARGS adds options (e.g. --budget 300).
+# Each check is the one `make bench-check` runs: with --rerun, so the suite
+# rows are measured again alternately with the baseline's side (here the same
+# build, as every run measures the commit the tree is at: commit first) and
+# judged on those trials, while the budget lasts. CHECK_ARGS adds options
+# (e.g. --budget 300, --no-interleave).
 # A benchmark, not a unit test: it takes a long time and wants a quiet machine.
 # usage: scripts/bench-check-selftest.sh [BUILD_DIR] [RUNS] [FAMILY...]
 set -u

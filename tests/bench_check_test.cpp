@@ -560,3 +560,106 @@ TEST(BenchInterval, StudentTAndBenjaminiHochbergAndPower) {
   EXPECT_GE(quiet, 2);
   EXPECT_GT(loud, quiet) << "more noise needs more trials";
 }
+
+namespace {
+
+// An interleaved re-measure whose trials are centred on `current` (this build)
+// and `baseline` (the baseline's side) at 1% scatter; logs the sides it ran
+// ('C' or 'B') and the rows it was asked for.
+pb::Interleave interleaved(double current, double baseline, std::string& sides, std::vector<pb::BenchKey>& asked) {
+  pb::Interleave il;
+  il.baseline = "commit 0123456789ab, this build";
+  il.measure = [current, baseline, &sides, &asked, n = 0](const std::vector<pb::BenchKey>& keys,
+                                                          bool base_side) mutable {
+    sides += base_side ? 'B' : 'C';
+    asked = keys;
+    std::vector<pb::BenchRow> out;
+    for (const auto& k : keys) {
+      auto r = trial_row(k.tier, k.backend, base_side ? baseline : current, {kQuiet[n % kQuiet.size()]});
+      r.key = k;
+      for (auto& t : r.trials) t = 100 + n;
+      out.push_back(r);
+    }
+    ++n;
+    return std::optional<std::vector<pb::BenchRow>>(out);
+  };
+  return il;
+}
+
+}  // namespace
+
+// Rule: with interleaving, every timed suite row is measured again on both
+// sides in ABBA rounds (C B B C, then B C C B) and judged on those trials alone. A 25% slowdown
+// that the stored baseline hides (the baseline was itself measured when the
+// machine was 25% slower) is found; the ceiling row is not measured that way.
+TEST(BenchCheck, InterleavedRoundsFindWhatADriftedBaselineHides) {
+  const auto base = table("m", {trial_row("ceiling", "openblas", 1.0, kQuiet), trial_row("hand", "cpu", 1.25, kQuiet)});
+  const auto cur = table("m", {trial_row("ceiling", "openblas", 1.0, kQuiet), trial_row("hand", "cpu", 1.25, kQuiet)});
+  const auto stored = pb::check_tables(base, cur);
+  ASSERT_EQ(stored.rows[1].change, pb::Change::Unchanged) << pb::format_check_report(stored);  // the premise
+  pb::CheckOptions opt;
+  std::string sides;
+  std::vector<pb::BenchKey> asked;
+  opt.interleave = interleaved(1.25, 1.0, sides, asked);
+  int calls = 0;
+  opt.remeasure = fresh_trials(1.0, kQuiet, calls);
+  const auto rep = pb::check_tables(base, cur, opt);
+  ASSERT_EQ(rep.rows.size(), 2u);
+  EXPECT_EQ(rep.rows[1].change, pb::Change::Regression) << pb::format_check_report(rep);
+  EXPECT_NE(rep.rows[1].note.find("interleaved"), std::string::npos) << rep.rows[1].note;
+  EXPECT_NE(rep.method.find("ABBA"), std::string::npos) << rep.method;
+  EXPECT_EQ(rep.rows[1].trials_base, 2);
+  EXPECT_EQ(rep.rows[1].trials_current, 2);
+  EXPECT_EQ(sides, "CBBC") << "one round, decided: no second";
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].tier, "hand");
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged);
+  EXPECT_EQ(calls, 0) << "no row was NOISY or REGRESSION on this build alone";
+}
+
+// Rule: the stored samples are set aside, so a row the stored baseline calls a
+// regression (the current run met a slower machine) is cleared when both
+// sides, measured alternately now, agree; a row still NOISY is measured in
+// another round.
+TEST(BenchCheck, InterleavedRoundsClearWhatADriftedMachineFakes) {
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto cur = table("m", {trial_row("hand", "cpu", 1.3, kQuiet)});
+  ASSERT_EQ(pb::check_tables(base, cur).rows[0].change, pb::Change::Regression);  // the premise
+  pb::CheckOptions opt;
+  std::string sides;
+  std::vector<pb::BenchKey> asked;
+  opt.interleave = interleaved(1.0, 1.0, sides, asked);
+  const auto rep = pb::check_tables(base, cur, opt);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
+  EXPECT_EQ(rep.exit_code(), 0);
+  EXPECT_EQ(sides, "CBBC");
+
+  // 1.08 at 1% scatter is NOISY after one round (2 trials a side) and decided by more.
+  sides.clear();
+  opt.interleave = interleaved(1.08, 1.0, sides, asked);
+  const auto more = pb::check_tables(base, cur, opt);
+  EXPECT_GT(sides.size(), 4u) << pb::format_check_report(more);
+  EXPECT_EQ(sides.substr(0, 8), "CBBCBCCB");
+  EXPECT_NE(more.rows[0].change, pb::Change::Noisy) << pb::format_check_report(more);
+}
+
+// Rule: when the baseline's side cannot be measured, NOISY and REGRESSION rows
+// are measured again on this build alone, and the method says interleaving failed.
+TEST(BenchCheck, FailedInterleavingFallsBackToThisBuildAlone) {
+  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto cur = table("m", {trial_row("hand", "cpu", 1.0, {0.8, 1.3})});  // NOISY
+  pb::CheckOptions opt;
+  opt.interleave.baseline = "commit 0123456789ab, built here";
+  int tries = 0;
+  opt.interleave.measure = [&](const std::vector<pb::BenchKey>&, bool) {
+    ++tries;
+    return std::optional<std::vector<pb::BenchRow>>();
+  };
+  int calls = 0;
+  opt.remeasure = fresh_trials(1.0, kQuiet, calls);
+  const auto rep = pb::check_tables(base, cur, opt);
+  EXPECT_EQ(tries, 1);
+  EXPECT_GE(calls, 1);
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
+  EXPECT_NE(rep.method.find("interleaving with the baseline's side"), std::string::npos) << rep.method;
+}

@@ -6,11 +6,14 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "bench/baseline.hpp"
 #include "bench/duet.hpp"
 #include "bench/interval.hpp"
+#include "bench/machine.hpp"
 #include "bench/plan.hpp"
 #include "bench/remeasure.hpp"
 #include "popper/error.hpp"
@@ -220,6 +223,39 @@ TEST(BenchRemeasure, RerunsRunUnderTheBaselinesEnvironmentAndTheCurrentsSlowdown
   cur.set_meta("injected_slowdown", "1.1");
   EXPECT_EQ(pb::rerun_environment(base, cur),
             (pb::Environment{{"OPENBLAS_CORETYPE", "Haswell"}, {"POPPER_BENCH_INJECT_SLOWDOWN", "1.1"}}));
+}
+
+// The baseline's side of check --rerun's interleaving: this build only for a
+// check of the code against itself (both runs at the commit the tree is at,
+// unmodified); a commit the tree has moved from is built; a baseline whose
+// commit is unknown, dirty or unbuildable has none, and the reason says why.
+TEST(BenchRemeasure, TheBaselinesSideIsThisBuildOnlyForACheckOfTheCodeAgainstItself) {
+  const auto repo = temp_dir("baseline-build");
+  const std::string git = "git -C '" + repo.string() + "' -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(std::system((git + "init -q && echo a > '" + (repo / "f").string() + "' && " + git + "add f && " + git +
+                         "commit -qm one").c_str()),
+            0);
+  const std::string head = pb::capture_command("git -C '" + repo.string() + "' rev-parse HEAD");
+  ASSERT_EQ(head.size(), 40u);
+  pb::BaselineBuildOptions opt{repo.string(), (repo / "build").string(), 1, nullptr};
+  pb::BenchTable base, cur;
+  std::string label, why;
+  EXPECT_FALSE(pb::baseline_build(base, cur, opt, label, why));
+  EXPECT_NE(why.find("does not say which commit"), std::string::npos) << why;
+  base.set_meta("commit", head + "-dirty");
+  EXPECT_FALSE(pb::baseline_build(base, cur, opt, label, why));
+  EXPECT_NE(why.find("uncommitted"), std::string::npos) << why;
+  base.set_meta("commit", head);
+  cur.set_meta("commit", head);
+  EXPECT_EQ(pb::baseline_build(base, cur, opt, label, why), opt.build_dir);
+  EXPECT_NE(label.find("this build"), std::string::npos) << label;
+  // The tree changed since: the baseline's commit must be built (this one has no CMakeLists.txt).
+  std::ofstream(repo / "f") << "b\n";
+  why.clear();
+  EXPECT_FALSE(pb::baseline_build(base, cur, opt, label, why));
+  EXPECT_NE(why.find("could not be built"), std::string::npos) << why;
+  EXPECT_TRUE(fs::exists(repo / "build" / "gate-ref" / head / "src" / "f")) << "the commit was extracted to build";
+  fs::remove_all(repo);
 }
 
 TEST(BenchDuet, TrialsAlternateAbbaAndEachSideKeepsItsTrials) {

@@ -1,7 +1,8 @@
 // `popper bench check`: a current table against a baseline (bench/check.hpp),
 // from two CSVs or from the base commit and this build run now in alternating
-// trials (--against, bench/duet.hpp); --rerun measures undecided rows again
-// under the baseline's environment (bench/remeasure.hpp).
+// trials (--against, bench/duet.hpp); --rerun measures rows again under the
+// baseline's environment, the suite rows alternately with the baseline's own
+// build (bench/remeasure.hpp, CheckOptions::interleave).
 #include <iostream>
 #include <memory>
 
@@ -19,7 +20,7 @@ struct CheckArgs {
   BenchDirs dirs;
   std::string baseline, current, against, family;
   std::vector<std::string> shapes{"gate"}, threads{"1,2"}, precisions{"f32,f64"};
-  bool rerun = false, strict = false, absolute = false;
+  bool rerun = false, strict = false, absolute = false, no_interleave = false;
   int trials = 6, jobs = 2;
   double budget = 900;
   bench::Thresholds th;
@@ -73,8 +74,25 @@ int check(const CheckArgs& a) {
   copt.normalize_on_drift = !a.absolute;
   if (a.rerun) {
     say_rerun_environment(base, cur);
-    copt.remeasure = bench::rerun_measure(a.dirs.source_dir, build, bench::rerun_environment(base, cur),
-                                          bench::next_trial(cur), progress);
+    const auto env = bench::rerun_environment(base, cur);
+    copt.remeasure = bench::rerun_measure(a.dirs.source_dir, build, env, bench::next_trial(cur), progress);
+    // Suite rows are measured again alternately with the baseline's own build
+    // where it can be had (not after --against, whose trials alternate already).
+    std::string why;
+    if (!a.against.empty()) why = "--against alternated every trial already";
+    else if (a.no_interleave) why = "--no-interleave";
+    bench::BaselineBuildOptions bo{a.dirs.source_dir, build, a.jobs, progress};
+    std::string label;
+    const auto base_build = why.empty() ? bench::baseline_build(base, cur, bo, label, why) : std::nullopt;
+    if (base_build) {
+      std::cerr << "re-measuring suite rows interleaved with the baseline's side: " << label << "\n";
+      copt.interleave = bench::interleaved_measure(a.dirs.source_dir, build, env, *base_build,
+                                                   bench::baseline_side_environment(base), bench::next_trial(cur),
+                                                   progress);
+      copt.interleave.baseline = label;
+    } else {
+      std::cerr << "re-measuring on this build alone (not interleaved: " << why << ")\n";
+    }
   }
   const auto report = bench::check_tables(base, cur, copt);
   std::cout << bench::format_check_report(report);
@@ -101,7 +119,12 @@ void add_bench_check_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--threads", a->threads, "with --against: thread counts");
   cmd->add_option("--precision", a->precisions, "with --against: precisions");
   cmd->add_option("--trials", a->trials, "with --against: alternating trials per side");
-  cmd->add_flag("--rerun", a->rerun, "re-measure NOISY and REGRESSION rows (with the baseline's environment) while the budget lasts");
+  cmd->add_flag("--rerun", a->rerun,
+                "measure rows again while the budget lasts: every suite row alternately with the baseline's commit "
+                "(built here when it is not this build) and judged on those trials, then what stays NOISY; "
+                "NOISY and REGRESSION ceiling rows on this build (all under the baseline's environment)");
+  cmd->add_flag("--no-interleave", a->no_interleave,
+                "with --rerun: measure rows again on this build alone, not alternately with the baseline's commit");
   cmd->add_option("--budget", a->budget, "seconds re-measuring may take");
   cmd->add_flag("--strict", a->strict, "NOISY rows fail too");
   cmd->add_flag("--absolute", a->absolute,

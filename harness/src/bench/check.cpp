@@ -13,6 +13,8 @@
 #include <utility>
 #include <sstream>
 
+#include "bench/duet.hpp"
+#include "bench/ingest.hpp"
 #include "bench/interval.hpp"
 #include "bench/plausibility.hpp"
 #include "bench/stats.hpp"
@@ -151,6 +153,7 @@ struct Pair {
   RowCheck rc;
   BenchRow base, cur;
   bool timed = false;
+  bool interleaved = false;  // both sides measured now, in alternating trials (CheckOptions::interleave)
 };
 
 void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
@@ -241,7 +244,7 @@ void judge_moved_groups(std::vector<Pair>& pairs, const std::map<std::string, do
   std::vector<std::size_t> relative;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     auto& p = pairs[i];
-    if (!p.timed || p.rc.key.tier != "wrapped" || !moved.count(group_of(p.rc.key))) continue;
+    if (!p.timed || p.interleaved || p.rc.key.tier != "wrapped" || !moved.count(group_of(p.rc.key))) continue;
     const auto nbase = normalized(nb, p.base), ncur = normalized(nc, p.cur);
     if (!nbase || !ncur) continue;
     p.base = *nbase;
@@ -301,6 +304,11 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     }
   };
   BenchTable cur_table = current;
+  // Suite rows measured in interleaved rounds, each side's samples only.
+  BenchTable fresh_base, fresh_cur;
+  bool interleave = static_cast<bool>(opt.interleave.measure);
+  int interleaved_trials = 0;  // per side
+  std::string interleave_failed;
   const auto started = std::chrono::steady_clock::now();
   for (int round = 0;; ++round) {
     decide_mode(cur_table);
@@ -313,6 +321,14 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       pr.rc.ratio = std::nan("");
       const bool normalize = report.mode == CheckMode::Normalized && b.unit == kUnitSeconds;
       if (normalize && b.key.tier == "ceiling") continue;  // the normalizers themselves
+      const BenchRow *now_base = fresh_base.find(b.key), *now_cur = fresh_cur.find(b.key);
+      if (now_base && now_cur && !now_base->samples.empty() && !now_cur->samples.empty()) {
+        pr.base = *now_base;
+        pr.cur = *now_cur;
+        pr.timed = pr.interleaved = true;
+        pairs.push_back(std::move(pr));
+        continue;
+      }
       const BenchRow* c = nullptr;
       for (const auto& r : cur_table.rows)
         if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
@@ -363,22 +379,65 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     judge(pairs, t, report.method);
     if (report.mode == CheckMode::Absolute && opt.normalize_on_drift) judge_moved_groups(pairs, nb, nc, t, report.method);
     report.rows.clear();
-    for (auto& p : pairs) report.rows.push_back(p.rc);
+    bool any_interleaved = false;
+    for (auto& p : pairs) {
+      if (p.interleaved) {
+        p.rc.note += "; interleaved now with the baseline's side (" + opt.interleave.baseline +
+                     "), the stored samples set aside";
+        any_interleaved = true;
+      }
+      report.rows.push_back(p.rc);
+    }
+    if (any_interleaved)
+      report.method += "; rows noted 'interleaved' were measured again on both sides in alternating trials (ABBA: "
+                       "current, baseline, baseline, current, then baseline first) and judged on those trials alone";
+    if (!interleave_failed.empty()) report.method += "; " + interleave_failed;
 
-    // Re-measure what is undecided (NOISY) or would fail (REGRESSION), while
-    // budget remains. A NOISY ceiling row too: it says nothing about this
-    // repository's code, but --strict fails on it, and a few more trials of a
-    // vendor program cost seconds.
-    std::vector<BenchKey> again;
-    for (const auto& r : report.rows)
-      if (r.change == Change::Regression || r.change == Change::Noisy)
-        for (const auto& c : cur_table.rows)
-          if (c.unit == kUnitSeconds && (c.key == r.key || (report.mode == CheckMode::Normalized &&
-                                                            without_backend(c.key) == without_backend(r.key))))
-            again.push_back(c.key);
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (again.empty() || !opt.remeasure || round >= opt.max_rounds || (opt.budget_seconds > 0 && spent >= opt.budget_seconds))
+    if (round >= opt.max_rounds || (opt.budget_seconds > 0 && spent >= opt.budget_seconds)) break;
+    // Interleaved: every timed suite row once (a machine that moved since the
+    // baseline can hide a change as well as fake one, so a row that looks
+    // unchanged against the stored baseline proves nothing), then the ones
+    // still NOISY. The rest (ceiling rows; every row when there is no
+    // interleaving) as before: NOISY and REGRESSION rows on this build alone.
+    auto rows_of = [&](const BenchKey& k, std::vector<BenchKey>& into) {
+      for (const auto& c : cur_table.rows)
+        if (c.unit == kUnitSeconds && (c.key == k || (report.mode == CheckMode::Normalized &&
+                                                      without_backend(c.key) == without_backend(k))) &&
+            std::find(into.begin(), into.end(), c.key) == into.end())
+          into.push_back(c.key);
+    };
+    std::vector<BenchKey> both, again;
+    for (const auto& p : pairs) {
+      if (interleave && p.timed && p.rc.key.tier != "ceiling") {
+        if (!p.interleaved || p.rc.change == Change::Noisy) rows_of(p.rc.key, both);
+      } else if (!p.interleaved && (p.rc.change == Change::Regression || p.rc.change == Change::Noisy)) {
+        rows_of(p.rc.key, again);
+      }
+    }
+    std::erase_if(both, [&](const BenchKey& k) { return !baseline.find(k); });
+    bool measured = false;
+    if (!both.empty()) {
+      for (int k = 0; k < 4 && interleave; ++k) {  // two trials a side, in --against's ABBA order
+        const bool base_side = (k % 2 == 0) != current_first(interleaved_trials + k / 2);
+        const auto got = opt.interleave.measure(both, base_side);
+        if (!got || got->empty()) interleave = false;  // measured on this build alone from here on
+        else merge_rows((base_side ? fresh_base : fresh_cur).rows, *got);
+      }
+      interleaved_trials += 2;
+      measured = interleave;
+      if (!interleave) {
+        fresh_base.rows.clear(), fresh_cur.rows.clear();
+        interleave_failed = "interleaving with the baseline's side (" + opt.interleave.baseline +
+                            ") failed, so NOISY and REGRESSION rows were measured again on this build alone";
+        for (const auto& p : pairs)
+          if (p.rc.change == Change::Regression || p.rc.change == Change::Noisy) rows_of(p.rc.key, again);
+      }
+    }
+    if (again.empty() || !opt.remeasure) {
+      if (measured) continue;
       break;
+    }
     // The normalizers of re-measured rows are re-measured in the same trials,
     // whatever the mode: they are what shows the machine moved in between.
     const auto asked = again;
@@ -388,7 +447,10 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
             c.key.threads == k.threads && std::find(again.begin(), again.end(), c.key) == again.end())
           again.push_back(c.key);
     const auto more = opt.remeasure(again);
-    if (!more || more->empty()) break;
+    if (!more || more->empty()) {
+      if (measured) continue;
+      break;
+    }
     for (const auto& m : *more)
       for (auto& c : cur_table.rows)
         if (c.key == m.key)

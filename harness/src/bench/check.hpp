@@ -91,9 +91,29 @@ using Remeasure = std::function<std::optional<std::vector<BenchRow>>(const std::
 // Old-style single-row re-measure (instruction counts).
 using Rerun = std::function<std::optional<BenchRow>(const BenchRow&)>;
 
+// Interleaved re-measuring (check --rerun where the baseline's commit can be
+// measured here): `measure(keys, baseline_side)` runs one trial of the given
+// suite rows on the baseline's build or on this one. A round is two trials a
+// side in --against's ABBA order (duet.hpp: current, baseline, baseline,
+// current; then baseline, current, current, baseline), so a machine that
+// drifts steadily through a round moves both sides alike; a row so measured is
+// judged on those samples alone, never against the stored baseline, which a
+// machine that moved between the two runs can make look slower or faster by
+// more than the change sought (found: a host whose suite rows moved 11-15% in
+// 30 minutes while its vendor rows moved 4-9%, so no normalization could tell
+// it from a 25% regression).
+struct Interleave {
+  std::function<std::optional<std::vector<BenchRow>>(const std::vector<BenchKey>&, bool baseline_side)> measure;
+  std::string baseline;  // what runs the baseline's side, for the notes (e.g. "commit 1a2b3c4d5e6f, built here")
+};
+
 struct CheckOptions {
   Thresholds thresholds;
   Remeasure remeasure;      // for NOISY and REGRESSION timed rows
+  // When set, every timed suite (non-ceiling) row is measured again in
+  // interleaved rounds in place of `remeasure` (ceiling rows keep it), and
+  // while it stays NOISY, rounds permitting; if it fails, `remeasure` takes over.
+  Interleave interleave;
   double budget_seconds = 0;  // re-measuring stops when this is spent
   int max_rounds = 3;
   // Same machine, but the vendor library's own rows (which no change to this

@@ -1,9 +1,11 @@
 #include "bench/remeasure.hpp"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "bench/compare.hpp"
+#include "bench/gate.hpp"
 #include "bench/ingest.hpp"
 #include "bench/machine.hpp"
 #include "bench/plausibility.hpp"
@@ -85,6 +87,84 @@ Remeasure rerun_measure(const std::string& source_dir, const std::string& build_
     next += 2;
     return out;
   };
+}
+
+Interleave interleaved_measure(const std::string& source_dir, const std::string& build_dir, const Environment& current_env,
+                               const std::string& base_build, const Environment& base_env, int first_trial,
+                               const std::function<void(const std::string&)>& progress) {
+  Interleave il;
+  il.measure = [=, next = std::array<int, 2>{first_trial, first_trial}](const std::vector<BenchKey>& keys,
+                                                                       bool base_side) mutable
+      -> std::optional<std::vector<BenchRow>> {
+    if (keys.empty()) return std::vector<BenchRow>{};
+    CompareOptions co;
+    co.source_dir = source_dir;
+    co.build_dir = base_side ? base_build : build_dir;
+    restrict_to_rows(co, keys);
+    co.trials = 1;
+    co.first_trial = next[base_side]++;
+    co.env = base_side ? base_env : current_env;
+    co.blas_core_types = false;
+    co.top_up_trials = 0;
+    co.remeasure_implausible = false;
+    if (progress)
+      progress(std::string("interleaved trial on ") + (base_side ? "the baseline's side" : "this build") + ": " +
+               std::to_string(keys.size()) + " row(s)");
+    try {
+      const auto t = run_compare(co, load_family(source_dir, keys.front().family), probe_machine(), nullptr);
+      std::vector<BenchRow> out;
+      for (const auto& r : t.rows)
+        if (std::find(keys.begin(), keys.end(), r.key) != keys.end()) out.push_back(r);
+      return out;
+    } catch (const std::exception& e) {
+      if (progress) progress(std::string("interleaved trial failed: ") + e.what());
+      return std::nullopt;
+    }
+  };
+  return il;
+}
+
+Environment baseline_side_environment(const BenchTable& baseline) {
+  auto env = baseline.environment();
+  std::erase_if(env, [](const auto& kv) { return kv.first == "POPPER_BENCH_INJECT_SLOWDOWN"; });
+  env.emplace_back("POPPER_BENCH_INJECT_SLOWDOWN", "");
+  return env;
+}
+
+std::optional<std::string> baseline_build(const BenchTable& baseline, const BenchTable& current,
+                                          const BaselineBuildOptions& opt, std::string& label, std::string& why) {
+  const std::string commit = baseline.meta("commit").value_or("unknown");
+  if (commit == "unknown" || commit.empty()) {
+    why = "the baseline does not say which commit it measured";
+    return std::nullopt;
+  }
+  if (commit.ends_with("-dirty")) {
+    why = "the baseline was measured with uncommitted changes (commit " + commit + "), which cannot be rebuilt";
+    return std::nullopt;
+  }
+  const std::string git = "git -C '" + opt.source_dir + "' ";
+  if (current.meta("commit").value_or("") == commit && capture_command(git + "rev-parse HEAD") == commit &&
+      capture_command(git + "status --porcelain --untracked-files=no").empty()) {
+    label = "commit " + commit.substr(0, 12) + ", this build";
+    return opt.build_dir;
+  }
+  std::set<std::string> families;
+  for (const auto& r : baseline.rows) families.insert(r.key.family);
+  RefBuildOptions rb;
+  rb.source_dir = opt.source_dir;
+  rb.build_dir = opt.build_dir;
+  rb.ref = commit;
+  rb.families.assign(families.begin(), families.end());
+  rb.jobs = opt.jobs;
+  rb.progress = opt.progress;
+  try {
+    const std::string dir = build_reference(rb);
+    label = "commit " + commit.substr(0, 12) + ", built in " + dir;
+    return dir;
+  } catch (const std::exception& e) {
+    why = std::string("the baseline's commit could not be built here: ") + e.what();
+    return std::nullopt;
+  }
 }
 
 }  // namespace popper::bench

@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,31 @@ Environment rerun_environment(const BenchTable& baseline, const BenchTable& curr
 // on; rows of the run's cross product that were not asked for are dropped.
 Remeasure rerun_measure(const std::string& source_dir, const std::string& build_dir, const Environment& env,
                         int first_trial, const std::function<void(const std::string&)>& progress);
+
+// check --rerun's interleaved re-measure (CheckOptions::interleave): each call
+// runs one trial of the rows asked for, on `base_build` under `base_env` (the
+// baseline's side) or on `build_dir` under `current_env`, trial ids counted on
+// from first_trial on each side.
+Interleave interleaved_measure(const std::string& source_dir, const std::string& build_dir, const Environment& current_env,
+                               const std::string& base_build, const Environment& base_env, int first_trial,
+                               const std::function<void(const std::string&)>& progress);
+
+// The environment of the baseline's side: the baseline's recorded one, with no
+// injected slowdown whatever the baseline or this process has.
+Environment baseline_side_environment(const BenchTable& baseline);
+
+// The build that measures the baseline's side: this one when the baseline and
+// `current` were measured at the commit the source tree is at, unmodified
+// (a check of the code against itself); else the baseline's commit
+// built in build_dir/gate-ref (bench/gate.hpp, cached); nullopt, with the
+// reason in `why`, when the baseline's commit is unknown, had uncommitted
+// changes, or cannot be built here.
+struct BaselineBuildOptions {
+  std::string source_dir, build_dir;
+  int jobs = 2;
+  std::function<void(const std::string&)> progress;
+};
+std::optional<std::string> baseline_build(const BenchTable& baseline, const BenchTable& current,
+                                          const BaselineBuildOptions& opt, std::string& label, std::string& why);
 
 }  // namespace popper::bench
