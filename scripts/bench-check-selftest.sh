@@ -36,7 +36,8 @@ compare() {  # compare FAMILY OUTDIR [extra args...]: the run's wall time goes t
 }
 count() { grep -cE "$1" "$2"; }
 check() {  # check BASE_CSV CURRENT_CSV OUT_TXT: the exit code of the check
-  "$POPPER" bench check --baseline "$1" --current "$2" --rerun ${CHECK_ARGS:-} > "$3" 2> "${3%.txt}.check.log"
+  "$POPPER" bench check --baseline "$1" --current "$2" --rerun --rerun-out "${3%.txt}-rerun" ${CHECK_ARGS:-} \
+    > "$3" 2> "${3%.txt}.check.log"
 }
 
 for fam in "${FAMILIES[@]}"; do

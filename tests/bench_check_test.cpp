@@ -663,3 +663,22 @@ TEST(BenchCheck, FailedInterleavingFallsBackToThisBuildAlone) {
   EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
   EXPECT_NE(rep.method.find("interleaving with the baseline's side"), std::string::npos) << rep.method;
 }
+
+// Rule: the vendor (ceiling) rows are a Benjamini-Hochberg family of their
+// own. A 16% slowdown with p between alpha / 10 and alpha is a REGRESSION
+// beside nine unchanged vendor rows, where pooled with them it would need
+// p <= alpha / 10 (the pooled case: BenchCheck.RegressionIsDecidedOverAllTheRowsAtOnce).
+TEST(BenchCheck, VendorRowsAreAFamilyOfTheirOwn) {
+  const std::vector<double> levels = {1.00, 1.03, 0.97, 1.02, 0.98};
+  std::vector<pb::BenchRow> b = {trial_row("hand", "cpu", 1.0, levels, 3, "s0")},
+                            c = {trial_row("hand", "cpu", 1.16, levels, 3, "s0")};
+  for (int i = 1; i < 10; ++i) {
+    const std::string shape = "s" + std::to_string(i);
+    b.push_back(trial_row("ceiling", "openblas", 1.0, levels, 3, shape));
+    c.push_back(trial_row("ceiling", "openblas", 1.0, levels, 3, shape));
+  }
+  const auto rep = pb::check_tables(table("m", b), table("m", c));
+  ASSERT_GT(rep.rows[0].p_value, 0.05 / 10);  // the premise
+  EXPECT_EQ(rep.rows[0].change, pb::Change::Regression) << pb::format_check_report(rep);
+  EXPECT_NE(rep.method.find("9 vendor rows are a family of their own"), std::string::npos) << rep.method;
+}

@@ -3,6 +3,7 @@
 // trials (--against, bench/duet.hpp); --rerun measures rows again under the
 // baseline's environment, the suite rows alternately with the baseline's own
 // build (bench/remeasure.hpp, CheckOptions::interleave).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -18,7 +19,7 @@ namespace {
 
 struct CheckArgs {
   BenchDirs dirs;
-  std::string baseline, current, against, family;
+  std::string baseline, current, against, family, rerun_out;
   std::vector<std::string> shapes{"gate"}, threads{"1,2"}, precisions{"f32,f64"};
   bool rerun = false, strict = false, absolute = false, no_interleave = false;
   int trials = 6, jobs = 2;
@@ -94,8 +95,20 @@ int check(const CheckArgs& a) {
       std::cerr << "re-measuring on this build alone (not interleaved: " << why << ")\n";
     }
   }
-  const auto report = bench::check_tables(base, cur, copt);
+  auto report = bench::check_tables(base, cur, copt);
   std::cout << bench::format_check_report(report);
+  if (!a.rerun_out.empty() && !report.interleaved_current.rows.empty()) {
+    std::filesystem::create_directories(a.rerun_out);
+    for (auto [side, table] : {std::pair{"current", &report.interleaved_current},
+                               std::pair{"baseline", &report.interleaved_baseline}}) {
+      table->metadata = (side == std::string("current") ? cur : base).metadata;
+      table->set_meta("interleaved", std::string("the ") + side + " side of check --rerun's interleaved trials (" +
+                                         copt.interleave.baseline + ")");
+      const std::string path = a.rerun_out + "/interleaved-" + side + ".csv";
+      bench::write_bench_csv(path, *table);
+      std::cerr << "wrote " << path << "\n";
+    }
+  }
   if (report.count(bench::Change::Noisy) > 0)
     std::cerr << report.count(bench::Change::Noisy) << " row(s) NOISY: too uncertain to decide at the "
               << "regression threshold; re-measure with --rerun, add trials, or quiet the machine"
@@ -125,6 +138,8 @@ void add_bench_check_command(CLI::App& bench, int& exit_code) {
                 "NOISY and REGRESSION ceiling rows on this build (all under the baseline's environment)");
   cmd->add_flag("--no-interleave", a->no_interleave,
                 "with --rerun: measure rows again on this build alone, not alternately with the baseline's commit");
+  cmd->add_option("--rerun-out", a->rerun_out,
+                  "with --rerun: write the interleaved trials of each side to DIR/interleaved-{current,baseline}.csv");
   cmd->add_option("--budget", a->budget, "seconds re-measuring may take");
   cmd->add_flag("--strict", a->strict, "NOISY rows fail too");
   cmd->add_flag("--absolute", a->absolute,

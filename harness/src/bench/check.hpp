@@ -13,8 +13,10 @@
 // still (the minimum) was tried on the same runs and flagged rows whose whole
 // run was slower, its bootstrap too narrow.
 //   REGRESSION   R > 1 + regression, shown beyond doubt: rejected by
-//                Benjamini-Hochberg across the table's rows at alpha (a clean
-//                check flags any row with probability at most alpha)
+//                Benjamini-Hochberg at alpha across the rows of its family
+//                (a clean check flags any row with probability at most
+//                alpha): the vendor (ceiling) rows are one family, the rows
+//                of this repository's code the other
 //   NOISY        not a regression, but one cannot be excluded (p of
 //                "R < 1 + regression" > alpha): the interval is too wide to
 //                decide at the threshold; re-measure (--rerun) or add trials
@@ -80,6 +82,9 @@ struct CheckReport {
   std::string mode_reason;
   std::string method;  // how verdicts were decided (printed)
   std::vector<RowCheck> rows;
+  // The samples of the interleaved re-measure (CheckOptions::interleave), each
+  // side's rows; trial ids count across both sides in the order they ran.
+  BenchTable interleaved_baseline, interleaved_current;
   int count(Change c) const;
   // 1 on any REGRESSION or MISSING; NOISY too when `strict`.
   int exit_code(bool strict = false) const;

@@ -1,7 +1,6 @@
 #include "bench/remeasure.hpp"
 
 #include <algorithm>
-#include <array>
 #include <set>
 
 #include "bench/compare.hpp"
@@ -93,8 +92,7 @@ Interleave interleaved_measure(const std::string& source_dir, const std::string&
                                const std::string& base_build, const Environment& base_env, int first_trial,
                                const std::function<void(const std::string&)>& progress) {
   Interleave il;
-  il.measure = [=, next = std::array<int, 2>{first_trial, first_trial}](const std::vector<BenchKey>& keys,
-                                                                       bool base_side) mutable
+  il.measure = [=, next = first_trial](const std::vector<BenchKey>& keys, bool base_side) mutable
       -> std::optional<std::vector<BenchRow>> {
     if (keys.empty()) return std::vector<BenchRow>{};
     CompareOptions co;
@@ -102,7 +100,7 @@ Interleave interleaved_measure(const std::string& source_dir, const std::string&
     co.build_dir = base_side ? base_build : build_dir;
     restrict_to_rows(co, keys);
     co.trials = 1;
-    co.first_trial = next[base_side]++;
+    co.first_trial = next++;  // one count for both sides: the ids give the order the trials ran in
     co.env = base_side ? base_env : current_env;
     co.blas_core_types = false;
     co.top_up_trials = 0;

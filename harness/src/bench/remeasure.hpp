@@ -57,8 +57,8 @@ Remeasure rerun_measure(const std::string& source_dir, const std::string& build_
 
 // check --rerun's interleaved re-measure (CheckOptions::interleave): each call
 // runs one trial of the rows asked for, on `base_build` under `base_env` (the
-// baseline's side) or on `build_dir` under `current_env`, trial ids counted on
-// from first_trial on each side.
+// baseline's side) or on `build_dir` under `current_env`; trial ids count on
+// from first_trial across both sides, in the order the trials ran.
 Interleave interleaved_measure(const std::string& source_dir, const std::string& build_dir, const Environment& current_env,
                                const std::string& base_build, const Environment& base_env, int first_trial,
                                const std::function<void(const std::string&)>& progress);
