@@ -254,7 +254,7 @@ TEST(BenchRemeasure, TheBaselinesSideIsThisBuildOnlyForACheckOfTheCodeAgainstIts
   why.clear();
   EXPECT_FALSE(pb::baseline_build(base, cur, opt, label, why));
   EXPECT_NE(why.find("could not be built"), std::string::npos) << why;
-  EXPECT_TRUE(fs::exists(repo / "build" / "gate-ref" / head / "src" / "f")) << "the commit was extracted to build";
+  EXPECT_TRUE(fs::exists(repo / "build" / "check-ref" / head / "src" / "f")) << "the commit was extracted to build";
   fs::remove_all(repo);
 }
 

@@ -417,7 +417,9 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     // baseline can hide a change as well as fake one, so a row that looks
     // unchanged against the stored baseline proves nothing), then the ones
     // still NOISY. The rest (ceiling rows; every row when there is no
-    // interleaving) as before: NOISY and REGRESSION rows on this build alone.
+    // interleaving) as before: NOISY and REGRESSION rows on this build alone
+    // (a NOISY vendor row says nothing of this code, but --strict fails on it,
+    // and a few more trials of a vendor program cost seconds).
     auto rows_of = [&](const BenchKey& k, std::vector<BenchKey>& into) {
       for (const auto& c : cur_table.rows)
         if (c.unit == kUnitSeconds && (c.key == k || (report.mode == CheckMode::Normalized &&

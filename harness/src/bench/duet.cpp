@@ -40,6 +40,7 @@ Duet run_duet(const DuetOptions& opt) {
   rb.families = {opt.family};
   rb.jobs = opt.jobs;
   rb.progress = opt.progress;
+  rb.same_options = true;  // timed against this build: linked as it is
   std::string sha;
   const std::string ref_build = build_reference(rb, &sha);
   if (!std::filesystem::exists(ref_build + "/bin/" + fam.executable))

@@ -342,7 +342,7 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
   const std::string sha = capture_command("git -C '" + opt.source_dir + "' rev-parse --verify -q '" + opt.ref + "^{commit}'");
   if (sha.empty()) throw Error("--against " + opt.ref + ": not a commit of " + opt.source_dir);
   if (resolved_sha) *resolved_sha = sha;
-  const fs::path root = fs::absolute(fs::path(opt.build_dir) / "gate-ref" / sha);
+  const fs::path root = fs::absolute(fs::path(opt.build_dir) / (opt.same_options ? "check-ref" : "gate-ref") / sha);
   const fs::path src = root / "src", build = root / "build";
   if (!fs::exists(src / "CMakeLists.txt")) {
     say("gate: extracting " + sha.substr(0, 12) + " into " + src.string());
@@ -355,9 +355,17 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
     }
   }
   if (!fs::exists(build / "CMakeCache.txt")) {
-    say("gate: configuring the base commit (same compiler, build type and flags; CUDA off)");
+    say(std::string("gate: configuring the base commit (same compiler, build type and flags; ") +
+        (opt.same_options ? "every POPPER_* option as this build)" : "CUDA off)"));
     std::vector<std::string> argv = {"cmake", "-S", src.string(), "-B", build.string(), "-DPOPPER_CUDA=OFF",
                                      "-DPOPPER_WERROR=OFF"};
+    if (opt.same_options) {  // later -D options win
+      std::ifstream cache(opt.build_dir + "/CMakeCache.txt");
+      for (std::string line; std::getline(cache, line);)
+        if (line.rfind("POPPER_", 0) == 0 && line.rfind("POPPER_WERROR:", 0) != 0 &&
+            (line.find(":BOOL=") != std::string::npos || line.find(":STRING=") != std::string::npos))
+          argv.push_back("-D" + line);
+    }
     for (const char* key : {"CMAKE_BUILD_TYPE", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS",
                             "CMAKE_C_FLAGS"}) {
       const std::string v = cmake_cache_value(opt.build_dir, key);

@@ -102,6 +102,12 @@ struct RefBuildOptions {
   std::string source_dir, build_dir, ref;
   std::vector<std::string> families;
   int jobs = 2;
+  // Configured with every POPPER_* option of build_dir too (CUDA included),
+  // in <build_dir>/check-ref/<sha>: for timing against this build, which a
+  // binary linked differently is not fit for (found: with CUDA off, the hand
+  // GEMM on small_64 f32 ran 20% faster than this build's, its operands placed
+  // elsewhere by the loader's allocations). Otherwise CUDA off, in gate-ref/.
+  bool same_options = false;
   std::function<void(const std::string&)> progress;
 };
 std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sha = nullptr);

@@ -155,6 +155,7 @@ std::optional<std::string> baseline_build(const BenchTable& baseline, const Benc
   rb.families.assign(families.begin(), families.end());
   rb.jobs = opt.jobs;
   rb.progress = opt.progress;
+  rb.same_options = true;
   try {
     const std::string dir = build_reference(rb);
     label = "commit " + commit.substr(0, 12) + ", built in " + dir;
