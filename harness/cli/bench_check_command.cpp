@@ -87,9 +87,10 @@ int check(const CheckArgs& a) {
     const auto base_build = why.empty() ? bench::baseline_build(base, cur, bo, label, why) : std::nullopt;
     if (base_build) {
       std::cerr << "re-measuring suite rows interleaved with the baseline's side: " << label << "\n";
+      // The baseline's side: its recorded environment, never an injected slowdown.
       copt.interleave = bench::interleaved_measure(a.dirs.source_dir, build, env, *base_build,
-                                                   bench::baseline_side_environment(base), bench::next_trial(cur),
-                                                   progress);
+                                                   bench::rerun_environment(base, bench::BenchTable{}),
+                                                   bench::next_trial(cur), progress);
       copt.interleave.baseline = label;
     } else {
       std::cerr << "re-measuring on this build alone (not interleaved: " << why << ")\n";
@@ -97,6 +98,8 @@ int check(const CheckArgs& a) {
   }
   auto report = bench::check_tables(base, cur, copt);
   std::cout << bench::format_check_report(report);
+  if (!a.rerun_out.empty() && report.interleaved_current.rows.empty())
+    std::cerr << "--rerun-out: no row was measured interleaved, nothing written\n";
   if (!a.rerun_out.empty() && !report.interleaved_current.rows.empty()) {
     std::filesystem::create_directories(a.rerun_out);
     for (auto [side, table] : {std::pair{"current", &report.interleaved_current},

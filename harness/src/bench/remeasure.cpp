@@ -122,13 +122,6 @@ Interleave interleaved_measure(const std::string& source_dir, const std::string&
   return il;
 }
 
-Environment baseline_side_environment(const BenchTable& baseline) {
-  auto env = baseline.environment();
-  std::erase_if(env, [](const auto& kv) { return kv.first == "POPPER_BENCH_INJECT_SLOWDOWN"; });
-  env.emplace_back("POPPER_BENCH_INJECT_SLOWDOWN", "");
-  return env;
-}
-
 std::optional<std::string> baseline_build(const BenchTable& baseline, const BenchTable& current,
                                           const BaselineBuildOptions& opt, std::string& label, std::string& why) {
   const std::string commit = baseline.meta("commit").value_or("unknown");

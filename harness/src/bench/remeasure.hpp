@@ -63,10 +63,6 @@ Interleave interleaved_measure(const std::string& source_dir, const std::string&
                                const std::string& base_build, const Environment& base_env, int first_trial,
                                const std::function<void(const std::string&)>& progress);
 
-// The environment of the baseline's side: the baseline's recorded one, with no
-// injected slowdown whatever the baseline or this process has.
-Environment baseline_side_environment(const BenchTable& baseline);
-
 // The build that measures the baseline's side: this one when the baseline and
 // `current` were measured at the commit the source tree is at, unmodified
 // (a check of the code against itself); else the baseline's commit
