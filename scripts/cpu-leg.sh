@@ -27,9 +27,19 @@ if [ "$MODEL" != native ]; then
 fi
 ENV=(env -u OPENBLAS_CORETYPE -u POPPER_ISA_MAX POPPER_DISPATCH=auto)
 [ "$MODEL" != native ] && ENV+=(POPPER_CPU_MODEL="$MODEL")
+# Where the emulated CPU has FMA (Haswell), qemu computes every fused
+# multiply-add in software: on an Intel Xeon host the 24-layer decode canary's
+# parity tests took 10-60 s each and the leg passed its 2400 s limit (on a
+# Zen 4 host the whole leg took 4 minutes). They run natively in every other
+# run (make test, the native leg); the leg's kernels and mutants stay.
+FILTER=()
+if [ "$MODEL" = Haswell ]; then
+  FILTER=(--gtest_filter=-multi_backend_parity_v1.*)
+  echo "== $SITE: the decode canary's parity tests (multi_backend_parity_v1.*) are left to the native runs: software FMA"
+fi
 rc=0
 echo "== $SITE: contract tests"
-"${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 \
+"${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 "${FILTER[@]}" \
     --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json"
 tests_rc=$?
 # Under qemu-user the whole run has died of SIGSEGV now and then (2 of 5 full
@@ -38,7 +48,7 @@ tests_rc=$?
 # and the run repeated once; a test that fails, or a second death, fails the leg.
 if [ "$tests_rc" -gt 128 ] && [ "$MODEL" != native ]; then
   echo "== $SITE: WARNING: popper_contract_tests died of signal $((tests_rc - 128)) under qemu-user; running it again"
-  "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 \
+  "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 "${FILTER[@]}" \
       --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json"
   tests_rc=$?
 fi
