@@ -65,24 +65,38 @@ Environment rerun_environment(const BenchTable& baseline, const BenchTable& curr
   return env;
 }
 
+namespace {
+
+// `trials` trials of the rows `keys` on `build_dir` under `env` (ceiling
+// configurations unscreened), numbered from first_trial; the rows of the
+// run's cross product that were not asked for are dropped.
+std::vector<BenchRow> measure_rows(const std::string& source_dir, const std::string& build_dir, const Environment& env,
+                                   const std::vector<BenchKey>& keys, int trials, int first_trial,
+                                   const std::function<void(const std::string&)>& progress) {
+  CompareOptions co;
+  co.source_dir = source_dir;
+  co.build_dir = build_dir;
+  restrict_to_rows(co, keys);
+  co.trials = trials;
+  co.first_trial = first_trial;
+  co.env = env;
+  co.blas_core_types = false;
+  co.progress = progress;
+  const auto t = run_compare(co, load_family(source_dir, keys.front().family), probe_machine(), nullptr);
+  std::vector<BenchRow> out;
+  for (const auto& r : t.rows)
+    if (std::find(keys.begin(), keys.end(), r.key) != keys.end()) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
 Remeasure rerun_measure(const std::string& source_dir, const std::string& build_dir, const Environment& env,
                         int first_trial, const std::function<void(const std::string&)>& progress) {
   return [=, next = first_trial](const std::vector<BenchKey>& keys) mutable
              -> std::optional<std::vector<BenchRow>> {
     if (keys.empty()) return std::vector<BenchRow>{};
-    CompareOptions co;
-    co.source_dir = source_dir;
-    co.build_dir = build_dir;
-    restrict_to_rows(co, keys);
-    co.trials = 2;
-    co.first_trial = next;
-    co.env = env;
-    co.blas_core_types = false;
-    co.progress = progress;
-    const auto t = run_compare(co, load_family(source_dir, keys.front().family), probe_machine(), nullptr);
-    std::vector<BenchRow> out;
-    for (const auto& r : t.rows)
-      if (std::find(keys.begin(), keys.end(), r.key) != keys.end()) out.push_back(r);
+    auto out = measure_rows(source_dir, build_dir, env, keys, 2, next, progress);
     next += 2;
     return out;
   };
@@ -95,25 +109,12 @@ Interleave interleaved_measure(const std::string& source_dir, const std::string&
   il.measure = [=, next = first_trial](const std::vector<BenchKey>& keys, bool base_side) mutable
       -> std::optional<std::vector<BenchRow>> {
     if (keys.empty()) return std::vector<BenchRow>{};
-    CompareOptions co;
-    co.source_dir = source_dir;
-    co.build_dir = base_side ? base_build : build_dir;
-    restrict_to_rows(co, keys);
-    co.trials = 1;
-    co.first_trial = next++;  // one count for both sides: the ids give the order the trials ran in
-    co.env = base_side ? base_env : current_env;
-    co.blas_core_types = false;
-    co.top_up_trials = 0;
-    co.remeasure_implausible = false;
     if (progress)
       progress(std::string("interleaved trial on ") + (base_side ? "the baseline's side" : "this build") + ": " +
                std::to_string(keys.size()) + " row(s)");
-    try {
-      const auto t = run_compare(co, load_family(source_dir, keys.front().family), probe_machine(), nullptr);
-      std::vector<BenchRow> out;
-      for (const auto& r : t.rows)
-        if (std::find(keys.begin(), keys.end(), r.key) != keys.end()) out.push_back(r);
-      return out;
+    try {  // one trial id count for both sides: the ids give the order the trials ran in
+      return measure_rows(source_dir, base_side ? base_build : build_dir, base_side ? base_env : current_env, keys, 1,
+                          next++, nullptr);
     } catch (const std::exception& e) {
       if (progress) progress(std::string("interleaved trial failed: ") + e.what());
       return std::nullopt;
