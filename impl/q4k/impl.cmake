@@ -3,7 +3,7 @@
 # ggml (llama.cpp) is linked when cmake/PopperGgml.cmake found it.
 set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/q4k/cpu_gemv_vnni_avx512.cpp ${CMAKE_CURRENT_SOURCE_DIR}/q4k/cpu_gemv_packed_vnni_avx512.cpp
              APPEND PROPERTY COMPILE_OPTIONS -mavx512vnni)
-foreach(lib popper_impl popper_impl_mutants)
+foreach(lib IN LISTS POPPER_IMPL_LIBRARIES)
   popper_use_ggml(${lib})
 endforeach()
 # Dequantization is bit-exact against ggml only without fused multiply-add.

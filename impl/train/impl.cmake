@@ -1,5 +1,5 @@
 # impl/train: the budget file is JSON (nlohmann, header-only, as the harness reads it).
-foreach(t popper_impl popper_impl_mutants)
+foreach(t IN LISTS POPPER_IMPL_LIBRARIES)
   target_link_libraries(${t} PRIVATE nlohmann_json::nlohmann_json)
 endforeach()
 # AdamW's sqrt vectorises only without errno semantics (it is never called on a negative number).

@@ -140,6 +140,9 @@ Evidence take_evidence();
 // "native", or "emulated:<model>" when POPPER_CPU_MODEL names the CPU model an
 // emulator presents (set by the CPU-matrix legs, make test-cpus).
 std::string execution_site();
+// Whether this harness is a sanitizer build (make asan), where a test's
+// params.emulated applies as under an emulated CPU (Params::find).
+bool sanitizer_build();
 // Whether falsifiers may force CPU paths other than the one the kernels pick
 // by themselves: true by default; false when POPPER_DISPATCH=auto (the
 // CPU-matrix legs, so each leg proves exactly its own CPU's path).
