@@ -23,18 +23,26 @@ namespace fs = std::filesystem;
 namespace {
 
 // BLIS_ARCH_TYPE ids as vendors.cpp's table numbers them; skx is 3x faster.
+// It answers --list-shapes, --probe and a timing run over its --shape
+// arguments at --threads, and logs each timing run.
 const char* kFakeBlis = R"(#!/bin/sh
 case "${BLIS_ARCH_TYPE-}" in
   "") name=generic ;; 0) name=skx ;; 3) name=haswell ;; 4) name=sandybridge ;; 5) name=penryn ;;
   6) name=zen3 ;; 7) name=zen2 ;; 8) name=zen ;; *) name=unknown ;;
 esac
 if [ "$1" = --probe ]; then echo "# config: $name"; exit 0; fi
+if [ "$1" = --list-shapes ]; then echo "small_128,128,128,128,gate"; echo "wide_640,640,640,640,gate"; exit 0; fi
+shapes=""; threads=1
+while [ $# -gt 0 ]; do
+  case "$1" in --shape) shapes="$shapes $2"; shift ;; --threads) threads=$2; shift ;; --reps|--min-time) shift ;; esac
+  shift
+done
 echo "timed $name" >> "$(dirname "$0")/calls"
 s=3.0e-04; [ "$name" = skx ] && s=1.0e-04
 echo "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict"
-for p in f32 f64; do
-  echo "gemm,ceiling,blis:$name,$2,$p,1,0,100,$s,1e6,1e5,not_verified"
-done
+for sh in $shapes; do for p in f32 f64; do
+  echo "gemm,ceiling,blis:$name,$sh,$p,$threads,0,100,$s,1e6,1e5,not_verified"
+done; done
 )";
 
 struct Fixture {
@@ -52,7 +60,7 @@ struct Fixture {
     fam.family = "gemm";
     fam.ceilings = {"blis_gemm_raw"};
     fam.blas_core_types = true;
-    fam.gate.shapes = {"wide_640"};
+    fam.gate.shapes = {"no_such_shape", "small_128", "wide_640"};
     m.cpu_model = "Test CPU";
     m.cores = 2;
     m.isa = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"};
@@ -94,6 +102,12 @@ TEST(BenchScreeningCache, ASecondPlanReusesTheTimingsAndScreensAlike) {
   EXPECT_TRUE(first.check_reused_from.empty());
   ASSERT_TRUE(find(first, "blis:zen"));
   EXPECT_EQ(find(first, "blis:zen")->status, pb::ConfigStatus::ScreenedOut) << "3x slower than skx";
+  // Every gate shape the program lists, at every thread count screened; not one it lacks.
+  const auto& skx = find(first, "blis:skx")->screen_seconds;
+  EXPECT_EQ(skx.size(), 4u);
+  EXPECT_TRUE(skx.count("small_128 f64 1t"));
+  EXPECT_TRUE(skx.count("wide_640 f32 1t"));
+  EXPECT_EQ(find(first, "blis:skx")->check_seconds[0], 1.0e-4) << "the check shape is the last gate shape";
 
   const auto second = f.plan();
   EXPECT_EQ(f.timed_runs(), timed) << "nothing changed: no configuration is timed again";
@@ -102,6 +116,7 @@ TEST(BenchScreeningCache, ASecondPlanReusesTheTimingsAndScreensAlike) {
   for (std::size_t i = 0; i < first.configs.size(); ++i) {
     EXPECT_EQ(second.configs[i].status, first.configs[i].status) << first.configs[i].backend();
     EXPECT_EQ(second.configs[i].check_seconds[0], first.configs[i].check_seconds[0]);
+    EXPECT_EQ(second.configs[i].screen_seconds, first.configs[i].screen_seconds);
   }
   EXPECT_EQ(second.warnings.size(), first.warnings.size()) << "the generic fallback is still reported";
 }
@@ -111,12 +126,21 @@ TEST(BenchScreeningCache, AChangedProgramOrMachineIsTimedAgain) {
   (void)f.plan();
   const int timed = f.timed_runs();
 
-  // A rebuilt program (new size and time) is timed again.
+  // A program rebuilt to the same bytes keeps the timings; a changed one is timed again.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  f.write_program(kFakeBlis);
+  EXPECT_EQ(f.plan().check_reused_from, f.po.screening_cache) << "same contents, newer time";
+  EXPECT_EQ(f.timed_runs(), timed);
   f.write_program(std::string(kFakeBlis) + "# rebuilt\n");
   const auto rebuilt = f.plan();
   EXPECT_GT(f.timed_runs(), timed);
   EXPECT_TRUE(rebuilt.check_reused_from.empty());
+
+  // Another set of thread counts is another screening.
+  const int threads_before = f.timed_runs();
+  f.po.screen_threads = {1, 2};
+  (void)f.plan();
+  EXPECT_GT(f.timed_runs(), threads_before);
 
   // Another machine's timings are not this machine's.
   const int before = f.timed_runs();

@@ -4,6 +4,8 @@
 // it: Debian's OpenBLAS 0.3.21 takes a Sapphire Rapids Xeon for a Prescott.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "bench/vendors.hpp"
 
 namespace pb = popper::bench;
@@ -58,4 +60,89 @@ TEST(BenchVendors, AnEnvironmentSettingIsNamedAsTheCause) {
   EXPECT_NE(found[0].message.find("because OPENBLAS_CORETYPE=Prescott is set in this environment"), std::string::npos)
       << found[0].message;
   EXPECT_NE(found[0].message.find("Fix: unset OPENBLAS_CORETYPE"), std::string::npos) << found[0].message;
+}
+
+// Screening keeps the configurations that can win a row (vendors.hpp step 4):
+// the wrapped tier's inherited one, each vendor's fastest, and any other more
+// than the margin faster than all of those somewhere. The case that prompted
+// it: on an AVX-512 Xeon nine configurations passed the old 1.5x screen, four
+// of them BLIS builds within 2% of each other, and the default gemm run took
+// 5-6 minutes, three quarters of it in ceiling processes.
+namespace {
+
+pb::VendorConfig screened(const std::string& vendor, const std::string& name, bool inherited,
+                          std::map<std::string, double> seconds) {
+  pb::VendorConfig c;
+  c.vendor = vendor;
+  c.program = vendor == "blis" ? "blis_gemm_raw" : "cblas_gemm_raw";
+  c.variable = vendor == "blis" ? "BLIS_ARCH_TYPE" : "OPENBLAS_CORETYPE";
+  c.inherited = inherited;
+  c.requested = c.selected = name;
+  if (!inherited) c.value = name;
+  c.screen_seconds = std::move(seconds);
+  return c;
+}
+
+std::map<std::string, pb::ConfigStatus> statuses(const std::vector<pb::VendorConfig>& cs) {
+  std::map<std::string, pb::ConfigStatus> out;
+  for (const auto& c : cs) out[c.backend()] = c.status;
+  return out;
+}
+
+}  // namespace
+
+TEST(BenchVendors, ScreeningKeepsOneOfConfigurationsThatTimeAlikeAndEachThatWinsARow) {
+  const std::string small = pb::screen_row("small_128", "f32", 2), wide = pb::screen_row("wide_640", "f32", 1);
+  std::vector<pb::VendorConfig> cs = {
+      screened("openblas", "SkylakeX", true, {{small, 2.0}, {wide, 1.0}}),
+      screened("openblas", "Cooperlake", false, {{small, 1.99}, {wide, 1.01}}),  // SkylakeX's kernels: no row to win
+      screened("blis", "haswell", false, {{small, 1.02}, {wide, 1.5}}),
+      screened("blis", "zen3", false, {{small, 1.00}, {wide, 1.52}}),  // fastest BLIS
+      screened("blis", "zen2", false, {{small, 1.01}, {wide, 1.51}}),
+      screened("blis", "skx", false, {{small, 1.9}, {wide, 0.9}}),  // wins wide_640 by 10%
+  };
+  pb::screen_for_wins(cs, "openblas", 1.05);
+  const auto st = statuses(cs);
+  EXPECT_EQ(st.at("openblas:SkylakeX"), pb::ConfigStatus::Run) << "the wrapped tier's reference";
+  EXPECT_EQ(st.at("blis:zen3"), pb::ConfigStatus::Run) << "BLIS's fastest";
+  EXPECT_EQ(st.at("blis:skx"), pb::ConfigStatus::Run) << "10% faster than every kept one on wide_640";
+  EXPECT_EQ(st.at("openblas:Cooperlake"), pb::ConfigStatus::ScreenedOut);
+  EXPECT_EQ(st.at("blis:haswell"), pb::ConfigStatus::ScreenedOut);
+  EXPECT_EQ(st.at("blis:zen2"), pb::ConfigStatus::ScreenedOut);
+  for (const auto& c : cs) {
+    if (c.backend() == "blis:zen2") {
+      EXPECT_NE(c.reason.find("at best 1.01x their time, on small_128 f32 2t"), std::string::npos) << c.reason;
+    }
+  }
+}
+
+TEST(BenchVendors, ScreeningKeepsEveryVendorsFastestAndTheWrappedReferenceWhateverTheirSpeed) {
+  const std::string row = pb::screen_row("small_64", "f64", 1);
+  std::vector<pb::VendorConfig> cs = {
+      screened("openblas", "Prescott", true, {{row, 9.0}}),   // misdetected, but the wrapped tier calls it
+      screened("openblas", "Haswell", false, {{row, 3.0}}),   // OpenBLAS's fastest, 3x behind BLIS
+      screened("blis", "generic", true, {{row, 5.0}}),        // inherited, the wrapped tier calls OpenBLAS
+      screened("blis", "skx", false, {{row, 1.0}}),
+  };
+  pb::VendorConfig untimed = screened("openblas", "Zen", false, {});  // no screening timings: not judged
+  cs.push_back(untimed);
+  pb::screen_for_wins(cs, "openblas", 1.05);
+  const auto st = statuses(cs);
+  EXPECT_EQ(st.at("openblas:Prescott"), pb::ConfigStatus::Run);
+  EXPECT_EQ(st.at("openblas:Haswell"), pb::ConfigStatus::Run);
+  EXPECT_EQ(st.at("blis:skx"), pb::ConfigStatus::Run);
+  EXPECT_EQ(st.at("blis:generic"), pb::ConfigStatus::ScreenedOut);
+  EXPECT_EQ(st.at("openblas:Zen"), pb::ConfigStatus::Run);
+}
+
+TEST(BenchVendors, ScreeningKeepsAConfigurationOnlyBeyondTheMargin) {
+  const std::string a = pb::screen_row("small_256", "f32", 1), b = pb::screen_row("small_256", "f32", 2);
+  auto run = [&](double faster) {
+    std::vector<pb::VendorConfig> cs = {screened("blis", "zen3", false, {{a, 1.0}, {b, 1.0}}),
+                                        screened("blis", "skx", false, {{a, 1.2}, {b, 1.0 / faster}})};
+    pb::screen_for_wins(cs, "openblas", 1.05);
+    return statuses(cs).at("blis:skx");
+  };
+  EXPECT_EQ(run(1.04), pb::ConfigStatus::ScreenedOut) << "4% faster on one row: within the screening's noise";
+  EXPECT_EQ(run(1.06), pb::ConfigStatus::Run) << "6% faster on one row: it can win it";
 }

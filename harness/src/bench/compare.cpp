@@ -240,6 +240,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     const char* configs = std::getenv("POPPER_CEILING_CONFIGS");
     po.screen = !exact && !(configs && std::string(configs) == "all");
     po.only = opt.ceiling_backends;
+    po.screen_threads = opt.threads;
     if (!opt.rescreen) po.screening_cache = opt.build_dir + "/ceiling-screening-" + fam.family + ".json";
     po.progress = say;
     plan = plan_ceiling(fam, machine, opt.build_dir, po);

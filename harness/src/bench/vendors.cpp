@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/ingest.hpp"
 #include "common/process.hpp"
+#include "common/text.hpp"
 #include "popper/io.hpp"
 
 namespace popper::bench {
@@ -351,34 +353,55 @@ std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& co
 
 namespace {
 
-// Step 4's timing: each configuration with a rival in its program, on `shape`
-// at one thread, best of `reps` in f32 and f64.
-void time_check_shape(CeilingPlan& plan, const std::string& bin, const std::string& shape, int check_reps,
-                      const std::function<void(const std::string&)>& say) {
+// Step 4's timing: every runnable configuration, one process per thread count
+// over the program's screened shapes, best of `reps` in f32 and f64.
+void time_screening(CeilingPlan& plan, const std::string& bin, const std::map<std::string, std::vector<std::string>>& shapes,
+                    const PlanOptions& opt, const std::function<void(const std::string&)>& say) {
+  char min_time[32];
+  std::snprintf(min_time, sizeof min_time, "%g", opt.screen_min_time);
   for (auto& c : plan.configs) {
     if (c.status != ConfigStatus::Run) continue;
-    if (plan.runnable(c.program).size() < 2) continue;
-    say("ceiling check: " + c.backend() + " (" + c.setting() + ") on " + shape + ", 1 thread");
-    const auto r = run_process({bin + c.program, "--shape", shape, "--reps", std::to_string(check_reps), "--threads",
-                                "1"},
-                               c.env_set(1), c.env_unset());
-    if (!r.ok()) {
-      c.status = ConfigStatus::Failed;
-      c.reason = "check run " + r.describe() + ": " + last_meaningful_line(r.err);
-      if (c.inherited) throw ConfigRefused("ceiling_" + c.program + " fails under " + c.setting() + ": " + c.reason);
-      continue;
+    for (const int t : opt.screen_threads) {
+      say("ceiling screening: " + c.backend() + " (" + c.setting() + ") on " + join(shapes.at(c.program), ", ") +
+          ", " + std::to_string(t) + (t == 1 ? " thread" : " threads"));
+      std::vector<std::string> argv = {bin + c.program, "--reps", std::to_string(opt.check_reps), "--threads",
+                                       std::to_string(t), "--min-time", min_time};
+      for (const auto& sh : shapes.at(c.program)) {
+        argv.push_back("--shape");
+        argv.push_back(sh);
+      }
+      const auto r = run_process(argv, c.env_set(t), c.env_unset());
+      if (!r.ok()) {
+        c.status = ConfigStatus::Failed;
+        c.reason = "screening run " + r.describe() + ": " + last_meaningful_line(r.err);
+        c.screen_seconds.clear();
+        if (c.inherited) throw ConfigRefused("ceiling_" + c.program + " fails under " + c.setting() + ": " + c.reason);
+        break;
+      }
+      // A program timing several layouts (ggml's plain and repacked) wins a row with its best one.
+      for (const auto& row : rows_from_ceiling_csv(r.out, "ceiling_" + c.program)) {
+        const double best = best_of(row.samples);
+        if (best <= 0) continue;
+        auto [it, fresh] = c.screen_seconds.emplace(screen_row(row.key.shape, row.key.precision, t), best);
+        if (!fresh) it->second = std::min(it->second, best);
+      }
     }
-    std::map<std::string, std::vector<double>> samples;
-    for (const auto& row : rows_from_ceiling_csv(r.out, "ceiling_" + c.program))
-      samples[row.key.precision].insert(samples[row.key.precision].end(), row.samples.begin(), row.samples.end());
-    c.check_seconds[0] = best_of(samples["f32"]);
-    c.check_seconds[1] = best_of(samples["f64"]);
   }
 }
 
-// What the screening's timings depend on besides the machine: the programs,
-// every shared library they load (path, size, modification time: a library
-// upgrade re-times), and the configurations timed with what each loads.
+// The check shape's 1-thread timings, which the mis-detection finding reads.
+void set_check_seconds(CeilingPlan& plan) {
+  for (auto& c : plan.configs)
+    for (int p = 0; p < 2; ++p) {
+      const auto it = c.screen_seconds.find(screen_row(plan.check_shape, p == 0 ? "f32" : "f64", 1));
+      c.check_seconds[p] = it == c.screen_seconds.end() ? 0 : it->second;
+    }
+}
+
+// What the screening's timings depend on besides the machine: the programs
+// (their contents: a rebuild that changes nothing keeps the timings), every
+// shared library they load (path, size, modification time: a library upgrade
+// re-times), and the configurations timed with what each loads.
 std::string file_identity(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -387,18 +410,30 @@ std::string file_identity(const std::string& path) {
   return path + ":" + std::to_string(size) + ":" + std::to_string(ec ? 0 : t.time_since_epoch().count());
 }
 
+std::string content_identity(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return path + ":missing";
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string b = bytes.str();
+  return path + ":" + std::to_string(b.size()) + ":" + std::to_string(fnv1a(b));
+}
+
 std::string screening_key(const CeilingPlan& plan, const MachineInfo& m, const std::string& bin,
-                          const std::string& shape, const PlanOptions& opt) {
+                          const std::map<std::string, std::vector<std::string>>& shapes, const PlanOptions& opt) {
   std::ostringstream key;
-  key << "fingerprint=" << fingerprint(m) << ";shape=" << shape << ";reps=" << opt.check_reps << ";";
+  key << "fingerprint=" << fingerprint(m) << ";check=" << plan.check_shape << ";reps=" << opt.check_reps
+      << ";min_time=" << opt.screen_min_time << ";threads=";
+  for (const int t : opt.screen_threads) key << t << ",";
+  key << ";";
   std::vector<std::string> programs;
   for (const auto& c : plan.configs)
-    if (c.status == ConfigStatus::Run && plan.runnable(c.program).size() > 1) {
+    if (c.status == ConfigStatus::Run) {
       key << c.backend() << "[" << c.setting() << "->" << c.selected << "];";
       if (std::find(programs.begin(), programs.end(), c.program) == programs.end()) programs.push_back(c.program);
     }
   for (const auto& prog : programs) {
-    key << file_identity(bin + prog) << ";";
+    key << content_identity(bin + prog) << "{" << join(shapes.at(prog), ",") << "};";
     const auto r = run_process({"ldd", bin + prog});
     const bool is_static = (r.out + r.err).find("not a dynamic executable") != std::string::npos;
     if (!r.ok() && !is_static) return "";  // its libraries unknown: time it
@@ -423,25 +458,24 @@ bool reuse_screening(const std::string& path, const std::string& key, CeilingPla
     if (j.at("key").get<std::string>() != key) return false;
     std::map<std::string, const nlohmann::json*> by_backend;
     for (const auto& c : j.at("configs")) by_backend[c.at("backend").get<std::string>()] = &c;
-    // Every configuration to check must have a readable entry before any is applied.
+    // Every configuration to screen must have a readable entry before any is applied.
     struct Entry {
       VendorConfig* config;
-      double seconds[2];
+      std::map<std::string, double> seconds;
       bool failed;
       std::string reason;
     };
     std::vector<Entry> found;
     for (auto& c : plan.configs) {
-      if (c.status != ConfigStatus::Run || plan.runnable(c.program).size() < 2) continue;
+      if (c.status != ConfigStatus::Run) continue;
       const auto it = by_backend.find(c.backend());
       if (it == by_backend.end()) return false;
       const auto& e = *it->second;
-      found.push_back({&c, {e.at("check_seconds").at(0).get<double>(), e.at("check_seconds").at(1).get<double>()},
-                       e.at("failed").get<bool>(), e.at("reason").get<std::string>()});
+      found.push_back({&c, e.at("screen_seconds").get<std::map<std::string, double>>(), e.at("failed").get<bool>(),
+                       e.at("reason").get<std::string>()});
     }
     for (auto& e : found) {
-      e.config->check_seconds[0] = e.seconds[0];
-      e.config->check_seconds[1] = e.seconds[1];
+      e.config->screen_seconds = e.seconds;
       if (e.failed) {
         e.config->status = ConfigStatus::Failed;
         e.config->reason = e.reason;
@@ -454,11 +488,11 @@ bool reuse_screening(const std::string& path, const std::string& key, CeilingPla
 }
 
 void save_screening(const std::string& path, const std::string& key, const CeilingPlan& plan) {
-  nlohmann::json j = {{"key", key}, {"shape", plan.check_shape}, {"configs", nlohmann::json::array()}};
+  nlohmann::json j = {{"key", key}, {"check_shape", plan.check_shape}, {"configs", nlohmann::json::array()}};
   for (const auto& c : plan.configs)
-    if (c.check_seconds[0] > 0 || c.check_seconds[1] > 0 || c.status == ConfigStatus::Failed)
+    if (!c.screen_seconds.empty() || c.status == ConfigStatus::Failed)
       j["configs"].push_back({{"backend", c.backend()},
-                              {"check_seconds", {c.check_seconds[0], c.check_seconds[1]}},
+                              {"screen_seconds", c.screen_seconds},
                               {"failed", c.status == ConfigStatus::Failed},
                               {"reason", c.status == ConfigStatus::Failed ? c.reason : std::string()}});
   try {
@@ -468,7 +502,62 @@ void save_screening(const std::string& path, const std::string& key, const Ceili
   }
 }
 
+double geomean(const std::map<std::string, double>& seconds) {
+  double sum = 0;
+  for (const auto& [row, t] : seconds) sum += std::log(t);
+  return seconds.empty() ? 0 : std::exp(sum / static_cast<double>(seconds.size()));
+}
+
 }  // namespace
+
+std::string screen_row(const std::string& shape, const std::string& precision, int threads) {
+  return shape + " " + precision + " " + std::to_string(threads) + "t";
+}
+
+void screen_for_wins(std::vector<VendorConfig>& configs, const std::string& wrapped_vendor, double margin) {
+  std::vector<VendorConfig*> timed;
+  for (auto& c : configs)
+    if (c.status == ConfigStatus::Run && !c.screen_seconds.empty()) timed.push_back(&c);
+  // Fastest first (geometric mean over its rows), ties in table order.
+  std::stable_sort(timed.begin(), timed.end(), [](const VendorConfig* a, const VendorConfig* b) {
+    return geomean(a->screen_seconds) < geomean(b->screen_seconds);
+  });
+  std::vector<const VendorConfig*> kept;
+  std::set<std::string> vendors_kept;
+  for (auto* c : timed)  // the wrapped tier's reference, then each vendor's fastest
+    if (c->inherited && (wrapped_vendor.empty() || c->vendor == wrapped_vendor)) kept.push_back(c);
+  for (auto* c : timed)
+    if (vendors_kept.insert(c->vendor).second && std::find(kept.begin(), kept.end(), c) == kept.end())
+      kept.push_back(c);
+  auto best_kept = [&](const std::string& row) {
+    double best = 0;
+    for (const auto* k : kept) {
+      const auto it = k->screen_seconds.find(row);
+      if (it != k->screen_seconds.end() && (best == 0 || it->second < best)) best = it->second;
+    }
+    return best;
+  };
+  for (auto* c : timed) {
+    if (std::find(kept.begin(), kept.end(), c) != kept.end()) continue;
+    // Its closest showing: the row where it is fastest against the kept ones.
+    double closest = 1e300;
+    std::string where;
+    for (const auto& [row, t] : c->screen_seconds) {
+      const double best = best_kept(row);
+      const double gap = best > 0 ? t / best : 0;  // a row no kept one has: it wins it
+      if (gap < closest) closest = gap, where = row;
+    }
+    if (closest * margin < 1) {
+      kept.push_back(c);
+      continue;
+    }
+    c->status = ConfigStatus::ScreenedOut;
+    c->reason = "cannot win a row: on none of its " + std::to_string(c->screen_seconds.size()) +
+                " screened rows is it more than " + fmt_factor(margin) +
+                " faster than the configurations kept (at best " + fmt_factor(closest) + " their time, on " + where +
+                "; POPPER_CEILING_CONFIGS=all runs it)";
+  }
+}
 
 CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, const std::string& build_dir,
                          const PlanOptions& opt, const std::string& check_shape_in) {
@@ -541,7 +630,7 @@ CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, cons
                return o == b || o.rfind(b + "+", 0) == 0;
              });
     });
-  // Step 4: time the check shape when some vendor has a choice.
+  // Step 4: screen when some vendor has a choice.
   bool choice = false;
   for (const auto& prog : programs) choice |= plan.runnable(prog).size() > 1;
   if (!choice || !opt.screen) {
@@ -554,37 +643,31 @@ CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, cons
       !check_shape_in.empty() ? check_shape_in : (fam.gate.shapes.empty() ? std::string() : fam.gate.shapes.back());
   if (shape.empty()) return plan;
   plan.check_shape = shape;
-  const std::string key = opt.screening_cache.empty() ? std::string() : screening_key(plan, m, bin, shape, opt);
+  // The gate shapes each program has (--list-shapes: "name,..." a line), the check shape always.
+  std::map<std::string, std::vector<std::string>> shapes;
+  for (const auto& prog : programs) {
+    if (plan.runnable(prog).empty()) continue;
+    const auto listed = run_process({bin + prog, "--list-shapes"});
+    std::set<std::string> names;
+    std::istringstream in(listed.out);
+    for (std::string line; std::getline(in, line);) names.insert(line.substr(0, line.find(',')));
+    auto& mine = shapes[prog];
+    for (const auto& g : fam.gate.shapes)
+      if (g != shape && names.count(g)) mine.push_back(g);
+    mine.push_back(shape);
+  }
+  const std::string key = opt.screening_cache.empty() ? std::string() : screening_key(plan, m, bin, shapes, opt);
   if (!key.empty() && reuse_screening(opt.screening_cache, key, plan)) {
     plan.check_reused_from = opt.screening_cache;
-    say("ceiling check: reusing the timings of " + opt.screening_cache +
+    say("ceiling screening: reusing the timings of " + opt.screening_cache +
         " (this machine, the same programs, libraries and configurations; bench compare --rescreen times them again)");
   } else {
-    time_check_shape(plan, bin, shape, opt.check_reps, say);
+    time_screening(plan, bin, shapes, opt, say);
     if (!key.empty()) save_screening(opt.screening_cache, key, plan);
   }
+  set_check_seconds(plan);
   plan.warnings = find_misdetections(plan.configs, shape);
-  // Screening: far behind the vendor's best in both precisions -> not in the
-  // full run. An inherited configuration stays when the wrapped tier calls its
-  // library (or the family does not say which it calls): its FFI overhead is
-  // measured against it. The mis-detection warning above keeps its factor.
-  for (auto& c : plan.configs) {
-    if (c.status != ConfigStatus::Run) continue;
-    if (c.inherited && (fam.wrapped_vendor.empty() || c.vendor == fam.wrapped_vendor)) continue;
-    double worst_gap = 1e300;
-    for (int p = 0; p < 2; ++p) {
-      double best = 0;
-      for (const auto& o : plan.configs)
-        if (o.program == c.program && o.status == ConfigStatus::Run && o.check_seconds[p] > 0)
-          best = best > 0 ? std::min(best, o.check_seconds[p]) : o.check_seconds[p];
-      if (best > 0 && c.check_seconds[p] > 0) worst_gap = std::min(worst_gap, c.check_seconds[p] / best);
-    }
-    if (worst_gap < 1e300 && worst_gap > opt.screen_factor) {
-      c.status = ConfigStatus::ScreenedOut;
-      c.reason = fmt_factor(worst_gap) + " slower than the best " + vendor_title(c.vendor) + " configuration on " +
-                 shape + " (screen " + fmt_factor(opt.screen_factor) + "; POPPER_CEILING_CONFIGS=all runs it)";
-    }
-  }
+  screen_for_wins(plan.configs, fam.wrapped_vendor, opt.win_margin);
   return plan;
 }
 

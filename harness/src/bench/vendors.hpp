@@ -20,19 +20,25 @@
 //     kernel set it really loads: OpenBLAS silently falls back to detection on
 //     a core type it was not built with, BLIS aborts on a sub-configuration
 //     it lacks; configurations that load the same kernels collapse into one;
-//  4. time the survivors on the family's check shape (its last gate shape,
-//     1 thread, f32 and f64, best of the repetitions): the inherited selection against the vendor's
-//     best configuration gives the mis-detection factor (a warning above
-//     1.2x, naming the variable, its value, the factor and the fix), and a
-//     configuration more than `screen_factor` slower than its vendor's best
-//     is left out of the full run (listed as screened out, with its factor) —
-//     an inherited one too, unless the wrapped tier calls its library
-//     (family.yaml wrapped_vendor; unnamed: every inherited one stays).
+//  4. screen the survivors: each is timed on every gate shape the program
+//     has, at each thread count of the run, f32 and f64 (best of
+//     `check_reps` short repetitions, one process per configuration and
+//     thread count). The inherited selection against the vendor's best on the
+//     check shape (the last gate shape, 1 thread) gives the mis-detection
+//     factor (a warning above 1.2x, naming the variable, its value, the factor
+//     and the fix). Then only the configurations that can win a row are kept
+//     for the full run (screen_for_wins): an inherited one whose library the
+//     wrapped tier calls (its FFI overhead is measured against it; family.yaml
+//     wrapped_vendor, unnamed: every inherited one), each vendor's fastest
+//     (so every installed library has its rows), and any other that beats all
+//     of those by more than `win_margin` on some screened row. The rest are
+//     listed as screened out, with their closest showing.
 //     POPPER_CEILING_CONFIGS=all keeps every runnable configuration. The
 //     timings are reused while nothing they depend on changed
 //     (PlanOptions::screening_cache).
 #pragma once
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -56,7 +62,7 @@ enum class ConfigStatus {
   CpuLacks,     // refused: the kernels need instructions this CPU lacks
   NotBuilt,     // the installed library has no such kernel set
   Duplicate,    // loads the same kernels as another configuration
-  ScreenedOut,  // runnable, but far slower than the vendor's best on the check shape
+  ScreenedOut,  // runnable, but no screened row where it beats the kept configurations
   Failed,       // the probe or the check run failed (exit code / signal in reason)
   Missing,      // the ceiling program was not built (vendor not installed)
 };
@@ -74,6 +80,8 @@ struct VendorConfig {
   ConfigStatus status = ConfigStatus::Run;
   std::string reason;                // why it is not run, or what it duplicates
   double check_seconds[2] = {0, 0};  // best-of-reps seconds on the check shape, f32 / f64 (0: not timed)
+  // Best-of-reps seconds on every screened row, keyed screen_row(shape, precision, threads).
+  std::map<std::string, double> screen_seconds;
 
   std::string backend() const;       // "openblas:SkylakeX" (the CSV backend column)
   std::string setting() const;       // "OPENBLAS_CORETYPE=SkylakeX" | "BLIS_ARCH_TYPE unset" | ...
@@ -111,9 +119,11 @@ inline constexpr double kMisdetectionFactor = 1.2;
 
 struct PlanOptions {
   bool enumerate = true;        // also every table configuration (else the inherited one only)
-  bool screen = true;           // time the check shape, drop configurations far behind (POPPER_CEILING_CONFIGS=all: false)
-  double screen_factor = 1.5;
+  bool screen = true;           // time the gate shapes, drop configurations that cannot win (POPPER_CEILING_CONFIGS=all: false)
+  double win_margin = 1.05;     // how much faster than the kept ones a configuration must be on some row to be kept
+  std::vector<int> screen_threads{1};  // thread counts screened (bench compare: the run's)
   int check_reps = 3;
+  double screen_min_time = 0.05;  // seconds per screening repetition (--min-time)
   std::vector<std::string> only;  // non-empty: keep only these runnable configurations (backend names, or a row's "<backend>+<variant>")
   // Non-empty: step 4's timings are reused from this file when they were taken
   // on this machine (fingerprint), on this check shape, for the same
@@ -140,6 +150,14 @@ void refuse_unexecutable(std::vector<VendorConfig>& configs, const MachineInfo& 
 // largest gate shape. Throws ConfigRefused (see above).
 CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, const std::string& build_dir,
                          const PlanOptions& opt, const std::string& check_shape = "");
+
+// A screened row's key: "small_128 f32 2t".
+std::string screen_row(const std::string& shape, const std::string& precision, int threads);
+
+// Step 4's choice, pure: marks ScreenedOut every timed (non-empty
+// screen_seconds) Run configuration that cannot win a row (see the top of
+// this file). Configurations without screening timings are left alone.
+void screen_for_wins(std::vector<VendorConfig>& configs, const std::string& wrapped_vendor, double margin);
 
 // The mis-detection findings from timed configurations (step 4's arithmetic), pure.
 std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& configs, const std::string& shape,
