@@ -126,6 +126,16 @@ TEST(BenchScreeningCache, AChangedProgramOrMachineIsTimedAgain) {
   (void)f.plan();
   const int timed = f.timed_runs();
 
+  // The same build named by another path (--build-dir build against the
+  // absolute default) keeps the timings.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(f.dir.parent_path());
+  const std::string absolute_dir = f.dir.string();
+  const pb::CeilingPlan relative = pb::plan_ceiling(f.fam, f.m, f.dir.filename().string(), f.po);
+  fs::current_path(cwd);
+  EXPECT_EQ(relative.check_reused_from, f.po.screening_cache) << "another spelling of " << absolute_dir;
+  EXPECT_EQ(f.timed_runs(), timed);
+
   // A program rebuilt to the same bytes keeps the timings; a changed one is timed again.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   f.write_program(kFakeBlis);
@@ -136,11 +146,18 @@ TEST(BenchScreeningCache, AChangedProgramOrMachineIsTimedAgain) {
   EXPECT_GT(f.timed_runs(), timed);
   EXPECT_TRUE(rebuilt.check_reused_from.empty());
 
-  // Another set of thread counts is another screening.
+  // Another set of thread counts is another screening, kept beside the first:
+  // going back to one thread (bench gate's setup) reuses its timings.
   const int threads_before = f.timed_runs();
   f.po.screen_threads = {1, 2};
   (void)f.plan();
   EXPECT_GT(f.timed_runs(), threads_before);
+  const int both = f.timed_runs();
+  f.po.screen_threads = {1};
+  EXPECT_EQ(f.plan().check_reused_from, f.po.screening_cache) << "one setup does not evict another";
+  f.po.screen_threads = {1, 2};
+  EXPECT_EQ(f.plan().check_reused_from, f.po.screening_cache);
+  EXPECT_EQ(f.timed_runs(), both);
 
   // Another machine's timings are not this machine's.
   const int before = f.timed_runs();

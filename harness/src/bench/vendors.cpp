@@ -410,13 +410,16 @@ std::string file_identity(const std::string& path) {
   return path + ":" + std::to_string(size) + ":" + std::to_string(ec ? 0 : t.time_since_epoch().count());
 }
 
+// A program by its name and contents, not its path: `--build-dir build` and
+// the absolute default name the same programs.
 std::string content_identity(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
   std::ifstream in(path, std::ios::binary);
-  if (!in) return path + ":missing";
+  if (!in) return name + ":missing";
   std::ostringstream bytes;
   bytes << in.rdbuf();
   const std::string b = bytes.str();
-  return path + ":" + std::to_string(b.size()) + ":" + std::to_string(fnv1a(b));
+  return name + ":" + std::to_string(b.size()) + ":" + std::to_string(fnv1a(b));
 }
 
 std::string screening_key(const CeilingPlan& plan, const MachineInfo& m, const std::string& bin,
@@ -450,14 +453,32 @@ std::string screening_key(const CeilingPlan& plan, const MachineInfo& m, const s
   return key.str();
 }
 
-bool reuse_screening(const std::string& path, const std::string& key, CeilingPlan& plan) {
+// The cache holds the latest screenings of different setups (thread counts,
+// configurations: bench gate's and bench compare's differ), so that one does
+// not evict the other: {"entries": [{"key", "check_shape", "configs"}, ...]}.
+constexpr std::size_t kScreeningsKept = 8;
+
+nlohmann::json read_screenings(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return false;
+  if (!in) return nlohmann::json::array();
   try {
-    const auto j = nlohmann::json::parse(in);
-    if (j.at("key").get<std::string>() != key) return false;
+    auto j = nlohmann::json::parse(in);
+    if (j.is_object() && j.contains("entries") && j.at("entries").is_array()) return j.at("entries");
+  } catch (const std::exception&) {
+    // unreadable or from another version: time it again
+  }
+  return nlohmann::json::array();
+}
+
+bool reuse_screening(const std::string& path, const std::string& key, CeilingPlan& plan) {
+  try {
+    const nlohmann::json* entry = nullptr;
+    const auto entries = read_screenings(path);
+    for (const auto& e : entries)
+      if (e.at("key").get<std::string>() == key) entry = &e;
+    if (!entry) return false;
     std::map<std::string, const nlohmann::json*> by_backend;
-    for (const auto& c : j.at("configs")) by_backend[c.at("backend").get<std::string>()] = &c;
+    for (const auto& c : entry->at("configs")) by_backend[c.at("backend").get<std::string>()] = &c;
     // Every configuration to screen must have a readable entry before any is applied.
     struct Entry {
       VendorConfig* config;
@@ -488,15 +509,20 @@ bool reuse_screening(const std::string& path, const std::string& key, CeilingPla
 }
 
 void save_screening(const std::string& path, const std::string& key, const CeilingPlan& plan) {
-  nlohmann::json j = {{"key", key}, {"check_shape", plan.check_shape}, {"configs", nlohmann::json::array()}};
+  nlohmann::json entry = {{"key", key}, {"check_shape", plan.check_shape}, {"configs", nlohmann::json::array()}};
   for (const auto& c : plan.configs)
     if (!c.screen_seconds.empty() || c.status == ConfigStatus::Failed)
-      j["configs"].push_back({{"backend", c.backend()},
-                              {"screen_seconds", c.screen_seconds},
-                              {"failed", c.status == ConfigStatus::Failed},
-                              {"reason", c.status == ConfigStatus::Failed ? c.reason : std::string()}});
+      entry["configs"].push_back({{"backend", c.backend()},
+                                  {"screen_seconds", c.screen_seconds},
+                                  {"failed", c.status == ConfigStatus::Failed},
+                                  {"reason", c.status == ConfigStatus::Failed ? c.reason : std::string()}});
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& e : read_screenings(path))
+    if (e.is_object() && e.value("key", std::string()) != key) entries.push_back(e);
+  while (entries.size() >= kScreeningsKept) entries.erase(entries.begin());  // the oldest first
+  entries.push_back(entry);
   try {
-    write_file_atomic(path, j.dump(2) + "\n");
+    write_file_atomic(path, nlohmann::json{{"entries", entries}}.dump(2) + "\n");
   } catch (const std::exception&) {
     // a cache that cannot be written costs the next run its timing, nothing else
   }
