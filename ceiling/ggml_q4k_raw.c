@@ -69,6 +69,33 @@ static double scaled_error(const unsigned char* blocks, const float* x, const fl
   return worst;
 }
 
+typedef struct ggml_threadpool* (*threadpool_new_t)(struct ggml_threadpool_params*);
+typedef void (*threadpool_free_t)(struct ggml_threadpool*);
+typedef void (*set_threadpool_t)(ggml_backend_t, struct ggml_threadpool*);
+
+/* A threadpool that lives as long as the backend, as llama.cpp's tools attach
+ * one: without it every graph_compute creates and joins its worker threads,
+ * which at 2 threads cost more than a small mat-vec itself. NULL (and the
+ * per-call threads) when the backend lacks the entry points. */
+static struct ggml_threadpool* attach_threadpool(ggml_backend_reg_t reg, ggml_backend_t backend, int threads) {
+  threadpool_new_t make = (threadpool_new_t)ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new");
+  set_threadpool_t set = (set_threadpool_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool");
+  if (!make || !set || threads < 2) return NULL;
+  struct ggml_threadpool_params p = ggml_threadpool_params_default(threads);
+  struct ggml_threadpool* pool = make(&p);
+  if (pool) set(backend, pool);
+  return pool;
+}
+
+static void detach_threadpool(ggml_backend_reg_t reg, ggml_backend_t backend, struct ggml_threadpool** pool) {
+  if (!*pool) return;
+  set_threadpool_t set = (set_threadpool_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool");
+  threadpool_free_t release = (threadpool_free_t)ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free");
+  set(backend, NULL);
+  if (release) release(*pool);
+  *pool = NULL;
+}
+
 static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct popper_q4k_shape* sh, int repack,
                       const struct ceiling_args* a) {
   /* The bound first, before the backend exists: its worker threads must not
@@ -81,6 +108,7 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
   ggml_backend_set_n_threads_t set_threads =
       (ggml_backend_set_n_threads_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
   set_threads(backend, a->threads);
+  struct ggml_threadpool* pool = attach_threadpool(reg, backend, a->threads);
 
   struct ggml_init_params pw = {ggml_tensor_overhead() * 2, NULL, true};
   struct ggml_context* ctx_w = ggml_init(pw);
@@ -132,6 +160,7 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
       for (long it = 0; it < iters; ++it) ggml_backend_graph_compute(backend, graph);
       seconds[rep] = (ceiling_now() - t0) / (double)iters;
     }
+    detach_threadpool(reg, backend, &pool); /* its workers must not share the cores with the probe */
     double sorted[1024];
     const int n = a->reps < 1024 ? a->reps : 1024;
     memcpy(sorted, seconds, (size_t)n * sizeof *sorted);
@@ -145,6 +174,7 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     ggml_backend_buffer_free(buf_w);
   }
 done:
+  detach_threadpool(reg, backend, &pool);
   ggml_free(ctx_io);
   ggml_free(ctx_w);
   ggml_backend_free(backend);

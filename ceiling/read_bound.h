@@ -4,9 +4,11 @@
  *   read bandwidth B_r of the row's byte count on the same threads (each
  *   repetition the fastest way of workloads/common/read_sum.h), measured over
  *   `reps` repetitions before the timed calls and again after them; the
- *   row is invalid when bytes / median(t) exceeds max(B_r) * max(B_r) / min(B_r)
- *   of the probe that saw more (ceiling_read_bound_again), and still does
- *   after up to three more probes (ceiling_bound_check).
+ *   row is invalid when bytes / median(t) exceeds (1 + POPPER_READ_BOUND_TIE)
+ *   * max(B_r) * max(B_r) / min(B_r) of the probe that saw more
+ *   (ceiling_read_bound_again), and still does after up to three more probes
+ *   (ceiling_bound_check); a footprint whose share per thread fits a core's
+ *   own cache is not judged (impl/q4k/read_bound_rule.h).
  * Header-only (static functions), C11 + POSIX threads. */
 #ifndef POPPER_CEILING_READ_BOUND_H
 #define POPPER_CEILING_READ_BOUND_H
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "ceiling_cli.h"
+#include "impl/q4k/read_bound_rule.h"
 #include "workloads/common/read_sum.h"
 
 struct ceiling_read_slice {
@@ -104,15 +107,17 @@ static int ceiling_cmp_double(const void* a, const void* b) {
  * above every probe. */
 static int ceiling_bound_check(double bytes, double* seconds, int n, double bound, int threads, char* verdict,
                                size_t size) {
-  if (n <= 0 || bound <= 0) return 0;
+  if (n <= 0 || bound <= 0 || !popper_read_bound_applies(bytes, threads, popper_private_cache_bytes())) return 0;
   qsort(seconds, (size_t)n, sizeof *seconds, ceiling_cmp_double);
   const double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
   const double achieved = median > 0 ? bytes / median : 0;
+  const double tie = 1 + POPPER_READ_BOUND_TIE;
   int probes = 0;
-  for (; achieved > bound && probes < 3; ++probes) bound = ceiling_read_bound_again(bound, bytes, threads, 10);
-  if (achieved <= bound) return 0;
-  snprintf(verdict, size, "incorrect: invalid: %.2f GB/s exceeds the read bound %.2f GB/s after %d more probes",
-           achieved * 1e-9, bound * 1e-9, probes);
+  for (; achieved > bound * tie && probes < 3; ++probes) bound = ceiling_read_bound_again(bound, bytes, threads, 10);
+  if (achieved <= bound * tie) return 0;
+  snprintf(verdict, size,
+           "incorrect: invalid: %.2f GB/s exceeds the read bound %.2f GB/s by more than %.0f%% after %d more probes",
+           achieved * 1e-9, bound * 1e-9, 100 * POPPER_READ_BOUND_TIE, probes);
   return 1;
 }
 

@@ -424,6 +424,36 @@ TEST(BenchCheck, InvalidCeilingRowDoesNotRescaleTheTable) {
   }
 }
 
+// Rule: a vendor row invalid in both tables (a library broken on this machine
+// both times: ggml at 2 threads on a 2-vCPU host) is SKIPPED with the reason,
+// not NOISY; invalid in one table only it is judged, since the break may be
+// this code's (the wrapped tier's threading).
+TEST(BenchCheck, VendorRowInvalidInBothTablesIsSkippedAndInOneIsJudged) {
+  const char* broken = "2 threads at 0.25x its 1-thread throughput (below 0.5x)";
+  auto wrapped2 = [](double center, const std::vector<double>& level) {
+    auto r = trial_row("wrapped", "ggml-cpu:zen4", center, level);
+    r.key.threads = 2;
+    return r;
+  };
+  auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet), wrapped2(4.0, kLoud)});
+  auto cur = table("m", {trial_row("hand", "cpu", 1.0, kQuiet), wrapped2(4.0, {0.5, 2.0, 1.0, 3.0, 0.6})});
+  const auto as_measured = pb::check_tables(base, cur);
+  ASSERT_EQ(as_measured.rows[1].change, pb::Change::Noisy) << pb::format_check_report(as_measured);  // the premise
+  base.rows[1].invalid_reason = cur.rows[1].invalid_reason = broken;
+  const auto both = pb::check_tables(base, cur);
+  EXPECT_EQ(both.rows[1].change, pb::Change::Skipped) << pb::format_check_report(both);
+  EXPECT_NE(both.rows[1].note.find(std::string("invalid in both tables: ") + broken), std::string::npos)
+      << both.rows[1].note;
+  EXPECT_EQ(both.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(both);
+  EXPECT_EQ(both.exit_code(), 0);
+  // Healthy in the baseline (1 ms), broken now (4 ms): judged, a regression.
+  base.rows[1] = wrapped2(1.0, kQuiet);
+  cur.rows[1] = wrapped2(4.0, kQuiet);
+  cur.rows[1].invalid_reason = broken;
+  const auto one = pb::check_tables(base, cur);
+  EXPECT_EQ(one.rows[1].change, pb::Change::Regression) << pb::format_check_report(one);
+}
+
 // Rule: an implausible ceiling row normalizes nothing: the best *valid*
 // ceiling of the group does, however fast the invalid one reads.
 TEST(BenchCheck, InvalidCeilingRowNormalizesNothing) {
@@ -437,6 +467,40 @@ TEST(BenchCheck, InvalidCeilingRowNormalizesNothing) {
   ASSERT_EQ(rep.rows.size(), 1u);
   EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
   EXPECT_NEAR(rep.rows[0].ratio, 1.0, 0.01) << pb::format_check_report(rep);
+}
+
+// Rule: a row whose group has ceilings, all invalid, on one side cannot be
+// normalized: SKIPPED with the reason (the vendor broke, not this code); a
+// group with no ceiling row at all is MISSING, as before.
+TEST(BenchCheck, RowWhoseCeilingsAreAllInvalidIsSkippedNotMissing) {
+  const auto base = table("machine-a", {trial_row("ceiling", "ggml-cpu:zen4", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet),
+                                        trial_row("ceiling", "ggml-cpu:zen4", 1.0, kQuiet, 3, "small_128"),
+                                        trial_row("hand", "cpu", 2.0, kQuiet, 3, "small_128")});
+  auto cur = table("machine-b", {trial_row("ceiling", "ggml-cpu:zen4", 0.5, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet),
+                                 trial_row("hand", "cpu", 1.0, kQuiet, 3, "small_128")});
+  cur.rows[0].invalid_reason = "2 threads at 0.003x its 1-thread throughput (below 0.5x)";
+  auto with_valid = cur;
+  with_valid.rows.push_back(trial_row("ceiling", "ggml-cpu:zen4", 0.5, kQuiet, 3, "small_128"));
+  const auto rep = pb::check_tables(base, with_valid);
+  ASSERT_EQ(rep.mode, pb::CheckMode::Normalized) << rep.mode_reason;
+  for (const auto& r : rep.rows) {
+    if (r.key.shape == "small_64") {
+      EXPECT_EQ(r.change, pb::Change::Skipped) << pb::format_check_report(rep);
+      EXPECT_NE(r.note.find("every ceiling row of its group is invalid in current (ggml-cpu:zen4: 2 threads at"),
+                std::string::npos) << r.note;
+    } else {
+      EXPECT_EQ(r.change, pb::Change::Unchanged) << pb::format_check_report(rep);
+    }
+  }
+  // No ceiling row of the group at all: missing.
+  cur.rows.erase(cur.rows.begin());
+  cur.rows.push_back(trial_row("ceiling", "ggml-cpu:zen4", 0.5, kQuiet, 3, "small_128"));
+  const auto none = pb::check_tables(base, cur);
+  for (const auto& r : none.rows) {
+    if (r.key.shape == "small_64" && r.key.tier == "hand") {
+      EXPECT_EQ(r.change, pb::Change::Missing) << pb::format_check_report(none);
+    }
+  }
 }
 
 // Rule: in normalized mode each sample is divided by its own trial's best

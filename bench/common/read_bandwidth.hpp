@@ -12,6 +12,7 @@
 
 #include "impl/common/parallel.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
+#include "impl/q4k/read_bound_rule.h"
 #include "workloads/common/read_sum.h"
 
 namespace popper::suite {
@@ -66,11 +67,14 @@ enum class ProbeAfterTiming { always, only_above_bound };
 // `read` was measured on): the probe again after the timed calls, appended to
 // `read` (a probe lasts milliseconds, and one slowed by a passing neighbour on
 // a shared machine must not make an honest row "invalid"), and for a row still
-// above the bound, up to three longer probes before it is condemned.
+// above the bound, up to three longer probes before it is condemned. A
+// footprint each thread's share of which fits a core's own cache is not judged
+// (impl/q4k/read_bound_rule.h).
 inline q4k::BandwidthVerdict judge_read_bound(double bytes, std::span<const double> seconds, std::vector<double>& read,
                                               std::size_t probe_bytes, int threads,
                                               ProbeAfterTiming after = ProbeAfterTiming::always) {
-  if (read.empty()) return q4k::bandwidth_verdict(bytes, seconds, read);  // no bound was asked for
+  if (read.empty() || !popper_read_bound_applies(double(probe_bytes), threads, popper_private_cache_bytes()))
+    return q4k::bandwidth_verdict(bytes, seconds, {});  // no bound was asked for, or none holds
   if (after == ProbeAfterTiming::always) {
     const auto again = read_bandwidth_after_pause(probe_bytes, threads, 5);
     read.insert(read.end(), again.begin(), again.end());

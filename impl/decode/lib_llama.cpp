@@ -139,6 +139,7 @@ std::string unavailable_reason(Device d) { return probed(d).reason; }
 struct Session::Impl {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;  // kept between calls, as a server keeps it; cleared before each prompt
+  std::unique_ptr<q4k::ggml::CpuThreadpool> pool;  // attached to ctx, as llama.cpp's tools attach one; outlives it
   int threads = 1;
   std::string evidence;
   ~Impl() {
@@ -173,7 +174,7 @@ std::vector<float> Session::logits(std::span<const std::int32_t> tokens) {
   const std::int64_t n = vocab();
   for (auto t : tokens)
     if (t < 0 || t >= n) throw InvalidArgument("llama session: token id " + std::to_string(t) + " outside [0, " + std::to_string(n) + ")");
-  // A context (KV cache, compute graphs, thread pool) is made once for the
+  // A context (KV cache, compute graphs, its thread pool) is made once for the
   // longest prompt so far and its memory cleared before each prompt, so a
   // timed call measures decoding, not llama.cpp's setup.
   if (!impl_->ctx || llama_n_ctx(impl_->ctx) < tokens.size()) {
@@ -184,6 +185,8 @@ std::vector<float> Session::logits(std::span<const std::int32_t> tokens) {
     cp.n_threads = cp.n_threads_batch = impl_->threads;
     impl_->ctx = llama_init_from_model(impl_->model, cp);
     if (!impl_->ctx) throw Error("llama.cpp: no context for " + std::to_string(tokens.size()) + " tokens");
+    if (!impl_->pool) impl_->pool = std::make_unique<q4k::ggml::CpuThreadpool>(impl_->threads);
+    if (auto* h = static_cast<ggml_threadpool_t>(impl_->pool->handle())) llama_attach_threadpool(impl_->ctx, h, h);
   }
   llama_context* ctx = impl_->ctx;
   llama_memory_clear(llama_get_memory(ctx), true);

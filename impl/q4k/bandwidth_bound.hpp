@@ -3,8 +3,12 @@
 //   t >= bytes / B_read,   bytes = rows*cols/256*144 + 4*cols + 4*rows,
 // with B_read the read bandwidth of the same footprint measured on the same
 // threads. A benchmark row whose median time beats the bound by more than the
-// read measurement's own spread is physically impossible: its timing, byte
-// count or kernel is wrong, and the row is marked invalid.
+// read measurement's own spread, and by more than a tuned kernel can tie the
+// probe's generic loops (POPPER_READ_BOUND_TIE, impl/q4k/read_bound_rule.h),
+// is physically impossible: its timing, byte count or kernel is wrong, and
+// the row is marked invalid. Where each thread's share of the footprint fits
+// a core's own cache the probe bounds nothing (popper_read_bound_applies):
+// the callers judge only the other rows.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,7 +23,7 @@ double gemv_bytes(std::int64_t rows, std::int64_t cols);
 struct BandwidthVerdict {
   bool valid = true;
   double achieved = 0;  // bytes / median(seconds), bytes per second
-  double bound = 0;     // max(read) * max(read) / min(read), bytes per second
+  double bound = 0;     // max(read) * max(read) / min(read), bytes per second (before the tie)
   std::string text;     // "" when valid, else "invalid: ..."
 };
 

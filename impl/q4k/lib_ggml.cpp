@@ -36,6 +36,9 @@ std::string cpu_backend_tag() { throw Unsupported(status().reason); }
 void dequantize_row(std::span<const Block>, std::span<float>) { throw Unsupported(status().reason); }
 void quantize_row_ref(std::span<const float>, std::span<Block>) { throw Unsupported(status().reason); }
 GgufReadBack read_gguf(const std::string&) { throw Unsupported(status().reason); }
+CpuThreadpool::CpuThreadpool(int) {}
+CpuThreadpool::~CpuThreadpool() = default;
+void CpuThreadpool::attach(void*) const {}
 struct CpuMatVec::Impl {};
 CpuMatVec::CpuMatVec(std::span<const Block>, std::int64_t, std::int64_t, int, bool) { throw Unsupported(status().reason); }
 CpuMatVec::~CpuMatVec() = default;
@@ -57,6 +60,10 @@ struct Runtime {
   ggml_backend_dev_t cpu_dev = nullptr;
   ggml_backend_set_n_threads_t set_threads = nullptr;
   ggml_backend_dev_get_extra_bufts_t extra_bufts = nullptr;
+  // CpuThreadpool's entry points; null when the backend lacks them.
+  ggml_threadpool* (*pool_new)(ggml_threadpool_params*) = nullptr;
+  void (*pool_free)(ggml_threadpool*) = nullptr;
+  void (*pool_attach)(ggml_backend_t, ggml_threadpool*) = nullptr;
 
   void probe() {
     status.compiled = true;
@@ -85,6 +92,11 @@ struct Runtime {
         ggml_backend_reg_get_proc_address(cpu_reg, "ggml_backend_set_n_threads"));
     extra_bufts = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
         ggml_backend_reg_get_proc_address(cpu_reg, "ggml_backend_dev_get_extra_bufts"));
+    pool_new = reinterpret_cast<decltype(pool_new)>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_new"));
+    pool_free = reinterpret_cast<decltype(pool_free)>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
+    pool_attach = reinterpret_cast<decltype(pool_attach)>(
+        ggml_backend_reg_get_proc_address(cpu_reg, "ggml_backend_cpu_set_threadpool"));
+    if (!pool_new || !pool_free || !pool_attach) pool_new = nullptr;
     if (!cpu_dev || !set_threads) {
       status.reason = "the ggml CPU backend " + status.cpu_variant + " lacks a device or ggml_backend_set_n_threads";
       return;
@@ -203,6 +215,7 @@ GgufReadBack read_gguf(const std::string& path) {
 struct CpuMatVec::Impl {
   std::int64_t rows = 0, cols = 0;
   ggml_backend_t backend = nullptr;
+  std::unique_ptr<CpuThreadpool> pool;  // outlives the backend (members go after the body)
   ggml_context* ctx_w = nullptr;
   ggml_context* ctx_io = nullptr;
   ggml_backend_buffer_t buf_w = nullptr, buf_io = nullptr;
@@ -218,6 +231,21 @@ struct CpuMatVec::Impl {
   }
 };
 
+CpuThreadpool::CpuThreadpool(int threads) {
+  const Runtime& rt = runtime();
+  if (threads < 2 || !rt.status.usable() || !rt.pool_new) return;
+  ggml_threadpool_params p = ggml_threadpool_params_default(threads);
+  pool_ = rt.pool_new(&p);
+}
+
+CpuThreadpool::~CpuThreadpool() {
+  if (pool_) runtime().pool_free(static_cast<ggml_threadpool*>(pool_));
+}
+
+void CpuThreadpool::attach(void* backend) const {
+  if (pool_) runtime().pool_attach(static_cast<ggml_backend_t>(backend), static_cast<ggml_threadpool*>(pool_));
+}
+
 CpuMatVec::CpuMatVec(std::span<const Block> w, std::int64_t rows, std::int64_t cols, int threads, bool repack)
     : impl_(std::make_unique<Impl>()) {
   check_matrix(rows, cols, w.size());
@@ -230,6 +258,8 @@ CpuMatVec::CpuMatVec(std::span<const Block> w, std::int64_t rows, std::int64_t c
   m.backend = ggml_backend_dev_init(rt.cpu_dev, nullptr);
   if (!m.backend) throw Error("ggml: the CPU backend did not initialize");
   rt.set_threads(m.backend, threads);
+  m.pool = std::make_unique<CpuThreadpool>(threads);
+  m.pool->attach(m.backend);
 
   ggml_init_params p{ggml_tensor_overhead() * 2, nullptr, true};
   m.ctx_w = ggml_init(p);

@@ -339,6 +339,15 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       pr.rc.ratio = std::nan("");
       const bool normalize = report.mode == CheckMode::Normalized && b.unit == kUnitSeconds;
       if (normalize && b.key.tier == "ceiling") continue;  // the normalizers themselves
+      // A vendor library broken on this machine in both runs (plausibility.hpp)
+      // says nothing of either: skipped, said so. Broken in one run only, it is
+      // judged: that may be this code's doing (a wrapped tier's threading).
+      if (const BenchRow* stored = cur_table.find(b.key); !b.valid() && stored && !stored->valid()) {
+        pr.rc.change = Change::Skipped;
+        pr.rc.note = "invalid in both tables: " + stored->invalid_reason + " (a vendor row, plausibility.hpp)";
+        pairs.push_back(std::move(pr));
+        continue;
+      }
       const BenchRow *now_base = fresh_base.find(b.key), *now_cur = fresh_cur.find(b.key);
       if (now_base && now_cur && !now_base->samples.empty() && !now_cur->samples.empty()) {
         pr.base = *now_base;
@@ -365,8 +374,17 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       } else if (normalize) {
         const auto nbase = normalized(nb, b), ncur = normalized(nc, *c);
         if (!nbase || !ncur) {
-          pr.rc.change = Change::Missing;
-          pr.rc.note = std::string("cannot be normalized: no ceiling row in ") + (!nbase ? "the baseline" : "current");
+          // Its group's ceilings all invalid (a vendor broken on that machine):
+          // nothing to scale by, and nothing this code did. None at all: missing.
+          const BenchTable& lacking = !nbase ? baseline : cur_table;
+          const BenchRow* broken = nullptr;
+          for (const auto& r : lacking.rows)
+            if (r.key.tier == "ceiling" && group_of(r.key) == group_of(b.key) && !r.valid()) broken = &r;
+          const std::string side = !nbase ? "the baseline" : "current";
+          pr.rc.change = broken ? Change::Skipped : Change::Missing;
+          pr.rc.note = broken ? "cannot be normalized: every ceiling row of its group is invalid in " + side + " (" +
+                                    broken->key.backend + ": " + broken->invalid_reason + ")"
+                              : "cannot be normalized: no ceiling row in " + side;
         } else {
           pr.base = *nbase;
           pr.cur = *ncur;
@@ -479,7 +497,7 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
             c.samples.push_back(m.samples[i]);
             c.trials.push_back(m.trial_of(i));
           }
-    mark_invalid_ceilings(cur_table);  // the new samples may make a ceiling plausible, or not
+    mark_invalid_vendor_rows(cur_table);  // the new samples may make a vendor row plausible, or not
   }
   report.interleaved_baseline = std::move(fresh_base);
   report.interleaved_current = std::move(fresh_cur);

@@ -24,7 +24,7 @@ bool holds(double v, const std::string& op, double threshold) {
   return false;
 }
 
-// Verified, and not an implausible ceiling (plausibility.hpp): no claim is judged from one.
+// Verified, and not an implausible vendor row (plausibility.hpp): no claim is judged from one.
 bool verified(const BenchRow& r) { return r.verdict.rfind("verified", 0) == 0 && r.valid(); }
 
 // The best verified row of a tier for a group (lowest median), optionally on a
@@ -113,7 +113,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               p = kind.empty() ? 0 : row_peak(*peak, kind, th, num->work_per_iter, num->bytes_per_iter);
             }
             if (!num || (ratio && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
-              // Say when the row that would have been used is an implausible ceiling.
+              // Say when the row that would have been used is an implausible vendor row.
               std::string why;
               for (const auto& r : table.rows)
                 if (!r.valid() && r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&

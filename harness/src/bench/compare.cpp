@@ -37,11 +37,11 @@ std::string duration_text(double s) {
   return buf;
 }
 
-// Measures the implausible ceiling rows of `t` once more (run_compare in
+// Measures the implausible vendor rows of `t` once more (run_compare in
 // compare.hpp) and puts the new samples in their place.
 void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const FamilyDescriptor& fam,
                            const MachineInfo& machine, const PeakResult* peak) {
-  const auto suspects = implausible_ceilings(t);
+  const auto suspects = implausible_vendor_rows(t);
   if (suspects.empty()) return;
   CompareOptions again = opt;
   std::vector<BenchKey> keys;
@@ -49,7 +49,7 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   for (const auto& s : suspects) {
     keys.push_back(s.key);
     noted.push_back(s.key.to_string() + ": " + s.reason);
-    if (opt.progress) opt.progress("implausible ceiling " + s.key.to_string() + ": " + s.reason + "; measuring it again");
+    if (opt.progress) opt.progress("implausible vendor row " + s.key.to_string() + ": " + s.reason + "; measuring it again");
   }
   restrict_to_rows(again, keys);
   again.first_trial = next_trial(t);
@@ -60,7 +60,7 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   for (const auto& s : suspects) {
     const BenchRow* f = fresh.find(s.key);
     if (!f || f->samples.empty()) {
-      if (opt.progress) opt.progress("implausible ceiling " + s.key.to_string() + ": no new samples; judged as measured");
+      if (opt.progress) opt.progress("implausible vendor row " + s.key.to_string() + ": no new samples; judged as measured");
       continue;
     }
     for (auto& r : t.rows)
@@ -69,7 +69,7 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
         r.trials = f->trials;
       }
   }
-  t.set_meta_list("ceiling_remeasured", noted);
+  t.set_meta_list("vendor_rows_remeasured", noted);
 }
 
 }  // namespace
@@ -404,13 +404,14 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   if (topped_up > 0)
     t.set_meta("top_up", std::to_string(topped_up) + " process(es) in up to " + std::to_string(opt.top_up_trials) +
                              " more trials of the steps noisier than planned");
+  if (!fam.wrapped_vendor.empty()) t.set_meta("wrapped_vendor", fam.wrapped_vendor);  // its rows are vendor rows
   t.rows = std::move(rows);
   if (want_ceiling) record_plan(plan, t);
-  if (want_ceiling && opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);
-  mark_invalid_ceilings(t);
+  if (opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);
+  mark_invalid_vendor_rows(t);
   t.set_footprint_reads();
   for (const auto& r : t.rows)
-    if (!r.valid()) say("invalid ceiling " + r.key.to_string() + ": " + r.invalid_reason + " (left out of every ratio)");
+    if (!r.valid()) say("invalid vendor row " + r.key.to_string() + ": " + r.invalid_reason + " (left out of every ratio)");
   apply_peaks(t, fam, peak);
   return t;
 }

@@ -44,7 +44,7 @@ struct CompareOptions {
   // "blis:zen"), unscreened: re-measuring rows a table already holds.
   std::vector<std::string> ceiling_backends;
   bool require_device = false;  // a ceiling that declines ("# skipped: ...") fails the run
-  // Implausible ceiling rows (plausibility.hpp) are measured once more before
+  // Implausible vendor rows (plausibility.hpp) are measured once more before
   // they are marked invalid; false in that re-measuring run itself.
   bool remeasure_implausible = true;
   // After the trials: a step whose rows' between-trial noise needs more trials
@@ -57,7 +57,7 @@ struct CompareOptions {
 
 // Restricts `o` to exactly the steps of `keys`: their shapes, tiers,
 // precisions, thread counts and ceiling configurations (re-measuring rows a
-// table already holds: check --rerun, implausible ceilings).
+// table already holds: check --rerun, implausible vendor rows).
 void restrict_to_rows(CompareOptions& o, const std::vector<BenchKey>& keys);
 
 // Whether another trial fits: fewer than two done (a verdict needs two), no
@@ -75,11 +75,11 @@ std::vector<std::string> select_shapes(const std::vector<std::string>& spec, con
 std::vector<std::pair<std::string, std::string>> run_metadata(const MachineInfo& m, const std::string& source_dir,
                                                               const std::string& build_dir, const PeakResult* peak);
 
-// The table's ceiling rows are marked valid or invalid (plausibility.hpp): an
+// The table's vendor rows are marked valid or invalid (plausibility.hpp): an
 // implausible one is measured again first, in as many trials as the run had,
 // numbered after them; the new samples replace the row's (mixed in, the
 // disturbed ones would keep its median where it was), and the first reason is
-// recorded in the `ceiling_remeasured` metadata. Still implausible: invalid.
+// recorded in the `vendor_rows_remeasured` metadata. Still implausible: invalid.
 BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, const MachineInfo& machine,
                        const PeakResult* peak);
 

@@ -352,7 +352,7 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     fail(file, lineno,
          "trailer says rows=" + std::to_string(end_rows) + " but the file holds " + std::to_string(table.rows.size()));
   // Which ceilings are invalid follows from the rows (a merged or older file too).
-  mark_invalid_ceilings(table);
+  mark_invalid_vendor_rows(table);
   return table;
 }
 

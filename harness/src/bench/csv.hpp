@@ -48,9 +48,9 @@ struct BenchRow {
   double bytes_per_iter = 0;
   double pct_of_peak = -1;          // < 0: not applicable / peak unknown
   std::string verdict = "not_verified";
-  // Non-empty: an implausible ceiling row (plausibility.hpp), never the operand
+  // Non-empty: an implausible vendor row (plausibility.hpp), never the operand
   // of a ratio. Not a CSV column: recomputed from the rows when a table is
-  // read, and listed in its `invalid_ceilings` metadata.
+  // read, and listed in its `invalid_vendor_rows` metadata.
   std::string invalid_reason;
   // Bytes/s: the fastest a suite's read probe read this row's footprint on its
   // threads (bench/common/read_bandwidth.hpp); 0 when none. Not a CSV column:

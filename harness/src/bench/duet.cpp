@@ -25,8 +25,8 @@ Duet alternate(int trials, const std::function<BenchTable(bool current, int tria
       merge_rows(into.rows, one.rows);
     }
   }
-  mark_invalid_ceilings(d.current);
-  mark_invalid_ceilings(d.base);
+  mark_invalid_vendor_rows(d.current);
+  mark_invalid_vendor_rows(d.base);
   return d;
 }
 

@@ -7,7 +7,7 @@
 //   executable: bench_gemm            # optional; default bench_<family>
 //   ceilings: [cblas_gemm_raw]        # ceiling_<name> programs in <build>/bin
 //   blas_core_types: true             # run ceilings under each OPENBLAS_CORETYPE the CPU can execute
-//   wrapped_vendor: openblas          # optional: the library the wrapped tier calls (vendors.hpp)
+//   wrapped_vendor: openblas          # optional: the library the wrapped tier calls (vendors.hpp, plausibility.hpp)
 //   work_unit: flop                   # flop | items: which counter throughput is computed from
 //   peak: {f32: fp32, f64: fp64}      # precision -> fp32 | fp64 | bandwidth (efficiency denominator)
 //   device:                           # optional: `bench compare --device` runs these instead
@@ -49,6 +49,8 @@ struct FamilyDescriptor {
   // inherited: only that vendor's inherited configuration is timed on every
   // shape however slow it is (FFI overhead is measured against it); another
   // vendor's is screened like any configuration. "" = every inherited one kept.
+  // Named, the wrapped rows are vendor rows (plausibility.hpp): a library that
+  // ran broken is left out of every ratio, as a ceiling is.
   std::string wrapped_vendor;
   bool blas_core_types = false;
   std::string work_unit = "flop";

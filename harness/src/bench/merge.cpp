@@ -72,7 +72,7 @@ BenchTable merge_tables(const std::vector<std::pair<std::string, BenchTable>>& i
                              t.meta("fingerprint").value_or("?"), t.meta("commit").value_or("?"), t.rows.size()));
   }
   if (mixed) out.set_meta("fingerprint", "mixed");
-  mark_invalid_ceilings(out);  // over every input's rows (the first's invalid_ceilings list covered only its own)
+  mark_invalid_vendor_rows(out);  // over every input's rows (the first's invalid_vendor_rows list covered only its own)
   return out;
 }
 

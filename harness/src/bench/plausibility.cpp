@@ -1,4 +1,4 @@
-// The plausibility rule of ceiling rows (plausibility.hpp).
+// The plausibility rule of vendor rows (plausibility.hpp).
 #include "bench/plausibility.hpp"
 
 #include <algorithm>
@@ -9,8 +9,8 @@
 namespace popper::bench {
 namespace {
 
-bool timed_ceiling(const BenchRow& r) {
-  return r.key.tier == "ceiling" && r.unit == kUnitSeconds && !r.samples.empty() && r.median() > 0;
+bool timed_vendor(const BenchTable& t, const BenchRow& r) {
+  return vendor_row(t, r) && r.unit == kUnitSeconds && !r.samples.empty() && r.median() > 0;
 }
 
 // Same family, shape, precision and cache mode: rows that measure the same work.
@@ -22,7 +22,8 @@ std::string scaling_reason(const BenchTable& t, const BenchRow& r, const Plausib
   const BenchRow* worst = nullptr;
   double worst_ratio = 0;
   for (const auto& q : t.rows) {
-    if (!timed_ceiling(q) || q.key.backend != r.key.backend || !same_work(q.key, r.key) || q.key.threads >= r.key.threads)
+    if (!timed_vendor(t, q) || q.key.tier != r.key.tier || q.key.backend != r.key.backend || !same_work(q.key, r.key) ||
+        q.key.threads >= r.key.threads)
       continue;
     const double ratio = q.median() / r.median();  // throughput(R) / throughput(Q)
     if (ratio < rule.min_scaling && (!worst || ratio < worst_ratio)) worst = &q, worst_ratio = ratio;
@@ -35,10 +36,11 @@ std::string scaling_reason(const BenchTable& t, const BenchRow& r, const Plausib
 }
 
 std::string scatter_reason(const BenchTable& t, const BenchRow& r, const PlausibilityRule& rule) {
-  if (r.samples.size() < 2) return "";
+  if (r.samples.size() < 2 || r.key.tier != "ceiling") return "";
   std::vector<double> others;
   for (const auto& q : t.rows)
-    if (&q != &r && timed_ceiling(q) && q.samples.size() > 1 && same_work(q.key, r.key) && q.key.threads == r.key.threads)
+    if (&q != &r && q.key.tier == "ceiling" && timed_vendor(t, q) && q.samples.size() > 1 && same_work(q.key, r.key) &&
+        q.key.threads == r.key.threads)
       others.push_back(coefficient_of_variation(q.samples));
   if (others.empty()) return "";
   const double cv = coefficient_of_variation(r.samples), usual = median(others);
@@ -51,10 +53,17 @@ std::string scatter_reason(const BenchTable& t, const BenchRow& r, const Plausib
 
 }  // namespace
 
-std::vector<ImplausibleRow> implausible_ceilings(const BenchTable& t, const PlausibilityRule& rule) {
+bool vendor_row(const BenchTable& t, const BenchRow& r) {
+  if (r.key.tier == "ceiling") return true;
+  if (r.key.tier != "wrapped") return false;
+  const auto v = t.meta("wrapped_vendor");
+  return v && !v->empty();
+}
+
+std::vector<ImplausibleRow> implausible_vendor_rows(const BenchTable& t, const PlausibilityRule& rule) {
   std::vector<ImplausibleRow> out;
   for (const auto& r : t.rows) {
-    if (!timed_ceiling(r)) continue;
+    if (!timed_vendor(t, r)) continue;
     std::string reason = scaling_reason(t, r, rule);
     const std::string scatter = scatter_reason(t, r, rule);
     if (!scatter.empty()) reason += (reason.empty() ? "" : "; ") + scatter;
@@ -63,8 +72,8 @@ std::vector<ImplausibleRow> implausible_ceilings(const BenchTable& t, const Plau
   return out;
 }
 
-void mark_invalid_ceilings(BenchTable& t, const PlausibilityRule& rule) {
-  const auto bad = implausible_ceilings(t, rule);
+void mark_invalid_vendor_rows(BenchTable& t, const PlausibilityRule& rule) {
+  const auto bad = implausible_vendor_rows(t, rule);
   std::vector<std::string> listed;
   for (auto& r : t.rows) {
     r.invalid_reason.clear();
@@ -74,8 +83,8 @@ void mark_invalid_ceilings(BenchTable& t, const PlausibilityRule& rule) {
         listed.push_back(r.key.to_string() + ": " + b.reason);
       }
   }
-  if (listed.empty()) std::erase_if(t.metadata, [](const auto& kv) { return kv.first == "invalid_ceilings"; });
-  else t.set_meta_list("invalid_ceilings", listed);
+  if (listed.empty()) std::erase_if(t.metadata, [](const auto& kv) { return kv.first == "invalid_vendor_rows"; });
+  else t.set_meta_list("invalid_vendor_rows", listed);
 }
 
 }  // namespace popper::bench

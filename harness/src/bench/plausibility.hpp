@@ -1,27 +1,37 @@
-// Which ceiling rows are implausible, decided from the rows alone (never from
-// the machine): a ceiling that ran broken (a vendor library fighting another
-// process for cores, a thread pool that spins) must not become the "best
-// ceiling" every ratio is taken against (issue 40: ggml at 2 threads ran at
-// 4.7 GFLOP/s against 80-85 at 1 thread, and hand ÷ ceiling read 23.56×).
+// Which vendor rows are implausible, decided from the rows alone (never from
+// the machine): a vendor library that ran broken (fighting another process for
+// cores, a thread pool that spins) must not become the "best ceiling" every
+// ratio is taken against (issue 40: ggml at 2 threads ran at 4.7 GFLOP/s
+// against 80-85 at 1 thread, and hand ÷ ceiling read 23.56×), nor the
+// yardstick of a claim or a row `bench check` judges.
 //
-// A ceiling row R (unit seconds, with samples) is implausible when
+// Vendor rows: every ceiling row, and the wrapped rows of a family whose
+// wrapped tier calls a vendor library (its `wrapped_vendor`, recorded in the
+// table's metadata by `bench compare`: llama.cpp's CPU backend in q4k and
+// decode). Never a hand row: popper's own code running slower with more
+// threads is what the benchmarks are there to catch.
 //
-//   scaling:  some ceiling row Q of the same family, backend (vendor
+// A vendor row R (unit seconds, with samples) is implausible when
+//
+//   scaling:  some row Q of the same family, tier, backend (vendor
 //             configuration), shape, precision and cache mode at FEWER threads
 //             has  median(Q) / median(R) < min_scaling  (default 0.5): with
 //             more threads R ran at less than half Q's throughput (same work
 //             per iteration, so the time ratio is the throughput ratio); or
 //
-//   scatter:  cv(R) > cv_floor (default 0.25) and
+//   scatter:  R is a ceiling row, cv(R) > cv_floor (default 0.25) and
 //             cv(R) > cv_factor (default 4) × median cv of the OTHER ceiling
 //             rows of the same family, shape, precision, threads and cache mode
-//             (other backends; each with at least two samples; none: no test).
+//             (other configurations of the same program; each with at least
+//             two samples; none: no test). A wrapped row has no such
+//             neighbours, and popper's wrapper is part of what it times.
 //
 // cv = stddev / mean of the samples (stats.hpp). An implausible row keeps its
 // samples and is marked with the reason (BenchRow::invalid_reason); every
-// ratio skips it (report.hpp best_row, claims.cpp, check.cpp) and the reports
-// show it as "invalid: <reason>". `bench compare` measures such a row once more
-// before the mark stands (compare.cpp).
+// ratio skips it (report.hpp best_row, claims.cpp, check.cpp), `bench check`
+// skips a row invalid in both tables, and the reports show it as "invalid:
+// <reason>". `bench compare` measures such a row once more before the mark
+// stands (compare.cpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -41,13 +51,17 @@ struct ImplausibleRow {
   std::string reason;  // "2 threads at 0.057× its 1-thread throughput"; no ',' or '|'
 };
 
-// Every implausible ceiling row of `t` under `rule`, in row order.
-std::vector<ImplausibleRow> implausible_ceilings(const BenchTable& t, const PlausibilityRule& rule = {});
+// Whether `r` is one of `t`'s vendor rows (above).
+bool vendor_row(const BenchTable& t, const BenchRow& r);
 
-// Sets invalid_reason on exactly the implausible ceiling rows (clears it on the
-// others) and lists them in the `invalid_ceilings` metadata ("<key>: <reason>"),
-// removed when there are none. Rows change (re-measuring, merging, loading),
-// so the mark is recomputed from them rather than stored: it cannot go stale.
-void mark_invalid_ceilings(BenchTable& t, const PlausibilityRule& rule = {});
+// Every implausible vendor row of `t` under `rule`, in row order.
+std::vector<ImplausibleRow> implausible_vendor_rows(const BenchTable& t, const PlausibilityRule& rule = {});
+
+// Sets invalid_reason on exactly the implausible vendor rows (clears it on the
+// others) and lists them in the `invalid_vendor_rows` metadata ("<key>:
+// <reason>"), removed when there are none. Rows change (re-measuring, merging,
+// loading), so the mark is recomputed from them rather than stored: it cannot
+// go stale.
+void mark_invalid_vendor_rows(BenchTable& t, const PlausibilityRule& rule = {});
 
 }  // namespace popper::bench

@@ -23,7 +23,7 @@ void add_samples(BenchTable& table, const BenchTable& extra) {
   for (const auto& r : extra.rows)
     if (table.find(r.key)) known.push_back(r);
   merge_rows(table.rows, known);
-  mark_invalid_ceilings(table);  // judged on the samples the rows now hold
+  mark_invalid_vendor_rows(table);  // judged on the samples the rows now hold
 }
 
 std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam, const PeakResult* peak,

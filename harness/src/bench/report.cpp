@@ -276,7 +276,7 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
   bool any_invalid = false;
   for (const auto& r : t.rows)
     if (!r.valid()) {
-      if (!any_invalid) out << "\n## Invalid ceiling rows\n\nImplausible against the same vendor's other rows "
+      if (!any_invalid) out << "\n## Invalid vendor rows\n\nImplausible against the same vendor's other rows "
                                "(plausibility.hpp); left out of every ratio:\n\n";
       out << "- " << r.key.to_string() << ": invalid: " << r.invalid_reason << "\n";
       any_invalid = true;

@@ -231,7 +231,7 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
   o << "<details open class=\"family\"><summary><b>" << esc(b.family) << "</b> <small>bench-" << esc(b.family)
     << ".csv</small></summary>\n<table class=\"kv\">";
   auto meta = bench::report_metadata(t);
-  for (const char* k : {"ceiling_vendors", "ceiling_not_run", "vendor_warnings", "invalid_ceilings"})
+  for (const char* k : {"ceiling_vendors", "ceiling_not_run", "vendor_warnings", "invalid_vendor_rows"})
     if (auto v = t.meta(k)) meta.emplace_back(k, *v);
   for (const auto& [k, v] : meta) o << "<tr><th>" << esc(k) << "</th><td>" << esc(v) << "</td></tr>";
   o << "</table>\n";
