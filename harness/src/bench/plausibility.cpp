@@ -9,9 +9,7 @@
 namespace popper::bench {
 namespace {
 
-bool timed_vendor(const BenchTable& t, const BenchRow& r) {
-  return vendor_row(t, r) && r.unit == kUnitSeconds && !r.samples.empty() && r.median() > 0;
-}
+bool timed(const BenchRow& r) { return r.unit == kUnitSeconds && !r.samples.empty() && r.median() > 0; }
 
 // Same family, shape, precision and cache mode: rows that measure the same work.
 bool same_work(const BenchKey& a, const BenchKey& b) {
@@ -22,7 +20,7 @@ std::string scaling_reason(const BenchTable& t, const BenchRow& r, const Plausib
   const BenchRow* worst = nullptr;
   double worst_ratio = 0;
   for (const auto& q : t.rows) {
-    if (!timed_vendor(t, q) || q.key.tier != r.key.tier || q.key.backend != r.key.backend || !same_work(q.key, r.key) ||
+    if (!timed(q) || q.key.tier != r.key.tier || q.key.backend != r.key.backend || !same_work(q.key, r.key) ||
         q.key.threads >= r.key.threads)
       continue;
     const double ratio = q.median() / r.median();  // throughput(R) / throughput(Q)
@@ -39,7 +37,7 @@ std::string scatter_reason(const BenchTable& t, const BenchRow& r, const Plausib
   if (r.samples.size() < 2 || r.key.tier != "ceiling") return "";
   std::vector<double> others;
   for (const auto& q : t.rows)
-    if (&q != &r && q.key.tier == "ceiling" && timed_vendor(t, q) && q.samples.size() > 1 && same_work(q.key, r.key) &&
+    if (&q != &r && q.key.tier == "ceiling" && timed(q) && q.samples.size() > 1 && same_work(q.key, r.key) &&
         q.key.threads == r.key.threads)
       others.push_back(coefficient_of_variation(q.samples));
   if (others.empty()) return "";
@@ -53,17 +51,13 @@ std::string scatter_reason(const BenchTable& t, const BenchRow& r, const Plausib
 
 }  // namespace
 
-bool vendor_row(const BenchTable& t, const BenchRow& r) {
-  if (r.key.tier == "ceiling") return true;
-  if (r.key.tier != "wrapped") return false;
-  const auto v = t.meta("wrapped_vendor");
-  return v && !v->empty();
-}
-
 std::vector<ImplausibleRow> implausible_vendor_rows(const BenchTable& t, const PlausibilityRule& rule) {
+  const auto wrapped_vendor = t.meta("wrapped_vendor");
+  const bool wrapped_rows_too = wrapped_vendor && !wrapped_vendor->empty();
   std::vector<ImplausibleRow> out;
   for (const auto& r : t.rows) {
-    if (!timed_vendor(t, r)) continue;
+    const bool vendor = r.key.tier == "ceiling" || (wrapped_rows_too && r.key.tier == "wrapped");
+    if (!vendor || !timed(r)) continue;
     std::string reason = scaling_reason(t, r, rule);
     const std::string scatter = scatter_reason(t, r, rule);
     if (!scatter.empty()) reason += (reason.empty() ? "" : "; ") + scatter;

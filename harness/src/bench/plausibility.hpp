@@ -51,9 +51,6 @@ struct ImplausibleRow {
   std::string reason;  // "2 threads at 0.057× its 1-thread throughput"; no ',' or '|'
 };
 
-// Whether `r` is one of `t`'s vendor rows (above).
-bool vendor_row(const BenchTable& t, const BenchRow& r);
-
 // Every implausible vendor row of `t` under `rule`, in row order.
 std::vector<ImplausibleRow> implausible_vendor_rows(const BenchTable& t, const PlausibilityRule& rule = {});
 
