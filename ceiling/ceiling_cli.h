@@ -19,6 +19,9 @@
 #define POPPER_CEILING_CLI_H
 
 #define _POSIX_C_SOURCE 200809L
+#ifndef _DEFAULT_SOURCE /* and madvise, MADV_HUGEPAGE: the read probe's buffer (impl/common/huge_pages.h) */
+#define _DEFAULT_SOURCE 1
+#endif
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ceiling_cli.h"
+#include "impl/common/huge_pages.h"
 #include "impl/q4k/read_bound_rule.h"
 #include "workloads/common/read_sum.h"
 
@@ -41,7 +42,8 @@ static void* ceiling_read_slice_run(void* arg) {
 /* Bound in bytes per second (0 when it cannot be measured). */
 static double ceiling_read_bound(double bytes, int threads, int reps) {
   const size_t n = (size_t)(bytes / 8.0) < 1024 ? 1024 : (size_t)(bytes / 8.0);
-  uint64_t* buf = (uint64_t*)malloc(n * sizeof *buf);
+  /* On huge pages as the hand kernels' packed weights (impl/common/huge_pages.h). */
+  uint64_t* buf = (uint64_t*)popper_buffer_alloc(n * sizeof *buf, 64, 1);
   if (!buf) return 0;
   for (size_t i = 0; i < n; ++i) buf[i] = i * 0x9E3779B97F4A7C15ULL;
   if (threads < 1) threads = 1;
@@ -78,7 +80,7 @@ static double ceiling_read_bound(double bytes, int threads, int reps) {
     if (bw > hi) hi = bw;
   }
   (void)sink;
-  free(buf);
+  popper_buffer_free(buf, n * sizeof *buf, 1);
   return lo > 0 ? hi * (hi / lo) : hi;
 }
 

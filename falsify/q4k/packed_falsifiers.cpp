@@ -3,7 +3,12 @@
 // GEMV gives the scalar plain kernel's bits on every ISA path and thread count).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <fstream>
 #include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
 
 #include "impl/common/parallel.hpp"
 #include "popper/binding.hpp"
@@ -18,8 +23,30 @@ using namespace popper::q4k::testing;
 using popper::cpu::Isa;
 namespace tb = popper::q4k::testbed;
 
+// Whether the mapping holding p is advised for transparent huge pages (the
+// "hg" of its VmFlags in /proc/self/smaps); nullopt where the kernel has no
+// THP or no smaps, so there is nothing to check.
+std::optional<bool> advised_huge(const void* p) {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) return std::nullopt;
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return std::nullopt;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return (line + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  return std::nullopt;
+}
+
 POPPER_FALSIFIER("FALSIFY-Q4K-015", [](const popper::Params& p) {
-  std::size_t checked = 0;
+  std::size_t checked = 0, large = 0, advice_checked = 0;
   for (const auto rows : p.integers("rows"))
     for (const auto cols : p.integers("cols")) {
       // Random bytes in every field, so a misplaced byte anywhere changes the result.
@@ -29,6 +56,15 @@ POPPER_FALSIFIER("FALSIFY-Q4K-015", [](const popper::Params& p) {
       EXPECT_EQ(packed.cols(), cols);
       EXPECT_EQ(packed.bytes(), matrix_bytes(packed.groups() * cpu::PackedWeights::kGroupRows, cols))
           << "the packed layout holds 144 bytes per block of its 16-row groups";
+      if (packed.bytes() >= popper::memory::kHugePageBytes) {
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(packed.data()) % popper::memory::kHugePageBytes, 0u)
+            << rows << "x" << cols << ": " << packed.bytes() << " packed bytes not on a 2 MiB boundary";
+        const auto advised = advised_huge(packed.data());
+        if (advised) {
+          EXPECT_TRUE(*advised) << rows << "x" << cols << ": packed weights not advised for huge pages";
+        }
+        ++large, advice_checked += advised.has_value();
+      }
       const std::vector<Block> back = packed.unpack();
       ASSERT_EQ(back.size(), prob.w.blocks.size());
       const auto* a = reinterpret_cast<const unsigned char*>(back.data());
@@ -43,7 +79,10 @@ POPPER_FALSIFIER("FALSIFY-Q4K-015", [](const popper::Params& p) {
   EXPECT_THROW(cpu::PackedWeights(std::vector<Block>(3), 2, 512), popper::BufferTooSmall);
   EXPECT_THROW(cpu::PackedWeights(std::vector<Block>(4), 2, 300), popper::InvalidArgument);
   popper::record_backend("reference");
-  std::printf("[FALSIFY-Q4K-015] %zu shapes round-tripped byte for byte\n", checked);
+  EXPECT_GT(large, 0u) << "params hold no W of 2 MiB or more: the huge-page placement is unchecked";
+  std::printf("[FALSIFY-Q4K-015] %zu shapes round-tripped byte for byte; %zu of 2 MiB or more on 2 MiB boundaries, "
+              "huge-page advice checked on %zu (0: no THP or smaps here)\n",
+              checked, large, advice_checked);
 });
 
 POPPER_FALSIFIER("FALSIFY-Q4K-016", [](const popper::Params& p) {
@@ -52,7 +91,9 @@ POPPER_FALSIFIER("FALSIFY-Q4K-016", [](const popper::Params& p) {
   std::printf("[FALSIFY-Q4K-016] packed == scalar plain, bitwise; worst |y - y_ref| / bound:");
   for (const auto& s : p.list("shapes")) {
     const auto rows = s.integer("rows"), cols = s.integer("cols");
-    for (auto kind : {tb::XKind::Uniform, tb::XKind::Adversarial}) {
+    // Positive x: every sub-block sum of one sign, up to 32 x 8191, the edge of the 16-bit pieces S2 is taken in.
+    for (auto kind : {tb::XKind::Uniform, tb::XKind::Positive, tb::XKind::Adversarial}) {
+      const char* kind_name = kind == tb::XKind::Uniform ? "uni" : kind == tb::XKind::Positive ? "pos" : "adv";
       const auto prob = tb::make_problem(rows, cols, p.seed() + static_cast<std::uint64_t>(rows * 131 + cols), kind);
       std::vector<float> plain(static_cast<std::size_t>(rows));
       cpu::gemv(prob.w.blocks, rows, cols, prob.x, plain, {1, Isa::Scalar});
@@ -66,14 +107,14 @@ POPPER_FALSIFIER("FALSIFY-Q4K-016", [](const popper::Params& p) {
           cpu::gemv(packed, prob.x, y, {static_cast<int>(t), isa});
           record_cpu(isa);
           const std::size_t at = first_difference(y, plain);
-          EXPECT_EQ(at, y.size()) << rows << "x" << cols << (kind == tb::XKind::Uniform ? " uniform x" : " adversarial x")
+          EXPECT_EQ(at, y.size()) << rows << "x" << cols << " " << kind_name << " x"
                                   << " isa " << path_name(isa) << " threads " << t << ": row " << at << " = "
                                   << (at < y.size() ? y[at] : 0.0f) << ", the plain kernel gives "
                                   << (at < y.size() ? plain[at] : 0.0f) << " (seed " << p.seed() << ")";
         }
       });
       std::printf(" %lldx%lld/%s %.3f", static_cast<long long>(rows), static_cast<long long>(cols),
-                  kind == tb::XKind::Uniform ? "uni" : "adv", c.worst_ratio);
+                  kind_name, c.worst_ratio);
     }
   }
   std::printf("\n");

@@ -35,6 +35,7 @@ PackedMutation active_packed_mutation() {
   if (POPPER_MUTANT("q4k-packed-fp32-sum")) return PackedMutation::Fp32Sum;
   if (POPPER_MUTANT("q4k-packed-high-nibble-scale")) return PackedMutation::HighNibbleScale;
   if (POPPER_MUTANT("q4k-packed-avx2-half-scales")) return PackedMutation::Avx2HalfScales;
+  if (POPPER_MUTANT("q4k-packed-avx2-mins-high-only")) return PackedMutation::Avx2MinsHighOnly;
   if (POPPER_MUTANT("q4k-packed-ragged-store")) return PackedMutation::RaggedStore;
   return PackedMutation::None;
 }

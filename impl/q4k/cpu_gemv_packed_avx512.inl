@@ -54,11 +54,12 @@ inline void fp16_to_f64(const std::uint16_t* h, __m512d& lo, __m512d& hi) {
 // The contribution of sub-blocks 2c and 2c + 1 (chunks 8c .. 8c + 7) to S1,
 // added into s1 (VNNI) or into sum_h and sum_l (without).
 inline void sub_block_pair(const PackedBlock& pb, int c, const std::int8_t* xh, const std::int8_t* xl, __m512i sc_a,
-                           __m512i sc_b, __m512i& s1, __m512i& sum_h, __m512i& sum_l) {
+                           __m512i sc_b, __m512i& s1, __m512i& sum_h, __m512i& sum_l, const char* ahead) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
   for (int kk = 0; kk < 8; ++kk) {
     const __m512i v = _mm512_load_si512(pb.qs[8 * c + kk]);
+    prefetch_line(ahead, 2 * (8 * c + kk)), prefetch_line(ahead, 2 * (8 * c + kk) + 1);  // 32 steps a block, 2 lines each
     const int at = 64 * c + 4 * kk;
     const __m512i lo = _mm512_and_si512(v, low4);
 #if POPPER_Q4K_VNNI
@@ -97,7 +98,7 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
     __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();  // rows 0..7, 8..15
     for (std::int64_t b = 0; b < a.nb; ++b) {
       const PackedBlock& pb = group[b];
-      prefetch_block(a, g * static_cast<std::size_t>(a.nb) + static_cast<std::size_t>(b + kPrefetchBlocks));
+      const char* ahead = block_ahead(a, g * static_cast<std::size_t>(a.nb) + static_cast<std::size_t>(b));
       // The scale words of 16 rows (format in q4k.hpp): bytes j of sc03 / m03 are sc_j / m_j (j < 4),
       // of sc47 / m47 sc_{j+4} / m_{j+4}.
       const __m512i u0 = _mm512_load_si512(pb.scales[0]), u1 = _mm512_load_si512(pb.scales[1]),
@@ -113,7 +114,7 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
         const __m512i words = c < 2 ? sc03 : sc47;
         const __m512i sc_a = byte_of_lanes(words, 2 * (c % 2));
         const __m512i sc_b = high_nibble_scale ? sc_a : byte_of_lanes(words, 2 * (c % 2) + 1);
-        sub_block_pair(pb, c, xh, xl, sc_a, sc_b, s1, sum_h, sum_l);
+        sub_block_pair(pb, c, xh, xl, sc_a, sc_b, s1, sum_h, sum_l, ahead);
       }
 #if !POPPER_Q4K_VNNI
       s1 = _mm512_add_epi32(_mm512_slli_epi32(sum_h, 7), sum_l);

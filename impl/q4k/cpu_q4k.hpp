@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "impl/common/cpu_features.hpp"
+#include "impl/common/huge_pages.hpp"
 #include "impl/q4k/q4k.hpp"
 
 namespace popper::q4k::cpu {
@@ -87,7 +88,8 @@ class PackedWeights {
     unsigned char b[64];
   };
   std::int64_t rows_ = 0, cols_ = 0;
-  std::vector<Chunk> data_;  // 64-byte aligned PackedBlocks, group-major
+  // 64-byte aligned PackedBlocks, group-major; streamed whole by every GEMV, so on huge pages.
+  std::vector<Chunk, memory::HugePageAllocator<Chunk>> data_;
 };
 
 // y = W x over packed weights. Checks x, y and the ISA before any work.

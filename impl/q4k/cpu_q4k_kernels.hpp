@@ -120,6 +120,7 @@ enum class PackedMutation : std::uint8_t {
   Fp32Sum,         // q4k-packed-fp32-sum: the row sums rounded to FP32 after every block
   HighNibbleScale, // q4k-packed-high-nibble-scale: AVX-512 weighs sub-block 2c + 1 with the scale of 2c
   Avx2HalfScales,  // q4k-packed-avx2-half-scales: AVX2 rows 8..15 take the scales of rows 0..7
+  Avx2MinsHighOnly,  // q4k-packed-avx2-mins-high-only: AVX2's S2 leaves out the sub-block sums' low bytes
   RaggedStore,     // q4k-packed-ragged-store: a ragged last group stores one row fewer
 };
 
@@ -146,22 +147,30 @@ void gemv_packed_avx512_vnni(const PackedRows&, std::size_t g0, std::size_t g1);
 // Unnamed namespace: each ISA translation unit keeps its own copy of these
 // helpers, so the linker never hands another path an AVX-512 build of them.
 namespace {
-// Blocks the vector kernels prefetch ahead of the one they compute (4 x 2304
-// bytes). They do enough arithmetic per line that the hardware prefetchers
-// alone fell behind: on the Zen 4 this was measured on, big_32768x4096 took
-// 2.9-4.6 ms a call at one thread (AVX-512), depending mostly on where in a
-// 4 KiB page the weights began; with every line of the block 4 ahead
-// requested in software, 1.7-2.5 ms at every start offset tried (AVX2: 6.8
-// -> 3.2 ms). Distances of 2 to 8 blocks measured alike.
-inline constexpr std::int64_t kPrefetchBlocks = 4;
+// The vector kernels' software prefetch. They do enough arithmetic per line
+// that the hardware prefetchers alone fell behind (on the Zen 4 of stop 47,
+// big_32768x4096 at one thread: AVX-512 2.9-4.6 ms without, 1.7-2.5 ms with
+// the block 4 ahead requested; AVX2 6.8 -> 3.2 ms). The requests are spread
+// over the block's loop, one or two 64-byte lines per chunk step, rather than
+// issued as one burst of 36 per block: on the Intel Xeon of stop 52, at one
+// thread on llama_ffn_11008x4096, AVX2 1.46-1.51 ms with the burst and
+// 1.22-1.23 ms spread; AVX-512 with VNNI 0.93-0.94 -> 0.89-0.92 ms.
+// While block i of the group-major stream is computed, the 64 lines (4 KiB:
+// that block and most of the next) from the start of block i + kAheadBlocks
+// are requested; near the end, from the last block's (a prefetch is a hint
+// and never faults, so lines past the buffer's end are harmless).
+inline constexpr std::size_t kAheadBlocks = 2;
 
-// Requests block `index` of W (row groups x nb blocks) into the cache, every
-// one of its lines; nothing past the last block.
-inline void prefetch_block(const PackedRows& a, std::size_t index) {
+inline const char* block_ahead(const PackedRows& a, std::size_t index) {
   const auto blocks = static_cast<std::size_t>((a.rows + kPackRows - 1) / kPackRows * a.nb);
-  if (index >= blocks) return;
-  const char* p = reinterpret_cast<const char*>(a.w + index);
-  for (std::size_t line = 0; line < sizeof(PackedBlock); line += 64) __builtin_prefetch(p + line, 0, 3);
+  const std::size_t ahead = index + kAheadBlocks < blocks ? index + kAheadBlocks : blocks - 1;
+  return reinterpret_cast<const char*>(a.w + ahead);
+}
+
+// The address is formed as an integer: past the buffer it is no pointer.
+inline void prefetch_line(const char* ahead, int line) {
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(ahead) + 64u * static_cast<unsigned>(line);
+  __builtin_prefetch(reinterpret_cast<const void*>(at), 0, 3);
 }
 
 // Stores group g's 16 results, only the rows that exist.
