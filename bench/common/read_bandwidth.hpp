@@ -34,7 +34,7 @@ inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int re
   // A small buffer is read several times per repetition (at least 64 MiB in
   // all), so dispatching the workers does not count as reading time.
   const int passes = static_cast<int>(64.0 * 1024 * 1024 / static_cast<double>(n * sizeof(std::uint64_t)) + 1);
-  const auto ranges = static_cast<std::size_t>(std::clamp<std::size_t>(n / 32, 1, static_cast<std::size_t>(std::max(threads, 1))));
+  const std::size_t ranges = std::min(n / 32, static_cast<std::size_t>(std::max(threads, 1)));  // parallel::run's
   std::vector<double> out;
   volatile std::uint64_t sink = 0;
   for (int r = 0; r < reps + 1; ++r) {
