@@ -26,6 +26,9 @@
 
 #define POPPER_HUGE_PAGE_BYTES ((size_t)2 << 20)
 
+/* A huge buffer's mapped length: bytes rounded up to whole 4 KiB pages. */
+static inline size_t popper_buffer_mapped_bytes(size_t bytes) { return (bytes + 4095) & ~(size_t)4095; }
+
 /* Whether popper_buffer_alloc(bytes, ..., huge) maps huge pages for it. */
 static inline int popper_buffer_is_huge(size_t bytes, int huge) {
 #if defined(__linux__)
@@ -47,8 +50,8 @@ static inline void* popper_buffer_alloc(size_t bytes, size_t alignment, int huge
     if (raw == (char*)MAP_FAILED) return NULL;
     char* p = (char*)(((uintptr_t)raw + page - 1) & ~(uintptr_t)(page - 1));
     if (p > raw) munmap(raw, (size_t)(p - raw));
-    char* end = raw + bytes + page; /* the mapping's end; keep bytes from p, rounded up to whole 4 KiB pages */
-    char* keep = p + ((bytes + 4095) & ~(size_t)4095);
+    char* end = raw + bytes + page; /* the mapping's end */
+    char* keep = p + popper_buffer_mapped_bytes(bytes);
     if (end > keep) munmap(keep, (size_t)(end - keep));
     /* Advice only: a kernel without THP refuses it, and the buffer works the same. */
     (void)madvise(p, bytes / page * page, MADV_HUGEPAGE);
@@ -64,7 +67,7 @@ static inline void popper_buffer_free(void* p, size_t bytes, int huge) {
   if (!p) return;
 #if defined(__linux__)
   if (popper_buffer_is_huge(bytes, huge)) {
-    munmap(p, (bytes + 4095) & ~(size_t)4095);
+    munmap(p, popper_buffer_mapped_bytes(bytes));
     return;
   }
 #endif
