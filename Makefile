@@ -14,6 +14,8 @@
 #   make fuzz       fuzz the full validate path (both profiles, text/json/sarif writers, migrate) for FUZZ_SECONDS (default 300)
 #   make asan       build and run the tests under AddressSanitizer + UBSan
 #   make consumer-check  install popper, build and test examples/consumer with find_package(popper)
+#   make format     clang-format every tracked C, C++ and CUDA source in place (.clang-format)
+#   make format-check  fail on any tracked source clang-format would change
 # PRESET picks the CMake preset (default | ci | nocuda); CI uses PRESET=ci (warnings are errors).
 
 PRESET ?= default
@@ -28,7 +30,8 @@ BENCH_ARGS ?=
 POPPER := $(BUILD_DIR)/bin/popper
 
 .PHONY: setup configure build validate test test-cpus test-run audit report graph fuzz asan clean gpu-check bundle bundle-check consumer-check \
-        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest parity
+        peak bench-compare bench-baseline bench-check bench-regression bench-gate-baseline bench-gate-selftest bench-check-selftest parity \
+        format format-check
 
 setup:
 	scripts/install-deps.sh
@@ -161,6 +164,15 @@ asan:
 	cmake --preset asan
 	cmake --build build-asan -j$(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
+
+# The tracked C, C++ and CUDA sources, formatted by .clang-format.
+FORMAT_SOURCES = git ls-files -z '*.c' '*.h' '*.cc' '*.cpp' '*.hpp' '*.inl' '*.cu' '*.cuh'
+
+format:
+	$(FORMAT_SOURCES) | xargs -0 clang-format -i
+
+format-check:
+	$(FORMAT_SOURCES) | xargs -0 clang-format --dry-run -Werror
 
 clean:
 	rm -rf build build-* reports/*.json reports/*.md reports/*.csv reports/*.svg
