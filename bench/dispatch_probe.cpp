@@ -49,10 +49,11 @@ int main(int argc, char** argv) {
 #endif
   }
   const auto& c = popper::gemm::cpu::reported_cache_sizes();
-  std::printf("{\"cpu_isa\":%s,\"avx512_bf16\":%s,\"caches\":\"l1d=%zu,l2=%zu,l3=%zu\",\"openblas_core\":%s,"
-              "\"openblas_config\":%s}\n",
-              json_string(popper::cpu::to_string(popper::cpu::auto_isa())).c_str(),
-              popper::cpu::has_avx512_bf16() ? "true" : "false", c.l1d, c.l2, c.l3,
-              json_string(openblas_get_corename()).c_str(), json_string(openblas_get_config()).c_str());
+  std::printf(
+      "{\"cpu_isa\":%s,\"avx512_bf16\":%s,\"caches\":\"l1d=%zu,l2=%zu,l3=%zu\",\"openblas_core\":%s,"
+      "\"openblas_config\":%s}\n",
+      json_string(popper::cpu::to_string(popper::cpu::auto_isa())).c_str(),
+      popper::cpu::has_avx512_bf16() ? "true" : "false", c.l1d, c.l2, c.l3,
+      json_string(openblas_get_corename()).c_str(), json_string(openblas_get_config()).c_str());
   return 0;
 }

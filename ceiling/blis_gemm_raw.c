@@ -24,8 +24,8 @@ static void run_gemm(int is_f64, int m, int n, int k, const void* a, const void*
               (double*)c, n, 1);
   } else {
     float one = 1.0f, zero = 0.0f;
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (float*)a, k, 1, (float*)b, n, 1, &zero,
-              (float*)c, n, 1);
+    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (float*)a, k, 1, (float*)b, n, 1, &zero, (float*)c,
+              n, 1);
   }
 }
 

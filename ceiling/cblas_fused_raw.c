@@ -40,7 +40,7 @@ static void ce_call(const struct popper_fused_shape* s, struct bufs* m) {
     for (size_t i = 0; i < V; ++i) pr[i] *= inv;
   }
   for (size_t r = 0; r < rows; ++r) loss[r] = -logf(p[r * V + (size_t)m->labels[r]]); /* loss pass */
-  for (size_t r = 0; r < rows; ++r) {                                               /* gradient pass */
+  for (size_t r = 0; r < rows; ++r) {                                                 /* gradient pass */
     for (size_t i = 0; i < V; ++i) x[r * V + i] = p[r * V + i];
     x[r * V + (size_t)m->labels[r]] -= 1.0f;
   }
@@ -142,14 +142,15 @@ static void attn_backward(const struct popper_fused_shape* s, struct bufs* m, fl
       }
   for (int b = 0; b < s->batch; ++b)
     for (int h = 0; h < Hq; ++h) {
-      const size_t u = (size_t)b * Hq + h, kvoff = ((size_t)b * S * Hkv + h / g) * D, qoff = ((size_t)b * S * Hq + h) * D;
+      const size_t u = (size_t)b * Hq + h, kvoff = ((size_t)b * S * Hkv + h / g) * D,
+                   qoff = ((size_t)b * S * Hq + h) * D;
       const float beta = h % g == 0 ? 0.0f : 1.0f;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, D, S, scale, dS + u * S * S, S, m->b + kvoff, Hkv * D, 0.0f,
-                  m->g + qoff, Hq * D);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, D, S, scale, dS + u * S * S, S, m->b + kvoff, Hkv * D,
+                  0.0f, m->g + qoff, Hq * D);
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, D, S, scale, dS + u * S * S, S, m->a + qoff, Hq * D, beta,
                   m->h + kvoff, Hkv * D);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, D, S, 1.0f, m->e + u * S * S, S, m->f + qoff, Hq * D, beta,
-                  m->i + kvoff, Hkv * D);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, D, S, 1.0f, m->e + u * S * S, S, m->f + qoff, Hq * D,
+                  beta, m->i + kvoff, Hkv * D);
     }
 }
 
@@ -161,7 +162,7 @@ int main(int argc, char** argv) {
   struct ceiling_args args;
   const int rc = ceiling_open(argc, argv, program, POPPER_FUSED_SHAPE_COUNT, shape_name, list_line, &args);
   if (rc >= 0) return rc;
-  if (args.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
+  if (args.probe) { /* the OpenBLAS core this environment loads (vendors.hpp) */
     printf("# config: %s\n", openblas_get_corename());
     return 0;
   }
@@ -173,12 +174,15 @@ int main(int argc, char** argv) {
     const struct popper_fused_shape* s = &POPPER_FUSED_SHAPES[si];
     if (!ceiling_shape_selected(&args, s->name) || !ceiling_precision_selected(&args, "f32")) continue;
     const size_t tokens = (size_t)s->batch * s->seq;
-    size_t n1 = 0, n2 = 0, n3 = 0, n4 = 0;  /* sizes of the buffers a.. by kernel */
+    size_t n1 = 0, n2 = 0, n3 = 0, n4 = 0; /* sizes of the buffers a.. by kernel */
     switch (s->kernel) {
       case POPPER_FUSED_CE: n1 = tokens * (size_t)s->vocab; break;
       case POPPER_FUSED_RMSNORM: n1 = tokens * (size_t)s->hidden; break;
       case POPPER_FUSED_SWIGLU: n1 = tokens * (size_t)s->intermediate; break;
-      case POPPER_FUSED_ROPE: n1 = tokens * (size_t)s->q_heads * s->head_dim; n2 = tokens * (size_t)s->kv_heads * s->head_dim; break;
+      case POPPER_FUSED_ROPE:
+        n1 = tokens * (size_t)s->q_heads * s->head_dim;
+        n2 = tokens * (size_t)s->kv_heads * s->head_dim;
+        break;
       default:
         n1 = tokens * (size_t)s->q_heads * s->head_dim, n2 = tokens * (size_t)s->kv_heads * s->head_dim;
         n3 = (size_t)s->batch * s->q_heads * (size_t)s->seq * s->seq;
@@ -194,10 +198,12 @@ int main(int argc, char** argv) {
     } else if (s->kernel == POPPER_FUSED_RMSNORM || s->kernel == POPPER_FUSED_SWIGLU) {
       m.a = alloc_floats(n1), m.b = alloc_floats(n1), m.c = alloc_floats(n1), m.d = alloc_floats(n1);
       m.e = alloc_floats(n1), m.f = alloc_floats(n1), m.g = alloc_floats(n1), m.h = alloc_floats(tokens);
-      ceiling_fill(m.a, n1, 0, 1), ceiling_fill(m.b, n1, 0, 2), ceiling_fill(m.d, n1, 0, 3), ceiling_fill(m.e, n1, 0, 4);
+      ceiling_fill(m.a, n1, 0, 1), ceiling_fill(m.b, n1, 0, 2), ceiling_fill(m.d, n1, 0, 3),
+          ceiling_fill(m.e, n1, 0, 4);
     } else if (s->kernel == POPPER_FUSED_ROPE) {
       const size_t half = (size_t)s->head_dim / 2;
-      m.a = alloc_floats(n1), m.b = alloc_floats(n2), m.c = alloc_floats((size_t)s->seq * half), m.d = alloc_floats((size_t)s->seq * half);
+      m.a = alloc_floats(n1), m.b = alloc_floats(n2), m.c = alloc_floats((size_t)s->seq * half),
+      m.d = alloc_floats((size_t)s->seq * half);
       ceiling_fill(m.a, n1, 0, 1), ceiling_fill(m.b, n2, 0, 2);
       for (size_t p = 0; p < (size_t)s->seq; ++p)
         for (size_t j = 0; j < half; ++j) {
@@ -205,25 +211,27 @@ int main(int argc, char** argv) {
           m.c[p * half + j] = (float)cos(ang), m.d[p * half + j] = (float)sin(ang);
         }
     } else {
-      m.a = alloc_floats(n1), m.b = alloc_floats(n2), m.c = alloc_floats(n2), m.d = alloc_floats(n1), m.e = alloc_floats(n3);
+      m.a = alloc_floats(n1), m.b = alloc_floats(n2), m.c = alloc_floats(n2), m.d = alloc_floats(n1),
+      m.e = alloc_floats(n3);
       m.f = alloc_floats(n1), m.g = alloc_floats(n1), m.h = alloc_floats(n2), m.i = alloc_floats(n2);
-      ceiling_fill(m.a, n1, 0, 1), ceiling_fill(m.b, n2, 0, 2), ceiling_fill(m.c, n2, 0, 3), ceiling_fill(m.f, n1, 0, 4);
+      ceiling_fill(m.a, n1, 0, 1), ceiling_fill(m.b, n2, 0, 2), ceiling_fill(m.c, n2, 0, 3),
+          ceiling_fill(m.f, n1, 0, 4);
       if (s->kernel == POPPER_FUSED_ATTN_BWD) {
         extra = alloc_floats(n3);
         attn_forward(s, &m);
       }
     }
     /* One call of the shape's separate computation. */
-#define CEILING_CALL()                                                   \
-  do {                                                                   \
-    switch (s->kernel) {                                                 \
-      case POPPER_FUSED_CE: ce_call(s, &m); break;                       \
-      case POPPER_FUSED_RMSNORM: rmsnorm_call(s, &m); break;             \
-      case POPPER_FUSED_SWIGLU: swiglu_call(s, &m); break;               \
-      case POPPER_FUSED_ROPE: rope_call(s, &m); break;                   \
-      case POPPER_FUSED_ATTN_FWD: attn_forward(s, &m); break;            \
-      case POPPER_FUSED_ATTN_BWD: attn_backward(s, &m, extra); break;    \
-    }                                                                    \
+#define CEILING_CALL()                                                \
+  do {                                                                \
+    switch (s->kernel) {                                              \
+      case POPPER_FUSED_CE: ce_call(s, &m); break;                    \
+      case POPPER_FUSED_RMSNORM: rmsnorm_call(s, &m); break;          \
+      case POPPER_FUSED_SWIGLU: swiglu_call(s, &m); break;            \
+      case POPPER_FUSED_ROPE: rope_call(s, &m); break;                \
+      case POPPER_FUSED_ATTN_FWD: attn_forward(s, &m); break;         \
+      case POPPER_FUSED_ATTN_BWD: attn_backward(s, &m, extra); break; \
+    }                                                                 \
   } while (0)
     double t0 = ceiling_now();
     CEILING_CALL();
@@ -235,11 +243,14 @@ int main(int argc, char** argv) {
       const double start = ceiling_now();
       for (long it = 0; it < iters; ++it) CEILING_CALL();
       const double per_iter = (ceiling_now() - start) / (double)iters;
-      ceiling_print_row("fused", backend, s->name, "f32", args.threads, r, iters, per_iter, flop, bytes, "not_verified");
-      fprintf(stderr, "ceiling fused %s threads=%d rep %d/%d: %.3f ms\n", s->name, args.threads, r + 1, args.reps, per_iter * 1e3);
+      ceiling_print_row("fused", backend, s->name, "f32", args.threads, r, iters, per_iter, flop, bytes,
+                        "not_verified");
+      fprintf(stderr, "ceiling fused %s threads=%d rep %d/%d: %.3f ms\n", s->name, args.threads, r + 1, args.reps,
+              per_iter * 1e3);
     }
 #undef CEILING_CALL
-    free(m.a), free(m.b), free(m.c), free(m.d), free(m.e), free(m.f), free(m.g), free(m.h), free(m.i), free(m.labels), free(extra);
+    free(m.a), free(m.b), free(m.c), free(m.d), free(m.e), free(m.f), free(m.g), free(m.h), free(m.i), free(m.labels),
+        free(extra);
   }
   return 0;
 }

@@ -19,11 +19,11 @@ void openblas_set_num_threads(int num_threads);
 
 static void run_gemm(int is_f64, int m, int n, int k, const void* a, const void* b, void* c) {
   if (is_f64)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, (const double*)a, k,
-                (const double*)b, n, 0.0, (double*)c, n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, (const double*)a, k, (const double*)b, n, 0.0,
+                (double*)c, n);
   else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, (const float*)a, k,
-                (const float*)b, n, 0.0f, (float*)c, n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, (const float*)a, k, (const float*)b, n, 0.0f,
+                (float*)c, n);
 }
 
 int main(int argc, char** argv) {

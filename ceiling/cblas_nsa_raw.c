@@ -76,8 +76,8 @@ static void attend_row(const struct nsa_problem* p, struct nsa_worker* w, int t)
       widen(p->v + (key0 + j) * d, w->vg + (long)r * d, d);
     }
   widen(p->q + (long)t * h * d, w->qg, h * d);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, l, d, (float)(1.0 / sqrt((double)d)), w->qg, d, w->kg, d, 0.0f,
-              w->sc, l);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, l, d, (float)(1.0 / sqrt((double)d)), w->qg, d, w->kg, d,
+              0.0f, w->sc, l);
   for (int i = 0; i < h; ++i) {
     float* x = w->sc + (long)i * l;
     float m = x[0], sum = 0.0f;
@@ -126,7 +126,8 @@ static double sampled_mae(const struct nsa_problem* p) {
         for (int j = p->begin[t * p->spans + sp]; j < p->end[t * p->spans + sp]; ++j, ++r) {
           double dot = 0;
           for (int e = 0; e < d; ++e)
-            dot += (double)popper_nsa_float(p->q[((long)t * h + i) * d + e]) * popper_nsa_float(p->k[(key0 + j) * d + e]);
+            dot +=
+                (double)popper_nsa_float(p->q[((long)t * h + i) * d + e]) * popper_nsa_float(p->k[(key0 + j) * d + e]);
           s[r] = dot / sqrt((double)d);
           m = s[r] > m ? s[r] : m;
         }
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   struct ceiling_args args;
   const int rc = ceiling_open(argc, argv, program, POPPER_NSA_SHAPE_COUNT, shape_name, list_line, &args);
   if (rc >= 0) return rc;
-  if (args.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
+  if (args.probe) { /* the OpenBLAS core this environment loads (vendors.hpp) */
     printf("# config: %s\n", openblas_get_corename());
     return 0;
   }
@@ -233,10 +234,8 @@ int main(int argc, char** argv) {
     const long iters = ceiling_iterations(ceiling_now() - t0);
     const double mae = sampled_mae(&p);
     char verdict[96];
-    if (mae <= 1e-3)
-      snprintf(verdict, sizeof verdict, "verified(sampled 2 rows)");
-    else
-      snprintf(verdict, sizeof verdict, "incorrect: MAE %.3e > 1e-3", mae);
+    if (mae <= 1e-3) snprintf(verdict, sizeof verdict, "verified(sampled 2 rows)");
+    else snprintf(verdict, sizeof verdict, "incorrect: MAE %.3e > 1e-3", mae);
     for (int r = 0; r < reps && mae <= 1e-3; ++r) {
       const double start = ceiling_now();
       for (long it = 0; it < iters; ++it) run_call(&p, workers, threads);
@@ -246,14 +245,22 @@ int main(int argc, char** argv) {
       fprintf(stderr, "ceiling nsa %s threads=%d rep %d/%d: %.3f GFLOP/s\n", sh->name, threads, r + 1, reps,
               popper_nsa_flop(sh) / per_iter * 1e-9);
     }
-    if (mae > 1e-3) fprintf(stderr, "%s %s: %s; not timed\n", program, sh->name, verdict); /* no row: never a time for a wrong answer */
+    if (mae > 1e-3)
+      fprintf(stderr, "%s %s: %s; not timed\n", program, sh->name,
+              verdict); /* no row: never a time for a wrong answer */
     for (int i = 0; i < threads; ++i) {
       free(workers[i].kg);
       free(workers[i].vg);
       free(workers[i].qg);
       free(workers[i].sc);
     }
-    free(p.begin); free(p.end); free(p.row_seq); free(p.q); free(p.k); free(p.v); free(p.o);
+    free(p.begin);
+    free(p.end);
+    free(p.row_seq);
+    free(p.q);
+    free(p.k);
+    free(p.v);
+    free(p.o);
   }
   return 0;
 }

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   struct ceiling_args a;
   const int rc = ceiling_open(argc, argv, "ceiling_cblas_q4k_raw", POPPER_Q4K_SHAPE_COUNT, shape_name, NULL, &a);
   if (rc >= 0) return rc;
-  if (a.probe) {  /* the OpenBLAS core this environment loads (vendors.hpp) */
+  if (a.probe) { /* the OpenBLAS core this environment loads (vendors.hpp) */
     printf("# config: %s\n", openblas_get_corename());
     return 0;
   }

@@ -33,10 +33,10 @@
 struct ceiling_args {
   const char* filters[CEILING_MAX_FILTERS];
   int nfilters;
-  int reps;      /* >= 1 */
-  int threads;   /* >= 1 */
-  int list;      /* --list-shapes */
-  int probe;     /* --probe */
+  int reps;              /* >= 1 */
+  int threads;           /* >= 1 */
+  int list;              /* --list-shapes */
+  int probe;             /* --probe */
   const char* precision; /* NULL: every precision */
 };
 
@@ -82,7 +82,10 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
     } else if (strcmp(arg, "--probe") == 0) {
       a->probe = 1;
     } else if (i + 1 < argc && strcmp(arg, "--shape") == 0) {
-      if (a->nfilters == CEILING_MAX_FILTERS) { fprintf(stderr, "%s: too many --shape\n", program); return 2; }
+      if (a->nfilters == CEILING_MAX_FILTERS) {
+        fprintf(stderr, "%s: too many --shape\n", program);
+        return 2;
+      }
       a->filters[a->nfilters++] = argv[++i];
     } else if (i + 1 < argc && strcmp(arg, "--reps") == 0) {
       a->reps = atoi(argv[++i]);
@@ -101,7 +104,8 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
       if (!help) fprintf(stderr, "%s: unknown or incomplete argument: %s\n", program, arg);
       fprintf(help ? stdout : stderr,
               "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--min-time S] [--list-shapes] "
-              "[--probe]\n", program);
+              "[--probe]\n",
+              program);
       return help ? 1 : 2;
     }
   }
@@ -156,8 +160,9 @@ static int ceiling_open(int argc, char** argv, const char* program, int count, c
 }
 
 static void ceiling_print_header(void) {
-  printf("family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,"
-         "bytes_per_iter,verdict\n");
+  printf(
+      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,"
+      "bytes_per_iter,verdict\n");
 }
 
 static void ceiling_print_row(const char* family, const char* backend, const char* shape, const char* precision,

@@ -23,21 +23,21 @@
 #define MAX_FILTERS 64
 static double min_rep_seconds = 0.2; /* --min-time */
 
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
+#define CHECK_CUDA(x)                                                                    \
+  do {                                                                                   \
+    cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) {                                                             \
       fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                     \
-    }                                                                              \
+      exit(1);                                                                           \
+    }                                                                                    \
   } while (0)
-#define CHECK_CUBLAS(x)                                                            \
-  do {                                                                             \
-    cublasStatus_t s_ = (x);                                                       \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                             \
-      fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, (int)s_);  \
-      exit(1);                                                                     \
-    }                                                                              \
+#define CHECK_CUBLAS(x)                                                          \
+  do {                                                                           \
+    cublasStatus_t s_ = (x);                                                     \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                           \
+      fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, (int)s_); \
+      exit(1);                                                                   \
+    }                                                                            \
   } while (0)
 
 /* Deterministic fill in [-1, 1): the same LCG as the CPU ceiling. */
@@ -56,7 +56,10 @@ static void* upload(const float* host, size_t count, int input) {
   void* dev = NULL;
   if (input != IN_F32) {
     unsigned short* tmp = (unsigned short*)malloc(count * sizeof(unsigned short));
-    if (!tmp) { fprintf(stderr, "out of memory\n"); exit(1); }
+    if (!tmp) {
+      fprintf(stderr, "out of memory\n");
+      exit(1);
+    }
     for (size_t i = 0; i < count; ++i) {
       if (input == IN_F16) {
         const __half h = __float2half(host[i]);
@@ -76,14 +79,14 @@ static void* upload(const float* host, size_t count, int input) {
   return dev;
 }
 
-static void run_gemm(cublasHandle_t h, cudaStream_t st, int input, int m, int n, int k, const void* a,
-                     const void* b, float* c) {
+static void run_gemm(cublasHandle_t h, cudaStream_t st, int input, int m, int n, int k, const void* a, const void* b,
+                     float* c) {
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t in = input == IN_F16 ? CUDA_R_16F : input == IN_BF16 ? CUDA_R_16BF : CUDA_R_32F;
   CHECK_CUBLAS(cublasSetStream(h, st));
   /* Row-major C = A B  <=>  column-major C^T = B^T A^T. */
-  CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, in, n, a, in, k, &beta, c,
-                            CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, in, n, a, in, k, &beta, c, CUDA_R_32F, n,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 static int selected(const char* name, const char** filters, int nfilters) {
@@ -110,7 +113,10 @@ int main(int argc, char** argv) {
     } else if (strcmp(arg, "--probe") == 0) {
       probe = 1;
     } else if (i + 1 < argc && strcmp(arg, "--shape") == 0) {
-      if (nfilters == MAX_FILTERS) { fprintf(stderr, "too many --shape\n"); return 2; }
+      if (nfilters == MAX_FILTERS) {
+        fprintf(stderr, "too many --shape\n");
+        return 2;
+      }
       filters[nfilters++] = argv[++i];
     } else if (i + 1 < argc && strcmp(arg, "--reps") == 0) {
       reps = atoi(argv[++i]);
@@ -133,7 +139,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (reps < 1 || threads < 1) { fprintf(stderr, "--reps and --threads must be >= 1\n"); return 2; }
+  if (reps < 1 || threads < 1) {
+    fprintf(stderr, "--reps and --threads must be >= 1\n");
+    return 2;
+  }
   if (precision && strcmp(precision, "f32") != 0 && strcmp(precision, "f16") != 0 && strcmp(precision, "bf16") != 0) {
     fprintf(stderr, "--precision must be f32, f16 or bf16\n");
     return 2;
@@ -141,7 +150,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < nfilters; ++i) {
     int known = 0;
     for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) known |= strcmp(filters[i], POPPER_GEMM_SHAPES[s].name) == 0;
-    if (!known) { fprintf(stderr, "unknown shape: %s (see --list-shapes)\n", filters[i]); return 2; }
+    if (!known) {
+      fprintf(stderr, "unknown shape: %s (see --list-shapes)\n", filters[i]);
+      return 2;
+    }
   }
   if (list) {
     for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s)
@@ -172,8 +184,9 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
 
-  printf("family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,"
-         "bytes_per_iter,verdict\n");
+  printf(
+      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,"
+      "bytes_per_iter,verdict\n");
   for (int s = 0; s < POPPER_GEMM_SHAPE_COUNT; ++s) {
     const struct popper_gemm_shape* sh = &POPPER_GEMM_SHAPES[s];
     if (!selected(sh->name, filters, nfilters)) continue;
@@ -184,7 +197,10 @@ int main(int argc, char** argv) {
                    nc = (size_t)sh->m * (size_t)sh->n;
       float* ha = (float*)malloc(na * sizeof(float));
       float* hb = (float*)malloc(nb * sizeof(float));
-      if (!ha || !hb) { fprintf(stderr, "out of memory for shape %s\n", sh->name); return 1; }
+      if (!ha || !hb) {
+        fprintf(stderr, "out of memory for shape %s\n", sh->name);
+        return 1;
+      }
       fill_host(ha, na, 1);
       fill_host(hb, nb, 2);
       void* da = upload(ha, na, input);

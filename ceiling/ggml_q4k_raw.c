@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
     printf("# skipped: requires ggml (no CPU backend variant loads on this CPU)\n");
     return 0;
   }
-  if (a.probe) {  /* the variant ggml loads here: the configuration this ceiling runs */
+  if (a.probe) { /* the variant ggml loads here: the configuration this ceiling runs */
     printf("# config: %s\n", variant);
     return 0;
   }
@@ -209,7 +209,8 @@ int main(int argc, char** argv) {
     if (!ceiling_shape_selected(&a, sh->name)) continue;
     fprintf(stderr, "ceiling_ggml_q4k_raw: %s, %d thread(s), ggml-cpu:%s\n", sh->name, a.threads, variant);
     run_shape(reg, variant, sh, 0, &a);
-    if (sh->rows % 8 == 0 && strcmp(variant, "x64") != 0 && strcmp(variant, "sse42") != 0) run_shape(reg, variant, sh, 1, &a);
+    if (sh->rows % 8 == 0 && strcmp(variant, "x64") != 0 && strcmp(variant, "sse42") != 0)
+      run_shape(reg, variant, sh, 1, &a);
   }
   return 0;
 #endif

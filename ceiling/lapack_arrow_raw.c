@@ -71,8 +71,7 @@ static void solve_atoms(worker* w) {
     if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)N, H, (lapack_int)N) != 0 ||
         LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', (lapack_int)N, 1, H, (lapack_int)N, x, (lapack_int)N) != 0)
       ++w->failures;
-    else
-      w->checksum += x[0] + x[N - 1];
+    else w->checksum += x[0] + x[N - 1];
     free(H);
     free(x);
     offD += n * d * d;

@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
     const double solve_flop = form_flop + dim * dim * dim / 3 + 4 * dim * dim;
     if (bytes > SAE_DENSE_MAX_BYTES || (sh->op == SAE_OP_SOLVE && solve_flop > SAE_DENSE_MAX_SOLVE_FLOP)) {
       fprintf(stderr, "# skipped %s: dense route needs %.2f GiB, %.3g flop (budgets %.0f GiB, %.0e flop)\n", sh->name,
-              bytes / 1073741824.0, sh->op == SAE_OP_SOLVE ? solve_flop : 2 * dim * dim, SAE_DENSE_MAX_BYTES / 1073741824.0,
-              SAE_DENSE_MAX_SOLVE_FLOP);
+              bytes / 1073741824.0, sh->op == SAE_OP_SOLVE ? solve_flop : 2 * dim * dim,
+              SAE_DENSE_MAX_BYTES / 1073741824.0, SAE_DENSE_MAX_SOLVE_FLOP);
       continue;
     }
     problem pr;

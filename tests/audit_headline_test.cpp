@@ -29,8 +29,9 @@ TEST(AuditHeadline, NothingMeasuredIsSaidBesideThePass) {
   const auto rep = popper::audit(with_claims({"BENCH-K-001", "BENCH-K-002"}));
   ASSERT_EQ(rep.exit_code(), 0);
   const std::string h = rep.json.at("headline").get<std::string>();
-  EXPECT_EQ(h, "correctness PASS (exit 0); performance claims measured 0 of 2: met 0, not met 0, inconclusive 0, "
-               "partially measured 0, not measured 2");
+  EXPECT_EQ(h,
+            "correctness PASS (exit 0); performance claims measured 0 of 2: met 0, not met 0, inconclusive 0, "
+            "partially measured 0, not measured 2");
   EXPECT_NE(rep.markdown.find("Verdict: **" + h + "**"), std::string::npos) << rep.markdown.substr(0, 400);
   EXPECT_NE(popper::audit_junit(rep.json).find("testsuites name=\"popper audit: " + h + "\""), std::string::npos);
 }

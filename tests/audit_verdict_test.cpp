@@ -153,7 +153,9 @@ TEST(AuditVerdict, QaGateFailPassIncomplete) {
   g.id = "QA-V-001";
   g.checks = {"e", "FALSIFY-V-001"};
   in.contracts.contracts[0].qa_gate = g;
-  auto gate = [](const popper::AuditReport& rep) { return rep.json["contracts"][0]["qa_gate"]["verdict"].get<std::string>(); };
+  auto gate = [](const popper::AuditReport& rep) {
+    return rep.json["contracts"][0]["qa_gate"]["verdict"].get<std::string>();
+  };
   auto rep = popper::audit(in);
   EXPECT_EQ(gate(rep), "PASS") << rep.json["contracts"][0]["qa_gate"].dump();
   EXPECT_EQ(rep.exit_code(), 0) << failures_of(rep);

@@ -78,12 +78,12 @@ pb::Remeasure fresh_trials(double center, std::vector<double> level, int& calls)
 }  // namespace
 
 TEST(BenchCheck, CountRatioBoundaries) {
-  EXPECT_EQ(classify_counts(1000, 1049), pb::Change::Unchanged);    // 4.9% slower
-  EXPECT_EQ(classify_counts(1000, 1051), pb::Change::Warning);      // 5.1%
-  EXPECT_EQ(classify_counts(1000, 1099), pb::Change::Warning);      // 9.9%
-  EXPECT_EQ(classify_counts(1000, 1101), pb::Change::Regression);   // 10.1%
-  EXPECT_EQ(classify_counts(1000, 951), pb::Change::Unchanged);     // 4.9% faster
-  EXPECT_EQ(classify_counts(1000, 949), pb::Change::Improvement);   // 5.1% faster
+  EXPECT_EQ(classify_counts(1000, 1049), pb::Change::Unchanged);   // 4.9% slower
+  EXPECT_EQ(classify_counts(1000, 1051), pb::Change::Warning);     // 5.1%
+  EXPECT_EQ(classify_counts(1000, 1099), pb::Change::Warning);     // 9.9%
+  EXPECT_EQ(classify_counts(1000, 1101), pb::Change::Regression);  // 10.1%
+  EXPECT_EQ(classify_counts(1000, 951), pb::Change::Unchanged);    // 4.9% faster
+  EXPECT_EQ(classify_counts(1000, 949), pb::Change::Improvement);  // 5.1% faster
 }
 
 TEST(BenchCheck, TimedVerdictsComeFromTheTrialInterval) {
@@ -131,8 +131,8 @@ TEST(BenchCheck, NoisyCeilingRowsAreRemeasuredOnTheirOwn) {
   // A vendor row's scatter says nothing about this repository's code, but
   // --strict fails on it: it is measured again with the NOISY hand row (it is
   // of another shape, so not as the hand row's normalizer).
-  const auto base = table("m", {trial_row("ceiling", "openblas", 1.0, kQuiet, 3, "small_128"),
-                                trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto base = table(
+      "m", {trial_row("ceiling", "openblas", 1.0, kQuiet, 3, "small_128"), trial_row("hand", "cpu", 1.0, kQuiet)});
   const auto cur = table("m", {trial_row("ceiling", "openblas", 1.0, {0.8, 1.3}, 3, "small_128"),
                                trial_row("hand", "cpu", 1.0, {0.8, 1.3})});
   pb::CheckOptions opt;
@@ -171,7 +171,8 @@ TEST(BenchCheck, MachineThatMovesWhileRemeasuringIsSeenInTheRemeasuredCeilings) 
 }
 
 TEST(BenchCheck, MissingRowFailsTheCheck) {
-  const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet), trial_row("wrapped", "openblas:Zen", 1.0, kQuiet)});
+  const auto base =
+      table("m", {trial_row("hand", "cpu", 1.0, kQuiet), trial_row("wrapped", "openblas:Zen", 1.0, kQuiet)});
   const auto cur = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
   const auto rep = pb::check_tables(base, cur);
   EXPECT_EQ(rep.count(pb::Change::Missing), 1);
@@ -192,9 +193,10 @@ TEST(BenchCheck, CeilingConfigurationScreenedOutIsSkippedNotMissing) {
   const auto missing = pb::check_tables(base, cur);
   EXPECT_EQ(missing.rows[0].change, pb::Change::Missing) << pb::format_check_report(missing);
   EXPECT_EQ(missing.exit_code(), 1);
-  cur.set_meta("ceiling_not_run",
-               "blis knl (BLIS_ARCH_TYPE=1): cpu_lacks: no avx512pf | blis zen (BLIS_ARCH_TYPE=8): screened_out: 1.63x "
-               "slower than the best BLIS configuration on small_256 (screen 1.50x; POPPER_CEILING_CONFIGS=all runs it) ");
+  cur.set_meta(
+      "ceiling_not_run",
+      "blis knl (BLIS_ARCH_TYPE=1): cpu_lacks: no avx512pf | blis zen (BLIS_ARCH_TYPE=8): screened_out: 1.63x "
+      "slower than the best BLIS configuration on small_256 (screen 1.50x; POPPER_CEILING_CONFIGS=all runs it) ");
   const auto screened = pb::check_tables(base, cur);
   EXPECT_EQ(screened.rows[0].change, pb::Change::Skipped) << pb::format_check_report(screened);
   EXPECT_NE(screened.rows[0].note.find("screened_out: 1.63x"), std::string::npos) << screened.rows[0].note;
@@ -213,7 +215,8 @@ TEST(BenchCheck, CountRegressionConfirmedOrClearedByRerun) {
   });
   EXPECT_EQ(cleared.rows[0].change, pb::Change::Unchanged);
   EXPECT_NE(cleared.rows[0].note.find("not confirmed"), std::string::npos);
-  const auto confirmed = pb::check_tables(base, cur, {}, [&](const pb::BenchRow& r) { return std::optional<pb::BenchRow>(r); });
+  const auto confirmed =
+      pb::check_tables(base, cur, {}, [&](const pb::BenchRow& r) { return std::optional<pb::BenchRow>(r); });
   EXPECT_EQ(confirmed.rows[0].change, pb::Change::Regression);
   EXPECT_NE(confirmed.rows[0].note.find("confirmed on re-run"), std::string::npos);
 }
@@ -233,17 +236,17 @@ TEST(BenchCheck, BaselinesMustExistAndBeClean) {
 }
 
 TEST(BenchCheck, DifferentFingerprintComparesOnlyNormalizedRatios) {
-  const auto base = table("machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
-                                        trial_row("hand", "cpu", 2.0, kQuiet)});
-  const auto same_ratio = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet),
-                                              trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto base = table(
+      "machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto same_ratio =
+      table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet)});
   const auto rep = pb::check_tables(base, same_ratio);
   EXPECT_EQ(rep.mode, pb::CheckMode::Normalized);
   ASSERT_EQ(rep.rows.size(), 1u);  // the ceiling is the normalizer, not a compared row
   EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
   EXPECT_NEAR(rep.rows[0].ratio, 1.0, 0.01);
-  const auto worse = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet),
-                                         trial_row("hand", "cpu", 1.3, kQuiet)});
+  const auto worse =
+      table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet), trial_row("hand", "cpu", 1.3, kQuiet)});
   EXPECT_EQ(pb::check_tables(base, worse).rows[0].change, pb::Change::Regression);
   // No ceiling to normalize by: MISSING, which fails (never a silent skip).
   const auto no_ceiling = table("machine-b", {trial_row("hand", "cpu", 1.0, kQuiet)});
@@ -256,22 +259,22 @@ TEST(BenchCheck, DifferentFingerprintComparesOnlyNormalizedRatios) {
 TEST(BenchCheck, WholeMachineSlowdownIsJudgedAgainstTheSameRunCeiling) {
   // Same machine, but everything (the vendor library included) is 30% slower:
   // the load changed, not the code. Judged relative to the ceiling: unchanged.
-  const auto base = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
-                                trial_row("hand", "cpu", 2.0, kQuiet)});
-  const auto loaded = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet),
-                                  trial_row("hand", "cpu", 2.6, kQuiet)});
+  const auto base =
+      table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto loaded =
+      table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet), trial_row("hand", "cpu", 2.6, kQuiet)});
   const auto rep = pb::check_tables(base, loaded, pb::CheckOptions{});
   EXPECT_EQ(rep.mode, pb::CheckMode::Normalized);
   EXPECT_NE(rep.mode_reason.find("1.300x"), std::string::npos) << rep.mode_reason;
   ASSERT_EQ(rep.rows.size(), 1u);
   EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged) << pb::format_check_report(rep);
   // A slower hand kernel on the loaded machine is still a regression.
-  const auto slower = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet),
-                                  trial_row("hand", "cpu", 3.4, kQuiet)});
+  const auto slower =
+      table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet), trial_row("hand", "cpu", 3.4, kQuiet)});
   EXPECT_EQ(pb::check_tables(base, slower, pb::CheckOptions{}).rows[0].change, pb::Change::Regression);
   // Only the hand kernel slower (the ceiling steady): absolute mode, REGRESSION.
-  const auto hand_only = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
-                                     trial_row("hand", "cpu", 2.6, kQuiet)});
+  const auto hand_only =
+      table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet), trial_row("hand", "cpu", 2.6, kQuiet)});
   const auto rep2 = pb::check_tables(base, hand_only, pb::CheckOptions{});
   EXPECT_EQ(rep2.mode, pb::CheckMode::Absolute);
   EXPECT_EQ(rep2.rows[1].change, pb::Change::Regression) << pb::format_check_report(rep2);
@@ -285,12 +288,12 @@ TEST(BenchCheck, NoisyCeilingRowsDoNotRescaleTheTable) {
   // gate shape: 2 tiny LAPACK rows): two rows that disagree are not evidence
   // that the machine moved. Rescaling by them would hide the hand
   // kernel's real 40% slowdown, so the table stays absolute and says why.
-  const auto base = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kLoud, 3, "a"),
-                                trial_row("ceiling", "openblas:SkylakeX", 1.0, kLoud, 3, "b"),
-                                trial_row("hand", "cpu", 2.0, kQuiet)});
-  const auto cur = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kLoud, 3, "a"),
-                               trial_row("ceiling", "openblas:SkylakeX", 1.5, kLoud, 3, "b"),
-                               trial_row("hand", "cpu", 2.8, kQuiet)});
+  const auto base = table(
+      "m", {trial_row("ceiling", "openblas:Haswell", 1.0, kLoud, 3, "a"),
+            trial_row("ceiling", "openblas:SkylakeX", 1.0, kLoud, 3, "b"), trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto cur = table(
+      "m", {trial_row("ceiling", "openblas:Haswell", 1.3, kLoud, 3, "a"),
+            trial_row("ceiling", "openblas:SkylakeX", 1.5, kLoud, 3, "b"), trial_row("hand", "cpu", 2.8, kQuiet)});
   const auto rep = pb::check_tables(base, cur, pb::CheckOptions{});
   EXPECT_EQ(rep.mode, pb::CheckMode::Absolute) << rep.mode_reason;
   EXPECT_NE(rep.mode_reason.find("not beyond their own scatter"), std::string::npos) << rep.mode_reason;
@@ -409,8 +412,8 @@ TEST(BenchCheck, TimedWarningAndImprovementComeFromTheInterval) {
 // Rule: an implausible ceiling row (plausibility.hpp) is no evidence that the
 // machine moved: a same-machine check stays absolute however slow it is.
 TEST(BenchCheck, InvalidCeilingRowDoesNotRescaleTheTable) {
-  const auto base = table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
-                                trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto base =
+      table("m", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet)});
   auto cur = table("m", {trial_row("ceiling", "openblas:Haswell", 1.3, kQuiet), trial_row("hand", "cpu", 2.6, kQuiet)});
   const auto valid = pb::check_tables(base, cur, pb::CheckOptions{});
   ASSERT_EQ(valid.mode, pb::CheckMode::Normalized) << valid.mode_reason;  // the premise: valid, it would rescale
@@ -457,10 +460,11 @@ TEST(BenchCheck, VendorRowInvalidInBothTablesIsSkippedAndInOneIsJudged) {
 // Rule: an implausible ceiling row normalizes nothing: the best *valid*
 // ceiling of the group does, however fast the invalid one reads.
 TEST(BenchCheck, InvalidCeilingRowNormalizesNothing) {
-  const auto base = table("machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
-                                        trial_row("hand", "cpu", 2.0, kQuiet)});
-  auto cur = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet),
-                                 trial_row("ceiling", "blis:zen", 0.25, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet)});
+  const auto base = table(
+      "machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet)});
+  auto cur =
+      table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, kQuiet),
+                          trial_row("ceiling", "blis:zen", 0.25, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet)});
   cur.rows[1].invalid_reason = "cv 60.0% against a median 1.0% of the 1 other ceiling rows of its shape and threads";
   const auto rep = pb::check_tables(base, cur);
   ASSERT_EQ(rep.mode, pb::CheckMode::Normalized);
@@ -473,11 +477,13 @@ TEST(BenchCheck, InvalidCeilingRowNormalizesNothing) {
 // normalized: SKIPPED with the reason (the vendor broke, not this code); a
 // group with no ceiling row at all is MISSING, as before.
 TEST(BenchCheck, RowWhoseCeilingsAreAllInvalidIsSkippedNotMissing) {
-  const auto base = table("machine-a", {trial_row("ceiling", "ggml-cpu:zen4", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet),
-                                        trial_row("ceiling", "ggml-cpu:zen4", 1.0, kQuiet, 3, "small_128"),
-                                        trial_row("hand", "cpu", 2.0, kQuiet, 3, "small_128")});
-  auto cur = table("machine-b", {trial_row("ceiling", "ggml-cpu:zen4", 0.5, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet),
-                                 trial_row("hand", "cpu", 1.0, kQuiet, 3, "small_128")});
+  const auto base =
+      table("machine-a", {trial_row("ceiling", "ggml-cpu:zen4", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet),
+                          trial_row("ceiling", "ggml-cpu:zen4", 1.0, kQuiet, 3, "small_128"),
+                          trial_row("hand", "cpu", 2.0, kQuiet, 3, "small_128")});
+  auto cur =
+      table("machine-b", {trial_row("ceiling", "ggml-cpu:zen4", 0.5, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet),
+                          trial_row("hand", "cpu", 1.0, kQuiet, 3, "small_128")});
   cur.rows[0].invalid_reason = "2 threads at 0.003x its 1-thread throughput (below 0.5x)";
   auto with_valid = cur;
   with_valid.rows.push_back(trial_row("ceiling", "ggml-cpu:zen4", 0.5, kQuiet, 3, "small_128"));
@@ -487,7 +493,8 @@ TEST(BenchCheck, RowWhoseCeilingsAreAllInvalidIsSkippedNotMissing) {
     if (r.key.shape == "small_64") {
       EXPECT_EQ(r.change, pb::Change::Skipped) << pb::format_check_report(rep);
       EXPECT_NE(r.note.find("every ceiling row of its group is invalid in current (ggml-cpu:zen4: 2 threads at"),
-                std::string::npos) << r.note;
+                std::string::npos)
+          << r.note;
     } else {
       EXPECT_EQ(r.change, pb::Change::Unchanged) << pb::format_check_report(rep);
     }
@@ -508,10 +515,10 @@ TEST(BenchCheck, RowWhoseCeilingsAreAllInvalidIsSkippedNotMissing) {
 // trials, 3 at half speed) changes nothing.
 TEST(BenchCheck, NormalizedSamplesAreDividedByTheirOwnTrialsCeiling) {
   const std::vector<double> levels = {1.0, 1.0, 2.0, 2.0, 2.0};
-  const auto base = table("machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet),
-                                        trial_row("hand", "cpu", 2.0, kQuiet)});
-  const auto cur = table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, levels),
-                                       trial_row("hand", "cpu", 1.0, levels)});
+  const auto base = table(
+      "machine-a", {trial_row("ceiling", "openblas:Haswell", 1.0, kQuiet), trial_row("hand", "cpu", 2.0, kQuiet)});
+  const auto cur =
+      table("machine-b", {trial_row("ceiling", "openblas:Zen", 0.5, levels), trial_row("hand", "cpu", 1.0, levels)});
   const auto rep = pb::check_tables(base, cur);
   ASSERT_EQ(rep.mode, pb::CheckMode::Normalized);
   ASSERT_EQ(rep.rows.size(), 1u);
@@ -536,7 +543,8 @@ TEST(BenchCheck, BaselineRowWithoutSamplesIsSkipped) {
 // never a failure.
 TEST(BenchCheck, RowNotInTheBaselineIsNew) {
   const auto base = table("m", {trial_row("hand", "cpu", 1.0, kQuiet)});
-  const auto cur = table("m", {trial_row("hand", "cpu", 1.0, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet, 3, "small_128")});
+  const auto cur =
+      table("m", {trial_row("hand", "cpu", 1.0, kQuiet), trial_row("hand", "cpu", 1.0, kQuiet, 3, "small_128")});
   const auto rep = pb::check_tables(base, cur);
   ASSERT_EQ(rep.rows.size(), 2u) << pb::format_check_report(rep);
   EXPECT_EQ(rep.rows[1].change, pb::Change::New) << pb::format_check_report(rep);
@@ -596,9 +604,9 @@ TEST(BenchCheck, RegressionIsDecidedOverAllTheRowsAtOnce) {
 }
 
 TEST(BenchInterval, StudentTAndBenjaminiHochbergAndPower) {
-  EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);   // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
+  EXPECT_NEAR(pb::student_t_upper(2.0, 10), 0.036694, 1e-5);  // tables: t_0.95,10 = 1.812, P(T > 2) = 0.0367
   EXPECT_NEAR(pb::student_t_upper(0.0, 3), 0.5, 1e-12);
-  EXPECT_NEAR(pb::student_t_upper(-1.0, 1), 0.75, 1e-9);       // Cauchy: P(T > -1) = 3/4
+  EXPECT_NEAR(pb::student_t_upper(-1.0, 1), 0.75, 1e-9);  // Cauchy: P(T > -1) = 3/4
   // Step up over ranks 1..4 at k q / m = 0.0125, 0.025, 0.0375, 0.05: rank 3
   // (0.036) passes, so ranks 1-3 are rejected although ranks 1 and 2 fail
   // their own levels (Holm's step-down would stop at rank 1: none rejected).

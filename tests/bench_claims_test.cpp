@@ -62,16 +62,17 @@ pb::ClaimResult judge(const popper::BenchmarkClaim& c, const std::vector<pb::Ben
 // the second of two hand backends).
 TEST(BenchClaims, ATiersRowIsItsFastestVerifiedRow) {
   const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);
-  const auto res = judge(c, {timed("hand", "cpu:avx2", 2.0), timed("hand", "cpu:avx512", 1.0),
-                             timed("ceiling", "openblas:Zen", 1.0)});
+  const auto res = judge(
+      c, {timed("hand", "cpu:avx2", 2.0), timed("hand", "cpu:avx512", 1.0), timed("ceiling", "openblas:Zen", 1.0)});
   EXPECT_EQ(res.verdict, "met") << res.detail;
 }
 
 // Rule: a claim naming a precision is judged on that precision's rows only.
 TEST(BenchClaims, AClaimNamingAPrecisionCoversOnlyIt) {
   auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);
-  const std::vector<pb::BenchRow> rows = {timed("hand", "cpu", 1.0, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
-                                          timed("hand", "cpu", 2.0, "f64"), timed("ceiling", "openblas:Zen", 1.0, "f64")};
+  const std::vector<pb::BenchRow> rows = {
+      timed("hand", "cpu", 1.0, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"), timed("hand", "cpu", 2.0, "f64"),
+      timed("ceiling", "openblas:Zen", 1.0, "f64")};
   ASSERT_EQ(judge(c, rows).verdict, "not_met");  // the premise: f64 fails it
   c.precision = "f32";
   const auto res = judge(c, rows);
@@ -94,8 +95,8 @@ TEST(BenchClaims, DenominatorPrecisionPicksTheDenominatorRow) {
 TEST(BenchClaims, DenominatorBackendPicksTheDenominatorRow) {
   auto c = claim("time_ratio", "hand", "device", "<", 1.05);
   c.denominator_backend = "cuda";
-  const auto res = judge(c, {timed("hand", "cpu", 1.0), timed("device", "vulkan:llvmpipe", 0.1),
-                             timed("device", "cuda:sm_90", 1.0)});
+  const auto res = judge(
+      c, {timed("hand", "cpu", 1.0), timed("device", "vulkan:llvmpipe", 0.1), timed("device", "cuda:sm_90", 1.0)});
   EXPECT_EQ(res.verdict, "met") << res.detail;  // 1.0 / 1.0, not 1.0 / 0.1
 }
 
@@ -124,8 +125,9 @@ TEST(BenchClaims, PeakFractionOfABandwidthPeakCountsBytes) {
 // inconclusive (the claim is false where it was shown false).
 TEST(BenchClaims, NotMetOutranksInconclusive) {
   const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.02);
-  const auto res = judge(c, {timed("hand", "cpu", 1.10, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
-                             timed("hand", "cpu", 1.02, "f64", 1e9, 0.03), timed("ceiling", "openblas:Zen", 1.0, "f64")});
+  const auto res =
+      judge(c, {timed("hand", "cpu", 1.10, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
+                timed("hand", "cpu", 1.02, "f64", 1e9, 0.03), timed("ceiling", "openblas:Zen", 1.0, "f64")});
   EXPECT_EQ(res.verdict, "not_met") << res.detail;
   EXPECT_NE(res.detail.find("inconclusive: a/f64"), std::string::npos) << res.detail;  // the premise: f64 straddles
 }

@@ -59,12 +59,13 @@ std::set<int> trials_of(const pb::BenchTable& t, const std::string& shape) {
 
 TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
   const fs::path build = fake_build();
-  const auto fam = pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
+  const auto fam =
+      pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
   auto co = options(build);
   co.top_up_trials = 3;
   co.top_up_alpha = 0.001;
   const auto t = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
-  EXPECT_EQ(trials_of(t, "quiet"), (std::set<int>{10, 11}));  // no noise: power needs no more
+  EXPECT_EQ(trials_of(t, "quiet"), (std::set<int>{10, 11}));             // no noise: power needs no more
   EXPECT_EQ(trials_of(t, "loud"), (std::set<int>{10, 11, 12, 13, 14}));  // needs many more: the cap
   EXPECT_NE(t.meta("top_up").value_or("").find("3 process(es)"), std::string::npos) << t.meta("top_up").value_or("");
 

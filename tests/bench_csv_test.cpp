@@ -169,8 +169,9 @@ TEST(BenchCsvMeta, ListsAndCeilingSkipsRoundTrip) {
       {"blis", "knl", "BLIS_ARCH_TYPE=1", "cpu_lacks", "no avx512pf"},
       {"openblas", "", "OPENBLAS_CORETYPE unset", "failed", "exit 1: a reason: with colons"}};
   t.set_ceiling_not_run(skips);
-  EXPECT_EQ(t.meta("ceiling_not_run"), "blis knl (BLIS_ARCH_TYPE=1): cpu_lacks: no avx512pf | openblas "
-                                       "OPENBLAS_CORETYPE unset: failed: exit 1: a reason: with colons");
+  EXPECT_EQ(t.meta("ceiling_not_run"),
+            "blis knl (BLIS_ARCH_TYPE=1): cpu_lacks: no avx512pf | openblas "
+            "OPENBLAS_CORETYPE unset: failed: exit 1: a reason: with colons");
   const auto back = pb::parse_bench_csv(pb::format_bench_csv(t), "f.csv").ceiling_not_run();
   ASSERT_EQ(back.size(), 2u);
   for (std::size_t i = 0; i < back.size(); ++i) {

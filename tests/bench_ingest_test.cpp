@@ -69,7 +69,8 @@ TEST(BenchIngest, DeclinedRunIsNotRunNotIncorrect) {
 
 TEST(BenchIngest, CeilingCsvGroupsRepetitions) {
   const std::string csv =
-      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict\n"
+      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,"
+      "verdict\n"
       "gemm,ceiling,openblas:Zen,small_64,f32,1,0,1000,1.0e-05,524288,49152,not_verified\n"
       "gemm,ceiling,openblas:Zen,small_64,f32,1,1,1000,3.0e-05,524288,49152,not_verified\n"
       "gemm,ceiling,openblas:Zen,small_64,f64,1,0,1000,2.0e-05,524288,98304,not_verified\n";
@@ -237,9 +238,12 @@ TEST(BenchClaims, ThroughputAndNumeratorBackend) {
 TEST(BenchReport, MarkdownAndSvgShowTiersAndPeak) {
   pb::BenchTable t;
   t.set_meta("fingerprint", "fp");
-  t.rows = {timed("ceiling", "square_1k", 0.025), timed("wrapped", "square_1k", 0.0255), timed("hand", "square_1k", 0.05)};
+  t.rows = {timed("ceiling", "square_1k", 0.025), timed("wrapped", "square_1k", 0.0255),
+            timed("hand", "square_1k", 0.05)};
   const auto md = pb::render_markdown(t, "gemm");
-  EXPECT_NE(md.find("| square_1k | 40.00 (openblas:Zen) | 39.22 | 20.00 | 0.500× | 1.020× | 0.980× |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| square_1k | 40.00 (openblas:Zen) | 39.22 | 20.00 | 0.500× | 1.020× | 0.980× |"),
+            std::string::npos)
+      << md;
   pb::PeakResult peak;
   peak.cores = 2;
   peak.fp32_avx2_core = 100e9;
@@ -350,8 +354,8 @@ TEST(BenchReport, ValueLabelsOfNeighbouringBarsDoNotOverlap) {
     for (std::size_t j = i + 1; j < boxes.size(); ++j) {
       const Box &a = boxes[i], &b = boxes[j];
       const bool apart = a.x1 <= b.x0 || b.x1 <= a.x0 || a.y1 <= b.y0 || b.y1 <= a.y0;
-      EXPECT_TRUE(apart) << "labels " << i << " and " << j << " overlap: [" << a.x0 << ", " << a.x1 << "] and ["
-                         << b.x0 << ", " << b.x1 << "]";
+      EXPECT_TRUE(apart) << "labels " << i << " and " << j << " overlap: [" << a.x0 << ", " << a.x1 << "] and [" << b.x0
+                         << ", " << b.x1 << "]";
     }
 }
 

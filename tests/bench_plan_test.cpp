@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-pb::BenchRow row(const std::string& tier, const std::string& shape, std::vector<double> samples, std::vector<int> trials) {
+pb::BenchRow row(const std::string& tier, const std::string& shape, std::vector<double> samples,
+                 std::vector<int> trials) {
   pb::BenchRow r;
   r.key = {"gemm", tier, tier == "ceiling" ? "openblas:Haswell" : "cpu:avx2", shape, "f32", 1, "warm"};
   r.samples = std::move(samples);
@@ -233,7 +234,8 @@ TEST(BenchRemeasure, TheBaselinesSideIsThisBuildOnlyForACheckOfTheCodeAgainstIts
   const auto repo = temp_dir("baseline-build");
   const std::string git = "git -C '" + repo.string() + "' -c user.name=t -c user.email=t@t ";
   ASSERT_EQ(std::system((git + "init -q && echo a > '" + (repo / "f").string() + "' && " + git + "add f && " + git +
-                         "commit -qm one").c_str()),
+                         "commit -qm one")
+                            .c_str()),
             0);
   const std::string head = pb::capture_command("git -C '" + repo.string() + "' rev-parse HEAD");
   ASSERT_EQ(head.size(), 40u);

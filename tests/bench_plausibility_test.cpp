@@ -24,7 +24,8 @@ constexpr double kWork = 2.0 * 4096 * 4096;  // flop per iteration of a 4096x409
 constexpr const char* kShape = "llama_attn_4096x4096";
 
 // A row whose samples are the given throughputs (GFLOP/s), one trial each.
-pb::BenchRow row_at(const std::string& tier, const std::string& backend, int threads, const std::vector<double>& gflops) {
+pb::BenchRow row_at(const std::string& tier, const std::string& backend, int threads,
+                    const std::vector<double>& gflops) {
   pb::BenchRow r;
   r.key = {"gemv", tier, backend, kShape, "q4k", threads, "warm"};
   r.work_per_iter = kWork;
@@ -103,8 +104,10 @@ TEST(BenchPlausibility, FiresOnTheIssueFigures) {
 TEST(BenchPlausibility, QuietOnOrdinaryRows) {
   // Two threads at 1.8× one thread, cv 2-5%: a healthy vendor.
   pb::BenchTable t;
-  t.rows = {row_at("ceiling", "openblas:Zen", 1, {80, 83, 85, 82}), row_at("ceiling", "openblas:Zen", 2, {144, 150, 155, 140}),
-            row_at("ceiling", "blis:zen3", 1, {78, 80, 79, 81}), row_at("ceiling", "blis:zen3", 2, {140, 142, 150, 138})};
+  t.rows = {row_at("ceiling", "openblas:Zen", 1, {80, 83, 85, 82}),
+            row_at("ceiling", "openblas:Zen", 2, {144, 150, 155, 140}),
+            row_at("ceiling", "blis:zen3", 1, {78, 80, 79, 81}),
+            row_at("ceiling", "blis:zen3", 2, {140, 142, 150, 138})};
   for (const auto& r : t.rows) {
     EXPECT_GE(cv_of(r), 0.0);
     EXPECT_LE(cv_of(r), 0.05) << r.key.to_string();
@@ -132,8 +135,8 @@ TEST(BenchPlausibility, ScatterNeedsTheFloorAndTheNeighbours) {
   const pb::PlausibilityRule rule;
   const double usual = 0.03;  // the neighbours' cv
   pb::BenchTable t;
-  t.rows = {with_cv("openblas:Zen", 2, 1.0, usual), with_cv("blis:zen3", 2, 1.0, usual), with_cv("blis:generic", 2, 1.0, usual),
-            with_cv("ggml-cpu:avx2", 2, 1.0, rule.cv_factor * usual * 1.05)};
+  t.rows = {with_cv("openblas:Zen", 2, 1.0, usual), with_cv("blis:zen3", 2, 1.0, usual),
+            with_cv("blis:generic", 2, 1.0, usual), with_cv("ggml-cpu:avx2", 2, 1.0, rule.cv_factor * usual * 1.05)};
   ASSERT_LT(rule.cv_factor * usual * 1.05, rule.cv_floor);
   EXPECT_TRUE(pb::implausible_vendor_rows(t, rule).empty()) << "above the neighbours but under the floor";
   t.rows[3] = with_cv("ggml-cpu:avx2", 2, 1.0, rule.cv_floor * 1.2);
@@ -142,7 +145,8 @@ TEST(BenchPlausibility, ScatterNeedsTheFloorAndTheNeighbours) {
   EXPECT_EQ(bad[0].key.backend, "ggml-cpu:avx2");
   EXPECT_NE(bad[0].reason.find("cv 30.0%"), std::string::npos) << bad[0].reason;
   // Neighbours as noisy as it (cv × factor above it): scatter of the machine, not of the row.
-  for (int i = 0; i < 3; ++i) t.rows[i] = with_cv(t.rows[i].key.backend, 2, 1.0, rule.cv_floor * 1.2 / rule.cv_factor * 1.1);
+  for (int i = 0; i < 3; ++i)
+    t.rows[i] = with_cv(t.rows[i].key.backend, 2, 1.0, rule.cv_floor * 1.2 / rule.cv_factor * 1.1);
   EXPECT_TRUE(pb::implausible_vendor_rows(t, rule).empty());
 }
 
@@ -156,7 +160,8 @@ TEST(BenchPlausibility, OnlyVendorRowsAreJudged) {
             row_at("hand", "cpu:avx512", 2, {2.2, 3.1, 4.6, 4.84, 7.9, 12.5})};
   EXPECT_TRUE(pb::implausible_vendor_rows(t).empty());
   for (auto& r : t.rows) r.key.tier = "ceiling";
-  EXPECT_EQ(pb::implausible_vendor_rows(t).size(), 1u) << "the premise: as ceiling rows, the 2-thread one is implausible";
+  EXPECT_EQ(pb::implausible_vendor_rows(t).size(), 1u)
+      << "the premise: as ceiling rows, the 2-thread one is implausible";
   // A wrapped tier is popper's code (fused, nsa, train) unless the family names
   // the vendor library it calls (q4k, decode: llama.cpp's CPU backend).
   for (auto& r : t.rows) r.key.tier = "wrapped", r.key.backend = "ggml-cpu:zen4";
@@ -178,7 +183,8 @@ TEST(BenchPlausibility, OnlyVendorRowsAreJudged) {
   // same backend does not condemn a wrapped row that has no 1-thread row.
   pb::BenchTable mixed;
   mixed.set_meta("wrapped_vendor", "ggml-cpu");
-  mixed.rows = {row_at("ceiling", "ggml-cpu:zen4", 1, {80, 83, 85, 82}), row_at("wrapped", "ggml-cpu:zen4", 2, {30, 31, 30, 29})};
+  mixed.rows = {row_at("ceiling", "ggml-cpu:zen4", 1, {80, 83, 85, 82}),
+                row_at("wrapped", "ggml-cpu:zen4", 2, {30, 31, 30, 29})};
   EXPECT_TRUE(pb::implausible_vendor_rows(mixed).empty());
 }
 
@@ -186,7 +192,8 @@ TEST(BenchPlausibility, OnlyVendorRowsAreJudged) {
 // re-measured) and plausible now is valid again, and leaves the metadata.
 TEST(BenchPlausibility, MarkingClearsAnOldMark) {
   pb::BenchTable t;
-  t.rows = {row_at("ceiling", "openblas:Zen", 1, {80, 83, 85, 82}), row_at("ceiling", "openblas:Zen", 2, {144, 150, 155, 140})};
+  t.rows = {row_at("ceiling", "openblas:Zen", 1, {80, 83, 85, 82}),
+            row_at("ceiling", "openblas:Zen", 2, {144, 150, 155, 140})};
   t.rows[1].invalid_reason = "2 threads at 0.0570× its 1-thread throughput (below 0.5×)";
   t.set_meta_list("invalid_vendor_rows", {t.rows[1].key.to_string() + ": " + t.rows[1].invalid_reason});
   pb::mark_invalid_vendor_rows(t);
@@ -197,8 +204,8 @@ TEST(BenchPlausibility, MarkingClearsAnOldMark) {
 TEST(BenchPlausibility, BestRowSkipsAnInvalidRow) {
   // The fastest ceiling by median scatters far beyond its neighbours: left out.
   pb::BenchTable t;
-  t.rows = {with_cv("openblas:Zen", 2, 1.0, 0.03), with_cv("blis:zen3", 2, 1.1, 0.02), with_cv("blis:generic", 2, 1.2, 0.04),
-            with_cv("ggml-cpu:avx2", 2, 0.5, 0.6)};
+  t.rows = {with_cv("openblas:Zen", 2, 1.0, 0.03), with_cv("blis:zen3", 2, 1.1, 0.02),
+            with_cv("blis:generic", 2, 1.2, 0.04), with_cv("ggml-cpu:avx2", 2, 0.5, 0.6)};
   const pb::BenchRow* best = pb::best_row(t, "ceiling", kShape, "q4k", 2);
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best->key.backend, "ggml-cpu:avx2") << "unmarked";
@@ -259,7 +266,8 @@ TEST(BenchPlausibility, InvalidSurvivesTheCsv) {
   auto t = issue_table();
   pb::mark_invalid_vendor_rows(t);
   const auto text = pb::format_bench_csv(t);
-  EXPECT_NE(text.find("# invalid_vendor_rows: gemv/ceiling/ggml-cpu:avx2/" + std::string(kShape) + "/q4k/threads:2/warm: 2 threads at"),
+  EXPECT_NE(text.find("# invalid_vendor_rows: gemv/ceiling/ggml-cpu:avx2/" + std::string(kShape) +
+                      "/q4k/threads:2/warm: 2 threads at"),
             std::string::npos)
       << text;
   const auto back = pb::parse_bench_csv(text, "t.csv");

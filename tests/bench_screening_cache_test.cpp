@@ -64,8 +64,8 @@ struct Fixture {
     m.cpu_model = "Test CPU";
     m.cores = 2;
     m.isa = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl"};
-    m.cpu_flags = {"avx",      "avx2",     "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl",
-                   "fma",      "sse2",     "sse3",     "sse4_1",   "sse4_2",   "ssse3"};
+    m.cpu_flags = {"avx", "avx2", "avx512bw", "avx512cd", "avx512dq", "avx512f", "avx512vl",
+                   "fma", "sse2", "sse3",     "sse4_1",   "sse4_2",   "ssse3"};
     po.screening_cache = (dir / "screening.json").string();
   }
   ~Fixture() {

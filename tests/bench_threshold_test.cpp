@@ -22,7 +22,8 @@ pb::BenchRow row(const std::string& tier, const std::string& shape, std::vector<
 // hand at 1 ms, wrapped at ratio x 1 ms, five tight samples each.
 void pair(pb::BenchTable& t, const std::string& shape, double ratio, int threads = 1) {
   t.rows.push_back(row("hand", shape, {1.0e-3, 1.001e-3, 0.999e-3, 1.0e-3, 1.0e-3}, threads));
-  t.rows.push_back(row("wrapped", shape, {ratio * 1e-3, ratio * 1.001e-3, ratio * 0.999e-3, ratio * 1e-3, ratio * 1e-3}, threads));
+  t.rows.push_back(
+      row("wrapped", shape, {ratio * 1e-3, ratio * 1.001e-3, ratio * 0.999e-3, ratio * 1e-3, ratio * 1e-3}, threads));
 }
 
 const pb::ThresholdGroup& group(const pb::ThresholdResult& r, long h, long d) {

@@ -32,8 +32,7 @@ pb::VendorConfig openblas(std::optional<std::string> value, bool inherited, cons
 TEST(BenchVendors, OpenBlasPrescottOnAnAvx512XeonIsReportedWithTheFix) {
   const std::vector<pb::VendorConfig> configs = {
       openblas(std::nullopt, true, "Prescott", 0.030, 0.060),  // what a user gets: detection unset
-      openblas("Haswell", false, "Haswell", 0.012, 0.024),
-      openblas("SkylakeX", false, "SkylakeX", 0.008, 0.016)};
+      openblas("Haswell", false, "Haswell", 0.012, 0.024), openblas("SkylakeX", false, "SkylakeX", 0.008, 0.016)};
   const auto found = pb::find_misdetections(configs, "square_1k");
   ASSERT_EQ(found.size(), 1u);
   const auto& m = found[0];
@@ -119,9 +118,9 @@ TEST(BenchVendors, ScreeningKeepsOneOfConfigurationsThatTimeAlikeAndEachThatWins
 TEST(BenchVendors, ScreeningKeepsEveryVendorsFastestAndTheWrappedReferenceWhateverTheirSpeed) {
   const std::string row = pb::screen_row("small_64", "f64", 1);
   std::vector<pb::VendorConfig> cs = {
-      screened("openblas", "Prescott", true, {{row, 9.0}}),   // misdetected, but the wrapped tier calls it
-      screened("openblas", "Haswell", false, {{row, 3.0}}),   // OpenBLAS's fastest, 3x behind BLIS
-      screened("blis", "generic", true, {{row, 5.0}}),        // inherited, the wrapped tier calls OpenBLAS
+      screened("openblas", "Prescott", true, {{row, 9.0}}),  // misdetected, but the wrapped tier calls it
+      screened("openblas", "Haswell", false, {{row, 3.0}}),  // OpenBLAS's fastest, 3x behind BLIS
+      screened("blis", "generic", true, {{row, 5.0}}),       // inherited, the wrapped tier calls OpenBLAS
       screened("blis", "skx", false, {{row, 1.0}}),
   };
   pb::VendorConfig untimed = screened("openblas", "Zen", false, {});  // no screening timings: not judged

@@ -38,11 +38,14 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
 
 // The room of each public header (harness/include/popper/<name>).
 const std::map<std::string, std::string> kPublicRoom = {
-    {"error.hpp", "common"},       {"io.hpp", "common"},          {"result.hpp", "common"},
-    {"mutant.hpp", "common"},      {"runtime_paths.hpp", "common"}, {"contract.hpp", "contract"},  {"diagnostics.hpp", "contract"},
-    {"profile.hpp", "contract"},   {"parse_bounds.hpp", "contract"}, {"loader.hpp", "contract"},
-    {"graph.hpp", "contract"},     {"scaffold.hpp", "contract"},  {"binding.hpp", "binding"},
-    {"audit.hpp", "audit"},        {"mutant_runner.hpp", "audit"}, {"migrate.hpp", "migrate"},
+    {"error.hpp", "common"},          {"io.hpp", "common"},
+    {"result.hpp", "common"},         {"mutant.hpp", "common"},
+    {"runtime_paths.hpp", "common"},  {"contract.hpp", "contract"},
+    {"diagnostics.hpp", "contract"},  {"profile.hpp", "contract"},
+    {"parse_bounds.hpp", "contract"}, {"loader.hpp", "contract"},
+    {"graph.hpp", "contract"},        {"scaffold.hpp", "contract"},
+    {"binding.hpp", "binding"},       {"audit.hpp", "audit"},
+    {"mutant_runner.hpp", "audit"},   {"migrate.hpp", "migrate"},
 };
 
 // contract/ files that stand above the loader and may include it.
@@ -74,7 +77,8 @@ std::vector<Edge> edges() {
     const std::string top = rel.begin()->string();
     std::string from;
     if (top == "src") from = std::next(rel.begin())->string();
-    else if (top == "include") from = kPublicRoom.count(rel.filename().string()) ? kPublicRoom.at(rel.filename().string()) : "?";
+    else if (top == "include")
+      from = kPublicRoom.count(rel.filename().string()) ? kPublicRoom.at(rel.filename().string()) : "?";
     else continue;  // cli/, testing/, fuzz/ stand on top of everything
     std::ifstream in(entry.path());
     std::string line;

@@ -34,14 +34,10 @@ const std::map<std::string, int> kLayer = {{"harness", 0}, {"impl", 1},  {"tests
 // Where `#include "x"` is looked up after the including file's own folder: the
 // include directories the folder's CMake targets add (source root = ".").
 const std::map<std::string, std::vector<std::string>> kIncludeRoots = {
-    {"harness", {"harness/src", "harness/include"}},
-    {"impl", {".", "harness/include"}},
-    {"tests", {"harness/src", "harness/include"}},
-    {"workloads", {".", "harness/include"}},
-    {"falsify", {"falsify", ".", "harness/include"}},
-    {"tools", {".", "harness/include"}},
-    {"bench", {"bench", "falsify", ".", "harness/include"}},
-    {"ceiling", {"ceiling", "."}}};
+    {"harness", {"harness/src", "harness/include"}},         {"impl", {".", "harness/include"}},
+    {"tests", {"harness/src", "harness/include"}},           {"workloads", {".", "harness/include"}},
+    {"falsify", {"falsify", ".", "harness/include"}},        {"tools", {".", "harness/include"}},
+    {"bench", {"bench", "falsify", ".", "harness/include"}}, {"ceiling", {"ceiling", "."}}};
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

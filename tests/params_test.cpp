@@ -20,10 +20,8 @@ TEST(Params, TypedGettersAndDefaults) {
 TEST(Params, EmulatedOverridesApplyOnlyUnderAnEmulatedCpuOrASanitizerBuild) {
   const popper::Params p("FALSIFY-X-002", {{"l", {64, 4096}}, {"n", 3}, {"emulated", {{"l", {64}}}}});
   ::unsetenv("POPPER_CPU_MODEL");
-  if (popper::sanitizer_build())
-    EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64}));
-  else
-    EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64, 4096}));
+  if (popper::sanitizer_build()) EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64}));
+  else EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64, 4096}));
   ::setenv("POPPER_CPU_MODEL", "Nehalem", 1);
   EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64}));
   EXPECT_EQ(p.integer("n"), 3) << "keys the emulated map does not name keep their value";

@@ -135,8 +135,7 @@ TEST(Migrate, IdempotentAndAddsIds) {
     Diagnostics strict;
     popper::load_contract_text(once.text, f, strict, popper::Profile::Strict);
     for (const auto& x : strict.all())
-      EXPECT_FALSE(x.code == "POP-V011" && x.message.find("no id") != std::string::npos)
-          << f << ": " << x.message;
+      EXPECT_FALSE(x.code == "POP-V011" && x.message.find("no id") != std::string::npos) << f << ": " << x.message;
   }
 }
 
@@ -144,6 +143,7 @@ TEST(Migrate, DiffOfTheCorpusIsStable) {
   const std::string text = popper::read_file((kCorpus / "logsumexp-kernel-v1.yaml").string());
   Diagnostics d;
   const auto m = popper::migrate_contract_text(text, "logsumexp-kernel-v1.yaml", d);
-  const std::string diff = popper::unified_diff(text, m.text, "a/logsumexp-kernel-v1.yaml", "b/logsumexp-kernel-v1.yaml");
+  const std::string diff =
+      popper::unified_diff(text, m.text, "a/logsumexp-kernel-v1.yaml", "b/logsumexp-kernel-v1.yaml");
   EXPECT_EQ(diff, expected_text(kCorpus / "expected.migrate.diff", diff));
 }

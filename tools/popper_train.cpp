@@ -91,7 +91,8 @@ double median_gap(const trace::Tracer& t, std::size_t first) {
 
 void progress_bar(std::int64_t i, std::int64_t n, double loss, double seconds) {
   const int width = 30, done = static_cast<int>(width * (i + 1) / n);
-  std::fprintf(stderr, "\r[%s%s] step %lld/%lld  loss %.4f  %.3f s/step ", std::string(static_cast<std::size_t>(done), '#').c_str(),
+  std::fprintf(stderr, "\r[%s%s] step %lld/%lld  loss %.4f  %.3f s/step ",
+               std::string(static_cast<std::size_t>(done), '#').c_str(),
                std::string(static_cast<std::size_t>(width - done), '-').c_str(), static_cast<long long>(i + 1),
                static_cast<long long>(n), loss, seconds);
   if (i + 1 == n) std::fputc('\n', stderr);
@@ -144,30 +145,33 @@ int run(const Options& o) {
   const std::string bpath = budget_path(o, fp);
   if (!o.no_budget) {
     if (!fs::exists(bpath))
-      throw popper::Error("no budget for this machine: " + bpath + " does not exist. Measure one with `popper budget baseline --preset " +
-                          o.preset + " --threads " + std::to_string(o.threads) + " --backend " + o.backend +
+      throw popper::Error("no budget for this machine: " + bpath +
+                          " does not exist. Measure one with `popper budget baseline --preset " + o.preset +
+                          " --threads " + std::to_string(o.threads) + " --backend " + o.backend +
                           "`, or run without the gate (--no-budget)");
     budgets = budgets_from_json(popper::read_file(bpath), bpath, fp);
     budget = find_budget(budgets, o.preset, o.backend, o.threads);
     if (!budget)
-      throw popper::Error(bpath + " has no budget for " + o.preset + "/" + o.backend + "/threads:" + std::to_string(o.threads) +
-                          ": measure it with `popper budget baseline --preset " + o.preset + " --threads " +
-                          std::to_string(o.threads) + " --backend " + o.backend + "`");
+      throw popper::Error(bpath + " has no budget for " + o.preset + "/" + o.backend + "/threads:" +
+                          std::to_string(o.threads) + ": measure it with `popper budget baseline --preset " + o.preset +
+                          " --threads " + std::to_string(o.threads) + " --backend " + o.backend + "`");
   }
   const auto peak = popper::bench::cached_or_measured_peak(build_dir() + "/peak.json", machine, false,
                                                            [](const std::string& s) { std::cerr << s << "\n"; });
-  const trace::Peaks peaks{popper::bench::peak_for(peak, "fp32", o.threads), popper::bench::peak_for(peak, "bandwidth", o.threads)};
+  const trace::Peaks peaks{popper::bench::peak_for(peak, "fp32", o.threads),
+                           popper::bench::peak_for(peak, "bandwidth", o.threads)};
   const Config c = config_of(o);
-  std::printf("popper train: preset %s (V %lld, H %lld, L %lld, %lld:%lld heads of %lld, I %lld, S %lld, B %lld), %s step, %d thread%s\n",
-              o.preset.c_str(), static_cast<long long>(c.vocab), static_cast<long long>(c.hidden),
-              static_cast<long long>(c.layers), static_cast<long long>(c.q_heads), static_cast<long long>(c.kv_heads),
-              static_cast<long long>(c.head_dim), static_cast<long long>(c.intermediate), static_cast<long long>(c.seq),
-              static_cast<long long>(c.batch), o.backend.c_str(), o.threads, o.threads == 1 ? "" : "s");
+  std::printf(
+      "popper train: preset %s (V %lld, H %lld, L %lld, %lld:%lld heads of %lld, I %lld, S %lld, B %lld), %s step, %d "
+      "thread%s\n",
+      o.preset.c_str(), static_cast<long long>(c.vocab), static_cast<long long>(c.hidden),
+      static_cast<long long>(c.layers), static_cast<long long>(c.q_heads), static_cast<long long>(c.kv_heads),
+      static_cast<long long>(c.head_dim), static_cast<long long>(c.intermediate), static_cast<long long>(c.seq),
+      static_cast<long long>(c.batch), o.backend.c_str(), o.threads, o.threads == 1 ? "" : "s");
   if (budget)
-    std::printf("budget: %s (measured %s at %s over %lld steps)\n", bpath.c_str(), budget->date.c_str(), budget->commit.c_str(),
-                static_cast<long long>(budget->steps));
-  else
-    std::printf("budget: none (--no-budget): the Jidoka gate is off\n");
+    std::printf("budget: %s (measured %s at %s over %lld steps)\n", bpath.c_str(), budget->date.c_str(),
+                budget->commit.c_str(), static_cast<long long>(budget->steps));
+  else std::printf("budget: none (--no-budget): the Jidoka gate is off\n");
   std::fflush(stdout);  // before the progress bar on stderr
 
   RunResult r = run_steps(o, budget);
@@ -186,22 +190,28 @@ int run(const Options& o) {
     const double b = budget ? budget->brick_s[i] : 0;
     char eff[24] = "-", vs[64] = "-";
     if (s.efficiency > 0) std::snprintf(eff, sizeof eff, "%.1f%%", 100 * s.efficiency);
-    if (b > 0) std::snprintf(vs, sizeof vs, "%s (%+.1f%%)", s.median_s > b ? "over" : "under", 100 * (s.median_s / b - 1));
+    if (b > 0)
+      std::snprintf(vs, sizeof vs, "%s (%+.1f%%)", s.median_s > b ? "over" : "under", 100 * (s.median_s / b - 1));
     std::printf("%-14s %12s %12s %5.1f%% %11s  %s%s%s\n", s.name.c_str(), budget ? fmt_ms(b).c_str() : "-",
                 fmt_ms(s.median_s).c_str(), 100 * s.cv, eff, vs, s.escalated ? "  escalated: " : "", s.why.c_str());
   }
-  std::printf("%-14s %12s %12s\n", "step", budget ? fmt_ms(budget->step_s).c_str() : "-", fmt_ms(measured.step_s).c_str());
+  std::printf("%-14s %12s %12s\n", "step", budget ? fmt_ms(budget->step_s).c_str() : "-",
+              fmt_ms(measured.step_s).c_str());
   std::printf("%-14s %12s %12s  (%.2f%% of the step: the median time no brick's span covers)\n", "gap", "",
               fmt_ms(gap).c_str(), 100 * gap / measured.step_s);
   const double tokens = static_cast<double>(c.tokens()), P = static_cast<double>(rep.matmul_params);
   const double mfu = peaks.flops_per_s > 0 ? 6 * P * tokens / (measured.step_s * peaks.flops_per_s) : 0;
-  std::printf("\nMFU = 6 P tokens / (T_step peak) = 6 x %.1fM x %.0f / (%.3f s x %.1f GFLOP/s FP32, %d thread%s, measured) = %.1f%%\n",
-              P / 1e6, tokens, measured.step_s, peaks.flops_per_s / 1e9, o.threads, o.threads == 1 ? "" : "s", 100 * mfu);
+  std::printf(
+      "\nMFU = 6 P tokens / (T_step peak) = 6 x %.1fM x %.0f / (%.3f s x %.1f GFLOP/s FP32, %d thread%s, measured) = "
+      "%.1f%%\n",
+      P / 1e6, tokens, measured.step_s, peaks.flops_per_s / 1e9, o.threads, o.threads == 1 ? "" : "s", 100 * mfu);
   const double cpu_step = trace::median({r.cpu_s.begin() + static_cast<std::ptrdiff_t>(first), r.cpu_s.end()});
   const double core_peak = popper::bench::peak_for(peak, "fp32", 1);
-  std::printf("CPU time %.3f s per step (all threads; %.0f%% of the wall time x threads: the rest is what the host gave "
-              "to other work); on CPU time, 6 P tokens / (CPU s x peak per core) = %.1f%%\n",
-              cpu_step, 100 * cpu_step / (measured.step_s * o.threads), core_peak > 0 ? 100 * 6 * P * tokens / (cpu_step * core_peak) : 0.0);
+  std::printf(
+      "CPU time %.3f s per step (all threads; %.0f%% of the wall time x threads: the rest is what the host gave "
+      "to other work); on CPU time, 6 P tokens / (CPU s x peak per core) = %.1f%%\n",
+      cpu_step, 100 * cpu_step / (measured.step_s * o.threads),
+      core_peak > 0 ? 100 * 6 * P * tokens / (cpu_step * core_peak) : 0.0);
   std::printf("throughput %.0f tokens/s\n", tokens / measured.step_s);
   const std::size_t spans = tr.detail().empty() ? 0 : tr.detail().back().spans.size();
   const double tracer_s = tracer_seconds_per_step(spans);
@@ -211,8 +221,8 @@ int run(const Options& o) {
   // Traces: the escalated bricks' op spans kept, every step's block spans and counters.
   trace::ExportOptions ex;
   ex.service = "popper train " + o.preset;
-  ex.attributes = {{"preset", o.preset}, {"backend", rep.backend}, {"threads", std::to_string(o.threads)},
-                   {"fingerprint", fp}};
+  ex.attributes = {
+      {"preset", o.preset}, {"backend", rep.backend}, {"threads", std::to_string(o.threads)}, {"fingerprint", fp}};
   for (const auto& s : stats) ex.detailed.push_back(s.escalated);
   fs::create_directories(o.trace_out);
   const std::string stem = o.trace_out + "/train-" + o.preset + "-" + o.backend + "-t" + std::to_string(o.threads);
@@ -222,16 +232,29 @@ int run(const Options& o) {
               stem.c_str());
 
   if (rep.stop) std::printf("\n%s\n", rep.stop->text().c_str());
-  else if (budget) std::printf("\nJidoka: no brick over 2.0x its budget in any 3-step window: training ran to the end\n");
+  else if (budget)
+    std::printf("\nJidoka: no brick over 2.0x its budget in any 3-step window: training ran to the end\n");
   if (!o.json_out.empty()) {
-    nlohmann::ordered_json j{{"preset", o.preset}, {"backend", rep.backend}, {"threads", o.threads},
-                             {"steps", rep.steps_run}, {"warmup", first}, {"step_seconds", measured.step_s},
-                             {"mfu", mfu}, {"cpu_seconds_per_step", cpu_step}, {"matmul_params", rep.matmul_params}, {"tokens_per_step", c.tokens()},
-                             {"peak_fp32_flops", peaks.flops_per_s}, {"losses", rep.losses}};
+    nlohmann::ordered_json j{{"preset", o.preset},
+                             {"backend", rep.backend},
+                             {"threads", o.threads},
+                             {"steps", rep.steps_run},
+                             {"warmup", first},
+                             {"step_seconds", measured.step_s},
+                             {"mfu", mfu},
+                             {"cpu_seconds_per_step", cpu_step},
+                             {"matmul_params", rep.matmul_params},
+                             {"tokens_per_step", c.tokens()},
+                             {"peak_fp32_flops", peaks.flops_per_s},
+                             {"losses", rep.losses}};
     for (std::size_t i = 0; i < stats.size(); ++i)
-      j["bricks"].push_back({{"name", stats[i].name}, {"budget_seconds", budget ? budget->brick_s[i] : 0.0},
-                             {"median_seconds", stats[i].median_s}, {"cv", stats[i].cv}, {"efficiency", stats[i].efficiency},
-                             {"escalated", stats[i].escalated}, {"why", stats[i].why}});
+      j["bricks"].push_back({{"name", stats[i].name},
+                             {"budget_seconds", budget ? budget->brick_s[i] : 0.0},
+                             {"median_seconds", stats[i].median_s},
+                             {"cv", stats[i].cv},
+                             {"efficiency", stats[i].efficiency},
+                             {"escalated", stats[i].escalated},
+                             {"why", stats[i].why}});
     j["jidoka"] = rep.stop ? rep.stop->text() : "";
     popper::write_file_atomic(o.json_out, j.dump(2) + "\n");
   }
@@ -245,8 +268,9 @@ int baseline(const Options& o) {
   const std::string path = budget_path(o, fp);
   std::vector<Budget> budgets;
   if (fs::exists(path)) budgets = budgets_from_json(popper::read_file(path), path, fp);  // refuse a foreign file first
-  std::printf("popper budget baseline: %s, %s, %d thread%s, %lld steps (%lld warm-up)\n", o.preset.c_str(), o.backend.c_str(),
-              o.threads, o.threads == 1 ? "" : "s", static_cast<long long>(o.steps), static_cast<long long>(o.warmup));
+  std::printf("popper budget baseline: %s, %s, %d thread%s, %lld steps (%lld warm-up)\n", o.preset.c_str(),
+              o.backend.c_str(), o.threads, o.threads == 1 ? "" : "s", static_cast<long long>(o.steps),
+              static_cast<long long>(o.warmup));
   std::fflush(stdout);
   RunResult r = run_steps(o, nullptr);
   Budget b = measure_budget(*r.tracer, o.warmup);
@@ -264,7 +288,8 @@ int baseline(const Options& o) {
   popper::write_file_atomic(path, budgets_to_json(fp, budgets));
   std::printf("%-14s %12s\n", "brick", "budget");
   for (int i = 0; i < kBrickCount; ++i)
-    std::printf("%-14s %12s\n", brick_names()[static_cast<std::size_t>(i)].c_str(), fmt_ms(b.brick_s[static_cast<std::size_t>(i)]).c_str());
+    std::printf("%-14s %12s\n", brick_names()[static_cast<std::size_t>(i)].c_str(),
+                fmt_ms(b.brick_s[static_cast<std::size_t>(i)]).c_str());
   std::printf("%-14s %12s\nsaved %s\n", "step", fmt_ms(b.step_s).c_str(), path.c_str());
   return 0;
 }
@@ -272,11 +297,13 @@ int baseline(const Options& o) {
 void add_common(CLI::App* cmd, Options& o) {
   cmd->add_option("--preset", o.preset, "tiny | small | albor-350m (workloads/train/shapes.h)")->capture_default_str();
   cmd->add_option("--backend", o.backend, "hand (popper's kernels) | wrapped (OpenBLAS + the separate ops)")
-      ->check(CLI::IsMember({"hand", "wrapped"}))->capture_default_str();
+      ->check(CLI::IsMember({"hand", "wrapped"}))
+      ->capture_default_str();
   cmd->add_option("--threads", o.threads, "threads")->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--steps", o.steps, "training steps")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--warmup", o.warmup, "steps left out of the medians (and never judged by the gate)")
-      ->check(CLI::Range(0, 1000))->capture_default_str();
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "parameters and batches (the copy task)")->capture_default_str();
   cmd->add_option("--baselines", o.baselines, "baselines folder (budgets in <folder>/<fingerprint>/train-budget.json)")
       ->capture_default_str();
@@ -288,14 +315,16 @@ void add_common(CLI::App* cmd, Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"popper_train: training steps of a preset under popper::trace and the Jidoka gate "
-               "(contracts/train/training-step-budget-v1.yaml)"};
+  CLI::App app{
+      "popper_train: training steps of a preset under popper::trace and the Jidoka gate "
+      "(contracts/train/training-step-budget-v1.yaml)"};
   app.require_subcommand(1);
   Options o;
   auto* run_cmd = app.add_subcommand("run", "N steps with the brick table, MFU, the Jidoka verdict and the traces");
   add_common(run_cmd, o);
   run_cmd->add_flag("--no-budget", o.no_budget, "run without a budget (no gate)");
-  run_cmd->add_option("--inject-delay", o.inject, "BRICK=FACTORx or BRICK=SECONDSs: make one brick slower (the Jidoka demo)");
+  run_cmd->add_option("--inject-delay", o.inject,
+                      "BRICK=FACTORx or BRICK=SECONDSs: make one brick slower (the Jidoka demo)");
   run_cmd->add_option("--inject-from", o.inject_from, "first step of the injected delay")->capture_default_str();
   run_cmd->add_option("--trace-out", o.trace_out, "folder of the trace files")->capture_default_str();
   run_cmd->add_option("--json", o.json_out, "also write the run's table as JSON");

@@ -10,9 +10,9 @@
 // Names: arrow/<tier>/<shape>/f64/threads:<n>. Counters per iteration: items
 // (atoms), flop (useful row work, rows x arrow_row_flops), bytes (the
 // compulsory DRAM traffic of the roofline: every input read once, every output
-// written once — the working set; the report marks it "in LLC" when it fits). Before timing, the tier's answer is checked against the dense
-// reference (every atom for small shapes, a fixed stride sample of 128 atoms
-// at SAC scale, where the reference over all atoms would take minutes).
+// written once — the working set; the report marks it "in LLC" when it fits). Before timing, the tier's answer is
+// checked against the dense reference (every atom for small shapes, a fixed stride sample of 128 atoms at SAC scale,
+// where the reference over all atoms would take minutes).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -92,12 +92,9 @@ void run(benchmark::State& state, std::shared_ptr<Fixture> f, ArrowKernel kernel
     benchmark::DoNotOptimize(res.data());
   };
   for (auto _ : state) {
-    if (kernel == ArrowKernel::Hand)
-      popper::suite::popper_bench_call_hand(call);
-    else if (kernel == ArrowKernel::Lapack)
-      popper::suite::popper_bench_call_wrapped(call);
-    else
-      popper::suite::popper_bench_call_reference(call);
+    if (kernel == ArrowKernel::Hand) popper::suite::popper_bench_call_hand(call);
+    else if (kernel == ArrowKernel::Lapack) popper::suite::popper_bench_call_wrapped(call);
+    else popper::suite::popper_bench_call_reference(call);
   }
   state.counters["items"] = benchmark::Counter(static_cast<double>(f->pack.atoms()));
   state.counters["flop"] = benchmark::Counter(f->flop);
@@ -110,26 +107,29 @@ struct Tier {
 };
 
 void register_all() {
-  const Tier tiers[] = {{"reference", ArrowKernel::Reference}, {"wrapped", ArrowKernel::Lapack}, {"hand", ArrowKernel::Hand}};
+  const Tier tiers[] = {
+      {"reference", ArrowKernel::Reference}, {"wrapped", ArrowKernel::Lapack}, {"hand", ArrowKernel::Hand}};
   for (int s = 0; s < arrow_shape_count; ++s) {
     const arrow_shape& sh = arrow_shapes[s];
     auto lazy = std::make_shared<std::shared_ptr<Fixture>>();  // built on first use, shared by tiers
     for (const Tier& t : tiers) {
       if (t.kernel == ArrowKernel::Reference && !sh.reference) continue;
       for (unsigned threads : {1u, 2u}) {
-        const std::string name = std::string("arrow/") + t.name + "/" + sh.name + "/f64/threads:" + std::to_string(threads);
+        const std::string name =
+            std::string("arrow/") + t.name + "/" + sh.name + "/f64/threads:" + std::to_string(threads);
         const ArrowKernel kernel = t.kernel;
         const bool all_atoms = sh.reference != 0;
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), [lazy, &sh, kernel, threads, all_atoms](benchmark::State& st) {
-          if (!*lazy) *lazy = make_fixture(sh);
-          if (!*lazy) {
-            st.SkipWithError("not_run: out of memory building inputs");
-            return;
-          }
-          run(st, *lazy, kernel, threads, all_atoms);
-        })
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(),
+                                               [lazy, &sh, kernel, threads, all_atoms](benchmark::State& st) {
+                                                 if (!*lazy) *lazy = make_fixture(sh);
+                                                 if (!*lazy) {
+                                                   st.SkipWithError("not_run: out of memory building inputs");
+                                                   return;
+                                                 }
+                                                 run(st, *lazy, kernel, threads, all_atoms);
+                                               })
+                      ->UseRealTime()
+                      ->Unit(benchmark::kMillisecond);
         if (const int n = popper::suite::fixed_iterations()) b->Iterations(n);
       }
     }

@@ -47,7 +47,8 @@ inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int re
         const auto t0 = std::chrono::steady_clock::now();
         popper::parallel::run(n / 32, threads, [&](std::size_t b, std::size_t e, int w) {
           ran[static_cast<std::size_t>(w)] = std::this_thread::get_id();
-          for (int k = 0; k < passes; ++k) partial[static_cast<std::size_t>(w)] += popper_read_sum(way, buf.data() + 32 * b, 32 * (e - b));
+          for (int k = 0; k < passes; ++k)
+            partial[static_cast<std::size_t>(w)] += popper_read_sum(way, buf.data() + 32 * b, 32 * (e - b));
         });
         const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         for (auto p : partial) sink = sink + p;

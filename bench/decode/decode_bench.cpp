@@ -106,7 +106,8 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
     bytes = double(m.bytes_per_token()) * sh.tokens;
     // The bound first, before the backend exists (as bench_q4k: its worker
     // threads must not run beside the probe, nor sit idle through it).
-    if (tier != Tier::Reference && tier != Tier::Device) read = suite::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
+    if (tier != Tier::Reference && tier != Tier::Device)
+      read = suite::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
     backend = dec::make_backend(backend_for(tier), m, threads);
     if (!backend->available()) {
       state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
@@ -124,7 +125,8 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
       const auto a = dec::compare_logits(got, dec::make_backend("cpu", m, threads)->logits(check));
       if (!(a.cosine >= dec::kMinCosine)) {
         char buf[96];
-        std::snprintf(buf, sizeof buf, "incorrect: cosine %.6f against the cpu backend (< %.2f)", a.cosine, dec::kMinCosine);
+        std::snprintf(buf, sizeof buf, "incorrect: cosine %.6f against the cpu backend (< %.2f)", a.cosine,
+                      dec::kMinCosine);
         state.SkipWithError(buf);
         return;
       }
@@ -171,7 +173,8 @@ void register_all() {
         if (tier == Tier::Reference && (!gate || threads != 1)) continue;  // sequential FP32: small model, one thread
         const std::string name =
             std::string("decode/") + tier_name(tier) + "/" + sh.name + "/q4k/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_decode(s, tier, sh, threads); });
+        auto* b = benchmark::RegisterBenchmark(name.c_str(),
+                                               [=](benchmark::State& s) { bench_decode(s, tier, sh, threads); });
         b->UseRealTime()->Unit(benchmark::kMillisecond);
         if (iters > 0) b->Iterations(iters);
       }

@@ -79,8 +79,8 @@ std::vector<std::int64_t> sample(std::int64_t n, int count) {
 // ---- one benchmark case: inputs, the timed call, the verification
 struct Case {
   virtual ~Case() = default;
-  virtual void run() = 0;                 // one timed call
-  virtual std::string verify() = 0;       // "" when correct, else "max err ... > bound ..."
+  virtual void run() = 0;            // one timed call
+  virtual std::string verify() = 0;  // "" when correct, else "max err ... > bound ..."
 };
 
 std::string fail_text(const char* what, const tb::Worst& w) { return std::string(what) + " " + w.text(); }
@@ -118,7 +118,8 @@ struct CeCase final : Case {
       for (std::int64_t i = 0; i < s.vocab; ++i) {
         const double p = std::exp(static_cast<double>(x[off + static_cast<std::size_t>(i)]) - e[0]);
         wg.see(std::fabs(buf[off + static_cast<std::size_t>(i)] - g[static_cast<std::size_t>(i)]),
-               p * b.grad_rel + tb::kU * std::fabs(g[static_cast<std::size_t>(i)]) + 1e-300, off + static_cast<std::size_t>(i));
+               p * b.grad_rel + tb::kU * std::fabs(g[static_cast<std::size_t>(i)]) + 1e-300,
+               off + static_cast<std::size_t>(i));
       }
     }
     buf = x;
@@ -149,7 +150,8 @@ struct RmsCase final : Case {
   std::string verify() override {
     run();
     const std::size_t n = x.size();
-    std::vector<double> yr(n), ir(static_cast<std::size_t>(s.rows)), nr(n), dxr(n), dwr(static_cast<std::size_t>(s.hidden));
+    std::vector<double> yr(n), ir(static_cast<std::size_t>(s.rows)), nr(n), dxr(n),
+        dwr(static_cast<std::size_t>(s.hidden));
     reference::rmsnorm_forward(s, x, w, yr, ir, nr);
     reference::rmsnorm_backward(s, x, w, dy, dxr, dwr);
     const tb::RmsBound rb = tb::rms_bound(s.hidden);
@@ -165,8 +167,9 @@ struct RmsCase final : Case {
       wy.see(std::fabs(y[i] - yr[i]), 2 * (rb.e_n + 2 * tb::kU) * std::fabs(yr[i]) + 1e-300, i);
       const double g = std::fabs(static_cast<double>(dy[i]) * w[c]);
       wx.see(std::fabs(dx[i] - dxr[i]),
-             2 * ir[r] * ((2 * tb::kU + rb.e_n) * g + (tb::gamma(static_cast<double>(s.hidden)) + 2 * rb.e_n + 2 * tb::kU) *
-                                                        std::fabs(nr[i]) * gn[r] / static_cast<double>(s.hidden)) +
+             2 * ir[r] *
+                     ((2 * tb::kU + rb.e_n) * g + (tb::gamma(static_cast<double>(s.hidden)) + 2 * rb.e_n + 2 * tb::kU) *
+                                                      std::fabs(nr[i]) * gn[r] / static_cast<double>(s.hidden)) +
                  rb.e_inv * std::fabs(dxr[i]) + 1e-300,
              i);
     }
@@ -249,7 +252,8 @@ struct RopeCase final : Case {
     for (const auto& [in, got, want] : {std::tuple{&q0, &q, &qr}, std::tuple{&k0, &k, &kr}})
       for (std::size_t i = 0; i < in->size(); ++i) {
         const std::size_t base = i / D * D, j = i % half;
-        w.see(std::fabs((*got)[i] - (*want)[i]), 2 * 3 * tb::kU * (std::fabs((*in)[base + j]) + std::fabs((*in)[base + j + half])) + 1e-300, i);
+        w.see(std::fabs((*got)[i] - (*want)[i]),
+              2 * 3 * tb::kU * (std::fabs((*in)[base + j]) + std::fabs((*in)[base + j + half])) + 1e-300, i);
       }
     q = q0, k = k0;
     return w.ok ? "" : fail_text("rotated", w);
@@ -269,7 +273,8 @@ struct AttnCase final : Case {
     const std::size_t nq = static_cast<std::size_t>(s.batch * s.q_len * s.q_heads * s.head_dim);
     const std::size_t nk = static_cast<std::size_t>(s.batch * s.kv_len * s.kv_heads * s.head_dim);
     q = filled(nq, 11), k = filled(nk, 12), v = filled(nk, 13), d_o = filled(nq, 14);
-    out.resize(nq), lse.resize(static_cast<std::size_t>(s.batch * s.q_heads * s.q_len)), dq.resize(nq), dk.resize(nk), dv.resize(nk);
+    out.resize(nq), lse.resize(static_cast<std::size_t>(s.batch * s.q_heads * s.q_len)), dq.resize(nq), dk.resize(nk),
+        dv.resize(nk);
     if (backward) {  // forward results the backward consumes
       attention_forward(s, q, k, v, out, lse, o);
       if (tier == Tier::Wrapped) {
@@ -298,7 +303,9 @@ struct AttnCase final : Case {
       const std::int64_t b = unit / s.kv_heads, hk = unit % s.kv_heads;
       const std::size_t nq = static_cast<std::size_t>(s.q_len * g * D), nk = static_cast<std::size_t>(s.kv_len * D);
       std::vector<float> sq(nq), sk(nk), sv(nk), sdo(nq);
-      auto qat = [&](std::int64_t i, std::int64_t h) { return static_cast<std::size_t>(((b * s.q_len + i) * s.q_heads + h) * D); };
+      auto qat = [&](std::int64_t i, std::int64_t h) {
+        return static_cast<std::size_t>(((b * s.q_len + i) * s.q_heads + h) * D);
+      };
       auto kat = [&](std::int64_t j) { return static_cast<std::size_t>(((b * s.kv_len + j) * s.kv_heads + hk) * D); };
       for (std::int64_t i = 0; i < s.q_len; ++i)
         for (std::int64_t gi = 0; gi < g; ++gi)
@@ -308,9 +315,12 @@ struct AttnCase final : Case {
             sdo[dst] = d_o[qat(i, hk * g + gi) + static_cast<std::size_t>(c)];
           }
       for (std::int64_t j = 0; j < s.kv_len; ++j)
-        for (std::int64_t c = 0; c < D; ++c) sk[static_cast<std::size_t>(j * D + c)] = k[kat(j) + static_cast<std::size_t>(c)],
-                                                sv[static_cast<std::size_t>(j * D + c)] = v[kat(j) + static_cast<std::size_t>(c)];
-      std::vector<double> ro(nq), rl(static_cast<std::size_t>(g * s.q_len)), rp(rl.size() * static_cast<std::size_t>(s.kv_len));
+        for (std::int64_t c = 0; c < D; ++c)
+          sk[static_cast<std::size_t>(j * D + c)] = k[kat(j) + static_cast<std::size_t>(c)],
+                                              sv[static_cast<std::size_t>(j * D + c)] =
+                                                  v[kat(j) + static_cast<std::size_t>(c)];
+      std::vector<double> ro(nq), rl(static_cast<std::size_t>(g * s.q_len)),
+          rp(rl.size() * static_cast<std::size_t>(s.kv_len));
       reference::attention_forward(sub, sq, sk, sv, ro, rl, rp);
       const tb::AttnFwdBound fb = tb::attention_forward_bound(sub, sq, sk, sv, ro, rl, rp, 2.0);
       if (!backward) {
@@ -338,7 +348,11 @@ struct AttnCase final : Case {
           wv.see(std::fabs(dv[kat(j) + static_cast<std::size_t>(c)] - rdv[at]), bb.dv[at], at);
         }
     }
-    return !wo.ok ? fail_text("O", wo) : !wq.ok ? fail_text("dQ", wq) : !wk.ok ? fail_text("dK", wk) : !wv.ok ? fail_text("dV", wv) : "";
+    return !wo.ok   ? fail_text("O", wo)
+           : !wq.ok ? fail_text("dQ", wq)
+           : !wk.ok ? fail_text("dK", wk)
+           : !wv.ok ? fail_text("dV", wv)
+                    : "";
   }
   bool is_full_shape = false;
 };
@@ -394,8 +408,9 @@ void bench_fused(benchmark::State& state, const popper_fused_shape sh, Tier tier
     if (tier == Tier::Hand) suite::popper_bench_call_hand(timed);
     else suite::popper_bench_call_wrapped(timed);
   }
-  state.SetLabel(is_full(sh) && (sh.kernel == POPPER_FUSED_CE || sh.kernel >= POPPER_FUSED_ATTN_FWD) ? "verified(sampled)"
-                                                                                                     : "verified");
+  state.SetLabel(is_full(sh) && (sh.kernel == POPPER_FUSED_CE || sh.kernel >= POPPER_FUSED_ATTN_FWD)
+                     ? "verified(sampled)"
+                     : "verified");
   state.counters["flop"] = benchmark::Counter(popper_fused_flop(&sh));
   state.counters["bytes"] = benchmark::Counter(popper_fused_bytes(&sh));
 }
@@ -408,7 +423,8 @@ void register_all() {
       for (const int threads : {1, 2}) {
         const std::string name =
             std::string("fused/") + tier_name(tier) + "/" + sh.name + "/f32/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_fused(st, sh, tier, threads); });
+        auto* b = benchmark::RegisterBenchmark(name.c_str(),
+                                               [=](benchmark::State& st) { bench_fused(st, sh, tier, threads); });
         b->UseRealTime()->Unit(benchmark::kMillisecond);
         if (iters > 0) b->Iterations(iters);
       }
@@ -426,7 +442,8 @@ int main(int argc, char** argv) {
     return probe.core_name();
   }();
   for (auto& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return suite::run_suite(argc, argv,
-                          {{"wrapped", "cpu:" + std::string(popper::cpu::to_string(popper::cpu::auto_isa())) + "+openblas:" + core},
-                           {"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
+  return suite::run_suite(
+      argc, argv,
+      {{"wrapped", "cpu:" + std::string(popper::cpu::to_string(popper::cpu::auto_isa())) + "+openblas:" + core},
+       {"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
 }

@@ -128,9 +128,11 @@ void register_all() {
           const std::string name = std::string("gemm/") + tier_name(tier) + "/" + sh.name + "/" + prec +
                                    "/threads:" + std::to_string(threads);
           benchmark::internal::Benchmark* b =
-              prec[1] == '3'
-                  ? benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_gemm<float>(s, tier, sh, threads); })
-                  : benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_gemm<double>(s, tier, sh, threads); });
+              prec[1] == '3' ? benchmark::RegisterBenchmark(
+                                   name.c_str(), [=](benchmark::State& s) { bench_gemm<float>(s, tier, sh, threads); })
+                             : benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+                                 bench_gemm<double>(s, tier, sh, threads);
+                               });
           b->UseRealTime()->Unit(benchmark::kMillisecond);
           if (iters > 0) b->Iterations(iters);
         }
@@ -157,8 +159,9 @@ int main(int argc, char** argv) {
     popper::gemm::BlasHandle probe(popper::gemm::BlasOptions{1, ""});
     return probe.core_name();
   }();
-  return suite::run_suite(argc, argv,
-                          {{"wrapped", "openblas:" + core},
-                           {"hand", std::string("cpu:") + popper::gemm::cpu::to_string(popper::gemm::cpu::detected_isa())},
-                           {"reference", "reference"}});
+  return suite::run_suite(
+      argc, argv,
+      {{"wrapped", "openblas:" + core},
+       {"hand", std::string("cpu:") + popper::gemm::cpu::to_string(popper::gemm::cpu::detected_isa())},
+       {"reference", "reference"}});
 }

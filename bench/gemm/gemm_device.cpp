@@ -111,8 +111,9 @@ void bench_gemm_device(benchmark::State& state, Tier tier, Input in, popper_gemm
     gemm();
     std::vector<float> out(m * n);
     c.download(out, stream);
-    const auto chk = popper::gemm::testbed::check_product_entries<float>(
-        sh.m, sh.n, sh.k, a.host, b.host, out, popper_gemm_check_samples(sh.m, sh.n, sh.k), in == Input::F32 ? 1.0 : 2.0);
+    const auto chk = popper::gemm::testbed::check_product_entries<float>(sh.m, sh.n, sh.k, a.host, b.host, out,
+                                                                         popper_gemm_check_samples(sh.m, sh.n, sh.k),
+                                                                         in == Input::F32 ? 1.0 : 2.0);
     if (!chk.ok) {
       state.SkipWithError(chk.verdict().c_str());
       return;

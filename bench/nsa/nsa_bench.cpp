@@ -70,9 +70,10 @@ std::shared_ptr<Fixture> fixture_for(const popper_nsa_shape& s) {
   const HeadLayout& l = w.layout;
   for (int b = 0; b < POPPER_NSA_SEQS; ++b) {
     const std::int32_t q0 = w.cu_q[b], nq = w.cu_q[b + 1] - q0, k0 = w.cu_k[b], nk = w.cu_k[b + 1] - k0;
-    f->sequences.push_back({nq, nk, std::span(w.q).subspan(std::size_t(q0) * l.heads * l.dim, std::size_t(nq) * l.heads * l.dim),
-                            std::span(w.k).subspan(std::size_t(k0) * l.dim, std::size_t(nk) * l.dim),
-                            std::span(w.v).subspan(std::size_t(k0) * l.dim_v, std::size_t(nk) * l.dim_v)});
+    f->sequences.push_back(
+        {nq, nk, std::span(w.q).subspan(std::size_t(q0) * l.heads * l.dim, std::size_t(nq) * l.heads * l.dim),
+         std::span(w.k).subspan(std::size_t(k0) * l.dim, std::size_t(nk) * l.dim),
+         std::span(w.v).subspan(std::size_t(k0) * l.dim_v, std::size_t(nk) * l.dim_v)});
   }
   f->span_offsets = w.pack.offsets;
   f->spans = w.pack.spans;
@@ -154,9 +155,11 @@ void register_all() {
     for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Pack, Tier::Reference})
       for (int threads : {1, 2}) {
         if (tier == Tier::Reference && (!gate || threads != 1)) continue;  // FP64 scalar: small shapes, one thread
-        if (tier == Tier::Pack && threads != 1) continue;                   // packing is single-threaded
-        const std::string name = std::string("nsa/") + tier_name(tier) + "/" + sh.name + "/bf16/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_nsa(s, tier, sh, threads); });
+        if (tier == Tier::Pack && threads != 1) continue;                  // packing is single-threaded
+        const std::string name =
+            std::string("nsa/") + tier_name(tier) + "/" + sh.name + "/bf16/threads:" + std::to_string(threads);
+        auto* b =
+            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_nsa(s, tier, sh, threads); });
         b->UseRealTime()->Unit(benchmark::kMillisecond);
         if (iters > 0) b->Iterations(iters);
       }
@@ -175,8 +178,5 @@ int main(int argc, char** argv) {
     wrapped = selection_attention_fallback(w.problem(), {o, {}}).backend;
   }
   return suite::run_suite(argc, argv,
-                          {{"hand", hand},
-                           {"wrapped", wrapped},
-                           {"pack", "cpu:memcpy"},
-                           {"reference", "reference"}});
+                          {{"hand", hand}, {"wrapped", wrapped}, {"pack", "cpu:memcpy"}, {"reference", "reference"}});
 }

@@ -75,7 +75,7 @@ struct Fixture {
   Inputs in;
   std::unique_ptr<q4k::ggml::CpuMatVec> mv;
   q4k::cpu::PackedWeights packed;
-  std::vector<float> y;      // the tier's output (the reference's in yd)
+  std::vector<float> y;  // the tier's output (the reference's in yd)
   std::vector<double> yd;
   std::vector<double> read;  // the bound's probe, taken before the kernel existed
   std::string label;         // "verified(...)", or why the tier is not timed
@@ -94,7 +94,8 @@ std::unique_ptr<Fixture> build_fixture(const std::string& name, Tier tier, const
   f->y.assign(std::size_t(rows), 0.0f);
   if (tier == Tier::Reference) f->yd.assign(std::size_t(rows), 0.0);
   try {
-    if (tier == Tier::Wrapped) f->mv = std::make_unique<q4k::ggml::CpuMatVec>(f->in.w.blocks, rows, cols, threads, true);
+    if (tier == Tier::Wrapped)
+      f->mv = std::make_unique<q4k::ggml::CpuMatVec>(f->in.w.blocks, rows, cols, threads, true);
     if (tier == Tier::Hand) f->packed = q4k::cpu::PackedWeights(f->in.w.blocks, rows, cols);
   } catch (const popper::Unsupported& e) {
     f->label = std::string("not_run: ") + e.what();
@@ -200,8 +201,9 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
-  return suite::run_suite(argc, argv,
-                          {{"wrapped", q4k::ggml::status().usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu"},
-                           {"hand", q4k::cpu::backend_tag(q4k::cpu::Isa::Auto)},
-                           {"reference", "reference"}});
+  return suite::run_suite(
+      argc, argv,
+      {{"wrapped", q4k::ggml::status().usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu"},
+       {"hand", q4k::cpu::backend_tag(q4k::cpu::Isa::Auto)},
+       {"reference", "reference"}});
 }

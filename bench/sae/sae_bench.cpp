@@ -147,7 +147,7 @@ void bench_apply(benchmark::State& state, const sae_shape& sh, bool hand, int th
       return;
     }
     d->apply(f.x, y);
-    sys.apply(f.x, y_other, 1u);  // the matrix-free route: an independent implementation
+    sys.apply(f.x, y_other, 1u);                    // the matrix-free route: an independent implementation
     const double bound = 1e-8 * inf_norm(y_other);  // rounding is ~1e-14 relative; this catches wrong math only
     const double err = max_abs_diff(y, y_other);
     if (!(err <= bound)) {
@@ -180,7 +180,8 @@ void bench_apply(benchmark::State& state, const sae_shape& sh, bool hand, int th
     // No dense oracle fits: check against the serial row-by-row path (schur_row_apply).
     for (std::size_t e = 0; e < sys.dim(); ++e) y_other[e] = sys.rho() * f.x[e];
     SchurScratch scratch;
-    for (std::size_t i = 0; i < sys.rows().rows(); ++i) schur_row_apply(sys.rows(), *sys.factors(), i, f.x, y_other, scratch);
+    for (std::size_t i = 0; i < sys.rows().rows(); ++i)
+      schur_row_apply(sys.rows(), *sys.factors(), i, f.x, y_other, scratch);
     if (std::memcmp(y.data(), y_other.data(), y.size() * sizeof(double)) != 0) {
       state.SkipWithError("incorrect: threaded apply differs from the serial row path");
       return;
@@ -204,7 +205,8 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
   std::vector<double> x(sys.dim()), ax(sys.dim());
   state.counters["items"] = benchmark::Counter(double(sh.rows));
   const double dense_flop = f.form_flop + dim * dim * dim / 3 + 4 * dim * dim;
-  const bool dense_fits = dense_route::dense_bytes(sys.dim()) <= SAE_DENSE_MAX_BYTES && dense_flop <= SAE_DENSE_MAX_SOLVE_FLOP;
+  const bool dense_fits =
+      dense_route::dense_bytes(sys.dim()) <= SAE_DENSE_MAX_BYTES && dense_flop <= SAE_DENSE_MAX_SOLVE_FLOP;
   auto residual = [&](const std::vector<double>& xs) {
     sys.apply(xs, ax, static_cast<unsigned>(threads));
     for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = f.b[e] - ax[e];
@@ -213,8 +215,9 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
   if (!hand) {
     if (!dense_fits) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "not_run: dense solve would need %.2f GiB and %.3g flop (budgets %.0f GiB, %.0e flop)",
-                    gib(dense_route::dense_bytes(sys.dim())), dense_flop, gib(SAE_DENSE_MAX_BYTES), SAE_DENSE_MAX_SOLVE_FLOP);
+      std::snprintf(
+          buf, sizeof buf, "not_run: dense solve would need %.2f GiB and %.3g flop (budgets %.0f GiB, %.0e flop)",
+          gib(dense_route::dense_bytes(sys.dim())), dense_flop, gib(SAE_DENSE_MAX_BYTES), SAE_DENSE_MAX_SOLVE_FLOP);
       state.SkipWithError(buf);
       return;
     }
@@ -262,7 +265,8 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
     label = "verified";
   } else {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "not_verified: dense oracle over budget; matrix-free true residual %.3e", rep.rel_residual);
+    std::snprintf(buf, sizeof buf, "not_verified: dense oracle over budget; matrix-free true residual %.3e",
+                  rep.rel_residual);
     label = buf;
   }
   for (auto _ : state) {
@@ -283,8 +287,8 @@ void register_all() {
     const sae_shape sh = sae_shapes[i];
     for (bool hand : {false, true}) {
       for (int threads : {1, 2}) {
-        const std::string name = std::string("sae/") + (hand ? "hand" : "wrapped") + "/" + sh.name + "/f64/threads:" +
-                                 std::to_string(threads);
+        const std::string name = std::string("sae/") + (hand ? "hand" : "wrapped") + "/" + sh.name +
+                                 "/f64/threads:" + std::to_string(threads);
         auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
           try {
             if (sh.op == SAE_OP_APPLY) bench_apply(s, sh, hand, threads);

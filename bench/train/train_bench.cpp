@@ -121,8 +121,10 @@ void register_all() {
     if (std::strcmp(sh.set, "none") == 0) continue;
     for (const Backend backend : {Backend::Wrapped, Backend::Hand})
       for (const int threads : {1, 2}) {
-        const std::string name = std::string("train/") + tier_name(backend) + "/" + sh.name + "/f32/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bench_step(st, sh, backend, threads); });
+        const std::string name =
+            std::string("train/") + tier_name(backend) + "/" + sh.name + "/f32/threads:" + std::to_string(threads);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(),
+                                               [=](benchmark::State& st) { bench_step(st, sh, backend, threads); });
         b->UseRealTime()->Unit(benchmark::kMillisecond);
         if (iters > 0) b->Iterations(iters);
       }
@@ -135,7 +137,7 @@ void register_all() {
 int main(int argc, char** argv) {
   register_all();
   const Config c = popper_train_config(*popper_train_find_shape("tiny"));
-  return suite::run_suite(argc, argv,
-                          {{"hand", Step(c, {Backend::Hand, 1}).backend_tag()},
-                           {"wrapped", Step(c, {Backend::Wrapped, 1}).backend_tag()}});
+  return suite::run_suite(
+      argc, argv,
+      {{"hand", Step(c, {Backend::Hand, 1}).backend_tag()}, {"wrapped", Step(c, {Backend::Wrapped, 1}).backend_tag()}});
 }

@@ -217,7 +217,8 @@ POPPER_FALSIFIER("FALSIFY-ACC-004", [](const popper::Params& p) {
             << to_string(o) << " depends on the thread count (" << t << ")";
       }
       const auto c = tb::compare(y, stats, [&](std::size_t k) {
-        return (dot_bound_factor(o, static_cast<std::size_t>(cols)) + tb::gamma(double(cols), tb::kU64)) * stats.abs_wx[k];
+        return (dot_bound_factor(o, static_cast<std::size_t>(cols)) + tb::gamma(double(cols), tb::kU64)) *
+               stats.abs_wx[k];
       });
       EXPECT_TRUE(c.ok) << to_string(o) << " " << rows << "x" << cols << ": " << c.message;
       std::printf(" %s %.3f", to_string(o), c.worst_ratio);
@@ -226,8 +227,7 @@ POPPER_FALSIFIER("FALSIFY-ACC-004", [](const popper::Params& p) {
     double spread = 0;
     for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
       for (const auto& a : per_order)
-        for (const auto& b : per_order)
-          spread = std::max(spread, std::fabs(double(a[r]) - b[r]) / stats.abs_wx[r]);
+        for (const auto& b : per_order) spread = std::max(spread, std::fabs(double(a[r]) - b[r]) / stats.abs_wx[r]);
     std::printf(" | max_r |y_a - y_b| / sum|w x| between orders %.3g\n", spread);
   }
   popper::record_backend("reference");

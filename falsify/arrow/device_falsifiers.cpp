@@ -58,11 +58,21 @@ POPPER_FALSIFIER("FALSIFY-ARROW-009", [](const popper::Params& p) {
   for (std::size_t a = 0; a < atoms; ++a) {
     const AtomSlice& s = slices[a];
     // The body exactly as the device kernel's pieces see it: generic d (DF = 0).
-    std::vector<double> L(std::max<std::size_t>(1, s.rows * s.d * s.d)), S(s.k * s.k), r(s.k),
-        dt(s.rows * s.d), dbeta(s.k);
-    const ArrowAtomArgs<double> args{s.rows, s.d, s.k, pack.D.data() + s.D, pack.B.data() + s.B,
-                                     pack.g_t.data() + s.g_t, pack.hbb.data() + s.hbb, pack.g_b.data() + s.g_b,
-                                     static_cast<double>(s.rows), L.data(), S.data(), r.data(), dt.data(),
+    std::vector<double> L(std::max<std::size_t>(1, s.rows * s.d * s.d)), S(s.k * s.k), r(s.k), dt(s.rows * s.d),
+        dbeta(s.k);
+    const ArrowAtomArgs<double> args{s.rows,
+                                     s.d,
+                                     s.k,
+                                     pack.D.data() + s.D,
+                                     pack.B.data() + s.B,
+                                     pack.g_t.data() + s.g_t,
+                                     pack.hbb.data() + s.hbb,
+                                     pack.g_b.data() + s.g_b,
+                                     static_cast<double>(s.rows),
+                                     L.data(),
+                                     S.data(),
+                                     r.data(),
+                                     dt.data(),
                                      dbeta.data()};
     const auto st = arrow_atom_solve<ScalarLane, 0>(args, rho_t, rho_beta);
     ASSERT_LT(st.fail_row, 0.0) << "atom " << a;

@@ -12,8 +12,8 @@
 namespace {
 using namespace popper::arrow;
 namespace tb = popper::arrow::testbed;
-constexpr ArrowKernel kAll[] = {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Reference,
-                                ArrowKernel::Lapack, ArrowKernel::Auto};
+constexpr ArrowKernel kAll[] = {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Reference, ArrowKernel::Lapack,
+                                ArrowKernel::Auto};
 
 // The others must equal what the same kernel gives for the class without `bad`.
 void expect_others_unaffected(const std::vector<ArrowSystem>& sys, std::size_t bad, ArrowKernel kern,
@@ -91,9 +91,9 @@ POPPER_FALSIFIER("FALSIFY-ARROW-006", [](const popper::Params& p) {
     std::size_t atom;
     ArrowField field;
   };
-  const Poison poison[] = {{0, ArrowField::D}, {1, ArrowField::B}, {2, ArrowField::g_t}, {4, ArrowField::hbb},
-                           {5, ArrowField::g_b}};
-  sys[0].D[2] = nan;        // upper triangle of row 0's block: never read by the solve, still reported
+  const Poison poison[] = {
+      {0, ArrowField::D}, {1, ArrowField::B}, {2, ArrowField::g_t}, {4, ArrowField::hbb}, {5, ArrowField::g_b}};
+  sys[0].D[2] = nan;  // upper triangle of row 0's block: never read by the solve, still reported
   sys[1].B.back() = inf;
   sys[2].g_t[3] = -inf;
   sys[4].hbb[0] = nan;

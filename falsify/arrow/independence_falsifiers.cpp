@@ -16,8 +16,7 @@ POPPER_FALSIFIER("FALSIFY-ARROW-003", [](const popper::Params& p) {
   const auto threads = p.integers("threads");
   // Exactly the threads asked for: the size rule would solve this small class on one.
   const popper::parallel::ScopedExactThreads exact;
-  const auto sys = tb::make_class(p.seed(), {0, 1, 3, 17, 40, 9, 2}, {2, 1, 3, 2, 5, 8, 4}, {6, 1, 32, 6, 7, 3},
-                                  atoms);
+  const auto sys = tb::make_class(p.seed(), {0, 1, 3, 17, 40, 9, 2}, {2, 1, 3, 2, 5, 8, 4}, {6, 1, 32, 6, 7, 3}, atoms);
   for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured}) {
     // Alone: each atom as a class of one.
     std::vector<ArrowResult> alone;

@@ -68,10 +68,8 @@ void expect_named_error(std::vector<ArrowSystem> sys, std::size_t atom, const st
 void expect_all_field_errors(const std::vector<ArrowSystem>& sys, std::size_t atom) {
   expect_named_error(sys, atom, "D", [](ArrowSystem& s) { s.D.push_back(1.0); });
   expect_named_error(sys, atom, "B", [](ArrowSystem& s) {
-    if (s.B.empty())
-      s.B.push_back(0.0);  // an atom with no rows: grow instead of shrinking
-    else
-      s.B.pop_back();
+    if (s.B.empty()) s.B.push_back(0.0);  // an atom with no rows: grow instead of shrinking
+    else s.B.pop_back();
   });
   expect_named_error(sys, atom, "g_t", [](ArrowSystem& s) { s.g_t.push_back(0.0); });
   expect_named_error(sys, atom, "hbb", [](ArrowSystem& s) { s.hbb.pop_back(); });

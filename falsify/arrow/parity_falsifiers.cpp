@@ -62,7 +62,8 @@ std::vector<popper::cpu::Isa> check_forced_paths(const std::vector<ArrowSystem>&
       EXPECT_TRUE(got[a].ok() && ref[a].ok() && structured[a].ok()) << popper::cpu::backend_tag(isa) << " atom " << a;
       if (!got[a].ok() || !ref[a].ok() || !structured[a].ok()) continue;
       const tb::Errors e = tb::compare(got[a].value(), ref[a].value());
-      EXPECT_LE(std::max(e.delta, e.log_det), tol) << popper::cpu::backend_tag(isa) << " atom " << a << " seed " << seed;
+      EXPECT_LE(std::max(e.delta, e.log_det), tol)
+          << popper::cpu::backend_tag(isa) << " atom " << a << " seed " << seed;
       const tb::Errors h = tb::compare(got[a].value(), structured[a].value());
       EXPECT_LE(std::max(h.delta, h.log_det), hand_tol)
           << popper::cpu::backend_tag(isa) << " vs structured, atom " << a << " seed " << seed;
@@ -93,7 +94,8 @@ POPPER_FALSIFIER("FALSIFY-ARROW-001", [](const popper::Params& p) {
     forced = check_forced_paths(sys, rho_t, rho_beta, tol, hand_tol, seed);
   }
   if (!::testing::Test::HasFailure()) {
-    for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Lapack, ArrowKernel::Auto}) tb::record(kern);
+    for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Lapack, ArrowKernel::Auto})
+      tb::record(kern);
     for (popper::cpu::Isa isa : forced) popper::record_backend(popper::cpu::backend_tag(isa), popper::Dispatch::Forced);
   }
 });
@@ -124,7 +126,8 @@ POPPER_FALSIFIER("FALSIFY-ARROW-002", [](const popper::Params& p) {
   });
   EXPECT_TRUE(ok);
   if (ok)
-    for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Lapack, ArrowKernel::Auto}) tb::record(kern);
+    for (ArrowKernel kern : {ArrowKernel::Hand, ArrowKernel::Structured, ArrowKernel::Lapack, ArrowKernel::Auto})
+      tb::record(kern);
 });
 
 // Exhaustive over small shapes: the Hand kernel is bit-identical to the
@@ -136,7 +139,8 @@ POPPER_HARNESS("KANI-ARROW-001", [](const popper::Params& p) {
   for (std::size_t d = 1; d <= kMaxRowDim; ++d)
     for (std::size_t k = 1; k <= kmax; ++k) {
       std::vector<ArrowSystem> sys;
-      for (std::size_t n : {0u, 1u, 2u, 5u, 7u}) sys.push_back(tb::make_system(p.seed() + d * 100 + k * 10 + n, n, d, k));
+      for (std::size_t n : {0u, 1u, 2u, 5u, 7u})
+        sys.push_back(tb::make_system(p.seed() + d * 100 + k * 10 + n, n, d, k));
       const auto hand = tb::solve(sys, ArrowKernel::Hand, 1, 1e-3, 1e-3);
       const auto structured = tb::solve(sys, ArrowKernel::Structured, 1, 1e-3, 1e-3);
       for (std::size_t a = 0; a < sys.size(); ++a) {

@@ -71,9 +71,9 @@ inline std::vector<ArrowSystem> make_class(std::uint64_t seed, const std::vector
 }
 
 struct Errors {
-  double delta = 0.0;    // ||x - x_ref||_inf / ||x_ref||_inf over [delta_t; delta_beta]
-  double log_det = 0.0;  // |ld - ld_ref| / max(1, |ld_ref|)
-  double ref_norm = 0.0; // ||x_ref||_inf, asserted > 0 so an all-zero answer cannot pass
+  double delta = 0.0;     // ||x - x_ref||_inf / ||x_ref||_inf over [delta_t; delta_beta]
+  double log_det = 0.0;   // |ld - ld_ref| / max(1, |ld_ref|)
+  double ref_norm = 0.0;  // ||x_ref||_inf, asserted > 0 so an all-zero answer cannot pass
 };
 
 inline Errors compare(const ArrowSolution& x, const ArrowSolution& ref) {
@@ -121,8 +121,9 @@ inline bool bit_equal(const ArrowResult& a, const ArrowResult& b) {
 inline void record(ArrowKernel kernel) {
   const std::string tag = backend_of(kernel);
   const bool cpu = tag.rfind("cpu:", 0) == 0;
-  const bool forced = cpu && (popper::cpu::auto_isa_overridden() ||
-                              (kernel == ArrowKernel::Structured && popper::cpu::auto_isa() != popper::cpu::Isa::Scalar));
+  const bool forced =
+      cpu && (popper::cpu::auto_isa_overridden() ||
+              (kernel == ArrowKernel::Structured && popper::cpu::auto_isa() != popper::cpu::Isa::Scalar));
   if (forced && !popper::forced_paths_allowed()) return;
   popper::record_backend(tag, forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
 }

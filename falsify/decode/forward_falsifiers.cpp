@@ -59,10 +59,11 @@ POPPER_FALSIFIER("FALSIFY-MBP-006", [](const popper::Params& p) {
   }
   for (const auto& s : series) {
     const auto f = fit_drift(points, s);
-    std::printf("[FALSIFY-MBP-006] %-10s rel at L=1 %.3g, at L=%lld %.3g (hypothesis %.3g): growth %.2fx "
-                "(hypothesis %.1fx), exponent p = %.2f\n",
-                s.c_str(), f.rel / f.growth, static_cast<long long>(m.config.layers), f.rel, f.hypothesis_rel,
-                f.growth, f.hypothesis_growth, f.power);
+    std::printf(
+        "[FALSIFY-MBP-006] %-10s rel at L=1 %.3g, at L=%lld %.3g (hypothesis %.3g): growth %.2fx "
+        "(hypothesis %.1fx), exponent p = %.2f\n",
+        s.c_str(), f.rel / f.growth, static_cast<long long>(m.config.layers), f.rel, f.hypothesis_rel, f.growth,
+        f.hypothesis_growth, f.power);
   }
 });
 

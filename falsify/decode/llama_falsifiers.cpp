@@ -32,7 +32,8 @@ void check_llama(const popper::Params& p, const char* id, llama::Device d) {
   }
   ASSERT_EQ(r.reason.rfind("error: ", 0), std::string::npos) << name << " did not run popper's GGUF: " << r.reason;
   std::printf("[%s] %s against the FP64 oracle: cosine %.9f (1 - cos %.3g), rel_l2 %.3g, max rel %.3g, top1 %s\n", id,
-              name.c_str(), r.fp64.cosine, 1 - r.fp64.cosine, r.fp64.rel_l2, r.fp64.max_rel, r.fp64.top1 ? "yes" : "no");
+              name.c_str(), r.fp64.cosine, 1 - r.fp64.cosine, r.fp64.rel_l2, r.fp64.max_rel,
+              r.fp64.top1 ? "yes" : "no");
   EXPECT_GE(r.fp64.cosine, kMinCosine) << name << " against the FP64 oracle";
   EXPECT_TRUE(r.fp64.top1) << name << " changes the most likely token";
   EXPECT_TRUE(r.passed) << name << " against the cpu reference: " << r.reason;
@@ -67,6 +68,7 @@ POPPER_FALSIFIER("FALSIFY-MBP-009", [](const popper::Params& p) {
   check_llama(p, "FALSIFY-MBP-009", llama::Device::Cpu);
   check_refused_file(p);
 });
-POPPER_FALSIFIER("FALSIFY-MBP-010", [](const popper::Params& p) { check_llama(p, "FALSIFY-MBP-010", llama::Device::Vulkan); });
+POPPER_FALSIFIER("FALSIFY-MBP-010",
+                 [](const popper::Params& p) { check_llama(p, "FALSIFY-MBP-010", llama::Device::Vulkan); });
 
 }  // namespace

@@ -101,7 +101,8 @@ POPPER_FALSIFIER("FALSIFY-MBP-008", [](const popper::Params& p) {
   const Config& c = m.config;
   const auto run = [&](std::vector<std::int32_t> t) { return cpu->logits(t); };
   expect_invalid("empty prompt", [&] { run({}); });
-  expect_invalid("context + 1 tokens", [&] { run(std::vector<std::int32_t>(static_cast<std::size_t>(c.context + 1), 1)); });
+  expect_invalid("context + 1 tokens",
+                 [&] { run(std::vector<std::int32_t>(static_cast<std::size_t>(c.context + 1), 1)); });
   expect_invalid("token = vocab", [&] { run({1, static_cast<std::int32_t>(c.vocab)}); });
   expect_invalid("negative token", [&] { run({-1}); });
   EXPECT_EQ(run({0, static_cast<std::int32_t>(c.vocab - 1)}).size(), static_cast<std::size_t>(c.vocab));

@@ -37,10 +37,11 @@ void check_resident(const popper::Params& p, const char* id, const std::string& 
     const auto exact = forward<double>(m, tokens, *exact_ops);
     const auto vs_exact = compare_logits(got, std::span<const double>(exact));
     const auto vs_emulation = compare_logits(got, forward<float>(m, tokens, *emulation_ops));
-    std::printf("[%s] %s, %zu tokens: against FP64 rel %.3g (bound %.3g), cosine %.9f, top1 %s; against its CPU "
-                "emulation (warp32) rel %.3g, max abs %.3g\n",
-                id, backend->evidence().c_str(), tokens.size(), vs_exact.rel_l2, bound, vs_exact.cosine,
-                vs_exact.top1 ? "yes" : "no", vs_emulation.rel_l2, vs_emulation.max_abs);
+    std::printf(
+        "[%s] %s, %zu tokens: against FP64 rel %.3g (bound %.3g), cosine %.9f, top1 %s; against its CPU "
+        "emulation (warp32) rel %.3g, max abs %.3g\n",
+        id, backend->evidence().c_str(), tokens.size(), vs_exact.rel_l2, bound, vs_exact.cosine,
+        vs_exact.top1 ? "yes" : "no", vs_emulation.rel_l2, vs_emulation.max_abs);
     EXPECT_LT(vs_exact.rel_l2, bound) << name << " at " << tokens.size() << " tokens computes another function";
     EXPECT_TRUE(vs_exact.top1) << name << " at " << tokens.size() << " tokens changes the most likely token";
     if (n == prompt.size()) first = got;

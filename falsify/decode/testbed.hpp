@@ -57,15 +57,13 @@ inline const BackendRun* run_of(const GateResult& g, const std::string& name) {
 
 inline void print(const char* id, const GateResult& g) {
   for (const auto& r : g.runs)
-    if (r.errored)
-      std::printf("[%s] %s excluded, %s\n", id, r.name.c_str(), r.reason.c_str());
+    if (r.errored) std::printf("[%s] %s excluded, %s\n", id, r.name.c_str(), r.reason.c_str());
     else if (r.available)
       std::printf("[%s] %s (%s, fault %s): cosine %.9f, max abs %.3g, max rel %.3g, top1 %s, top5 %d/5 -> %s\n", id,
                   r.name.c_str(), r.evidence.c_str(), r.fault.c_str(), r.agreement.cosine, r.agreement.max_abs,
                   r.agreement.max_rel, r.agreement.top1 ? "yes" : "no", r.agreement.top5,
                   r.passed ? "pass" : "excluded");
-    else
-      std::printf("[%s] %s unavailable: %s\n", id, r.name.c_str(), r.reason.c_str());
+    else std::printf("[%s] %s unavailable: %s\n", id, r.name.c_str(), r.reason.c_str());
   std::printf("[%s] selected %s\n", id, g.selected.c_str());
 }
 

@@ -77,7 +77,7 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-007", [](const popper::Params&) {
         std::vector<int> cov;
         if (s.obligations > 0)
           cov = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(*rc::gen::inRange(0, 4)),
-                                                       rc::gen::inRange(0, s.obligations));
+                                                      rc::gen::inRange(0, s.obligations));
         s.covers.push_back(cov);
         s.outcomes.push_back(*rc::gen::elementOf(kOutcomes));
       }
@@ -210,7 +210,10 @@ std::string xml_problem(const std::string& x) {
   auto at = [&](std::size_t k) { return "at byte " + std::to_string(k); };
   while (i < x.size()) {
     const char ch = x[i];
-    if (ch == ' ' || ch == '\n') { ++i; continue; }
+    if (ch == ' ' || ch == '\n') {
+      ++i;
+      continue;
+    }
     if (ch != '<') return "text outside a tag " + at(i);
     const bool closing = i + 1 < x.size() && x[i + 1] == '/';
     i += closing ? 2 : 1;
@@ -218,8 +221,15 @@ std::string xml_problem(const std::string& x) {
     for (;;) {
       while (i < x.size() && x[i] == ' ') ++i;
       if (i >= x.size()) return "unterminated tag";
-      if (x[i] == '>') { depth += closing ? -1 : 1; ++i; break; }
-      if (x.compare(i, 2, "/>") == 0) { i += 2; break; }
+      if (x[i] == '>') {
+        depth += closing ? -1 : 1;
+        ++i;
+        break;
+      }
+      if (x.compare(i, 2, "/>") == 0) {
+        i += 2;
+        break;
+      }
       const std::size_t name = i;
       while (i < x.size() && (std::isalnum(static_cast<unsigned char>(x[i])) || x[i] == '-' || x[i] == '_')) ++i;
       if (i == name || x.compare(i, 2, "=\"") != 0) return "malformed attribute " + at(i);
@@ -229,8 +239,9 @@ std::string xml_problem(const std::string& x) {
         if (c != '&') continue;
         const std::size_t semi = x.find(';', i);
         const std::string ent = semi == std::string::npos ? "" : x.substr(i + 1, semi - i - 1);
-        const bool ok = ent == "amp" || ent == "lt" || ent == "gt" || ent == "quot" || ent == "apos" ||
-                        (ent.size() > 1 && ent[0] == '#' && ent.find_first_not_of("0123456789", 1) == std::string::npos);
+        const bool ok =
+            ent == "amp" || ent == "lt" || ent == "gt" || ent == "quot" || ent == "apos" ||
+            (ent.size() > 1 && ent[0] == '#' && ent.find_first_not_of("0123456789", 1) == std::string::npos);
         if (!ok) return "stray & " + at(i);
         i = semi;
       }
@@ -256,7 +267,8 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-015", [](const popper::Params&) {
     auto reason = [&] {
       const auto n = static_cast<std::size_t>(*rc::gen::inRange(0, 10));
       std::string r;
-      for (std::size_t k = 0; k < n; ++k) r += specials[static_cast<std::size_t>(*rc::gen::inRange(0, static_cast<int>(specials.size())))];
+      for (std::size_t k = 0; k < n; ++k)
+        r += specials[static_cast<std::size_t>(*rc::gen::inRange(0, static_cast<int>(specials.size())))];
       return r;
     };
     const std::vector<std::string> mutant_outcomes = {"killed", "survived", "not_reached", "not_run", ""};

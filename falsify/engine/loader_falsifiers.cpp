@@ -11,10 +11,10 @@
 
 namespace fs = std::filesystem;
 using namespace popper;
+using popper::engine::testing::expected_text;
 using popper::engine::testing::has_code;
 using popper::engine::testing::source_path;
 using popper::engine::testing::text_without;
-using popper::engine::testing::expected_text;
 
 namespace {
 
@@ -29,8 +29,9 @@ void expect_code(const std::string& what, const std::string& text, const std::st
 
 std::string alias_bomb() {
   // Ten levels of ten aliases each: 10^10 nodes if expanded.
-  std::string s = "metadata:\n  version: \"1\"\n  description: \"bomb\"\nfalsification_tests:\n  - id: FALSIFY-B-001\n"
-                  "    rule: r\n    prediction: p\n    if_fails: f\n    params:\n      l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  std::string s =
+      "metadata:\n  version: \"1\"\n  description: \"bomb\"\nfalsification_tests:\n  - id: FALSIFY-B-001\n"
+      "    rule: r\n    prediction: p\n    if_fails: f\n    params:\n      l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i < 10; ++i) {
     s += "      l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
     for (int k = 0; k < 10; ++k) s += (k ? ", *l" : "*l") + std::to_string(i - 1);
@@ -45,7 +46,11 @@ std::string good_contract_text() { return read_file(source_path("tests/corpus/go
 
 POPPER_FALSIFIER("FALSIFY-ENGINE-001", [](const popper::Params& p) {
   expect_code("invalid_yaml", "metadata: [unclosed\n  - x: {", "POP-V005");
-  expect_code("binary", std::string("\x7f" "ELF\x02\x01\x01\0\0\0garbage\xff\xfe", 20), "POP-V003");
+  expect_code("binary",
+              std::string("\x7f"
+                          "ELF\x02\x01\x01\0\0\0garbage\xff\xfe",
+                          20),
+              "POP-V003");
   expect_code("empty", "", "POP-V004");
   expect_code("whitespace", "  \n\n\t\n", "POP-V004");
   expect_code("scalar_root", "just a sentence", "POP-V007");
@@ -56,7 +61,8 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-001", [](const popper::Params& p) {
   for (std::size_t i = 0; i < levels; ++i) dashes += "- ";
   expect_code("deep_dashes", dashes + "x\n", "POP-V006");
   std::string block;
-  for (int i = 0; i < 200; ++i) block += std::string(static_cast<std::size_t>(i), ' ') + "k" + std::to_string(i) + ":\n";
+  for (int i = 0; i < 200; ++i)
+    block += std::string(static_cast<std::size_t>(i), ' ') + "k" + std::to_string(i) + ":\n";
   expect_code("deep_block", block, "POP-V006");
   expect_code("alias_bomb", alias_bomb(), "POP-V006");
 
@@ -118,9 +124,13 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-002", [](const popper::Params&) {
       }
       switch (*rc::gen::inRange(0, 4)) {
         case 0: s.insert(at, 1, *rc::gen::elementOf(std::string(":-[]{}&*!|>'\"#%@`\n\t ,?"))); break;
-        case 1: if (at < s.size()) s.erase(at, 1); break;
+        case 1:
+          if (at < s.size()) s.erase(at, 1);
+          break;
         case 2: s.resize(at); break;
-        default: if (at < s.size()) s[at] = *rc::gen::arbitrary<char>(); break;
+        default:
+          if (at < s.size()) s[at] = *rc::gen::arbitrary<char>();
+          break;
       }
     }
     total(s);
@@ -138,7 +148,8 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-003", [](const popper::Params& p) {
     ASSERT_TRUE(fs::exists(expected)) << "no expectation for " << e.path();
     Diagnostics d;
     load_contract_text(read_file(e.path().string()), e.path().filename().string(), d);
-    EXPECT_EQ(format_text(d), expected_text(expected.string(), format_text(d))) << "corpus file " << e.path().filename();
+    EXPECT_EQ(format_text(d), expected_text(expected.string(), format_text(d)))
+        << "corpus file " << e.path().filename();
   }
   EXPECT_GE(files, 20) << "the bad corpus shrank";
 });
@@ -162,8 +173,9 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-004", [](const popper::Params&) {
   ASSERT_GT(key_lines.size(), 30u);
   EXPECT_TRUE(rc::check("an unknown key is reported where it stands", [&] {
     const std::size_t at = *rc::gen::elementOf(key_lines);
-    const std::string name = "x_" + *rc::gen::container<std::string>(
-                                        *rc::gen::inRange(1, 12), rc::gen::elementOf(std::string("abcdefghijklmnopqrstuvwxyz_")));
+    const std::string name =
+        "x_" + *rc::gen::container<std::string>(*rc::gen::inRange(1, 12),
+                                                rc::gen::elementOf(std::string("abcdefghijklmnopqrstuvwxyz_")));
     const auto ind = lines[at].find_first_not_of(' ');
     std::string text;
     for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -192,8 +204,7 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-005", [](const popper::Params& p) {
     Diagnostics d;
     load_contract_set({e.path().string()}, d);
     const std::string actual = text_without(d, e.path().string() + "/");
-    EXPECT_EQ(actual, expected_text((e.path() / "expected.txt").string(), actual))
-        << "set " << e.path().filename();
+    EXPECT_EQ(actual, expected_text((e.path() / "expected.txt").string(), actual)) << "set " << e.path().filename();
   }
   EXPECT_GE(sets, 3);
 });

@@ -32,7 +32,8 @@ inline std::string text_without(const Diagnostics& d, const std::string& prefix)
 // actual text is written there first (after a deliberate change of the
 // diagnostics; review the diff before committing it).
 inline std::string expected_text(const std::string& path, const std::string& actual) {
-  if (const char* u = std::getenv("POPPER_UPDATE_EXPECTED"); u && std::string(u) == "1") write_file_atomic(path, actual);
+  if (const char* u = std::getenv("POPPER_UPDATE_EXPECTED"); u && std::string(u) == "1")
+    write_file_atomic(path, actual);
   return read_file(path);
 }
 

@@ -65,7 +65,8 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-012", [](const popper::Params&) {
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
   j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"vulkan:llvmpipe", "cpu:avx512"}), skips);
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
-  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-vulkan:llvmpipe"}), skips);  // llama.cpp on the device
+  j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-vulkan:llvmpipe"}),
+                     skips);  // llama.cpp on the device
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
   j = judge_evidence(Outcome::Passed, "", {"vulkan"}, evidence({"ggml-cpu:zen4", "cpu:avx512"}), skips);
   EXPECT_EQ(j.outcome, Outcome::Skipped) << "another runtime's CPU work is no Vulkan evidence";
@@ -85,10 +86,12 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-012", [](const popper::Params&) {
   EXPECT_EQ(j.outcome, Outcome::Failed) << "no device evidence under gpu-check";
   j = judge_evidence(Outcome::Passed, "", cuda, evidence({"cuda:sm_90"}), fails);
   EXPECT_EQ(j.outcome, Outcome::Passed) << j.reason;
-  j = judge_evidence(Outcome::Passed, "", {}, evidence({"cuda:sm_90", "cpu:avx2"}, {"cuda: shape not admitted"}), fails);
+  j = judge_evidence(Outcome::Passed, "", {}, evidence({"cuda:sm_90", "cpu:avx2"}, {"cuda: shape not admitted"}),
+                     fails);
   EXPECT_EQ(j.outcome, Outcome::Failed) << "any decline fails under gpu-check, required or not";
   EXPECT_NE(j.reason.find("declined"), std::string::npos) << j.reason;
-  j = judge_evidence(Outcome::Passed, "", {}, evidence({"cuda:sm_90", "cpu:avx2"}, {"cuda: shape not admitted"}), skips);
+  j = judge_evidence(Outcome::Passed, "", {}, evidence({"cuda:sm_90", "cpu:avx2"}, {"cuda: shape not admitted"}),
+                     skips);
   EXPECT_EQ(j.outcome, Outcome::Passed) << "a decline of a test that requires no device is no failure by default";
   EXPECT_FALSE(backend_matches("cuda", "cudax:1"));
   EXPECT_TRUE(backend_matches("cpu", "cpu:avx2"));
@@ -194,8 +197,11 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-013", [](const popper::Params&) {
 
 POPPER_FALSIFIER("FALSIFY-ENGINE-014", [](const popper::Params&) {
   auto json_of = [](const std::string& outcome, long hits, bool failure, const std::string& backends = "") {
-    nlohmann::json tc = {{"name", "T"}, {"popper_id", "FALSIFY-T-1"}, {"popper_outcome", outcome},
-                         {"popper_mutant", "m"}, {"popper_mutant_hits", std::to_string(hits)}};
+    nlohmann::json tc = {{"name", "T"},
+                         {"popper_id", "FALSIFY-T-1"},
+                         {"popper_outcome", outcome},
+                         {"popper_mutant", "m"},
+                         {"popper_mutant_hits", std::to_string(hits)}};
     if (!backends.empty()) tc["popper_backends"] = backends;
     if (failure) tc["failures"] = nlohmann::json::array({{{"failure", "x.cpp:1\nExpected 1 == 2"}}});
     return nlohmann::json{{"testsuites", {{{"name", "s"}, {"testsuite", {tc}}}}}}.dump();
@@ -211,8 +217,10 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-014", [](const popper::Params&) {
   const auto avx2_run = json_of("passed", 0, false, "cpu:avx2=forced,openblas:haswell=auto");
   EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", avx2_run, true, "exit 0", "cpu:avx2").outcome, "not_reached");
   EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", avx2_run, true, "exit 0", "cpu:avx512").outcome, "not_run");
-  EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", json_of("passed", 2, false, "cpu:avx2=auto"), true, "exit 0", "cpu:avx512").outcome,
-            "survived") << "a point that fired is reached, whatever the evidence says";
+  EXPECT_EQ(judge_mutant_run("FALSIFY-T-1", json_of("passed", 2, false, "cpu:avx2=auto"), true, "exit 0", "cpu:avx512")
+                .outcome,
+            "survived")
+      << "a point that fired is reached, whatever the evidence says";
 
   const std::vector<std::string> order = {"not_run", "not_reached", "survived", "killed"};
   for (std::size_t a = 0; a < order.size(); ++a)

@@ -23,8 +23,12 @@ AttentionShape attn_shape(const popper::Params& sh) {
   s.causal = sh.boolean("causal");
   return s;
 }
-std::size_t q_elems(const AttentionShape& s) { return static_cast<std::size_t>(s.batch * s.q_len * s.q_heads * s.head_dim); }
-std::size_t kv_elems(const AttentionShape& s) { return static_cast<std::size_t>(s.batch * s.kv_len * s.kv_heads * s.head_dim); }
+std::size_t q_elems(const AttentionShape& s) {
+  return static_cast<std::size_t>(s.batch * s.q_len * s.q_heads * s.head_dim);
+}
+std::size_t kv_elems(const AttentionShape& s) {
+  return static_cast<std::size_t>(s.batch * s.kv_len * s.kv_heads * s.head_dim);
+}
 std::size_t rows(const AttentionShape& s) { return static_cast<std::size_t>(s.batch * s.q_heads * s.q_len); }
 
 struct AttnCase {
@@ -33,8 +37,12 @@ struct AttnCase {
   std::vector<double> o, lse, probs;
 };
 AttnCase make_case(const AttentionShape& s, std::uint64_t seed) {
-  AttnCase c{s, tb::uniform(q_elems(s), -1, 1, seed), tb::uniform(kv_elems(s), -1, 1, seed + 1),
-             tb::uniform(kv_elems(s), -1, 1, seed + 2), std::vector<double>(q_elems(s)), std::vector<double>(rows(s)),
+  AttnCase c{s,
+             tb::uniform(q_elems(s), -1, 1, seed),
+             tb::uniform(kv_elems(s), -1, 1, seed + 1),
+             tb::uniform(kv_elems(s), -1, 1, seed + 2),
+             std::vector<double>(q_elems(s)),
+             std::vector<double>(rows(s)),
              std::vector<double>(rows(s) * static_cast<std::size_t>(s.kv_len))};
   reference::attention_forward(s, c.q, c.k, c.v, c.o, c.lse, c.probs);
   return c;
@@ -73,8 +81,9 @@ POPPER_FALSIFIER("FALSIFY-FUSED-005", [](const popper::Params& p) {
         std::vector<float> o(q_elems(c.s)), lse(rows(c.s));
         const RunInfo run = attention_forward(c.s, c.q, c.k, c.v, o, lse, opts(isa, static_cast<int>(t)));
         judge_forward(c, o, lse, f, seed_tol,
-                      where(isa, static_cast<int>(t)) + " Sq=" + std::to_string(c.s.q_len) + " Skv=" +
-                          std::to_string(c.s.kv_len) + " D=" + std::to_string(c.s.head_dim) + (c.s.causal ? " causal" : ""));
+                      where(isa, static_cast<int>(t)) + " Sq=" + std::to_string(c.s.q_len) +
+                          " Skv=" + std::to_string(c.s.kv_len) + " D=" + std::to_string(c.s.head_dim) +
+                          (c.s.causal ? " causal" : ""));
         if (::testing::Test::HasFailure()) return;
         record(run, isa);
       }
@@ -96,7 +105,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-005", [](const popper::Params& p) {
 });
 
 POPPER_FALSIFIER("FALSIFY-FUSED-023", [](const popper::Params& p) {
-  const std::int64_t Hq = p.integer("q_heads"), Hkv = p.integer("kv_heads"), D = p.integer("head_dim"), H = p.integer("hidden");
+  const std::int64_t Hq = p.integer("q_heads"), Hkv = p.integer("kv_heads"), D = p.integer("head_dim"),
+                     H = p.integer("hidden");
   for (const auto L : p.integers("kv_lens")) {
     AttentionShape s;
     s.batch = 1, s.q_len = 1, s.kv_len = L, s.q_heads = Hq, s.kv_heads = Hkv, s.head_dim = D, s.causal = true;
@@ -116,28 +126,34 @@ POPPER_FALSIFIER("FALSIFY-FUSED-023", [](const popper::Params& p) {
     std::vector<double> qr(q.size());
     reference::rope(1, 1, Hq, D, L - 1, 10000.0, false, q0, qr);
     for (std::size_t i = 0; i < q.size(); ++i) {
-      const std::size_t base = i / static_cast<std::size_t>(D) * static_cast<std::size_t>(D), j = i % static_cast<std::size_t>(D / 2);
+      const std::size_t base = i / static_cast<std::size_t>(D) * static_cast<std::size_t>(D),
+                        j = i % static_cast<std::size_t>(D / 2);
       const double mag = std::fabs(q0[base + j]) + std::fabs(q0[base + j + static_cast<std::size_t>(D / 2)]);
-      ASSERT_LE(std::fabs(q[i] - qr[i]), 2 * 3 * tb::kU * mag + 1e-300) << "decode RoPE at position " << L - 1 << " element " << i;
+      ASSERT_LE(std::fabs(q[i] - qr[i]), 2 * 3 * tb::kU * mag + 1e-300)
+          << "decode RoPE at position " << L - 1 << " element " << i;
     }
     // RMSNorm and SwiGLU with one row.
     const RmsNormShape ns{1, H, 1e-6f};
-    const auto x = tb::uniform(static_cast<std::size_t>(H), -2, 2, 11), w = tb::uniform(static_cast<std::size_t>(H), 0.5, 1.5, 12);
+    const auto x = tb::uniform(static_cast<std::size_t>(H), -2, 2, 11),
+               w = tb::uniform(static_cast<std::size_t>(H), 0.5, 1.5, 12);
     std::vector<float> y(x.size());
     std::vector<double> yr(x.size()), ir(1), nr(x.size());
     RunInfo rr;
     rmsnorm_forward(ns, x, w, y, opts(Isa::Auto, 2), &rr);
     reference::rmsnorm_forward(ns, x, w, yr, ir, nr);
     const tb::RmsBound rb = tb::rms_bound(H);
-    for (std::size_t i = 0; i < y.size(); ++i) ASSERT_LE(std::fabs(y[i] - yr[i]), 2 * (rb.e_n + 2 * tb::kU) * std::fabs(yr[i]) + 1e-300);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      ASSERT_LE(std::fabs(y[i] - yr[i]), 2 * (rb.e_n + 2 * tb::kU) * std::fabs(yr[i]) + 1e-300);
     record(rr, Isa::Auto);
     const SwigluShape ss{1, 4 * H};
-    const auto g = tb::uniform(static_cast<std::size_t>(4 * H), -6, 6, 13), u = tb::uniform(static_cast<std::size_t>(4 * H), -2, 2, 14);
+    const auto g = tb::uniform(static_cast<std::size_t>(4 * H), -6, 6, 13),
+               u = tb::uniform(static_cast<std::size_t>(4 * H), -2, 2, 14);
     std::vector<float> h(g.size());
     std::vector<double> hr(g.size());
     record(swiglu_forward(ss, g, u, h, opts(Isa::Auto, 2)), Isa::Auto);
     reference::swiglu_forward(g, u, hr);
-    for (std::size_t i = 0; i < h.size(); ++i) ASSERT_LE(std::fabs(h[i] - hr[i]), tb::swiglu_bound(g[i], u[i], 1, 2).h + 1e-300);
+    for (std::size_t i = 0; i < h.size(); ++i)
+      ASSERT_LE(std::fabs(h[i] - hr[i]), tb::swiglu_bound(g[i], u[i], 1, 2).h + 1e-300);
   }
 });
 
@@ -146,8 +162,13 @@ POPPER_FALSIFIER("FALSIFY-FUSED-015", [](const popper::Params& p) {
   g_seed_worst = 0;
   for (const auto& sh : p.list("shapes")) {
     const AttentionShape s = attn_shape(sh);
-    AttnCase c{s, tb::uniform(q_elems(s), -1, 1, p.seed()), tb::uniform(kv_elems(s), -1, 1, p.seed() + 1),
-               tb::uniform(kv_elems(s), -1, 1, p.seed() + 2), {}, {}, {}};
+    AttnCase c{s,
+               tb::uniform(q_elems(s), -1, 1, p.seed()),
+               tb::uniform(kv_elems(s), -1, 1, p.seed() + 1),
+               tb::uniform(kv_elems(s), -1, 1, p.seed() + 2),
+               {},
+               {},
+               {}};
     std::vector<std::uint16_t> q16(c.q.size()), k16(c.k.size()), v16(c.v.size());
     to_bf16(c.q, q16), to_bf16(c.k, k16), to_bf16(c.v, v16);
     from_bf16(q16, c.q), from_bf16(k16, c.k), from_bf16(v16, c.v);  // the values the kernel sees
@@ -178,13 +199,16 @@ POPPER_FALSIFIER("FALSIFY-FUSED-009", [](const popper::Params& p) {
     for (const Isa isa : isas_to_test())
       for (const auto t : p.integers("threads")) {
         const auto o_ = opts(isa, static_cast<int>(t));
-        std::vector<float> o(q_elems(s)), lse(rows(s)), dq(q_elems(s), 9.0f), dk(kv_elems(s), 9.0f), dv(kv_elems(s), 9.0f);
+        std::vector<float> o(q_elems(s)), lse(rows(s)), dq(q_elems(s), 9.0f), dk(kv_elems(s), 9.0f),
+            dv(kv_elems(s), 9.0f);
         attention_forward(s, c.q, c.k, c.v, o, lse, o_);
         const RunInfo run = attention_backward(s, c.q, c.k, c.v, o, lse, d_o, dq, dk, dv, o_);
-        const std::string w_ = where(isa, static_cast<int>(t)) + " Sq=" + std::to_string(s.q_len) + " Skv=" +
-                               std::to_string(s.kv_len) + " Hq/Hkv=" + std::to_string(s.q_heads) + "/" + std::to_string(s.kv_heads);
+        const std::string w_ = where(isa, static_cast<int>(t)) + " Sq=" + std::to_string(s.q_len) +
+                               " Skv=" + std::to_string(s.kv_len) + " Hq/Hkv=" + std::to_string(s.q_heads) + "/" +
+                               std::to_string(s.kv_heads);
         for (const auto& [name, got, want, bound] :
-             {std::tuple{"dQ", &dq, &dqr, &bb.dq}, std::tuple{"dK", &dk, &dkr, &bb.dk}, std::tuple{"dV", &dv, &dvr, &bb.dv}}) {
+             {std::tuple{"dQ", &dq, &dqr, &bb.dq}, std::tuple{"dK", &dk, &dkr, &bb.dk},
+              std::tuple{"dV", &dv, &dvr, &bb.dv}}) {
           tb::Worst w;
           double norm = 0;
           for (std::size_t i = 0; i < got->size(); ++i) {
@@ -204,12 +228,14 @@ POPPER_FALSIFIER("FALSIFY-FUSED-009", [](const popper::Params& p) {
 });
 
 POPPER_FALSIFIER("FALSIFY-FUSED-006", [](const popper::Params& p) {
-  const std::int64_t B = p.integer("batch"), S = p.integer("seq"), H = p.integer("hidden"), I = p.integer("intermediate");
+  const std::int64_t B = p.integer("batch"), S = p.integer("seq"), H = p.integer("hidden"),
+                     I = p.integer("intermediate");
   const int threads = static_cast<int>(p.integer("threads"));
   const std::int64_t rows_ = B * S;
   // RMSNorm at the full shape: bytes kept for the backward.
   const RmsNormShape ns{rows_, H, 1e-6f};
-  const auto x = tb::uniform(static_cast<std::size_t>(rows_ * H), -1, 1, 1), w = tb::uniform(static_cast<std::size_t>(H), 0.5, 1.5, 2);
+  const auto x = tb::uniform(static_cast<std::size_t>(rows_ * H), -1, 1, 1),
+             w = tb::uniform(static_cast<std::size_t>(H), 0.5, 1.5, 2);
   std::vector<float> y(x.size());
   tb::CountingAllocator rf, rs;
   std::size_t rms_fused = 0, rms_sep = 0;
@@ -246,8 +272,10 @@ POPPER_FALSIFIER("FALSIFY-FUSED-006", [](const popper::Params& p) {
   const double saved = (static_cast<double>(rms_sep) - static_cast<double>(rms_fused)) +
                        (static_cast<double>(sp.peak) - static_cast<double>(sf.peak)) +
                        (static_cast<double>(attn_sep) - static_cast<double>(attn_fused));
-  std::printf("  per block: RMSNorm saved %zu vs %zu, SwiGLU bwd peak %zu vs %zu, attention %zu vs %zu bytes; savings %.1f MB\n",
-              rms_fused, rms_sep, sf.peak, sp.peak, attn_fused, attn_sep, saved / 1e6);
+  std::printf(
+      "  per block: RMSNorm saved %zu vs %zu, SwiGLU bwd peak %zu vs %zu, attention %zu vs %zu bytes; savings %.1f "
+      "MB\n",
+      rms_fused, rms_sep, sf.peak, sp.peak, attn_fused, attn_sep, saved / 1e6);
   EXPECT_GE(saved, p.number("min_savings_bytes"));
 });
 

@@ -71,10 +71,12 @@ POPPER_FALSIFIER("FALSIFY-FUSED-001", [](const popper::Params& p) {
     CrossEntropyShape s;
     s.rows = sh.integer("rows");
     s.vocab = sh.integer("vocab");
-    auto x = tb::uniform(static_cast<std::size_t>(s.rows * s.vocab), -range, range, p.seed() + static_cast<std::uint64_t>(s.vocab));
+    auto x = tb::uniform(static_cast<std::size_t>(s.rows * s.vocab), -range, range,
+                         p.seed() + static_cast<std::uint64_t>(s.vocab));
     // Row 0 holds large logits: without the max subtraction its sum overflows.
     if (s.vocab > 1)
-      for (std::int64_t i = 0; i < s.vocab; ++i) x[static_cast<std::size_t>(i)] = 90.0f + 10.0f * static_cast<float>(i % 7) / 7.0f;
+      for (std::int64_t i = 0; i < s.vocab; ++i)
+        x[static_cast<std::size_t>(i)] = 90.0f + 10.0f * static_cast<float>(i % 7) / 7.0f;
     const auto y = tb::labels(s.rows, s.vocab, p.seed() + 1);
     for (const float scale : {1.0f, 1.0f / static_cast<float>(s.rows)}) {
       s.grad_scale = scale;
@@ -84,9 +86,9 @@ POPPER_FALSIFIER("FALSIFY-FUSED-001", [](const popper::Params& p) {
           for (const bool in_place : {false, true}) {
             std::vector<float> loss(static_cast<std::size_t>(s.rows)), lse(loss.size()), grad(x.size());
             std::vector<float> buf = x;
-            const CrossEntropyResult r =
-                in_place ? cross_entropy(s, buf, y, loss, lse, buf, opts(isa, static_cast<int>(t)))
-                         : cross_entropy(s, x, y, loss, lse, grad, opts(isa, static_cast<int>(t)));
+            const CrossEntropyResult r = in_place
+                                             ? cross_entropy(s, buf, y, loss, lse, buf, opts(isa, static_cast<int>(t)))
+                                             : cross_entropy(s, x, y, loss, lse, grad, opts(isa, static_cast<int>(t)));
             judge_ce(s, x, y, ref, loss, lse, in_place ? buf : grad, seed_tol, range,
                      where(isa, static_cast<int>(t)) + " V=" + std::to_string(s.vocab) + (in_place ? " in place" : ""));
             EXPECT_EQ(r.nonfinite_rows, 0);
@@ -97,8 +99,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-001", [](const popper::Params& p) {
     }
   }
   EXPECT_GT(cases, 0);
-  std::printf("  CE worst |loss|,|grad| error for logits in [-%g, %g]: %.3g (seed bound %g)\n", range, range, g_seed_worst,
-              seed_tol);
+  std::printf("  CE worst |loss|,|grad| error for logits in [-%g, %g]: %.3g (seed bound %g)\n", range, range,
+              g_seed_worst, seed_tol);
 });
 
 POPPER_FALSIFIER("FALSIFY-FUSED-016", [](const popper::Params& p) {
@@ -154,7 +156,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-017", [](const popper::Params& p) {
         EXPECT_EQ(lse[ru], 0.0f) << "ignored row " << row;
         for (std::int64_t i = 0; i < V; ++i)
           if (g[static_cast<std::size_t>(row * V + i)] != 0.0f) {
-            ADD_FAILURE() << "ignored row " << row << " grad[" << i << "] = " << g[static_cast<std::size_t>(row * V + i)];
+            ADD_FAILURE() << "ignored row " << row << " grad[" << i
+                          << "] = " << g[static_cast<std::size_t>(row * V + i)];
             break;
           }
       }
@@ -166,10 +169,12 @@ POPPER_FALSIFIER("FALSIFY-FUSED-017", [](const popper::Params& p) {
         CrossEntropyShape one = s;
         one.rows = 1;
         std::vector<float> l1(1), e1(1), g1(static_cast<std::size_t>(V));
-        cross_entropy(one, std::span<const float>(x).subspan(ru * static_cast<std::size_t>(V), static_cast<std::size_t>(V)),
+        cross_entropy(one,
+                      std::span<const float>(x).subspan(ru * static_cast<std::size_t>(V), static_cast<std::size_t>(V)),
                       std::span<const std::int64_t>(y).subspan(ru, 1), l1, e1, g1, opts(isa, 1));
         EXPECT_EQ(l1[0], loss[ru]) << "row " << row;
-        EXPECT_EQ(0, std::memcmp(g1.data(), g.data() + ru * static_cast<std::size_t>(V), g1.size() * sizeof(float))) << "row " << row;
+        EXPECT_EQ(0, std::memcmp(g1.data(), g.data() + ru * static_cast<std::size_t>(V), g1.size() * sizeof(float)))
+            << "row " << row;
       }
       if (::testing::Test::HasFailure()) return;
       record(r.run, isa);

@@ -25,15 +25,17 @@ POPPER_FALSIFIER("FALSIFY-FUSED-002", [](const popper::Params& p) {
     const auto w = tb::uniform(static_cast<std::size_t>(H), 0.5, 1.5, p.seed() + 1);
     const auto dy = tb::uniform(x.size(), -1, 1, p.seed() + 2);
     for (const Isa isa : isas_to_test()) {
-      std::vector<float> y(x.size()), n_fwd(x.size()), n_bwd(x.size(), -7.0f), dx(x.size()), dw(static_cast<std::size_t>(H));
+      std::vector<float> y(x.size()), n_fwd(x.size()), n_bwd(x.size(), -7.0f), dx(x.size()),
+          dw(static_cast<std::size_t>(H));
       RunInfo run;
       const RmsNormSaved saved = rmsnorm_forward(s, x, w, y, opts(isa, 2), &run, n_fwd);
       rmsnorm_backward(s, x, w, saved.inv_rms.span(), dy, dx, dw, opts(isa, 2), n_bwd);
       std::size_t differ = 0, first = 0;
       for (std::size_t i = 0; i < x.size(); ++i)
         if (std::memcmp(&n_fwd[i], &n_bwd[i], sizeof(float)) != 0 && differ++ == 0) first = i;
-      EXPECT_EQ(differ, 0u) << where(isa, 2) << " H=" << H << ": " << differ << " recomputed normed values differ, first at "
-                            << first << ": " << n_fwd[first] << " vs " << n_bwd[first];
+      EXPECT_EQ(differ, 0u) << where(isa, 2) << " H=" << H << ": " << differ
+                            << " recomputed normed values differ, first at " << first << ": " << n_fwd[first] << " vs "
+                            << n_bwd[first];
       if (::testing::Test::HasFailure()) return;
       record(run, isa);
     }
@@ -48,7 +50,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-011", [](const popper::Params& p) {
     const auto x = tb::uniform(static_cast<std::size_t>(s.rows * H), -3, 3, p.seed() + static_cast<std::uint64_t>(H));
     const auto w = tb::uniform(static_cast<std::size_t>(H), -1.5, 1.5, p.seed() + 1);
     const auto dy = tb::uniform(x.size(), -1, 1, p.seed() + 2);
-    std::vector<double> yr(x.size()), invr(static_cast<std::size_t>(s.rows)), nr(x.size()), dxr(x.size()), dwr(static_cast<std::size_t>(H));
+    std::vector<double> yr(x.size()), invr(static_cast<std::size_t>(s.rows)), nr(x.size()), dxr(x.size()),
+        dwr(static_cast<std::size_t>(H));
     reference::rmsnorm_forward(s, x, w, yr, invr, nr);
     reference::rmsnorm_backward(s, x, w, dy, dxr, dwr);
     const tb::RmsBound rb = tb::rms_bound(H);
@@ -72,8 +75,11 @@ POPPER_FALSIFIER("FALSIFY-FUSED-011", [](const popper::Params& p) {
             const std::size_t at = ru * static_cast<std::size_t>(H) + static_cast<std::size_t>(i);
             wy.see(std::fabs(y[at] - yr[at]), f * (rb.e_n + 2 * tb::kU) * std::fabs(yr[at]) + 1e-300, at);
             const double g = std::fabs(static_cast<double>(dy[at]) * w[static_cast<std::size_t>(i)]);
-            const double bound = f * invr[ru] * ((2 * tb::kU + rb.e_n) * g + (tb::gamma(static_cast<double>(H)) + 2 * rb.e_n + 2 * tb::kU) *
-                                                 std::fabs(nr[at]) * gn / static_cast<double>(H)) + rb.e_inv * std::fabs(dxr[at]);
+            const double bound =
+                f * invr[ru] *
+                    ((2 * tb::kU + rb.e_n) * g + (tb::gamma(static_cast<double>(H)) + 2 * rb.e_n + 2 * tb::kU) *
+                                                     std::fabs(nr[at]) * gn / static_cast<double>(H)) +
+                rb.e_inv * std::fabs(dxr[at]);
             wx.see(std::fabs(dx[at] - dxr[at]), bound + 1e-300, at);
           }
         }
@@ -86,7 +92,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-011", [](const popper::Params& p) {
           ww.see(std::fabs(dw[static_cast<std::size_t>(i)] - dwr[static_cast<std::size_t>(i)]),
                  f * (tb::gamma(64 + nblocks) + rb.e_n + tb::kU) * mag + 1e-300, static_cast<std::size_t>(i));
         }
-        const std::string w_ = where(isa, static_cast<int>(t)) + " rows=" + std::to_string(s.rows) + " H=" + std::to_string(H);
+        const std::string w_ =
+            where(isa, static_cast<int>(t)) + " rows=" + std::to_string(s.rows) + " H=" + std::to_string(H);
         EXPECT_TRUE(wi.ok) << w_ << ": inv_rms " << wi.text();
         EXPECT_TRUE(wy.ok) << w_ << ": y " << wy.text();
         EXPECT_TRUE(wx.ok) << w_ << ": d_input " << wx.text();
@@ -111,8 +118,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-012", [](const popper::Params& p) {
     const separate::RmsNormSaved ss = separate::rmsnorm_forward(s, x, w, y, opts(Isa::Auto, 2, &sa));
     EXPECT_EQ(sa.current, static_cast<std::size_t>(s.rows * s.hidden + s.rows) * sizeof(float))
         << "control: the separate path keeps normed";
-    std::printf("  saved for backward: fused %zu bytes, separate %zu bytes (rows %lld, H %lld)\n", fa.current, sa.current,
-                static_cast<long long>(s.rows), static_cast<long long>(s.hidden));
+    std::printf("  saved for backward: fused %zu bytes, separate %zu bytes (rows %lld, H %lld)\n", fa.current,
+                sa.current, static_cast<long long>(s.rows), static_cast<long long>(s.hidden));
   }
   EXPECT_EQ(fa.current, 0u);
   record(run, Isa::Auto);

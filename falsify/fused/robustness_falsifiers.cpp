@@ -54,7 +54,8 @@ std::vector<float> all_outputs(int threads, std::uint64_t seed) {
   }
   {
     const SwigluShape s{33, 70};
-    auto g = tb::uniform(static_cast<std::size_t>(s.rows * s.width), -4, 4, seed + 5), u = tb::uniform(g.size(), -1, 1, seed + 6);
+    auto g = tb::uniform(static_cast<std::size_t>(s.rows * s.width), -4, 4, seed + 5),
+         u = tb::uniform(g.size(), -1, 1, seed + 6);
     const auto dh = tb::uniform(g.size(), -1, 1, seed + 7);
     std::vector<float> h(g.size());
     swiglu_forward(s, g, u, h, o);
@@ -65,7 +66,8 @@ std::vector<float> all_outputs(int threads, std::uint64_t seed) {
     RopeShape s;
     s.batch = 2, s.seq = 19, s.q_heads = 4, s.kv_heads = 2, s.head_dim = 16;
     const RopeTable t = make_rope_table(19, 16);
-    auto q = tb::uniform(static_cast<std::size_t>(2 * 19 * 4 * 16), -1, 1, seed + 8), k = tb::uniform(static_cast<std::size_t>(2 * 19 * 2 * 16), -1, 1, seed + 9);
+    auto q = tb::uniform(static_cast<std::size_t>(2 * 19 * 4 * 16), -1, 1, seed + 8),
+         k = tb::uniform(static_cast<std::size_t>(2 * 19 * 2 * 16), -1, 1, seed + 9);
     rope_forward(s, t, q, k, o);
     add(q), add(k);
   }
@@ -73,7 +75,8 @@ std::vector<float> all_outputs(int threads, std::uint64_t seed) {
     AttentionShape s;
     s.batch = 2, s.q_len = 70, s.kv_len = 70, s.q_heads = 4, s.kv_heads = 2, s.head_dim = 16;
     const std::size_t nq = static_cast<std::size_t>(2 * 70 * 4 * 16), nk = static_cast<std::size_t>(2 * 70 * 2 * 16);
-    const auto q = tb::uniform(nq, -1, 1, seed + 10), k = tb::uniform(nk, -1, 1, seed + 11), v = tb::uniform(nk, -1, 1, seed + 12);
+    const auto q = tb::uniform(nq, -1, 1, seed + 10), k = tb::uniform(nk, -1, 1, seed + 11),
+               v = tb::uniform(nk, -1, 1, seed + 12);
     const auto d_o = tb::uniform(nq, -1, 1, seed + 13);
     std::vector<float> ao(nq), lse(static_cast<std::size_t>(2 * 4 * 70)), dq(nq), dk(nk), dv(nk);
     attention_forward(s, q, k, v, ao, lse, o);
@@ -116,32 +119,45 @@ POPPER_FALSIFIER("FALSIFY-FUSED-018", [](const popper::Params& p) {
     auto y = tb::labels(4, 50, 1);
     std::vector<float> loss(4, S), grad(250, S);
     std::vector<float> gout(250, S);
-    expect_rejected<BufferTooSmall>("CE short grad", [&] {
-      cross_entropy(s, x, y, loss, {}, std::span<float>(gout).first(199));
-    }, gout, S);
-    expect_rejected<BufferTooSmall>("CE short logits", [&] {
-      cross_entropy(s, std::span<const float>(x).first(199), y, loss, {}, grad);
-    }, grad, S);
+    expect_rejected<BufferTooSmall>(
+        "CE short grad", [&] { cross_entropy(s, x, y, loss, {}, std::span<float>(gout).first(199)); }, gout, S);
+    expect_rejected<BufferTooSmall>(
+        "CE short logits", [&] { cross_entropy(s, std::span<const float>(x).first(199), y, loss, {}, grad); }, grad, S);
     y[2] = 50;  // == V: out of range
-    expect_rejected<InvalidArgument>("CE label == V", [&] { cross_entropy(s, x, y, loss, {}, grad); }, grad, S);
+    expect_rejected<InvalidArgument>(
+        "CE label == V", [&] { cross_entropy(s, x, y, loss, {}, grad); }, grad, S);
     y[2] = -5;
-    expect_rejected<InvalidArgument>("CE negative label", [&] { cross_entropy(s, x, y, loss, {}, grad); }, grad, S);
+    expect_rejected<InvalidArgument>(
+        "CE negative label", [&] { cross_entropy(s, x, y, loss, {}, grad); }, grad, S);
     y[2] = 3;
-    expect_rejected<InvalidArgument>("CE partial overlap", [&] {
-      cross_entropy(s, std::span<const float>(grad).first(200), y, loss, {}, std::span<float>(grad).subspan(10, 200));
-    }, loss, S);
+    expect_rejected<InvalidArgument>(
+        "CE partial overlap",
+        [&] {
+          cross_entropy(s, std::span<const float>(grad).first(200), y, loss, {},
+                        std::span<float>(grad).subspan(10, 200));
+        },
+        loss, S);
   }
   {
     const RmsNormShape s{3, 8, 1e-6f};
     std::vector<float> x(24, 1.0f), w(8, 1.0f), y(24, S);
-    expect_rejected<BufferTooSmall>("RMSNorm short y", [&] { rmsnorm_forward(s, x, w, std::span<float>(y).first(23)); }, y, S);
-    expect_rejected<InvalidArgument>("RMSNorm eps 0", [&] { rmsnorm_forward(RmsNormShape{3, 8, 0.0f}, x, w, y); }, y, S);
+    expect_rejected<BufferTooSmall>(
+        "RMSNorm short y", [&] { rmsnorm_forward(s, x, w, std::span<float>(y).first(23)); }, y, S);
+    expect_rejected<InvalidArgument>(
+        "RMSNorm eps 0",
+        [&] {
+          rmsnorm_forward(RmsNormShape{3, 8, 0.0f}, x, w, y);
+        },
+        y, S);
   }
   {
     std::vector<float> g(10, 1.0f), u(10, 1.0f), h(10, S);
-    expect_rejected<BufferTooSmall>("SwiGLU short up", [&] {
-      swiglu_forward(SwigluShape{2, 5}, g, std::span<const float>(u).first(9), h);
-    }, h, S);
+    expect_rejected<BufferTooSmall>(
+        "SwiGLU short up",
+        [&] {
+          swiglu_forward(SwigluShape{2, 5}, g, std::span<const float>(u).first(9), h);
+        },
+        h, S);
   }
   {
     RopeShape s;
@@ -149,21 +165,24 @@ POPPER_FALSIFIER("FALSIFY-FUSED-018", [](const popper::Params& p) {
     std::vector<float> q(64, S), k(32, S);
     const RopeTable t = make_rope_table(4, 8);
     s.pos_offset = 1;  // needs 5 positions
-    expect_rejected<InvalidArgument>("RoPE past the table", [&] { rope_forward(s, t, q, k); }, q, S);
+    expect_rejected<InvalidArgument>(
+        "RoPE past the table", [&] { rope_forward(s, t, q, k); }, q, S);
     s.pos_offset = 0, s.head_dim = 7;
-    expect_rejected<InvalidArgument>("RoPE odd head_dim", [&] { rope_forward(s, t, q, k); }, q, S);
+    expect_rejected<InvalidArgument>(
+        "RoPE odd head_dim", [&] { rope_forward(s, t, q, k); }, q, S);
   }
   {
     AttentionShape s;
     s.batch = 1, s.q_len = 4, s.kv_len = 4, s.q_heads = 3, s.kv_heads = 2, s.head_dim = 8;
     std::vector<float> q(96, 0.5f), k(64, 0.5f), v(64, 0.5f), o(96, S), lse(12, S);
-    expect_rejected<InvalidArgument>("attention Hq % Hkv", [&] { attention_forward(s, q, k, v, o, lse); }, o, S);
+    expect_rejected<InvalidArgument>(
+        "attention Hq % Hkv", [&] { attention_forward(s, q, k, v, o, lse); }, o, S);
     s.q_heads = 2, s.kv_len = 3;
-    expect_rejected<InvalidArgument>("attention causal Skv < Sq", [&] { attention_forward(s, q, k, v, o, lse); }, o, S);
+    expect_rejected<InvalidArgument>(
+        "attention causal Skv < Sq", [&] { attention_forward(s, q, k, v, o, lse); }, o, S);
     s.kv_len = 4;
-    expect_rejected<BufferTooSmall>("attention short o", [&] {
-      attention_forward(s, q, k, v, std::span<float>(o).first(63), lse);
-    }, o, S);
+    expect_rejected<BufferTooSmall>(
+        "attention short o", [&] { attention_forward(s, q, k, v, std::span<float>(o).first(63), lse); }, o, S);
   }
   // Non-finite logits: the documented per-row result, other rows exact.
   {
@@ -177,8 +196,10 @@ POPPER_FALSIFIER("FALSIFY-FUSED-018", [](const popper::Params& p) {
     const auto r = cross_entropy(s, x, y, loss, {}, grad);
     EXPECT_EQ(r.nonfinite_rows, 2);
     for (const int row : {1, 2}) {
-      EXPECT_TRUE(std::isnan(loss[static_cast<std::size_t>(row)])) << "row " << row << " loss " << loss[static_cast<std::size_t>(row)];
-      for (int i = 0; i < 40; ++i) EXPECT_TRUE(std::isnan(grad[static_cast<std::size_t>(row * 40 + i)])) << "row " << row;
+      EXPECT_TRUE(std::isnan(loss[static_cast<std::size_t>(row)]))
+          << "row " << row << " loss " << loss[static_cast<std::size_t>(row)];
+      for (int i = 0; i < 40; ++i)
+        EXPECT_TRUE(std::isnan(grad[static_cast<std::size_t>(row * 40 + i)])) << "row " << row;
     }
     for (const int row : {0, 3}) EXPECT_TRUE(std::isfinite(loss[static_cast<std::size_t>(row)]));
     record(r.run, Isa::Auto);
@@ -232,7 +253,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-021", [](const popper::Params& p) {
 
   AttentionShape as;
   as.batch = 1, as.q_len = 33, as.kv_len = 33, as.q_heads = 4, as.kv_heads = 2, as.head_dim = 16;
-  const auto q = tb::uniform(33 * 4 * 16, -1, 1, 10), k = tb::uniform(33 * 2 * 16, -1, 1, 11), v = tb::uniform(33 * 2 * 16, -1, 1, 12);
+  const auto q = tb::uniform(33 * 4 * 16, -1, 1, 10), k = tb::uniform(33 * 2 * 16, -1, 1, 11),
+             v = tb::uniform(33 * 2 * 16, -1, 1, 12);
   std::vector<float> o1(q.size()), o2(q.size()), ls1(132), ls2(132);
   const auto ra = cuda::attention_forward(as, q, k, v, o1, ls1);
   attention_forward(as, q, k, v, o2, ls2);
@@ -295,7 +317,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-020", [](const popper::Params& p) {
     reference::rmsnorm_forward(ns, x, w, yr, ir, nr);
     const tb::RmsBound rb = tb::rms_bound(1029);
     for (std::size_t i = 0; i < y.size(); ++i)
-      ASSERT_LE(std::fabs(y[i] - yr[i]), 2 * (rb.e_n + 2 * tb::kU) * std::fabs(yr[i]) + 1e-300) << "device RMSNorm " << i;
+      ASSERT_LE(std::fabs(y[i] - yr[i]), 2 * (rb.e_n + 2 * tb::kU) * std::fabs(yr[i]) + 1e-300)
+          << "device RMSNorm " << i;
     for (std::size_t r = 0; r < 3; ++r)
       ASSERT_LE(std::fabs(inv[r] - ir[r]), 2 * rb.e_inv * ir[r]) << "device RMSNorm inv_rms row " << r;
   }
@@ -321,7 +344,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-020", [](const popper::Params& p) {
     std::vector<double> qr(q.size());
     reference::rope(1, L, Hq, D, 0, 10000.0, false, q0, qr);
     for (std::size_t i = 0; i < q.size(); ++i) {
-      const std::size_t base = i / static_cast<std::size_t>(D) * static_cast<std::size_t>(D), j = i % static_cast<std::size_t>(D / 2);
+      const std::size_t base = i / static_cast<std::size_t>(D) * static_cast<std::size_t>(D),
+                        j = i % static_cast<std::size_t>(D / 2);
       const double mag = std::fabs(q0[base + j]) + std::fabs(q0[base + j + static_cast<std::size_t>(D / 2)]);
       ASSERT_LE(std::fabs(q[i] - qr[i]), 2 * 3 * tb::kU * mag + 1e-300) << "device RoPE element " << i;
     }
@@ -370,7 +394,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-022", [](const popper::Params&) {
       const double rel = std::fabs(out[i] - want) / want;
       if (!(rel <= worst)) worst = rel, at = xs[i];
     }
-    std::printf("  exp2 %s: max relative error %.3g = %.2f u (at %g)\n", t->tag, worst, worst / tb::kU, static_cast<double>(at));
+    std::printf("  exp2 %s: max relative error %.3g = %.2f u (at %g)\n", t->tag, worst, worst / tb::kU,
+                static_cast<double>(at));
     EXPECT_LE(worst, tb::kE2) << t->tag << " at x = " << at;
     EXPECT_EQ(out[xs.size() - 2], 0.0f) << t->tag << ": exp2(-inf)";
     EXPECT_TRUE(std::isnan(out.back())) << t->tag << ": exp2(NaN)";

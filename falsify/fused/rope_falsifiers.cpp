@@ -28,7 +28,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-004", [](const popper::Params& p) {
       s.batch = p.integer("batch"), s.seq = p.integer("seq"), s.q_heads = p.integer("q_heads");
       s.kv_heads = p.integer("kv_heads"), s.head_dim = D, s.pos_offset = pos;
       const RopeTable table = make_rope_table(s.seq + pos, D);
-      const auto q = tb::uniform(static_cast<std::size_t>(s.batch * s.seq * s.q_heads * D), -2, 2, p.seed() + static_cast<std::uint64_t>(D));
+      const auto q = tb::uniform(static_cast<std::size_t>(s.batch * s.seq * s.q_heads * D), -2, 2,
+                                 p.seed() + static_cast<std::uint64_t>(D));
       const auto k = tb::uniform(static_cast<std::size_t>(s.batch * s.seq * s.kv_heads * D), -2, 2, p.seed() + 1);
       for (const Isa isa : isas_to_test())
         for (const auto t : p.integers("threads"))
@@ -39,10 +40,12 @@ POPPER_FALSIFIER("FALSIFY-FUSED-004", [](const popper::Params& p) {
             const RunInfo rh = backward ? separate::rope_backward_per_head(s, table, qh, kh, o)
                                         : separate::rope_forward_per_head(s, table, qh, kh, o);
             const std::size_t dq = first_difference(qg, qh), dk = first_difference(kg, kh);
-            const std::string w_ = where(isa, static_cast<int>(t)) + " D=" + std::to_string(D) + " pos0=" +
-                                   std::to_string(pos) + (backward ? " backward" : " forward");
-            EXPECT_EQ(dq, qg.size()) << w_ << ": Q head " << (dq / static_cast<std::size_t>(D)) % static_cast<std::size_t>(s.q_heads)
-                                     << " differs: " << qg[std::min(dq, qg.size() - 1)] << " vs " << qh[std::min(dq, qh.size() - 1)];
+            const std::string w_ = where(isa, static_cast<int>(t)) + " D=" + std::to_string(D) +
+                                   " pos0=" + std::to_string(pos) + (backward ? " backward" : " forward");
+            EXPECT_EQ(dq, qg.size()) << w_ << ": Q head "
+                                     << (dq / static_cast<std::size_t>(D)) % static_cast<std::size_t>(s.q_heads)
+                                     << " differs: " << qg[std::min(dq, qg.size() - 1)] << " vs "
+                                     << qh[std::min(dq, qh.size() - 1)];
             EXPECT_EQ(dk, kg.size()) << w_ << ": K differs at " << dk;
             if (::testing::Test::HasFailure()) return;
             record(rg, isa);
@@ -76,7 +79,8 @@ POPPER_FALSIFIER("FALSIFY-FUSED-014", [](const popper::Params& p) {
   for (const Isa isa : isas_to_test()) {
     for (const bool backward : {false, true}) {
       auto qq = q, kk = k;
-      const RunInfo run = backward ? rope_backward(s, table, qq, kk, opts(isa, 2)) : rope_forward(s, table, qq, kk, opts(isa, 2));
+      const RunInfo run =
+          backward ? rope_backward(s, table, qq, kk, opts(isa, 2)) : rope_forward(s, table, qq, kk, opts(isa, 2));
       std::vector<double> qr(q.size()), kr(k.size());
       reference::rope(s.batch, s.seq, s.q_heads, D, s.pos_offset, 10000.0, backward, q, qr);
       reference::rope(s.batch, s.seq, s.kv_heads, D, s.pos_offset, 10000.0, backward, k, kr);

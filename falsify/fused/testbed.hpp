@@ -93,9 +93,9 @@ class CachingAllocator final : public Allocator {
 
 // ---- cross-entropy (fused_ce_correctness)
 struct CeBound {
-  double theta;       // relative error of s
-  double loss, lse;   // absolute bounds
-  double grad_rel;    // grad_i bound = scale p_i grad_rel + u |grad_ref_i|
+  double theta;      // relative error of s
+  double loss, lse;  // absolute bounds
+  double grad_rel;   // grad_i bound = scale p_i grad_rel + u |grad_ref_i|
 };
 inline double ce_depth(std::int64_t vocab, std::int64_t chunk) {
   const double n = static_cast<double>(std::min(vocab, chunk));
@@ -147,9 +147,16 @@ struct AttnGeo {
   double scale;
   bool causal;
   explicit AttnGeo(const AttentionShape& s)
-      : B(s.batch), Sq(s.q_len), Skv(s.kv_len), Hq(s.q_heads), Hkv(s.kv_heads), D(s.head_dim),
-        g(s.q_heads / s.kv_heads), off(s.kv_len - s.q_len),
-        scale(s.scale > 0 ? s.scale : 1 / std::sqrt(static_cast<double>(s.head_dim))), causal(s.causal) {}
+      : B(s.batch),
+        Sq(s.q_len),
+        Skv(s.kv_len),
+        Hq(s.q_heads),
+        Hkv(s.kv_heads),
+        D(s.head_dim),
+        g(s.q_heads / s.kv_heads),
+        off(s.kv_len - s.q_len),
+        scale(s.scale > 0 ? s.scale : 1 / std::sqrt(static_cast<double>(s.head_dim))),
+        causal(s.causal) {}
   std::size_t qi(std::int64_t b, std::int64_t i, std::int64_t h) const {
     return static_cast<std::size_t>(((b * Sq + i) * Hq + h) * D);
   }
@@ -165,10 +172,9 @@ struct AttnFwdBound {
   std::vector<double> o;    // [B, Sq, Hq, D]
   std::vector<double> lse;  // [B, Hq, Sq]
 };
-inline AttnFwdBound attention_forward_bound(const AttentionShape& s, std::span<const float> q,
-                                            std::span<const float> k, std::span<const float> v,
-                                            std::span<const double> o_ref, std::span<const double> lse_ref,
-                                            std::span<const double> probs, double f) {
+inline AttnFwdBound attention_forward_bound(const AttentionShape& s, std::span<const float> q, std::span<const float> k,
+                                            std::span<const float> v, std::span<const double> o_ref,
+                                            std::span<const double> lse_ref, std::span<const double> probs, double f) {
   const AttnGeo G(s);
   AttnFwdBound out;
   out.rho.assign(static_cast<std::size_t>(G.B * G.Hq * G.Sq), 0);
@@ -185,14 +191,16 @@ inline AttnFwdBound attention_forward_bound(const AttentionShape& s, std::span<c
           if (!G.visible(i, j)) continue;
           double absdot = 0, dot = 0;
           for (std::int64_t c = 0; c < G.D; ++c) {
-            const double a = q[G.qi(b, i, h) + static_cast<std::size_t>(c)], bb = k[G.ki(b, j, hk) + static_cast<std::size_t>(c)];
+            const double a = q[G.qi(b, i, h) + static_cast<std::size_t>(c)],
+                         bb = k[G.ki(b, j, hk) + static_cast<std::size_t>(c)];
             absdot += std::fabs(a * bb);
             dot += a * bb;
           }
           eps_s = std::max(eps_s, G.scale * gamma(static_cast<double>(G.D + 2)) * absdot);
           spread = std::max(spread, std::fabs(G.scale * dot - lse_ref[row]));
         }
-        const double rho = 2 * eps_s + (nb + 2) * (kE2 + 2 * kU) + kU * kLog2e * spread + gamma(static_cast<double>(G.Skv));
+        const double rho =
+            2 * eps_s + (nb + 2) * (kE2 + 2 * kU) + kU * kLog2e * spread + gamma(static_cast<double>(G.Skv));
         out.rho[row] = rho;
         out.lse[row] = f * rho + kU * std::fabs(lse_ref[row]);
         for (std::int64_t c = 0; c < G.D; ++c) {
@@ -239,19 +247,26 @@ inline AttnBwdBound attention_backward_bound(const AttentionShape& s, std::span<
           const double p = probs[row * static_cast<std::size_t>(G.Skv) + static_cast<std::size_t>(j)];
           double dp = 0, dpabs = 0;
           for (std::int64_t c = 0; c < G.D; ++c) {
-            const double a = d_o[G.qi(b, i, h) + static_cast<std::size_t>(c)], vv = v[G.ki(b, j, hk) + static_cast<std::size_t>(c)];
+            const double a = d_o[G.qi(b, i, h) + static_cast<std::size_t>(c)],
+                         vv = v[G.ki(b, j, hk) + static_cast<std::size_t>(c)];
             dp += a * vv;
             dpabs += std::fabs(a * vv);
           }
           const double ds = p * (dp - Di);
           dsabs[static_cast<std::size_t>(j)] = std::fabs(ds);
-          dserr[static_cast<std::size_t>(j)] =
-              p * rho_p * std::fabs(dp - Di) + p * (gamma(static_cast<double>(G.D)) * dpabs + dDi) + 2 * kU * std::fabs(ds);
+          dserr[static_cast<std::size_t>(j)] = p * rho_p * std::fabs(dp - Di) +
+                                               p * (gamma(static_cast<double>(G.D)) * dpabs + dDi) +
+                                               2 * kU * std::fabs(ds);
           for (std::int64_t c = 0; c < G.D; ++c) {
-            const std::size_t ka = G.ki(b, j, hk) + static_cast<std::size_t>(c), qa = G.qi(b, i, h) + static_cast<std::size_t>(c);
+            const std::size_t ka = G.ki(b, j, hk) + static_cast<std::size_t>(c),
+                              qa = G.qi(b, i, h) + static_cast<std::size_t>(c);
             out.dv[ka] += f * (p * rho_p * std::fabs(d_o[qa]) + gsum_q * p * std::fabs(d_o[qa]));
-            out.dk[ka] += f * G.scale * (dserr[static_cast<std::size_t>(j)] + gsum_q * dsabs[static_cast<std::size_t>(j)]) * std::fabs(q[qa]);
-            out.dq[qa] += f * G.scale * (dserr[static_cast<std::size_t>(j)] + gsum_k * dsabs[static_cast<std::size_t>(j)]) * std::fabs(k[ka]);
+            out.dk[ka] += f * G.scale *
+                          (dserr[static_cast<std::size_t>(j)] + gsum_q * dsabs[static_cast<std::size_t>(j)]) *
+                          std::fabs(q[qa]);
+            out.dq[qa] += f * G.scale *
+                          (dserr[static_cast<std::size_t>(j)] + gsum_k * dsabs[static_cast<std::size_t>(j)]) *
+                          std::fabs(k[ka]);
           }
         }
       }

@@ -55,7 +55,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-006", [](const popper::Params& p) {
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       float acc = 0.0f;
-      for (std::int64_t q = 0; q < k; ++q) acc += o.a[static_cast<std::size_t>(i * k + q)] * o.b[static_cast<std::size_t>(q * n + j)];
+      for (std::int64_t q = 0; q < k; ++q)
+        acc += o.a[static_cast<std::size_t>(i * k + q)] * o.b[static_cast<std::size_t>(q * n + j)];
       naive[static_cast<std::size_t>(i * n + j)] = acc;
     }
   // Mutant: the kernel's reduction drops the last of its k terms.

@@ -64,9 +64,12 @@ std::vector<Entry> entries(const BlasHandle& blas) {
     };
   };
   std::vector<Entry> out;
-  out.push_back({"reference<float>", f32([](auto& s, auto a, auto b, auto c) { reference::gemm<float>(s, 1.0f, a, b, 0.5f, c); })});
-  out.push_back({"reference<double>", f64([](auto& s, auto a, auto b, auto c) { reference::gemm<double>(s, 1.0, a, b, 0.5, c); })});
-  out.push_back({"BlasHandle f32", f32([&blas](auto& s, auto a, auto b, auto c) { blas.gemm(s, 1.0f, a, b, 0.5f, c); })});
+  out.push_back({"reference<float>",
+                 f32([](auto& s, auto a, auto b, auto c) { reference::gemm<float>(s, 1.0f, a, b, 0.5f, c); })});
+  out.push_back({"reference<double>",
+                 f64([](auto& s, auto a, auto b, auto c) { reference::gemm<double>(s, 1.0, a, b, 0.5, c); })});
+  out.push_back(
+      {"BlasHandle f32", f32([&blas](auto& s, auto a, auto b, auto c) { blas.gemm(s, 1.0f, a, b, 0.5f, c); })});
   out.push_back({"BlasHandle f64", f64([&blas](auto& s, auto a, auto b, auto c) { blas.gemm(s, 1.0, a, b, 0.5, c); })});
   out.push_back({"cpu::gemm f32", f32([](auto& s, auto a, auto b, auto c) { cpu::gemm(s, 1.0f, a, b, 0.5f, c); })});
   out.push_back({"cpu::gemm f64", f64([](auto& s, auto a, auto b, auto c) { cpu::gemm(s, 1.0, a, b, 0.5, c); })});
@@ -78,12 +81,14 @@ std::vector<Entry> entries(const BlasHandle& blas) {
                    cuda::CublasContext ctx;
                    ctx.gemm_f32_strided_batched(s, cuda::BatchStrides{1, 0, 0, 0}, 1.0f, a, b, 0.5f, c);
                  })});
-  out.push_back({"cuda hand_gemm_f32", f32([](auto& s, auto a, auto b, auto c) { cuda::hand_gemm_f32(s, 1.0f, a, b, 0.5f, c); })});
-  out.push_back({"cuda gemm_f16", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>& c) {
-                   const std::vector<cuda::half_bits> a(la, cuda::float_to_half(1.0f)), b(lb, cuda::float_to_half(1.0f));
-                   cuda::CublasContext ctx;
-                   ctx.gemm_f16(s, 1.0f, a, b, 0.5f, std::span<float>(c.data(), lc));
-                 }});
+  out.push_back({"cuda hand_gemm_f32",
+                 f32([](auto& s, auto a, auto b, auto c) { cuda::hand_gemm_f32(s, 1.0f, a, b, 0.5f, c); })});
+  out.push_back(
+      {"cuda gemm_f16", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>& c) {
+         const std::vector<cuda::half_bits> a(la, cuda::float_to_half(1.0f)), b(lb, cuda::float_to_half(1.0f));
+         cuda::CublasContext ctx;
+         ctx.gemm_f16(s, 1.0f, a, b, 0.5f, std::span<float>(c.data(), lc));
+       }});
   const auto half_entry = [](auto narrow, auto entry) {
     return [narrow, entry](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>& c) {
       const std::vector<std::uint16_t> a(la, narrow(1.0f)), b(lb, narrow(1.0f));
@@ -93,17 +98,21 @@ std::vector<Entry> entries(const BlasHandle& blas) {
   out.push_back({"cuda hand_gemm_f16", half_entry(cuda::float_to_half, cuda::hand_gemm_f16)});
   out.push_back({"cuda hand_gemm_bf16", half_entry(cuda::float_to_bf16, cuda::hand_gemm_bf16)});
   // Device-span entries get null pointers: the check must fire before any use.
-  out.push_back({"cuda gemm_f32_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
+  out.push_back({"cuda gemm_f32_device",
+                 [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
                    cuda::CublasContext ctx;
                    ctx.gemm_f32_device(s, 1.0f, {nullptr, la}, {nullptr, lb}, 0.5f, {nullptr, lc});
                  }});
-  out.push_back({"cuda hand_gemm_f32_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
+  out.push_back({"cuda hand_gemm_f32_device",
+                 [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
                    cuda::hand_gemm_f32_device(s, 1.0f, {nullptr, la}, {nullptr, lb}, 0.5f, {nullptr, lc}, nullptr);
                  }});
-  out.push_back({"cuda hand_gemm_f16_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
+  out.push_back({"cuda hand_gemm_f16_device",
+                 [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
                    cuda::hand_gemm_f16_device(s, 1.0f, {nullptr, la}, {nullptr, lb}, 0.5f, {nullptr, lc}, nullptr);
                  }});
-  out.push_back({"cuda hand_gemm_bf16_device", [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
+  out.push_back({"cuda hand_gemm_bf16_device",
+                 [](const GemmShape& s, std::size_t la, std::size_t lb, std::size_t lc, std::vector<float>&) {
                    cuda::hand_gemm_bf16_device(s, 1.0f, {nullptr, la}, {nullptr, lb}, 0.5f, {nullptr, lc}, nullptr);
                  }});
   return out;
@@ -200,7 +209,9 @@ POPPER_HARNESS("KANI-GEMM-001", [](const popper::Params& p) {
                       check_gemm_args(s, lens[0], lens[1], lens[2]);
                       accepted = true;
                     } catch (const popper::BufferTooSmall& e) {
-                      named_right = e.operand() == std::string(operand == 0 ? "A" : operand == 1 ? "B" : "C") &&
+                      named_right = e.operand() == std::string(operand == 0   ? "A"
+                                                               : operand == 1 ? "B"
+                                                                              : "C") &&
                                     e.required() == needs[operand] && e.actual() == len;
                     }
                     ++checked;
@@ -237,7 +248,8 @@ POPPER_HARNESS("KANI-GEMM-002", [](const popper::Params& p) {
     for (std::int64_t rows = 0; rows <= bound; ++rows)
       for (std::int64_t cols = 0; cols <= bound; ++cols) {
         const std::int64_t inner = layout == Layout::RowMajor ? cols : rows;
-        for (std::int64_t ld = std::max<std::int64_t>(1, inner); ld <= std::max<std::int64_t>(1, inner) + max_pad; ++ld) {
+        for (std::int64_t ld = std::max<std::int64_t>(1, inner); ld <= std::max<std::int64_t>(1, inner) + max_pad;
+             ++ld) {
           ASSERT_EQ(required_elements(layout, rows, cols, ld), brute_footprint(layout, rows, cols, ld))
               << layout_name(layout) << " rows=" << rows << " cols=" << cols << " ld=" << ld;
           ++checked;

@@ -86,8 +86,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-016", [](const popper::Params& p) {
     const auto ref = reference_result(o, 1.5f, 0.5f);
     cuda::DeviceBuffer<float> da(o.a.size() + 1), db(o.b.size() + 1), dc(o.c.size());
     dc.upload(o.c, st.get());
-    cuda::hand_gemm_f32_device(s, 1.5f, offset_by_one(da, o.a, st.get()), offset_by_one(db, o.b, st.get()), 0.5f, dc.span(),
-                               st.get());
+    cuda::hand_gemm_f32_device(s, 1.5f, offset_by_one(da, o.a, st.get()), offset_by_one(db, o.b, st.get()), 0.5f,
+                               dc.span(), st.get());
     std::vector<float> c(o.c.size());
     dc.download(c, st.get());
     const Verdict v = check_result<float>(s, c, ref, o.c, abs_product(o), 1.5, 0.5, factor);
@@ -126,7 +126,8 @@ void check_tensor_cores(const popper::Params& p, const char* name, Bits (*narrow
   const auto e = shape_list(p, "exact_shape").at(0);
   const GemmShape s = padded(Layout::RowMajor, Op::NoTrans, Op::Trans, e.m, e.n, e.k, 0);
   std::uniform_int_distribution<int> j(-8, 8);
-  Operands<float> o{s, std::vector<float>(a_elements(s)), std::vector<float>(b_elements(s)), std::vector<float>(c_elements(s))};
+  Operands<float> o{s, std::vector<float>(a_elements(s)), std::vector<float>(b_elements(s)),
+                    std::vector<float>(c_elements(s))};
   std::vector<Bits> a(o.a.size()), b(o.b.size());
   for (std::size_t i = 0; i < a.size(); ++i) o.a[i] = widen(a[i] = narrow(static_cast<float>(j(rng)) / 16));
   for (std::size_t i = 0; i < b.size(); ++i) o.b[i] = widen(b[i] = narrow(static_cast<float>(j(rng)) / 16));
@@ -135,14 +136,17 @@ void check_tensor_cores(const popper::Params& p, const char* name, Bits (*narrow
   std::vector<float> c(o.c.size(), 0.0f);
   ASSERT_EQ(entry(s, 1.0f, a, b, 0.0f, c), cuda::Backend::Cuda);
   for (std::size_t i = 0; i < c.size(); ++i)
-    ASSERT_EQ(static_cast<double>(c[i]), exact[i]) << name << ": exact data, element " << i << " not exact (k = " << s.k << ")";
+    ASSERT_EQ(static_cast<double>(c[i]), exact[i])
+        << name << ": exact data, element " << i << " not exact (k = " << s.k << ")";
 }
 
 POPPER_FALSIFIER("FALSIFY-GEMM-017", [](const popper::Params& p) {
   std::mt19937_64 rng(p.seed());
   ASSERT_TRUE(popper::device::cuda_status().usable());
-  check_tensor_cores<cuda::half_bits>(p, "hand_gemm_f16", cuda::float_to_half, cuda::half_to_float, cuda::hand_gemm_f16, rng);
-  check_tensor_cores<cuda::bf16_bits>(p, "hand_gemm_bf16", cuda::float_to_bf16, cuda::bf16_to_float, cuda::hand_gemm_bf16, rng);
+  check_tensor_cores<cuda::half_bits>(p, "hand_gemm_f16", cuda::float_to_half, cuda::half_to_float, cuda::hand_gemm_f16,
+                                      rng);
+  check_tensor_cores<cuda::bf16_bits>(p, "hand_gemm_bf16", cuda::float_to_bf16, cuda::bf16_to_float,
+                                      cuda::hand_gemm_bf16, rng);
   // Device-resident operands at unaligned addresses: the guarded (non cp.async) copies.
   const Stream st;
   const auto d = shape_list(p).back();
@@ -159,7 +163,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-017", [](const popper::Params& p) {
                               st.get());
   std::vector<float> c(o.c.size());
   dc.download(c, st.get());
-  const double tc = p.number("tol_factor") * gamma(s.k + 2, 2 * unit_roundoff<float>()) / gamma(s.k + 2, unit_roundoff<float>());
+  const double tc =
+      p.number("tol_factor") * gamma(s.k + 2, 2 * unit_roundoff<float>()) / gamma(s.k + 2, unit_roundoff<float>());
   const Verdict v = check_result<float>(s, c, ref, o.c, abs_product(o), 1.5, 0.5, tc);
   EXPECT_TRUE(v.ok) << "hand_gemm_bf16_device, unaligned A and B: " << v.message;
 });

@@ -99,7 +99,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-009", [](const popper::Params& p) {
       EXPECT_EQ(ctx.set_stream_calls(), ctx.gemm_calls());
       EXPECT_EQ(ctx.gemm_calls(), issued);
       EXPECT_EQ(ctx.last_bound_stream(), ctx.stream());
-      const Verdict v = check_result<float>(s, c, reference_result(o, 1.0f, 0.5f), o.c, abs_product(o), 1.0, 0.5, factor);
+      const Verdict v =
+          check_result<float>(s, c, reference_result(o, 1.0f, 0.5f), o.c, abs_product(o), 1.0, 0.5, factor);
       EXPECT_TRUE(v.ok) << v.message;
       std::vector<float> cb = o.c;
       ctx.gemm_f32_strided_batched(s, cuda::BatchStrides{1, 0, 0, 0}, 1.0f, o.a, o.b, 0.5f, cb);
@@ -111,7 +112,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-009", [](const popper::Params& p) {
 });
 
 POPPER_FALSIFIER("FALSIFY-GEMM-010", [](const popper::Params& p) {
-  if (popper::device::cuda_status().usable()) GTEST_SKIP() << "a CUDA device is usable: the decline path is not reachable";
+  if (popper::device::cuda_status().usable())
+    GTEST_SKIP() << "a CUDA device is usable: the decline path is not reachable";
   std::mt19937_64 rng(p.seed());
   const auto before = cuda::CublasContext::handles_created();
   cuda::CublasContext ctx;
@@ -146,8 +148,10 @@ POPPER_FALSIFIER("FALSIFY-GEMM-010", [](const popper::Params& p) {
         EXPECT_TRUE(bitwise_equal(got, want16)) << "hand_gemm_f16 decline differs: " << describe(s);
         // BF16 likewise.
         std::vector<cuda::bf16_bits> ab16(o.a.size()), bb16(o.b.size());
-        for (std::size_t i = 0; i < ab16.size(); ++i) af[i] = cuda::bf16_to_float(ab16[i] = cuda::float_to_bf16(o.a[i]));
-        for (std::size_t i = 0; i < bb16.size(); ++i) bf[i] = cuda::bf16_to_float(bb16[i] = cuda::float_to_bf16(o.b[i]));
+        for (std::size_t i = 0; i < ab16.size(); ++i)
+          af[i] = cuda::bf16_to_float(ab16[i] = cuda::float_to_bf16(o.a[i]));
+        for (std::size_t i = 0; i < bb16.size(); ++i)
+          bf[i] = cuda::bf16_to_float(bb16[i] = cuda::float_to_bf16(o.b[i]));
         std::vector<float> want_bf16 = o.c;
         cpu::gemm(s, 0.75f, af, bf, -0.5f, want_bf16);
         got = o.c;
@@ -167,7 +171,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-010", [](const popper::Params& p) {
           cpu::gemm(s, 0.75f, oi.a, oi.b, -0.5f, ci);
           want_c.insert(want_c.end(), ci.begin(), ci.end());
         }
-        EXPECT_EQ(ctx.gemm_f32_strided_batched(s, {batch, sa, sb, sc}, 0.75f, ab_a, ab_b, -0.5f, ab_c), cuda::Backend::Cpu);
+        EXPECT_EQ(ctx.gemm_f32_strided_batched(s, {batch, sa, sb, sc}, 0.75f, ab_a, ab_b, -0.5f, ab_c),
+                  cuda::Backend::Cpu);
         EXPECT_TRUE(bitwise_equal(ab_c, want_c)) << "strided batched decline differs: " << describe(s);
       }
   EXPECT_EQ(ctx.set_stream_calls(), 0u);
@@ -179,9 +184,12 @@ POPPER_FALSIFIER("FALSIFY-GEMM-010", [](const popper::Params& p) {
   const GemmShape s = with_tight_ld({Layout::RowMajor, Op::NoTrans, Op::NoTrans, 2, 2, 2, 0, 0, 0});
   EXPECT_THROW(ctx.gemm_f32_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}), popper::Unsupported);
   int dummy = 0;
-  EXPECT_THROW(cuda::hand_gemm_f32_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy), popper::Unsupported);
-  EXPECT_THROW(cuda::hand_gemm_f16_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy), popper::Unsupported);
-  EXPECT_THROW(cuda::hand_gemm_bf16_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy), popper::Unsupported);
+  EXPECT_THROW(cuda::hand_gemm_f32_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy),
+               popper::Unsupported);
+  EXPECT_THROW(cuda::hand_gemm_f16_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy),
+               popper::Unsupported);
+  EXPECT_THROW(cuda::hand_gemm_bf16_device(s, 1.0f, {nullptr, 4}, {nullptr, 4}, 0.0f, {nullptr, 4}, &dummy),
+               popper::Unsupported);
   EXPECT_THROW(cuda::DeviceBuffer<float>(16), popper::Unsupported);
 });
 
@@ -208,14 +216,18 @@ POPPER_FALSIFIER("FALSIFY-GEMM-011", [](const popper::Params& p) {
   };
   const auto registers = all(R"(Used (\d+) registers)"), smem = all(R"((\d+) bytes smem)"),
              spills = all(R"((\d+) bytes spill stores)");
-  ASSERT_GE(registers.size(), static_cast<std::size_t>(p.integer("min_kernels"))) << "fewer kernel entries than the hand kernels' instantiations:\n" << log;
+  ASSERT_GE(registers.size(), static_cast<std::size_t>(p.integer("min_kernels")))
+      << "fewer kernel entries than the hand kernels' instantiations:\n"
+      << log;
   for (const long r : registers) EXPECT_LE(r, p.integer("max_registers")) << log;
   for (const long r : registers) EXPECT_GT(r, 0) << log;
   for (const long b : smem) EXPECT_LE(b, p.integer("max_smem_bytes")) << log;
   for (const long b : spills) EXPECT_EQ(b, 0) << "a hand kernel spills registers to local memory:\n" << log;
   ::testing::Test::RecordProperty("kernels", static_cast<int>(registers.size()));
-  ::testing::Test::RecordProperty("max_registers", static_cast<int>(*std::max_element(registers.begin(), registers.end())));
-  ::testing::Test::RecordProperty("max_smem_bytes", smem.empty() ? 0 : static_cast<int>(*std::max_element(smem.begin(), smem.end())));
+  ::testing::Test::RecordProperty("max_registers",
+                                  static_cast<int>(*std::max_element(registers.begin(), registers.end())));
+  ::testing::Test::RecordProperty("max_smem_bytes",
+                                  smem.empty() ? 0 : static_cast<int>(*std::max_element(smem.begin(), smem.end())));
 });
 
 // Mutant: a multi-threaded run that splits the k reduction in two halves
@@ -230,7 +242,8 @@ void split_k_gemm(const GemmShape& s, double alpha, const std::vector<double>& a
   const bool row = s.layout == Layout::RowMajor;
   const std::size_t a_off = static_cast<std::size_t>(row ? k1 : k1 * s.lda);
   const std::size_t b_off = static_cast<std::size_t>(row ? k1 : k1 * s.ldb);
-  cpu::gemm(s1, alpha, std::span<const double>(a), std::span<const double>(b), beta, std::span<double>(c), {threads, cpu::Isa::Auto});
+  cpu::gemm(s1, alpha, std::span<const double>(a), std::span<const double>(b), beta, std::span<double>(c),
+            {threads, cpu::Isa::Auto});
   cpu::gemm(s2, alpha, std::span<const double>(a).subspan(a_off), std::span<const double>(b).subspan(b_off), 1.0,
             std::span<double>(c), {threads, cpu::Isa::Auto});
 }
@@ -248,10 +261,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-012", [](const popper::Params& p) {
         for (const auto sharing : b_sharings(t)) {
           const ScopedThreadedRun scope(sharing);
           std::vector<double> many = o.c;
-          if (split_k)
-            split_k_gemm(s, 1.25, o.a, o.b, 0.5, many, static_cast<int>(t));
-          else
-            cpu::gemm(s, 1.25, o.a, o.b, 0.5, many, {static_cast<int>(t), cpu::Isa::Auto});
+          if (split_k) split_k_gemm(s, 1.25, o.a, o.b, 0.5, many, static_cast<int>(t));
+          else cpu::gemm(s, 1.25, o.a, o.b, 0.5, many, {static_cast<int>(t), cpu::Isa::Auto});
           EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(double)))
               << "threads " << t << to_string(sharing) << " differ from threads 1: " << describe(s);
         }

@@ -181,8 +181,7 @@ struct EntryCheck {
 
 template <class T>
 EntryCheck check_product_entries(std::int64_t m, std::int64_t n, std::int64_t k, std::span<const T> a,
-                                 std::span<const T> b, std::span<const T> c, int samples,
-                                 double roundoff_scale = 1.0) {
+                                 std::span<const T> b, std::span<const T> c, int samples, double roundoff_scale = 1.0) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   const auto r = popper_gemm_check_product(std::is_same_v<T, double>, long(m), long(n), long(k), a.data(), b.data(),
                                            c.data(), samples, roundoff_scale);
@@ -195,7 +194,8 @@ struct AlphaBeta {
 
 inline std::vector<AlphaBeta> alpha_beta_list(const Params& p) {
   std::vector<AlphaBeta> out;
-  for (const auto& pair : p.json().at("alpha_beta")) out.push_back({pair.at(0).get<double>(), pair.at(1).get<double>()});
+  for (const auto& pair : p.json().at("alpha_beta"))
+    out.push_back({pair.at(0).get<double>(), pair.at(1).get<double>()});
   return out;
 }
 

@@ -35,7 +35,8 @@ double product_ratio(const BlasHandle& blas, GemmShape s, const std::vector<floa
     call.op_b = Op::NoTrans;
   Operands<float> o{s, a, b, std::vector<float>(c_elements(s), 0.0f)};
   const auto absprod = abs_product(o);
-  const std::vector<float> ref = ref_override_or_empty.empty() ? reference_result(o, 1.0f, 0.0f) : ref_override_or_empty;
+  const std::vector<float> ref =
+      ref_override_or_empty.empty() ? reference_result(o, 1.0f, 0.0f) : ref_override_or_empty;
   double worst = 0.0;
   for (int impl = 0; impl < 2; ++impl) {
     std::vector<float> c(o.c.size(), 0.0f);
@@ -71,11 +72,14 @@ POPPER_FALSIFIER("FALSIFY-GEMM-005", [](const popper::Params& p) {
     const auto dy = random_vec(static_cast<std::size_t>(tokens * out), rng);  // dY [tokens, out]
     const auto L = Layout::RowMajor;
     // forward: Y = X W^T
-    product_ratio(blas, {L, Op::NoTrans, Op::Trans, tokens, out, in, 0, 0, 0}, x, w, {}, factor, name + " forward Y = X W^T", true);
+    product_ratio(blas, {L, Op::NoTrans, Op::Trans, tokens, out, in, 0, 0, 0}, x, w, {}, factor,
+                  name + " forward Y = X W^T", true);
     // backward data: dX = dY W
-    product_ratio(blas, {L, Op::NoTrans, Op::NoTrans, tokens, in, out, 0, 0, 0}, dy, w, {}, factor, name + " backward dX = dY W", true);
+    product_ratio(blas, {L, Op::NoTrans, Op::NoTrans, tokens, in, out, 0, 0, 0}, dy, w, {}, factor,
+                  name + " backward dX = dY W", true);
     // backward weight: dW = dY^T X
-    product_ratio(blas, {L, Op::Trans, Op::NoTrans, out, in, tokens, 0, 0, 0}, dy, x, {}, factor, name + " backward dW = dY^T X", true);
+    product_ratio(blas, {L, Op::Trans, Op::NoTrans, out, in, tokens, 0, 0, 0}, dy, x, {}, factor,
+                  name + " backward dW = dY^T X", true);
     products += 3;
     if (in == out && !control_done) {
       // Negative control: the forward with the wrong flag (X W instead of X W^T),

@@ -24,7 +24,9 @@ popper::Dispatch how(bool forced) { return forced ? popper::Dispatch::Forced : p
 // Seconds spent in the kernels and in the reference comparison (printed: the test must stay fast).
 struct Clock {
   double kernels = 0, checks = 0;
-  static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
 };
 Clock g_clock;
 
@@ -81,15 +83,18 @@ POPPER_FALSIFIER("FALSIFY-NSA-001", [](const popper::Params& p) {
             EXPECT_TRUE(fb.within_bound) << "fallback " << where << ": " << fb.describe();
             if (!forced) continue;
             // The narrower CPU paths on a few rows of the same grid point (every row checked; N plays no part).
-            const auto small = tb::make_workload(tb::grid_shape(dist.c_str(), int(4 * forced_rows), int(h), int(d), int(l)));
+            const auto small =
+                tb::make_workload(tb::grid_shape(dist.c_str(), int(4 * forced_rows), int(h), int(d), int(l)));
             const auto xs = timed_expected(small, tb::spread_rows(small.cu_q.back(), small.cu_q.back()), f);
             for (const auto& path : tb::hand_paths(1, true)) {
               if (!path.forced) continue;
               const auto acc = run_and_check(small, xs, [&](const SelectionProblem& pr, SelectionOutput out) {
                 popper::record_backend(selection_attention_hand(pr, out, path.options).backend, how(true));
               });
-              EXPECT_LE(acc.mae, mae_max) << popper::cpu::to_string(path.options.isa) << " " << where << ": " << acc.describe();
-              EXPECT_TRUE(acc.within_bound) << popper::cpu::to_string(path.options.isa) << " " << where << ": " << acc.describe();
+              EXPECT_LE(acc.mae, mae_max)
+                  << popper::cpu::to_string(path.options.isa) << " " << where << ": " << acc.describe();
+              EXPECT_TRUE(acc.within_bound)
+                  << popper::cpu::to_string(path.options.isa) << " " << where << ": " << acc.describe();
             }
           }
   // Peaky rows: Q amplified 8x at the longest L (scores spread over ~+-20).
@@ -101,7 +106,8 @@ POPPER_FALSIFIER("FALSIFY-NSA-001", [](const popper::Params& p) {
   EXPECT_LE(acc.mae, mae_max) << "amplified q: " << acc.describe();
   EXPECT_TRUE(acc.within_bound) << "amplified q: " << acc.describe();
   std::printf("  time: kernels %.2f s, reference checks %.2f s\n", g_clock.kernels, g_clock.checks);
-  for (const auto& [l, mae] : worst_mae_by_l) std::printf("  hand kernel, L = %4d: worst MAE over the grid %.3e\n", l, mae);
+  for (const auto& [l, mae] : worst_mae_by_l)
+    std::printf("  hand kernel, L = %4d: worst MAE over the grid %.3e\n", l, mae);
   std::printf("  amplified q (x%.0f), L = 4096: %s\n", p.number("amplified_q"), acc.describe().c_str());
 });
 
@@ -139,10 +145,9 @@ POPPER_FALSIFIER("FALSIFY-NSA-002", [](const popper::Params& p) {
         run(w.problem(), SelectionOutput{o, lse});
         const auto acc = tb::compare(w.problem(), o, lse, all, 2.0);
         EXPECT_TRUE(acc.within_bound) << who << " a=" << a << " D=" << d << ": " << acc.describe();
-        EXPECT_NEAR(o[0], expected, 1e-6) << who << " a=" << a << " D=" << d
-                                          << ": scale not applied exactly once (twice gives "
-                                          << 1.0 / (1.0 + std::exp(-a / double(d))) << ", none "
-                                          << 1.0 / (1.0 + std::exp(-a)) << ")";
+        EXPECT_NEAR(o[0], expected, 1e-6)
+            << who << " a=" << a << " D=" << d << ": scale not applied exactly once (twice gives "
+            << 1.0 / (1.0 + std::exp(-a / double(d))) << ", none " << 1.0 / (1.0 + std::exp(-a)) << ")";
       };
       for (const auto& path : tb::hand_paths(1, forced))
         check(popper::cpu::to_string(path.options.isa), [&](const SelectionProblem& pr, SelectionOutput out) {
@@ -175,8 +180,8 @@ tb::Workload tiled_maxima(int len, int d, int heads, std::uint64_t seed, bool un
     const double a = factors[(j / 64) % 6];
     for (int e = 0; e < d; ++e) {
       const std::size_t i = static_cast<std::size_t>(j) * d + e;
-      w.k[i] = bf16_from_float(static_cast<float>(a * float_from_bf16(w.q[static_cast<std::size_t>(e)]) +
-                                                  0.1 * float_from_bf16(noise[i])));
+      w.k[i] = bf16_from_float(
+          static_cast<float>(a * float_from_bf16(w.q[static_cast<std::size_t>(e)]) + 0.1 * float_from_bf16(noise[i])));
     }
   }
   w.v = unit_values ? std::vector<bf16>(static_cast<std::size_t>(len) * d, bf16_from_float(1.0f))

@@ -47,7 +47,8 @@ POPPER_HARNESS("KANI-NSA-004", [](const popper::Params& p) {
         if (d_above < d_below || (d_above == d_below && (mag & 1u))) want = mag + 1;
       }
       ASSERT_EQ(got, static_cast<popper::nsa::bf16>(sign | want))
-          << std::hex << "float bits 0x" << bits << ": got 0x" << got << ", round-to-nearest-even gives 0x" << (sign | want);
+          << std::hex << "float bits 0x" << bits << ": got 0x" << got << ", round-to-nearest-even gives 0x"
+          << (sign | want);
     }
   std::printf("  %ld float patterns checked\n", checked);
 });

@@ -86,7 +86,8 @@ class FaultTrap {
   }
 
  private:
-  struct sigaction old_segv_ {}, old_bus_ {};
+  struct sigaction old_segv_ {
+  }, old_bus_{};
 };
 
 }  // namespace
@@ -123,30 +124,33 @@ POPPER_HARNESS("KANI-NSA-001", [](const popper::Params& p) {
                 const int m = g == 0 ? mask : ~mask;
                 for (int j = 0; j < nk; ++j) {
                   if (!(m >> j & 1)) continue;
-                  if (!split && !spans.empty() && spans.size() > static_cast<std::size_t>(offsets.back()) && spans.back().end == j)
+                  if (!split && !spans.empty() && spans.size() > static_cast<std::size_t>(offsets.back()) &&
+                      spans.back().end == j)
                     spans.back().end = j + 1;
-                  else
-                    spans.push_back({j, j + 1});
+                  else spans.push_back({j, j + 1});
                 }
                 offsets.push_back(static_cast<std::int64_t>(spans.size()));
               }
               const SpanPack pack = pack_explicit_spans(batch, groups, offsets, spans);
               const SelectionProblem pr{lay, batch, &pack, q.span(), k.span(), v.span()};
-              std::vector<float> o(static_cast<std::size_t>(nq) * lay.heads * lay.dim_v), lse(static_cast<std::size_t>(nq) * lay.heads);
+              std::vector<float> o(static_cast<std::size_t>(nq) * lay.heads * lay.dim_v),
+                  lse(static_cast<std::size_t>(nq) * lay.heads);
               auto check = [&](const std::string& who, auto run) {
                 ++cases;
                 const bool ok = trap.ran([&] { run(pr, SelectionOutput{o, lse}); });
-                ASSERT_TRUE(ok) << who << ": memory fault (read outside the sequence) with n_k " << nk << ", G " << groups
-                                << ", D " << d << ", token mask " << mask << (split ? " as single tokens" : " as runs")
-                                << ", data flush against the guard page " << (at_end ? "after" : "before") << " it";
+                ASSERT_TRUE(ok) << who << ": memory fault (read outside the sequence) with n_k " << nk << ", G "
+                                << groups << ", D " << d << ", token mask " << mask
+                                << (split ? " as single tokens" : " as runs") << ", data flush against the guard page "
+                                << (at_end ? "after" : "before") << " it";
                 const auto acc = tb::compare(pr, o, lse, tb::spread_rows(nq, nq), 2.0);
                 ASSERT_TRUE(acc.within_bound) << who << " n_k " << nk << " mask " << mask << ": " << acc.describe();
               };
               for (const auto& path : tb::hand_paths(1, forced))
-                check(std::string("hand ") + popper::cpu::to_string(path.options.isa), [&](const SelectionProblem& x, SelectionOutput out) {
-                  popper::record_backend(selection_attention_hand(x, out, path.options).backend,
-                                         path.forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
-                });
+                check(std::string("hand ") + popper::cpu::to_string(path.options.isa),
+                      [&](const SelectionProblem& x, SelectionOutput out) {
+                        popper::record_backend(selection_attention_hand(x, out, path.options).backend,
+                                               path.forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
+                      });
               check("fallback", [&](const SelectionProblem& x, SelectionOutput out) {
                 popper::record_backend(selection_attention_fallback(x, out).backend);
               });

@@ -45,8 +45,11 @@ POPPER_FALSIFIER("FALSIFY-NSA-009", [](const popper::Params&) {
     int len, heads;
     RoutePath want;
   };
-  const Case cases[] = {{255, 4, RoutePath::Fallback}, {256, 4, RoutePath::Hand}, {300, 4, RoutePath::Hand},
-                        {390, 8, RoutePath::Fallback}, {300, 2, RoutePath::Fallback}};
+  const Case cases[] = {{255, 4, RoutePath::Fallback},
+                        {256, 4, RoutePath::Hand},
+                        {300, 4, RoutePath::Hand},
+                        {390, 8, RoutePath::Fallback},
+                        {300, 2, RoutePath::Fallback}};
   for (const auto& c : cases) {
     const auto w = with_selected_length(c.len, c.heads);
     RouteDiagnostics diag;
@@ -62,18 +65,18 @@ POPPER_FALSIFIER("FALSIFY-NSA-009", [](const popper::Params&) {
     const auto where = "Lbar " + std::to_string(c.len) + ", h " + std::to_string(c.heads);
     EXPECT_EQ(diag.hand_calls() + diag.fallback_calls(), 1) << where;
     EXPECT_EQ((c.want == RoutePath::Hand ? diag.hand_calls() : diag.fallback_calls()), 1)
-        << where << ": took " << to_string(seen) << ", wanted " << to_string(c.want) << " (" << diag.last()->reason << ")";
+        << where << ": took " << to_string(seen) << ", wanted " << to_string(c.want) << " (" << diag.last()->reason
+        << ")";
     EXPECT_EQ(callbacks, 1) << where;
     EXPECT_EQ(seen, c.want) << where;
     ASSERT_TRUE(diag.last().has_value());
     EXPECT_EQ(diag.last()->backend, info.backend) << where;
     EXPECT_EQ(diag.last()->mean_len, double(c.len)) << where;
     // The result is the named path's, bit for bit.
-    if (c.want == RoutePath::Hand)
-      selection_attention_hand(w.problem(), {o_ref, lse_ref}, HandOptions{2});
-    else
-      selection_attention_fallback(w.problem(), {o_ref, lse_ref}, FallbackOptions{2});
-    EXPECT_TRUE(same(o, o_ref) && same(lse, lse_ref)) << where << ": routed result is not the " << to_string(c.want) << " path's";
+    if (c.want == RoutePath::Hand) selection_attention_hand(w.problem(), {o_ref, lse_ref}, HandOptions{2});
+    else selection_attention_fallback(w.problem(), {o_ref, lse_ref}, FallbackOptions{2});
+    EXPECT_TRUE(same(o, o_ref) && same(lse, lse_ref))
+        << where << ": routed result is not the " << to_string(c.want) << " path's";
   }
   // The process-wide diagnostics count too.
   const auto before = route_diagnostics().hand_calls() + route_diagnostics().fallback_calls();
@@ -90,7 +93,8 @@ POPPER_FALSIFIER("FALSIFY-NSA-009", [](const popper::Params&) {
   RouterConfig committed;
   ASSERT_NO_THROW(committed = load_router_config(path)) << path;
   for (const int h : {4, 8})
-    for (const int d : {64, 128}) EXPECT_NE(committed.find(h, d), nullptr) << path << " has no entry for h " << h << ", d " << d;
+    for (const int d : {64, 128})
+      EXPECT_NE(committed.find(h, d), nullptr) << path << " has no entry for h " << h << ", d " << d;
   EXPECT_GE(committed.margin, 1.0) << path;
 });
 
@@ -106,7 +110,7 @@ POPPER_FALSIFIER("FALSIFY-NSA-010", [](const popper::Params& p) {
       popper::record_decline("cuda", info.decline);
       popper::record_backend(info.backend);
       selection_attention_hand(w.problem(), {o_cpu, lse_cpu}, HandOptions{2});
-      EXPECT_TRUE(same(o, o_cpu) && same(lse, lse_cpu)) << dist << " H " << heads
-                                                          << ": the decline is not the CPU hand kernel bit for bit";
+      EXPECT_TRUE(same(o, o_cpu) && same(lse, lse_cpu))
+          << dist << " H " << heads << ": the decline is not the CPU hand kernel bit for bit";
     }
 });

@@ -30,13 +30,14 @@ struct Batch {
 
 int max_blocks(const Batch& b, int block_size) {
   int m = 0;
-  for (std::size_t i = 0; i + 1 < b.cu_k.size(); ++i) m = std::max(m, block_count(b.cu_k[i + 1] - b.cu_k[i], block_size));
+  for (std::size_t i = 0; i + 1 < b.cu_k.size(); ++i)
+    m = std::max(m, block_count(b.cu_k[i + 1] - b.cu_k[i], block_size));
   return m;
 }
 
 std::string describe(const SelectionConfig& c) {
-  return "l'=" + std::to_string(c.block_size) + " n=" + std::to_string(c.top_n) + " n_init=" + std::to_string(c.n_init) +
-         " n_local=" + std::to_string(c.n_local);
+  return "l'=" + std::to_string(c.block_size) + " n=" + std::to_string(c.top_n) +
+         " n_init=" + std::to_string(c.n_init) + " n_local=" + std::to_string(c.n_local);
 }
 
 }  // namespace
@@ -95,7 +96,8 @@ POPPER_FALSIFIER("FALSIFY-NSA-005", [](const popper::Params& p) {
   SelectionConfig cfg{8, 6, 1, 2};
   const int stride = max_blocks(b, cfg.block_size);
   const std::int64_t rows = b.cu_q.back();
-  std::vector<float> head_scores(static_cast<std::size_t>(rows) * heads * stride), group_scores(static_cast<std::size_t>(rows) * groups * stride);
+  std::vector<float> head_scores(static_cast<std::size_t>(rows) * heads * stride),
+      group_scores(static_cast<std::size_t>(rows) * groups * stride);
   for (auto& s : head_scores) s = std::uniform_real_distribution<float>(0, 1)(rng);
   const HeadLayout layout{heads, groups, d, d};
   group_block_scores(layout, rows, stride, head_scores, group_scores);
@@ -103,7 +105,8 @@ POPPER_FALSIFIER("FALSIFY-NSA-005", [](const popper::Params& p) {
     for (int g = 0; g < groups; ++g)
       for (int i = 0; i < stride; ++i) {
         double sum = 0;
-        for (int h = g * hg; h < (g + 1) * hg; ++h) sum += head_scores[static_cast<std::size_t>((t * heads + h) * stride + i)];
+        for (int h = g * hg; h < (g + 1) * hg; ++h)
+          sum += head_scores[static_cast<std::size_t>((t * heads + h) * stride + i)];
         ASSERT_EQ(group_scores[static_cast<std::size_t>((t * groups + g) * stride + i)], static_cast<float>(sum))
             << "group score of row " << t << " group " << g << " block " << i << " is not the FP64 head sum";
       }
@@ -131,8 +134,9 @@ POPPER_FALSIFIER("FALSIFY-NSA-005", [](const popper::Params& p) {
     for (std::int64_t t = 0; t < rows; ++t)
       for (int h = 0; h < heads; ++h) {
         const int first = h / hg * hg;
-        ASSERT_EQ(std::memcmp(&o[static_cast<std::size_t>((t * heads + h) * d)], &o[static_cast<std::size_t>((t * heads + first) * d)],
-                              sizeof(float) * d), 0)
+        ASSERT_EQ(std::memcmp(&o[static_cast<std::size_t>((t * heads + h) * d)],
+                              &o[static_cast<std::size_t>((t * heads + first) * d)], sizeof(float) * d),
+                  0)
             << who << ": row " << t << " head " << h << " differs from head " << first
             << " of its group although the queries are equal (a per-head selection or a wrong group)";
       }
@@ -194,7 +198,8 @@ POPPER_FALSIFIER("FALSIFY-NSA-007", [](const popper::Params&) {
   for (std::size_t i = 0; i < offsets.size(); ++i) offsets[i] = std::int64_t(i);
   std::vector<Span> spans(static_cast<std::size_t>(b.cu_q.back()), Span{0, 1});
   spans[0] = {99, 101};
-  EXPECT_THROW(pack_explicit_spans(b.view(), 1, offsets, spans), popper::InvalidArgument) << "span [99, 101) of n_k = 100";
+  EXPECT_THROW(pack_explicit_spans(b.view(), 1, offsets, spans), popper::InvalidArgument)
+      << "span [99, 101) of n_k = 100";
   // A pack built for another batch is refused by the kernel before it writes.
   Batch other;
   other.add(3, 100);

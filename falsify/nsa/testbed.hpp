@@ -47,8 +47,10 @@ inline std::vector<CpuPath> hand_paths(int threads, bool forced) {
   std::vector<CpuPath> out{{HandOptions{threads, Isa::Auto, true}, false}};
   if (!forced) return out;
   const Isa top = popper::cpu::auto_isa();
-  if (top == Isa::Avx512 && popper::cpu::has_avx512_bf16()) out.push_back({HandOptions{threads, Isa::Avx512, false}, true});
-  if (popper::cpu::supports(Isa::Avx2) && top != Isa::Avx2) out.push_back({HandOptions{threads, Isa::Avx2, true}, true});
+  if (top == Isa::Avx512 && popper::cpu::has_avx512_bf16())
+    out.push_back({HandOptions{threads, Isa::Avx512, false}, true});
+  if (popper::cpu::supports(Isa::Avx2) && top != Isa::Avx2)
+    out.push_back({HandOptions{threads, Isa::Avx2, true}, true});
   if (top != Isa::Scalar) out.push_back({HandOptions{threads, Isa::Scalar, true}, true});
   return out;
 }
@@ -80,7 +82,8 @@ inline Workload make_workload(const popper_nsa_shape& s, double q_amplitude = 1.
   for (int b = 0; b < POPPER_NSA_SEQS; ++b)
     for (int i = 0; i < lay.rows_per_seq; ++i) {
       popper_nsa_row_spans(&s, &lay, b, i, begin.data(), end.data());
-      for (int j = 0; j < lay.spans_per_row; ++j) spans.push_back({begin[static_cast<std::size_t>(j)], end[static_cast<std::size_t>(j)]});
+      for (int j = 0; j < lay.spans_per_row; ++j)
+        spans.push_back({begin[static_cast<std::size_t>(j)], end[static_cast<std::size_t>(j)]});
       offsets.push_back(static_cast<std::int64_t>(spans.size()));
     }
   w.pack = pack_explicit_spans(w.batch(), 1, offsets, spans);
@@ -101,8 +104,7 @@ inline std::vector<std::int64_t> spread_rows(std::int64_t rows, std::int64_t cou
   std::vector<std::int64_t> out;
   if (rows <= 0) return out;
   count = std::min(count, rows);
-  for (std::int64_t i = 0; i < count; ++i)
-    out.push_back(count == 1 ? 0 : i * (rows - 1) / (count - 1));
+  for (std::int64_t i = 0; i < count; ++i) out.push_back(count == 1 ? 0 : i * (rows - 1) / (count - 1));
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
@@ -129,8 +131,8 @@ struct Accuracy {
 struct Expected {
   std::vector<std::int64_t> rows;
   reference::Attention ref;
-  std::vector<double> o_bound;    // [rows, H, Dv]
-  std::vector<double> lse_bound;  // [rows, H]; < 0 marks an empty selection (lse must be -inf)
+  std::vector<double> o_bound;       // [rows, H, Dv]
+  std::vector<double> lse_bound;     // [rows, H]; < 0 marks an empty selection (lse must be -inf)
   std::vector<std::size_t> lengths;  // L per (row, head)
 };
 
@@ -177,7 +179,9 @@ inline Expected expected(const SelectionProblem& p, std::span<const std::int64_t
       const double len = static_cast<double>(keys.size());
       const double e_s = gamma(d + 1) * c * abs_dot_max;
       const double rel = tol_factor * (2 * e_s + 2 * gamma(len) + (2 * arg_max + 8) * u);
-      for (int e = 0; e < dv; ++e) x.o_bound[rh * static_cast<std::size_t>(dv) + static_cast<std::size_t>(e)] = rel * vmax[static_cast<std::size_t>(e)];
+      for (int e = 0; e < dv; ++e)
+        x.o_bound[rh * static_cast<std::size_t>(dv) + static_cast<std::size_t>(e)] =
+            rel * vmax[static_cast<std::size_t>(e)];
       x.lse_bound[rh] = tol_factor * (e_s + gamma(len) + (arg_max + 4) * u + u * std::fabs(lse_ref));
     }
   }
@@ -185,7 +189,8 @@ inline Expected expected(const SelectionProblem& p, std::span<const std::int64_t
 }
 
 // Judges O (and lse unless empty) against an Expected of the same problem.
-inline Accuracy check(const SelectionProblem& p, const Expected& x, std::span<const float> o, std::span<const float> lse) {
+inline Accuracy check(const SelectionProblem& p, const Expected& x, std::span<const float> o,
+                      std::span<const float> lse) {
   const int heads = p.layout.heads, dv = p.layout.dim_v;
   Accuracy acc;
   double err_sum = 0;
@@ -209,15 +214,16 @@ inline Accuracy check(const SelectionProblem& p, const Expected& x, std::span<co
         if (bound > 0) acc.worst_ratio = std::max(acc.worst_ratio, err / bound);
         if (!(err <= bound)) {
           std::ostringstream os;
-          os << "row " << t << " head " << h << " O[" << e << "] = " << out[e] << ", reference " << want[e] << ", |err| "
-             << err << " > bound " << bound << " (L = " << x.lengths[rh] << ")";
+          os << "row " << t << " head " << h << " O[" << e << "] = " << out[e] << ", reference " << want[e]
+             << ", |err| " << err << " > bound " << bound << " (L = " << x.lengths[rh] << ")";
           violate(os.str());
         }
       }
       if (lse.empty()) continue;
       const double got = static_cast<double>(lse[static_cast<std::size_t>(t * heads + h)]);
       if (x.lse_bound[rh] < 0) {
-        if (!(std::isinf(got) && got < 0)) violate("row " + std::to_string(t) + ": lse of an empty selection is not -inf");
+        if (!(std::isinf(got) && got < 0))
+          violate("row " + std::to_string(t) + ": lse of an empty selection is not -inf");
         continue;
       }
       const double err = std::fabs(got - x.ref.lse[rh]);

@@ -70,8 +70,7 @@ Case make_case(std::mt19937_64& rng, int index) {
     s.v = tb::bf16_uniform(static_cast<std::size_t>(s.n_k) * l.groups * l.dim_v, ++seed);
     if (c.block_mode) {  // alternating high/low block scores: non-adjacent selections, many fragments
       s.scores.resize(static_cast<std::size_t>(s.n_q) * l.groups * c.stride);
-      for (std::size_t i = 0; i < s.scores.size(); ++i)
-        s.scores[i] = float((i % 2 == 0 ? 10 : 0) + pick(0, 3));
+      for (std::size_t i = 0; i < s.scores.size(); ++i) s.scores[i] = float((i % 2 == 0 ? 10 : 0) + pick(0, 3));
     } else {  // single-token spans over a random subset of the keys
       s.offsets.push_back(0);
       for (int t = 0; t < s.n_q * l.groups; ++t) {
@@ -94,7 +93,8 @@ SpanPack pack_for(const Case& c, const VarlenBatch& batch, const std::vector<con
   std::vector<std::int64_t> offsets{0};
   std::vector<Span> spans;
   for (const auto* s : seqs) {
-    for (std::size_t i = 1; i < s->offsets.size(); ++i) offsets.push_back(offsets.back() + s->offsets[i] - s->offsets[i - 1]);
+    for (std::size_t i = 1; i < s->offsets.size(); ++i)
+      offsets.push_back(offsets.back() + s->offsets[i] - s->offsets[i - 1]);
     spans.insert(spans.end(), s->spans.begin(), s->spans.end());
   }
   return pack_explicit_spans(batch, c.layout.groups, offsets, spans);
@@ -137,14 +137,16 @@ POPPER_FALSIFIER("FALSIFY-NSA-006", [](const popper::Params& p) {
     };
     std::vector<Path> paths;
     for (const auto& hp : tb::hand_paths(1, forced))
-      paths.push_back({std::string("hand ") + popper::cpu::to_string(hp.options.isa) + (hp.options.bf16_dot ? "" : " (no bf16 dot)"),
+      paths.push_back({std::string("hand ") + popper::cpu::to_string(hp.options.isa) +
+                           (hp.options.bf16_dot ? "" : " (no bf16 dot)"),
                        [hp](const SelectionProblem& pr, SelectionOutput out, int threads) {
                          auto o = hp.options;
                          o.threads = threads;
                          return selection_attention_hand(pr, out, o);
                        },
                        hp.forced ? popper::Dispatch::Forced : popper::Dispatch::Auto});
-    paths.push_back({"fallback", [](const SelectionProblem& pr, SelectionOutput out, int threads) {
+    paths.push_back({"fallback",
+                     [](const SelectionProblem& pr, SelectionOutput out, int threads) {
                        return selection_attention_fallback(pr, out, FallbackOptions{threads});
                      },
                      popper::Dispatch::Auto});
@@ -154,7 +156,8 @@ POPPER_FALSIFIER("FALSIFY-NSA-006", [](const popper::Params& p) {
         const auto& s = c.seqs[b];
         const PackedBatch one = pack_sequences(c.layout, std::span<const SequenceInput>(&inputs[b], 1));
         const SpanPack pack = pack_for(c, one.batch(), {&s}, 1);
-        alone.push_back(run_on(c, one, pack, [&](const SelectionProblem& pr, SelectionOutput out) { path.run(pr, out, 1); }));
+        alone.push_back(
+            run_on(c, one, pack, [&](const SelectionProblem& pr, SelectionOutput out) { path.run(pr, out, 1); }));
       }
       for (const int threads : {1, 2, 3}) {
         const SpanPack pack = pack_for(c, packed.batch(), all, threads);
@@ -162,14 +165,16 @@ POPPER_FALSIFIER("FALSIFY-NSA-006", [](const popper::Params& p) {
           popper::record_backend(path.run(pr, out, threads).backend, path.how);
         });
         for (std::size_t b = 0; b < c.seqs.size(); ++b) {
-          const std::size_t row0 = static_cast<std::size_t>(packed.cu_seqlens_q[b]), nq = static_cast<std::size_t>(c.seqs[b].n_q);
-          const std::size_t ho = static_cast<std::size_t>(c.layout.heads) * c.layout.dim_v, hl = static_cast<std::size_t>(c.layout.heads);
+          const std::size_t row0 = static_cast<std::size_t>(packed.cu_seqlens_q[b]),
+                            nq = static_cast<std::size_t>(c.seqs[b].n_q);
+          const std::size_t ho = static_cast<std::size_t>(c.layout.heads) * c.layout.dim_v,
+                            hl = static_cast<std::size_t>(c.layout.heads);
           // An empty sequence has nothing to compare (and memcmp must not see its null data()).
           if (nq == 0) continue;
           ASSERT_EQ(std::memcmp(got.o.data() + row0 * ho, alone[b].o.data(), nq * ho * sizeof(float)), 0)
               << path.name << ", case " << ci << " (" << (c.block_mode ? "block selection" : "single-token spans")
-              << "), threads " << threads << ": sequence " << b << " (n_q " << c.seqs[b].n_q << ", n_k " << c.seqs[b].n_k
-              << ") packed differs from alone; seed " << p.seed();
+              << "), threads " << threads << ": sequence " << b << " (n_q " << c.seqs[b].n_q << ", n_k "
+              << c.seqs[b].n_k << ") packed differs from alone; seed " << p.seed();
           ASSERT_EQ(std::memcmp(got.lse.data() + row0 * hl, alone[b].lse.data(), nq * hl * sizeof(float)), 0)
               << path.name << ", case " << ci << ", threads " << threads << ": lse of sequence " << b << " differs";
         }
@@ -209,7 +214,10 @@ POPPER_FALSIFIER("FALSIFY-NSA-008", [](const popper::Params&) {
   const std::vector<std::pair<std::string, Entry>> entries = {
       {"hand", [](const SelectionProblem& pr, SelectionOutput out) { selection_attention_hand(pr, out); }},
       {"fallback", [](const SelectionProblem& pr, SelectionOutput out) { selection_attention_fallback(pr, out); }},
-      {"routed", [&](const SelectionProblem& pr, SelectionOutput out) { selection_attention_routed(pr, out, cfg, {1, &diag}); }},
+      {"routed",
+       [&](const SelectionProblem& pr, SelectionOutput out) {
+         selection_attention_routed(pr, out, cfg, {1, &diag});
+       }},
       {"cuda", [](const SelectionProblem& pr, SelectionOutput out) { selection_attention_cuda(pr, out); }},
   };
   const VarlenBatch batch{sp.cu_q, sp.cu_k};
@@ -235,7 +243,8 @@ POPPER_FALSIFIER("FALSIFY-NSA-008", [](const popper::Params&) {
     }
     auto rejects = [&](std::vector<std::int32_t> cq, std::vector<std::int32_t> ck, HeadLayout lay, const char* what) {
       std::vector<float> o2(o.size(), 42.0f);
-      EXPECT_THROW(run({lay, {cq, ck}, &sp.pack, sp.q, sp.k, sp.v}, {o2, {}}), popper::InvalidArgument) << name << ": " << what;
+      EXPECT_THROW(run({lay, {cq, ck}, &sp.pack, sp.q, sp.k, sp.v}, {o2, {}}), popper::InvalidArgument)
+          << name << ": " << what;
       EXPECT_TRUE(std::all_of(o2.begin(), o2.end(), [](float x) { return x == 42.0f; })) << name << ": " << what;
     };
     rejects({1, 2, 5}, sp.cu_k, sp.layout, "cu_seqlens_q[0] != 0");
@@ -244,12 +253,16 @@ POPPER_FALSIFIER("FALSIFY-NSA-008", [](const popper::Params&) {
     rejects({0, 2, 5}, {0, 6}, sp.layout, "cu_seqlens of different lengths");
     rejects(sp.cu_q, sp.cu_k, HeadLayout{3, 2, 8, 4}, "heads not a multiple of groups");
     std::vector<float> o3(o.size());
-    EXPECT_THROW(run({sp.layout, batch, nullptr, sp.q, sp.k, sp.v}, {o3, {}}), popper::InvalidArgument) << name << ": no pack";
+    EXPECT_THROW(run({sp.layout, batch, nullptr, sp.q, sp.k, sp.v}, {o3, {}}), popper::InvalidArgument)
+        << name << ": no pack";
   }
   // The other packing entry points check too.
-  const SequenceInput bad{2, 3, std::span(sp.q.data(), 2 * 4 * 8 - 1), std::span(sp.k.data(), 3 * 2 * 8), std::span(sp.v.data(), 3 * 2 * 4)};
+  const SequenceInput bad{2, 3, std::span(sp.q.data(), 2 * 4 * 8 - 1), std::span(sp.k.data(), 3 * 2 * 8),
+                          std::span(sp.v.data(), 3 * 2 * 4)};
   EXPECT_THROW(pack_sequences(sp.layout, std::span(&bad, 1)), popper::BufferTooSmall);
   std::vector<float> scores(10);
-  EXPECT_THROW(select_blocks(batch, 2, SelectionConfig{4, 2, 1, 2}, scores, 2), popper::InvalidArgument) << "n < n_init + n_local";
-  EXPECT_THROW(select_blocks(batch, 2, SelectionConfig{4, 3, 1, 2}, scores, 2), popper::BufferTooSmall) << "short scores";
+  EXPECT_THROW(select_blocks(batch, 2, SelectionConfig{4, 2, 1, 2}, scores, 2), popper::InvalidArgument)
+      << "n < n_init + n_local";
+  EXPECT_THROW(select_blocks(batch, 2, SelectionConfig{4, 3, 1, 2}, scores, 2), popper::BufferTooSmall)
+      << "short scores";
 });

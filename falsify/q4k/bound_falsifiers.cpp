@@ -69,9 +69,9 @@ POPPER_FALSIFIER("FALSIFY-Q4K-013", [](const popper::Params&) {
   const double l2 = 2.0 * 1024 * 1024;
   EXPECT_FALSE(popper_read_bound_applies(1.05e6, 1, l2));  // gate_256x1024 in FP32 on one core
   EXPECT_FALSE(popper_read_bound_applies(l2, 1, l2));
-  EXPECT_TRUE(popper_read_bound_applies(4.2e6, 1, l2));    // gate_512x2048 in FP32
-  EXPECT_FALSE(popper_read_bound_applies(3.0e6, 2, l2));   // 1.5 MB a core
-  EXPECT_TRUE(popper_read_bound_applies(4.2e6, 2, l2));    // 2.1 MB a core
+  EXPECT_TRUE(popper_read_bound_applies(4.2e6, 1, l2));   // gate_512x2048 in FP32
+  EXPECT_FALSE(popper_read_bound_applies(3.0e6, 2, l2));  // 1.5 MB a core
+  EXPECT_TRUE(popper_read_bound_applies(4.2e6, 2, l2));   // 2.1 MB a core
   EXPECT_TRUE(popper_read_bound_applies(1.05e6, 1, 0));
   EXPECT_TRUE(popper_read_bound_applies(1.05e6, 0, l2 / 4));  // threads < 1 counts as one
 

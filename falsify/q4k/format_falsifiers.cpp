@@ -34,7 +34,8 @@ POPPER_HARNESS("KANI-Q4K-001", [](const popper::Params& p) {
   ASSERT_EQ(dv.size(), mv.size()) << "d_values and dmin_values are zipped pairwise";
   std::size_t checked = 0;
   for (std::size_t pair = 0; pair < dv.size(); ++pair) {
-    const std::uint16_t d = float_to_fp16(static_cast<float>(dv[pair])), dmin = float_to_fp16(static_cast<float>(mv[pair]));
+    const std::uint16_t d = float_to_fp16(static_cast<float>(dv[pair])),
+                        dmin = float_to_fp16(static_cast<float>(mv[pair]));
     for (int j = 0; j < kSubBlocks; ++j) {
       std::vector<Block> blocks;
       std::vector<float> expect;
@@ -49,8 +50,8 @@ POPPER_HARNESS("KANI-Q4K-001", [](const popper::Params& p) {
       popper::record_backend("reference");
       const std::size_t at = first_difference(got, expect);
       ASSERT_EQ(at, expect.size()) << "reference: d=" << dv[pair] << " dmin=" << mv[pair] << " sub-block " << j
-                                   << " pattern " << at / kBlockWeights << " weight " << at % kBlockWeights
-                                   << ": got " << got[at] << " expected " << expect[at];
+                                   << " pattern " << at / kBlockWeights << " weight " << at % kBlockWeights << ": got "
+                                   << got[at] << " expected " << expect[at];
       for (Isa isa : isas_under_test()) {
         std::fill(got.begin(), got.end(), 0.0f);
         cpu::dequantize_row(blocks, got, isa);
@@ -63,9 +64,10 @@ POPPER_HARNESS("KANI-Q4K-001", [](const popper::Params& p) {
       checked += blocks.size();
     }
   }
-  std::printf("[KANI-Q4K-001] %zu blocks (8 sub-block positions x %d x %d scale/min patterns x %zu (d, dmin) pairs) "
-              "bit-exact on the reference and %zu hand ISA(s)\n",
-              checked, bound, bound, dv.size(), isas_under_test().size());
+  std::printf(
+      "[KANI-Q4K-001] %zu blocks (8 sub-block positions x %d x %d scale/min patterns x %zu (d, dmin) pairs) "
+      "bit-exact on the reference and %zu hand ISA(s)\n",
+      checked, bound, bound, dv.size(), isas_under_test().size());
 });
 
 // The hardware conversions (F16C) as the oracle.
@@ -79,7 +81,8 @@ POPPER_HARNESS("KANI-Q4K-002", [](const popper::Params& p) {
   if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "the CPU has no F16C to compare against";
   const auto n = static_cast<std::uint32_t>(p.bound());
   for (std::uint32_t h = 0; h < n; ++h) {
-    const float mine = fp16_to_float(static_cast<std::uint16_t>(h)), hw = hw_half_to_float(static_cast<std::uint16_t>(h));
+    const float mine = fp16_to_float(static_cast<std::uint16_t>(h)),
+                hw = hw_half_to_float(static_cast<std::uint16_t>(h));
     if (std::isnan(hw)) {
       ASSERT_TRUE(std::isnan(mine)) << "half 0x" << std::hex << h << " is NaN but converts to " << mine;
       continue;
@@ -87,7 +90,8 @@ POPPER_HARNESS("KANI-Q4K-002", [](const popper::Params& p) {
     ASSERT_EQ(std::bit_cast<std::uint32_t>(mine), std::bit_cast<std::uint32_t>(hw)) << "half 0x" << std::hex << h;
   }
   // float -> half: every upper 16 bits with low halves at and around the rounding boundaries.
-  const std::uint32_t lows[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x2FFF, 0x3000, 0x3001, 0x7FFF, 0xE000, 0xF000, 0xFFFF};
+  const std::uint32_t lows[] = {0x0000, 0x0001, 0x0FFF, 0x1000, 0x1001, 0x2FFF,
+                                0x3000, 0x3001, 0x7FFF, 0xE000, 0xF000, 0xFFFF};
   std::size_t checked = 0;
   for (std::uint32_t hi = 0; hi < n; ++hi)
     for (std::uint32_t lo : lows) {
@@ -117,7 +121,8 @@ POPPER_HARNESS("KANI-Q4K-003", [](const popper::Params& p) {
           for (std::int64_t y = std::max<std::int64_t>(0, rows - 2); y <= rows + 1; ++y) {
             ++cases;
             const auto call = [&] {
-              check_gemv_args(rows, cols, static_cast<std::size_t>(w), static_cast<std::size_t>(x), static_cast<std::size_t>(y));
+              check_gemv_args(rows, cols, static_cast<std::size_t>(w), static_cast<std::size_t>(x),
+                              static_cast<std::size_t>(y));
             };
             if (bad_cols) {
               EXPECT_THROW(call(), popper::InvalidArgument) << "cols " << cols;
@@ -193,7 +198,8 @@ POPPER_FALSIFIER("FALSIFY-Q4K-006", [](const popper::Params&) {
     }
     // Row entries: a row of n values needs n / 256 blocks.
     if (which == 0 && !bad_cols && cols > 0) {
-      std::vector<float> out(static_cast<std::size_t>(cols) * static_cast<std::size_t>(std::max<std::int64_t>(rows, 1)));
+      std::vector<float> out(static_cast<std::size_t>(cols) *
+                             static_cast<std::size_t>(std::max<std::int64_t>(rows, 1)));
       std::vector<Block> few(out.size() / kBlockWeights - 1);
       RC_ASSERT_THROWS_AS(reference::dequantize_row(few, out), popper::BufferTooSmall);
       RC_ASSERT_THROWS_AS(cpu::dequantize_row(few, out), popper::BufferTooSmall);

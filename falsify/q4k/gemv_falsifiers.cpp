@@ -36,8 +36,8 @@ POPPER_FALSIFIER("FALSIFY-Q4K-004", [](const popper::Params& p) {
           const auto c = tb::compare(y, stats, [&](std::size_t k) { return tb::hand_bound(stats, k, cols); });
           worst = std::max(worst, c.worst_ratio);
           EXPECT_TRUE(c.ok) << rows << "x" << cols << (kind == tb::XKind::Uniform ? " uniform x" : " adversarial x")
-                            << " isa " << path_name(isa) << " threads " << t << ": " << c.message
-                            << " (seed " << p.seed() << ")";
+                            << " isa " << path_name(isa) << " threads " << t << ": " << c.message << " (seed "
+                            << p.seed() << ")";
         }
       });
       std::printf(" %lldx%lld/%s %.3f", static_cast<long long>(rows), static_cast<long long>(cols),
@@ -93,8 +93,8 @@ void check_device(const popper::Params& p, const char* device, Run run) {
     for (auto r : sample) ys.push_back(y[static_cast<std::size_t>(r)]);
     const auto c = tb::compare(ys, stats, [&](std::size_t k) { return tb::device_bound(stats, k, cols); });
     EXPECT_TRUE(c.ok) << device << " " << rows << "x" << cols << ": " << c.message;
-    std::printf("[%s] %lldx%lld: bitwise Warp32, worst error / gamma bound %.3e\n", device, static_cast<long long>(rows),
-                static_cast<long long>(cols), c.worst_ratio);
+    std::printf("[%s] %lldx%lld: bitwise Warp32, worst error / gamma bound %.3e\n", device,
+                static_cast<long long>(rows), static_cast<long long>(cols), c.worst_ratio);
   }
 }
 
@@ -115,8 +115,8 @@ POPPER_FALSIFIER("FALSIFY-Q4K-007", [](const popper::Params& p) {
   EXPECT_EQ(first_difference(y, expect), y.size()) << "VulkanMatrix reused with a new x returned a stale result";
   EXPECT_GT(device_seconds, 0.0);
   std::printf("[FALSIFY-Q4K-007] device %s, subgroup %u, dispatch time of 40x512 %.3g s (%s)\n",
-              popper::vulkan::status().device.name.c_str(), popper::vulkan::status().device.subgroup_size, device_seconds,
-              popper::vulkan::status().device.timestamps ? "device timestamps" : "host clock");
+              popper::vulkan::status().device.name.c_str(), popper::vulkan::status().device.subgroup_size,
+              device_seconds, popper::vulkan::status().device.timestamps ? "device timestamps" : "host clock");
 });
 
 POPPER_FALSIFIER("FALSIFY-Q4K-008", [](const popper::Params& p) {

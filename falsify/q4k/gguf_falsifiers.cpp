@@ -61,7 +61,8 @@ Model make_model(std::uint64_t seed, std::uint32_t alignment) {
       {"test.bool", gguf::Value::boolean(true)},
       {"test.empty_string", gguf::Value::str("")},
       {"test.empty_array", gguf::Value::array(gguf::ValueType::I32, {})},
-      {"test.bools", gguf::Value::array(gguf::ValueType::Bool, {gguf::Value::boolean(false), gguf::Value::boolean(true)})},
+      {"test.bools",
+       gguf::Value::array(gguf::ValueType::Bool, {gguf::Value::boolean(false), gguf::Value::boolean(true)})},
       {"test.f32s", gguf::Value::f32s({1.5f, -0.0f, 3e38f})},
   };
   std::vector<std::string> tokens;

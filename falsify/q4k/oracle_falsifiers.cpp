@@ -33,7 +33,8 @@ POPPER_FALSIFIER("FALSIFY-Q4K-001", [](const popper::Params& p) {
   for (auto [d, dmin] : {std::pair{0.5f, 0.25f}, std::pair{-3.25f, 6.0e-8f}})
     for (int j = 0; j < kSubBlocks; ++j)
       for (int sc = 0; sc < 64; ++sc)
-        for (int m = 0; m < 64; ++m) blocks.push_back(pattern_block(float_to_fp16(d), float_to_fp16(dmin), j, sc, m).block);
+        for (int m = 0; m < 64; ++m)
+          blocks.push_back(pattern_block(float_to_fp16(d), float_to_fp16(dmin), j, sc, m).block);
   const std::size_t n = blocks.size() * kBlockWeights;
   std::vector<float> oracle(n), mine(n);
   ggml::dequantize_row(blocks, oracle);
@@ -47,8 +48,9 @@ POPPER_FALSIFIER("FALSIFY-Q4K-001", [](const popper::Params& p) {
     cpu::dequantize_row(blocks, mine, isa);
     record_cpu(isa);
     at = first_difference(mine, oracle);
-    ASSERT_EQ(at, n) << "cpu::dequantize_row " << popper::cpu::to_string(isa) << " vs ggml: block " << at / kBlockWeights
-                     << " weight " << at % kBlockWeights << ": " << mine[at] << " vs " << oracle[at];
+    ASSERT_EQ(at, n) << "cpu::dequantize_row " << popper::cpu::to_string(isa) << " vs ggml: block "
+                     << at / kBlockWeights << " weight " << at % kBlockWeights << ": " << mine[at] << " vs "
+                     << oracle[at];
   }
   std::printf("[FALSIFY-Q4K-001] %zu blocks (%zu random + harness patterns) bit-identical to ggml %s\n", blocks.size(),
               static_cast<std::size_t>(p.integer("random_blocks")), ggml::status().version.c_str());
@@ -92,7 +94,8 @@ POPPER_FALSIFIER("FALSIFY-Q4K-002", [](const popper::Params& p) {
   std::mt19937_64 rng(p.seed());
   const double max_ratio = p.number("max_rms_ratio");
   const std::size_t n = static_cast<std::size_t>(p.integer("blocks")) * kBlockWeights;
-  std::printf("[FALSIFY-Q4K-002] relative RMS (max abs) error, popper vs ggml quantize_row_q4_K_ref, %zu values each:\n", n);
+  std::printf(
+      "[FALSIFY-Q4K-002] relative RMS (max abs) error, popper vs ggml quantize_row_q4_K_ref, %zu values each:\n", n);
   for (const auto& dist : p.strings("distributions")) {
     const auto x = sample(dist, n, rng);
     std::vector<Block> mine(n / kBlockWeights), theirs(n / kBlockWeights);
@@ -100,8 +103,8 @@ POPPER_FALSIFIER("FALSIFY-Q4K-002", [](const popper::Params& p) {
     ggml::quantize_row_ref(x, theirs);
     const Errors a = errors(x, mine), b = errors(x, theirs);
     const double ratio = a.rel_rms / b.rel_rms;
-    std::printf("  %-9s popper %.5f (%.4f)  ggml %.5f (%.4f)  ratio %.4f\n", dist.c_str(), a.rel_rms, a.max_abs, b.rel_rms,
-                b.max_abs, ratio);
+    std::printf("  %-9s popper %.5f (%.4f)  ggml %.5f (%.4f)  ratio %.4f\n", dist.c_str(), a.rel_rms, a.max_abs,
+                b.rel_rms, b.max_abs, ratio);
     EXPECT_LE(ratio, max_ratio) << dist << ": popper's RMS error " << a.rel_rms << " vs ggml's " << b.rel_rms
                                 << " (seed " << p.seed() << ")";
   }
@@ -122,10 +125,10 @@ POPPER_FALSIFIER("FALSIFY-Q4K-003", [](const popper::Params& p) {
     std::uniform_real_distribution<double> u(-1, 1);
     for (std::size_t i = 0; i < n; ++i) {
       switch (style) {
-        case 0: x[i] = static_cast<float>(mag * u(rng)); break;                     // signed
-        case 1: x[i] = static_cast<float>(mag * std::fabs(u(rng))); break;          // positive
-        case 2: x[i] = 0.0f; break;                                                // zeros
-        case 3: x[i] = static_cast<float>(-mag); break;                           // constant
+        case 0: x[i] = static_cast<float>(mag * u(rng)); break;                                 // signed
+        case 1: x[i] = static_cast<float>(mag * std::fabs(u(rng))); break;                      // positive
+        case 2: x[i] = 0.0f; break;                                                             // zeros
+        case 3: x[i] = static_cast<float>(-mag); break;                                         // constant
         default: x[i] = static_cast<float>(i % 2 ? mag * u(rng) : 1e-3 * mag * u(rng)); break;  // mixed scales
       }
     }

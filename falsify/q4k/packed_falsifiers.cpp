@@ -80,9 +80,9 @@ POPPER_FALSIFIER("FALSIFY-Q4K-015", [](const popper::Params& p) {
       const auto* b = reinterpret_cast<const unsigned char*>(prob.w.blocks.data());
       std::size_t at = 0;
       while (at < back.size() * sizeof(Block) && a[at] == b[at]) ++at;
-      EXPECT_EQ(at, back.size() * sizeof(Block)) << rows << "x" << cols << ": unpack(pack(W)) differs at byte " << at
-                                                  << " (row " << at / sizeof(Block) / std::size_t(cols / kBlockWeights)
-                                                  << ")";
+      EXPECT_EQ(at, back.size() * sizeof(Block))
+          << rows << "x" << cols << ": unpack(pack(W)) differs at byte " << at << " (row "
+          << at / sizeof(Block) / std::size_t(cols / kBlockWeights) << ")";
       ++checked;
     }
   EXPECT_THROW(cpu::PackedWeights(std::vector<Block>(3), 2, 512), popper::BufferTooSmall);
@@ -91,9 +91,10 @@ POPPER_FALSIFIER("FALSIFY-Q4K-015", [](const popper::Params& p) {
   if (kHugePagesHere) {
     EXPECT_GT(large, 0u) << "params hold no W of 2 MiB or more: the huge-page placement is unchecked";
   }
-  std::printf("[FALSIFY-Q4K-015] %zu shapes round-tripped byte for byte; %zu of 2 MiB or more on 2 MiB boundaries, "
-              "huge-page advice checked on %zu (0: no THP or smaps here, or emulated)\n",
-              checked, large, advice_checked);
+  std::printf(
+      "[FALSIFY-Q4K-015] %zu shapes round-tripped byte for byte; %zu of 2 MiB or more on 2 MiB boundaries, "
+      "huge-page advice checked on %zu (0: no THP or smaps here, or emulated)\n",
+      checked, large, advice_checked);
 });
 
 POPPER_FALSIFIER("FALSIFY-Q4K-016", [](const popper::Params& p) {
@@ -124,8 +125,8 @@ POPPER_FALSIFIER("FALSIFY-Q4K-016", [](const popper::Params& p) {
                                   << (at < y.size() ? plain[at] : 0.0f) << " (seed " << p.seed() << ")";
         }
       });
-      std::printf(" %lldx%lld/%s %.3f", static_cast<long long>(rows), static_cast<long long>(cols),
-                  kind_name, c.worst_ratio);
+      std::printf(" %lldx%lld/%s %.3f", static_cast<long long>(rows), static_cast<long long>(cols), kind_name,
+                  c.worst_ratio);
     }
   }
   std::printf("\n");

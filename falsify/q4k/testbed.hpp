@@ -76,7 +76,8 @@ inline Problem make_problem(std::int64_t rows, std::int64_t cols, std::uint64_t 
 
 // W of random blocks (random codes and 6-bit scales; d, dmin in [0, 0.01)): weights of magnitude ~1 without
 // the cost of quantizing, for tests where W's values only need to be valid Q4_K.
-inline Problem make_random_problem(std::int64_t rows, std::int64_t cols, std::uint64_t seed, XKind kind = XKind::Uniform) {
+inline Problem make_random_problem(std::int64_t rows, std::int64_t cols, std::uint64_t seed,
+                                   XKind kind = XKind::Uniform) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> scale(0.0f, 0.01f);
   Problem p{Matrix{rows, cols, std::vector<Block>(static_cast<std::size_t>(rows * (cols / kBlockWeights)))},
@@ -92,17 +93,18 @@ inline Problem make_random_problem(std::int64_t rows, std::int64_t cols, std::ui
 
 // Per row: the FP64 reference and the magnitudes the bounds scale with.
 struct RowStats {
-  std::vector<double> y_ref;    // sum w x (FP64)
-  std::vector<double> abs_wx;   // sum |w x|
-  std::vector<double> fixed;    // sum_b s_b sum_{i in b} |w_i|
-  std::vector<double> wide;     // sum_i |w_i| (|x_i| + s_b(i))
+  std::vector<double> y_ref;   // sum w x (FP64)
+  std::vector<double> abs_wx;  // sum |w x|
+  std::vector<double> fixed;   // sum_b s_b sum_{i in b} |w_i|
+  std::vector<double> wide;    // sum_i |w_i| (|x_i| + s_b(i))
 };
 
 inline std::vector<double> block_steps(const std::vector<float>& x) {
   std::vector<double> s(x.size() / kBlockWeights);
   for (std::size_t b = 0; b < s.size(); ++b) {
     double amax = 0;
-    for (int i = 0; i < kBlockWeights; ++i) amax = std::max(amax, std::fabs(double(x[b * kBlockWeights + std::size_t(i)])));
+    for (int i = 0; i < kBlockWeights; ++i)
+      amax = std::max(amax, std::fabs(double(x[b * kBlockWeights + std::size_t(i)])));
     s[b] = amax / kFixedPointMax;
   }
   return s;

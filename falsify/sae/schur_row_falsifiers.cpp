@@ -76,7 +76,8 @@ POPPER_FALSIFIER("FALSIFY-SAE-004", [](const popper::Params& prm) {
       double err = 0;
       for (std::size_t e = 0; e < y.size(); ++e)
         err = std::max(err, std::abs(y[e] - (y0[e] + sx(static_cast<Eigen::Index>(e)))));
-      EXPECT_LE(err, bound) << "case " << c << " row " << i << " p=" << s.p << " q=" << rows.q(i) << " seed " << prm.seed();
+      EXPECT_LE(err, bound) << "case " << c << " row " << i << " p=" << s.p << " q=" << rows.q(i) << " seed "
+                            << prm.seed();
       if (sx.cwiseAbs().maxCoeff() > 1e-3 * phi1 * phi1 * inf_norm(x)) ++nontrivial;
       if (rows.q(i) > s.p) ++q_gt_p;
     }
@@ -105,7 +106,8 @@ POPPER_FALSIFIER("FALSIFY-SAE-005", [](const popper::Params& prm) {
     const double asym = (sm - sm.transpose()).cwiseAbs().maxCoeff();
     EXPECT_LE(asym, tol * phi1 * phi1) << "case " << c << " seed " << prm.seed();
     const Eigen::MatrixXd sym = 0.5 * (sm + sm.transpose());
-    const double lmin = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(sym, Eigen::EigenvaluesOnly).eigenvalues().minCoeff();
+    const double lmin =
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(sym, Eigen::EigenvaluesOnly).eigenvalues().minCoeff();
     EXPECT_GE(lmin, -tol * phi1 * phi1) << "case " << c << " seed " << prm.seed();
 
     // Negative control: A_i = 0.25 L L^T + 1e-3 I violates A_i >= L L^T, so
@@ -121,7 +123,9 @@ POPPER_FALSIFIER("FALSIFY-SAE-005", [](const popper::Params& prm) {
     const auto bad = LocalFactors::from_rows({rv});
     const Eigen::MatrixXd sb = assemble_row(rows, bad, 0);
     const double lmin_bad =
-        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(0.5 * (sb + sb.transpose()), Eigen::EigenvaluesOnly).eigenvalues().minCoeff();
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(0.5 * (sb + sb.transpose()), Eigen::EigenvaluesOnly)
+            .eigenvalues()
+            .minCoeff();
     ++control_cases;
     if (lmin_bad < -1e-3) ++indefinite_controls;
   }

@@ -64,7 +64,8 @@ inline std::vector<double> random_vector(std::size_t n, std::mt19937_64& rng) {
 inline double phi_l1(const SaeKroneckerRows& rows, std::size_t row) {
   const auto& ph = *rows.a_phi();
   double s = 0.0;
-  for (std::size_t e = ph.row_ptr[row]; e < ph.row_ptr[row + 1]; ++e) s += ph.weight[e] < 0 ? -ph.weight[e] : ph.weight[e];
+  for (std::size_t e = ph.row_ptr[row]; e < ph.row_ptr[row + 1]; ++e)
+    s += ph.weight[e] < 0 ? -ph.weight[e] : ph.weight[e];
   return s;
 }
 
@@ -74,6 +75,5 @@ inline void record_cpu_path() {
   popper::record_backend(std::string("cpu:") + popper::sae::row_kernels().name,
                          popper::cpu::auto_isa_overridden() ? popper::Dispatch::Forced : popper::Dispatch::Auto);
 }
-
 
 }  // namespace popper::sae::testbed

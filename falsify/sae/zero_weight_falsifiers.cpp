@@ -56,7 +56,8 @@ POPPER_FALSIFIER("FALSIFY-SAE-003", [](const popper::Params& prm) {
       rows.apply_jbeta(i, x, u);
       rows.apply_jbeta(i, x_poison, u_poison);
       EXPECT_TRUE(same_bits(u, u_poison)) << "case " << c << " row " << i << " seed " << prm.seed();
-      for (double v : u_poison) EXPECT_TRUE(std::isfinite(v)) << "NaN leaked through a zero weight, seed " << prm.seed();
+      for (double v : u_poison)
+        EXPECT_TRUE(std::isfinite(v)) << "NaN leaked through a zero weight, seed " << prm.seed();
       // Scatter: dead blocks of y are untouched even when u holds Inf.
       auto y0 = testbed::random_vector(rows.beta_dim(), rng);
       auto y = y0;
@@ -118,9 +119,11 @@ POPPER_HARNESS("KANI-SAE-001", [](const popper::Params& prm) {
           y = y0;
           rows.scatter_jbeta_t(0, u, y);
           const Eigen::VectorXd jtu_ref = jd.transpose() * ue;
-          for (std::size_t j = 0; j < p; ++j) ASSERT_EQ(jx[j], jx_ref(static_cast<Eigen::Index>(j))) << "K=" << K << " p=" << p << " code=" << code;
+          for (std::size_t j = 0; j < p; ++j)
+            ASSERT_EQ(jx[j], jx_ref(static_cast<Eigen::Index>(j))) << "K=" << K << " p=" << p << " code=" << code;
           for (std::size_t e = 0; e < K * p; ++e)
-            ASSERT_EQ(y[e], y0[e] + jtu_ref(static_cast<Eigen::Index>(e))) << "K=" << K << " p=" << p << " code=" << code;
+            ASSERT_EQ(y[e], y0[e] + jtu_ref(static_cast<Eigen::Index>(e)))
+                << "K=" << K << " p=" << p << " code=" << code;
           // NaN on dead blocks never reaches J x.
           const auto live = live_blocks(rows, 0);
           auto xp = x;

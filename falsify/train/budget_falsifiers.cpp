@@ -108,7 +108,8 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-003", [](const popper::Params& p) {
 
 POPPER_FALSIFIER("FALSIFY-BUDGET-006", [](const popper::Params&) {
   Budget b;
-  b.preset = "small", b.backend = "hand", b.threads = 2, b.steps = 9, b.warmup = 1, b.date = "2026-11-26", b.commit = "abc";
+  b.preset = "small", b.backend = "hand", b.threads = 2, b.steps = 9, b.warmup = 1, b.date = "2026-11-26",
+  b.commit = "abc";
   b.step_s = 0.123456789012345;
   for (int i = 0; i < kBrickCount; ++i) b.brick_s[static_cast<std::size_t>(i)] = 0.001 * (i + 1) / 3.0;
   const std::string fp = "amd-epyc-2c-avx512-haswell-a8ed2323";
@@ -124,7 +125,8 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-006", [](const popper::Params&) {
     try {
       budgets_from_json(t, "t.json", fingerprint);
     } catch (const popper::Error& e) {
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << "the refusal does not say '" << says << "': " << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos)
+          << "the refusal does not say '" << says << "': " << e.what();
       return;
     }
     ADD_FAILURE() << "accepted a file that should be refused (" << says << ")";

@@ -61,7 +61,6 @@ inline popper_torch_config torch_config(const Config& c, const AdamWConfig& a, i
   return t;
 }
 
-
 POPPER_CAPABILITY("libtorch", [] {
   const TorchPeer& t = torch_peer();
   return popper::CapabilityStatus{t.missing.empty(), t.missing};
@@ -87,8 +86,8 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-001", [](const popper::Params& p) {
         std::printf("  H=%lld V=%lld %s threads=%lld %s: %s\n", static_cast<long long>(c.hidden),
                     static_cast<long long>(c.vocab), to_string(v.backend), static_cast<long long>(threads),
                     step.backend_tag().c_str(), e.text().c_str());
-        EXPECT_TRUE(e.ok()) << to_string(v.backend) << " " << step.backend_tag() << " threads " << threads << ": " << e.text()
-                            << " (seed " << p.seed() << ")";
+        EXPECT_TRUE(e.ok()) << to_string(v.backend) << " " << step.backend_tag() << " threads " << threads << ": "
+                            << e.text() << " (seed " << p.seed() << ")";
         if (::testing::Test::HasFailure()) return;
         record(step, v.isa);
       }
@@ -102,8 +101,8 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-006", [](const popper::Params& p) {
   const ParamLayout L(c);
   const auto params = init_params(c, p.seed());
   const Batch b = copy_task_batch(c, p.seed(), 0);
-  const auto bound = testbed::gradient_bound(c, params, b.tokens, b.labels, static_cast<int>(p.integer("runs")),
-                                             p.number("safety"));
+  const auto bound =
+      testbed::gradient_bound(c, params, b.tokens, b.labels, static_cast<int>(p.integer("runs")), p.number("safety"));
 
   char err[512] = "";
   const auto offs = testbed::offsets(L);
@@ -127,9 +126,11 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-006", [](const popper::Params& p) {
   around_torch.exact.grads.assign(g_torch.begin(), g_torch.end());
   const auto popper_vs_torch = testbed::compare<float>(L, around_torch, g, loss, 2.0);
   std::printf("  libtorch %s\n  libtorch vs FP64: %s\n  popper   vs FP64: %s\n  popper   vs libtorch (2x bound): %s\n",
-              torch.describe(), torch_vs_fp64.text().c_str(), popper_vs_fp64.text().c_str(), popper_vs_torch.text().c_str());
+              torch.describe(), torch_vs_fp64.text().c_str(), popper_vs_fp64.text().c_str(),
+              popper_vs_torch.text().c_str());
   EXPECT_TRUE(torch_vs_fp64.ok()) << "libtorch against the FP64 oracle: " << torch_vs_fp64.text();
-  EXPECT_TRUE(popper_vs_torch.ok()) << "popper against libtorch: " << popper_vs_torch.text() << " (seed " << p.seed() << ")";
+  EXPECT_TRUE(popper_vs_torch.ok()) << "popper against libtorch: " << popper_vs_torch.text() << " (seed " << p.seed()
+                                    << ")";
   if (!::testing::Test::HasFailure()) {
     record(step, popper::cpu::Isa::Auto);
     popper::record_backend("libtorch");

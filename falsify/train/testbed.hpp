@@ -36,8 +36,9 @@ struct GradientBound {
   double loss = 0;
 };
 
-inline GradientBound gradient_bound(const Config& c, std::span<const float> params, std::span<const std::int64_t> tokens,
-                                    std::span<const std::int64_t> labels, int runs, double safety) {
+inline GradientBound gradient_bound(const Config& c, std::span<const float> params,
+                                    std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels,
+                                    int runs, double safety) {
   const ParamLayout L(c);
   GradientBound b;
   b.exact = reference::step(c, params, tokens, labels);
@@ -60,7 +61,8 @@ struct GradientError {
   bool ok() const { return ratio <= 1 && loss_err <= loss_bound; }
   std::string text() const {
     char b[256];
-    std::snprintf(b, sizeof b, "worst %s: max |err| %.3g vs bound %.3g (%.2f of it; max |g| %.3g); loss err %.3g vs bound %.3g",
+    std::snprintf(b, sizeof b,
+                  "worst %s: max |err| %.3g vs bound %.3g (%.2f of it; max |g| %.3g); loss err %.3g vs bound %.3g",
                   where.c_str(), err, bound, ratio, magnitude, loss_err, loss_bound);
     return b;
   }
@@ -68,7 +70,8 @@ struct GradientError {
 
 // Gradients `g` (FP32 step) and loss against the oracle's, each tensor within `factor` x its bound.
 template <class G>
-GradientError compare(const ParamLayout& L, const GradientBound& b, std::span<const G> g, double loss, double factor = 1.0) {
+GradientError compare(const ParamLayout& L, const GradientBound& b, std::span<const G> g, double loss,
+                      double factor = 1.0) {
   GradientError e;
   e.loss_err = std::fabs(loss - b.exact.loss), e.loss_bound = factor * b.loss;
   for (std::size_t t = 0; t < L.tensors.size(); ++t) {
@@ -94,7 +97,8 @@ inline std::string vacuous(const ParamLayout& L, const GradientBound& b) {
     for (std::size_t i = L.tensors[t].offset; i < L.tensors[t].offset + L.tensors[t].size(); ++i)
       mag = std::max(mag, std::fabs(b.exact.grads[i]));
     if (!(mag > 0)) return "the oracle's gradient of " + L.tensors[t].name + " is zero";
-    if (!(b.tensor[t] < 0.1 * mag)) return "the bound of " + L.tensors[t].name + " is not below a tenth of its gradient";
+    if (!(b.tensor[t] < 0.1 * mag))
+      return "the bound of " + L.tensors[t].name + " is not below a tenth of its gradient";
   }
   return "";
 }

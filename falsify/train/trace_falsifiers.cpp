@@ -47,7 +47,8 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-004", [](const popper::Params& p) {
     if (ph == "C") ++counters;
     if (ph != "X") continue;
     ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number() && e["dur"].get<double>() >= 0 && e.contains("tid") &&
-                e["cat"].is_string() && e["args"]["flops"].is_number() && e["args"]["step"].is_number()) << e.dump();
+                e["cat"].is_string() && e["args"]["flops"].is_number() && e["args"]["step"].is_number())
+        << e.dump();
     ++per_cat[e["cat"].get<std::string>()];
     complete.push_back(e);
   }
@@ -60,11 +61,13 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-004", [](const popper::Params& p) {
   // Nesting: every X event lies inside the step span of its step (1 us of rounding slack).
   std::map<long, std::pair<double, double>> steps;
   for (const json& e : complete)
-    if (e["name"] == "step") steps[e["args"]["step"].get<long>()] = {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
+    if (e["name"] == "step")
+      steps[e["args"]["step"].get<long>()] = {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
   EXPECT_EQ(steps.size(), tr.steps().size());
   for (const json& e : complete) {
     const auto& s = steps[e["args"]["step"].get<long>()];
-    EXPECT_TRUE(e["ts"].get<double>() >= s.first - 1e-3 && e["ts"].get<double>() + e["dur"].get<double>() <= s.second + 1e-3)
+    EXPECT_TRUE(e["ts"].get<double>() >= s.first - 1e-3 &&
+                e["ts"].get<double>() + e["dur"].get<double>() <= s.second + 1e-3)
         << "span outside its step: " << e.dump();
   }
 
@@ -84,8 +87,10 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-004", [](const popper::Params& p) {
   EXPECT_EQ(ids.size(), tr.steps().size()) << "one trace per step";
   std::size_t children = 0;
   for (const json& s : spans) {
-    ASSERT_TRUE(hex_of(s["traceId"], 32) && hex_of(s["spanId"], 16) && s["name"].is_string() && s["kind"] == 1) << s.dump();
-    const auto start = std::stoull(s["startTimeUnixNano"].get<std::string>()), end = std::stoull(s["endTimeUnixNano"].get<std::string>());
+    ASSERT_TRUE(hex_of(s["traceId"], 32) && hex_of(s["spanId"], 16) && s["name"].is_string() && s["kind"] == 1)
+        << s.dump();
+    const auto start = std::stoull(s["startTimeUnixNano"].get<std::string>()),
+               end = std::stoull(s["endTimeUnixNano"].get<std::string>());
     EXPECT_LE(start, end) << s.dump();
     EXPECT_GT(start, 1500000000000000000ull) << "not Unix-epoch nanoseconds: " << s.dump();
     if (s.contains("parentSpanId")) {
@@ -116,11 +121,13 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-005", [](const popper::Params& p) {
   }
   const auto stats = trace::category_stats(tr, {1e12, 0}, 0);
   for (const auto& s : stats)
-    std::printf("  %-12s median %.1f ms cv %.2f efficiency %.2f escalated %d (%s)\n", s.name.c_str(), s.median_s * 1e3, s.cv,
-                s.efficiency, s.escalated, s.why.c_str());
+    std::printf("  %-12s median %.1f ms cv %.2f efficiency %.2f escalated %d (%s)\n", s.name.c_str(), s.median_s * 1e3,
+                s.cv, s.efficiency, s.escalated, s.why.c_str());
   EXPECT_FALSE(stats[0].escalated) << "steady: " << stats[0].why;
-  EXPECT_TRUE(stats[1].escalated && stats[1].why.find("cv") != std::string::npos) << "unstable (cv " << stats[1].cv << ")";
-  EXPECT_TRUE(stats[2].escalated && stats[2].why.find("efficiency") != std::string::npos) << "inefficient: " << stats[2].why;
+  EXPECT_TRUE(stats[1].escalated && stats[1].why.find("cv") != std::string::npos)
+      << "unstable (cv " << stats[1].cv << ")";
+  EXPECT_TRUE(stats[2].escalated && stats[2].why.find("efficiency") != std::string::npos)
+      << "inefficient: " << stats[2].why;
   EXPECT_FALSE(stats[3].escalated) << "efficient: " << stats[3].why;
   EXPECT_NEAR(stats[3].efficiency, 0.5, 1e-12);
   popper::record_backend("host");

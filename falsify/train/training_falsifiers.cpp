@@ -51,10 +51,11 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-002", [](const popper::Params& p) {
         const double den = std::sqrt(vr[i] / c2) + a.eps;
         const double dden = (std::sqrt(vr[i] + ev) - std::sqrt(vr[i])) / std::sqrt(c2) + 3 * kU * den;
         const double U = lr * (mr[i] / c1) / den;
-        const double ep = 3 * kU * std::fabs(p0[i]) + (lr / c1) * (em / den + std::fabs(mr[i]) * dden / (den * den)) + 8 * kU * std::fabs(U);
+        const double ep = 3 * kU * std::fabs(p0[i]) + (lr / c1) * (em / den + std::fabs(mr[i]) * dden / (den * den)) +
+                          8 * kU * std::fabs(U);
         for (const auto& [got, want, bound, what] : {std::tuple{static_cast<double>(mm[i]), mr[i], em, "m"},
-                                                    std::tuple{static_cast<double>(vv[i]), vr[i], ev, "v"},
-                                                    std::tuple{static_cast<double>(pp[i]), pr[i], ep, "p"}}) {
+                                                     std::tuple{static_cast<double>(vv[i]), vr[i], ev, "v"},
+                                                     std::tuple{static_cast<double>(pp[i]), pr[i], ep, "p"}}) {
           const double ratio = std::fabs(got - want) / (f * bound + 1e-300);
           if (!(ratio <= worst)) worst = ratio, where = T.name + "[" + std::to_string(i - T.offset) + "]." + what;
         }
@@ -80,7 +81,8 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-003", [](const popper::Params& p) {
               loss[std::min<std::size_t>(100, loss.size() - 1)], loss[std::min<std::size_t>(200, loss.size() - 1)],
               loss[std::min<std::size_t>(300, loss.size() - 1)], tail);
   EXPECT_GT(loss[0], p.number("initial_above")) << "the first loss is not near chance: the task is not what it claims";
-  EXPECT_LT(tail, p.number("below")) << "the copy task was not learned in " << steps << " steps (seed " << p.seed() << ")";
+  EXPECT_LT(tail, p.number("below")) << "the copy task was not learned in " << steps << " steps (seed " << p.seed()
+                                     << ")";
   record(tr.step(), popper::cpu::Isa::Auto);
 });
 
@@ -101,14 +103,15 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-004", [](const popper::Params& p) {
       for (std::int64_t i = 0; i < steps; ++i) {
         const Batch b = copy_task_batch(c, p.seed(), i);
         const double la = used.train_step(b.tokens, b.labels), lb = fresh.train_step(b.tokens, b.labels);
-        EXPECT_EQ(std::memcmp(&la, &lb, sizeof la), 0) << to_string(backend) << " threads " << threads << " step " << i
-                                                       << ": loss " << la << " vs " << lb;
+        EXPECT_EQ(std::memcmp(&la, &lb, sizeof la), 0)
+            << to_string(backend) << " threads " << threads << " step " << i << ": loss " << la << " vs " << lb;
       }
       const auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
         return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
       };
       EXPECT_TRUE(same(used.params(), fresh.params()) && same(used.m(), fresh.m()) && same(used.v(), fresh.v()))
-          << to_string(backend) << " threads " << threads << ": parameters or moments differ after " << steps << " steps";
+          << to_string(backend) << " threads " << threads << ": parameters or moments differ after " << steps
+          << " steps";
       if (::testing::Test::HasFailure()) return;
       record(used.step(), popper::cpu::Isa::Auto);
     }
@@ -149,12 +152,15 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-005", [](const popper::Params& p) {
        [&](Batch&, auto& P) { P[L.embed + static_cast<std::size_t>(unused * c.hidden + 3)] = std::nanf(""); }},
       {"+inf in a layer weight", "layers.1.w_up[", [&](Batch&, auto& P) { P[w_up + 17] = INFINITY; }},
   };
-  const auto bits = [](const std::vector<float>& v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); };
+  const auto bits = [](const std::vector<float>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  };
   for (const Case& k : cases) {
     Batch b = good;
     std::vector<float> saved_params = tr.params();
     k.spoil(b, tr.params());
-    const std::string p_before = bits(tr.params()), g_before = bits(tr.grads()), m_before = bits(tr.m()), v_before = bits(tr.v());
+    const std::string p_before = bits(tr.params()), g_before = bits(tr.grads()), m_before = bits(tr.m()),
+                      v_before = bits(tr.v());
     const std::int64_t t_before = tr.steps_done();
     std::string message = "(no exception)";
     try {
@@ -162,8 +168,8 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-005", [](const popper::Params& p) {
     } catch (const popper::InvalidArgument& e) {
       message = e.what();
     }
-    EXPECT_NE(message.find(k.message), std::string::npos) << k.what << ": expected an InvalidArgument naming '" << k.message
-                                                           << "', got: " << message;
+    EXPECT_NE(message.find(k.message), std::string::npos)
+        << k.what << ": expected an InvalidArgument naming '" << k.message << "', got: " << message;
     EXPECT_TRUE(bits(tr.params()) == p_before && bits(tr.grads()) == g_before && bits(tr.m()) == m_before &&
                 bits(tr.v()) == v_before && tr.steps_done() == t_before)
         << k.what << ": the refused step wrote to the parameters, gradients, moments or step count";

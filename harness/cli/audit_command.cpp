@@ -109,9 +109,8 @@ void run_native_mutants(const AuditOptions& o, AuditInputs& in) {
   auto native = run_mutants(in.contracts, mo);
   write_file_atomic(o.out + "/mutants.json", mutant_results_json(native).dump(2) + "\n");
   for (const auto& m : native) {
-    auto it = std::find_if(in.mutants.begin(), in.mutants.end(), [&](const MutantResult& x) {
-      return x.test_id == m.test_id && x.mutant_id == m.mutant_id;
-    });
+    auto it = std::find_if(in.mutants.begin(), in.mutants.end(),
+                           [&](const MutantResult& x) { return x.test_id == m.test_id && x.mutant_id == m.mutant_id; });
     if (it == in.mutants.end()) in.mutants.push_back(m);
     else merge_mutant(*it, m);
   }
@@ -203,18 +202,26 @@ int run_mutants_command(const MutantsOptions& m, const ContractSet& set) {
 
 void add_audit_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<AuditOptions>();
-  auto* cmd = app.add_subcommand("audit", "Coverage of contracts by bound tests that ran and passed; exit 1 on any failure the report lists");
+  auto* cmd = app.add_subcommand(
+      "audit", "Coverage of contracts by bound tests that ran and passed; exit 1 on any failure the report lists");
   cmd->add_option("--contracts", o->contracts, "contract files or directories")->capture_default_str();
-  cmd->add_option("--results", o->results, "GoogleTest JSON result files or directories of them (several: the worst outcome of an id wins)")->required();
+  cmd->add_option("--results", o->results,
+                  "GoogleTest JSON result files or directories of them (several: the worst outcome of an id wins)")
+      ->required();
   auto* b = cmd->add_option("--bindings", o->bindings, "output of <test binary> --popper-list-bindings");
-  cmd->add_option("--test-binary", o->test_binary, "contract test binary to ask for its bindings (and run mutants with)")->excludes(b);
+  cmd->add_option("--test-binary", o->test_binary,
+                  "contract test binary to ask for its bindings (and run mutants with)")
+      ->excludes(b);
   cmd->add_option("--bench-claims", o->bench_claims, "reports/bench-claims.json from popper bench compare");
   cmd->add_option("--waivers", o->waivers, "waivers file: {id, reason, expires} per excused failure");
   cmd->add_flag("--mutants", o->run_mutants, "run every test under each of its mutants (needs --test-binary)");
-  cmd->add_option("--mutant-results", o->mutant_results, "mutant results written by `popper mutants` (e.g. CPU-matrix legs)");
-  cmd->add_flag("--require-claims", o->require_claims, "fail on benchmark claims that are not met for any reason (not measured, inconclusive)");
+  cmd->add_option("--mutant-results", o->mutant_results,
+                  "mutant results written by `popper mutants` (e.g. CPU-matrix legs)");
+  cmd->add_flag("--require-claims", o->require_claims,
+                "fail on benchmark claims that are not met for any reason (not measured, inconclusive)");
   cmd->add_option("--today", o->today, "date for waiver expiry, YYYY-MM-DD (default: today, UTC)");
-  cmd->add_option("--min-coverage", o->min_coverage, "fail below this % of obligations covered")->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--min-coverage", o->min_coverage, "fail below this % of obligations covered")
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--jobs", o->jobs, "mutant runs in parallel")->check(CLI::Range(1, 64));
   cmd->add_option("-o,--output", o->out, "report directory")->capture_default_str();
   cmd->add_option("--junit", o->junit, "also write JUnit XML (one testcase per id and per mutant) for CI test views");
@@ -233,7 +240,8 @@ void add_audit_command(CLI::App& app, int& exit_code) {
 
   // popper mutants: one site's mutant runs, for `popper audit --mutant-results`.
   auto m = std::make_shared<MutantsOptions>();
-  auto* mc = app.add_subcommand("mutants", "Run every test under each of its mutants and write the results (for popper audit --mutant-results)");
+  auto* mc = app.add_subcommand(
+      "mutants", "Run every test under each of its mutants and write the results (for popper audit --mutant-results)");
   mc->add_option("--contracts", m->contracts, "contract files or directories")->capture_default_str();
   mc->add_option("--test-binary", m->test_binary, "contract test binary")->required();
   mc->add_option("--exec-prefix", m->exec_prefix, "command to run the binary under, e.g. 'qemu-x86_64 -cpu Haswell'");

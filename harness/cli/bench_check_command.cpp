@@ -58,7 +58,8 @@ int check(const CheckArgs& a) {
     base = std::move(duet.base);
     cur = std::move(duet.current);
   } else {
-    if (a.baseline.empty() || a.current.empty()) throw Error("give --baseline and --current, or --against REF --family F");
+    if (a.baseline.empty() || a.current.empty())
+      throw Error("give --baseline and --current, or --against REF --family F");
     try {
       base = bench::read_baseline(a.baseline);
     } catch (const bench::NoBaseline& e) {
@@ -102,8 +103,8 @@ int check(const CheckArgs& a) {
     std::cerr << "--rerun-out: no row was measured interleaved, nothing written\n";
   if (!a.rerun_out.empty() && !report.interleaved_current.rows.empty()) {
     std::filesystem::create_directories(a.rerun_out);
-    for (auto [side, table] : {std::pair{"current", &report.interleaved_current},
-                               std::pair{"baseline", &report.interleaved_baseline}}) {
+    for (auto [side, table] :
+         {std::pair{"current", &report.interleaved_current}, std::pair{"baseline", &report.interleaved_baseline}}) {
       table->metadata = (side == std::string("current") ? cur : base).metadata;
       table->set_meta("interleaved", std::string("the ") + side + " side of check --rerun's interleaved trials (" +
                                          copt.interleave.baseline + ")");
@@ -147,7 +148,9 @@ void add_bench_check_command(CLI::App& bench, int& exit_code) {
   cmd->add_flag("--strict", a->strict, "NOISY rows fail too");
   cmd->add_flag("--absolute", a->absolute,
                 "compare absolute times even when the ceiling rows show the machine itself got slower or faster");
-  cmd->add_option("--alpha", a->th.alpha, "false discovery rate over the table (Benjamini-Hochberg; a clean table flags a row with at most this chance)");
+  cmd->add_option(
+      "--alpha", a->th.alpha,
+      "false discovery rate over the table (Benjamini-Hochberg; a clean table flags a row with at most this chance)");
   cmd->add_option("--regression-threshold", a->th.regression, "fraction slower that is a regression (0.10)");
   cmd->add_option("--warning-threshold", a->th.warning, "fraction slower that is a warning (0.05)");
   cmd->callback([a, &exit_code] {

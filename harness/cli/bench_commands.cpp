@@ -29,7 +29,8 @@ std::vector<int> split_ints(const std::vector<std::string>& in) {
 
 void report_claims(const std::string& path, const std::string& family, const std::vector<bench::ClaimResult>& claims) {
   bench::write_claims_json(path, family, claims);
-  for (const auto& c : claims) std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";
+  for (const auto& c : claims)
+    std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";
   std::cerr << "wrote " << path << " (" << claims.size() << " claims)\n";
 }
 

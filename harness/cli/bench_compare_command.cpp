@@ -45,8 +45,8 @@ bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyD
   co.shapes = split_list(a.shapes);
   if (!a.shard.empty()) {
     const auto shard = bench::parse_shard(a.shard);
-    co.shapes = bench::shard_shapes(
-        bench::select_shapes(co.shapes, bench::list_family_shapes(co.build_dir, fam), fam), shard);
+    co.shapes =
+        bench::shard_shapes(bench::select_shapes(co.shapes, bench::list_family_shapes(co.build_dir, fam), fam), shard);
     if (co.shapes.empty()) throw Error("--shard " + a.shard + ": this shard has no shapes (fewer shapes than shards)");
     std::cerr << "shard " << a.shard << ": " << co.shapes.size() << " shape(s)\n";
   }
@@ -105,7 +105,8 @@ int compare(const CompareArgs& a, bool precision_given) {
     // Without a device the rows are skipped with the reason; the peak is then
     // unknown too (their % of peak stays empty), never guessed.
     try {
-      bench::add_device_peak(peak, bench::cached_or_measured_device_peak(build, build + "/bin", machine.gpu, a.refresh_peak, progress));
+      bench::add_device_peak(
+          peak, bench::cached_or_measured_device_peak(build, build + "/bin", machine.gpu, a.refresh_peak, progress));
     } catch (const std::exception& e) {
       std::cerr << "popper bench compare --device: no device peak: " << e.what() << "\n";
     }
@@ -167,18 +168,22 @@ int compare(const CompareArgs& a, bool precision_given) {
 }  // namespace
 
 void add_bench_compare_command(CLI::App& bench, int& exit_code) {
-  auto* cmd = bench.add_subcommand("compare", "Run ceiling, wrapped and hand tiers in shuffled trials; write reports and claim verdicts");
+  auto* cmd = bench.add_subcommand(
+      "compare", "Run ceiling, wrapped and hand tiers in shuffled trials; write reports and claim verdicts");
   auto a = std::make_shared<CompareArgs>();
   add_dir_options(cmd, a->dirs);
   cmd->add_option("--family", a->family, "bench family (bench/<family>/family.yaml)");
   cmd->add_option("--shapes", a->shapes, "gate | full | all | shape names (default gate)");
-  cmd->add_option("--reps", a->request.reps, "repetitions per step in all, split over the trials (auto: from the noise)");
-  cmd->add_option("--trials", a->request.trials, "processes per step (auto: enough to see a 2x-threshold slowdown with 80% power)");
+  cmd->add_option("--reps", a->request.reps,
+                  "repetitions per step in all, split over the trials (auto: from the noise)");
+  cmd->add_option("--trials", a->request.trials,
+                  "processes per step (auto: enough to see a 2x-threshold slowdown with 80% power)");
   cmd->add_option("--budget", a->request.budget,
                   "seconds the run (and re-measuring inconclusive claims) may take; with --trials auto no trial "
                   "starts that would pass it, after the first two");
-  cmd->add_option("--noise-from", a->noise_from, "a bench CSV whose between-trial noise sizes --trials auto "
-                                                "(default: the committed baseline of this machine, if any)");
+  cmd->add_option("--noise-from", a->noise_from,
+                  "a bench CSV whose between-trial noise sizes --trials auto "
+                  "(default: the committed baseline of this machine, if any)");
   cmd->add_option("--threads", a->threads, "thread counts, e.g. 1,2");
   cmd->add_option("--precision", a->precisions, "precisions, e.g. f32,f64");
   cmd->add_option("--tiers", a->tiers, "tiers to run (ceiling,wrapped,hand,reference)");
@@ -193,10 +198,12 @@ void add_bench_compare_command(CLI::App& bench, int& exit_code) {
                 "run the family's device tiers (family.yaml 'device:'; gemm: cuBLAS and the hand CUDA kernels, "
                 "f32/f16/bf16, one host thread) into bench-<family>-device.*; without a device the rows are skipped "
                 "with the reason");
-  cmd->add_flag("--require-device", a->require_device,
-                "a device run's ceiling that declines (no device) fails the run instead of being noted (make gpu-check)");
-  cmd->add_option("--shard", a->shard, "K/N: measure only every N-th shape from the K-th (a CI matrix or "
-                                       "Slurm array job; join the CSVs with popper bench merge)");
+  cmd->add_flag(
+      "--require-device", a->require_device,
+      "a device run's ceiling that declines (no device) fails the run instead of being noted (make gpu-check)");
+  cmd->add_option("--shard", a->shard,
+                  "K/N: measure only every N-th shape from the K-th (a CI matrix or "
+                  "Slurm array job; join the CSVs with popper bench merge)");
   cmd->callback([a, cmd, &exit_code] {
     try {
       if (a->device && cmd->get_option("--threads")->count() == 0) a->threads = {"1"};  // host threads: one launcher

@@ -14,7 +14,8 @@ namespace popper::cli {
 
 void add_bench_threshold_command(CLI::App& bench, int& exit_code) {
   auto* cmd = bench.add_subcommand(
-      "threshold", "Derive the routing threshold (smallest axis value from which fast >= margin x slow) from a bench CSV");
+      "threshold",
+      "Derive the routing threshold (smallest axis value from which fast >= margin x slow) from a bench CSV");
   struct Opt {
     std::string family, csv, config, source_dir = ".", axis = "l", fast = "hand", slow = "wrapped", by = "h,d", threads;
     double margin = 1.2;
@@ -45,13 +46,15 @@ void add_bench_threshold_command(CLI::App& bench, int& exit_code) {
       t.by = split_list({o->by});
       t.threads = split_ints({o->threads});
       const std::string family_yaml = o->source_dir + "/bench/" + o->family + "/family.yaml";
-      if (!o->include_gate && fs::exists(family_yaml)) t.exclude_shapes = bench::load_family(o->source_dir, o->family).gate.shapes;
+      if (!o->include_gate && fs::exists(family_yaml))
+        t.exclude_shapes = bench::load_family(o->source_dir, o->family).gate.shapes;
       const std::string csv = o->csv.empty() ? "reports/bench-" + o->family + ".csv" : o->csv;
       const auto table = bench::read_bench_csv(csv);
       const auto result = bench::derive_thresholds(table, t);
       std::cout << bench::render_threshold_report(result);
       if (!o->no_write) {
-        const std::string config = o->config.empty() ? o->source_dir + "/config/" + o->family + "-router.yaml" : o->config;
+        const std::string config =
+            o->config.empty() ? o->source_dir + "/config/" + o->family + "-router.yaml" : o->config;
         if (fs::path(config).has_parent_path()) fs::create_directories(fs::path(config).parent_path());
         popper::write_file_atomic(config, bench::render_router_config(result, table, csv));
         std::cerr << "wrote " << config << "\n";

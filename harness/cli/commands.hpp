@@ -13,7 +13,7 @@ void add_scaffold_command(CLI::App& app, int& exit_code);
 void add_audit_command(CLI::App& app, int& exit_code);
 void add_graph_command(CLI::App& app, int& exit_code);
 void add_migrate_command(CLI::App& app, int& exit_code);  // pv contracts -> strict
-void add_bench_commands(CLI::App& app, int& exit_code);  // bench compare | check | gate | merge | baseline | threshold
+void add_bench_commands(CLI::App& app, int& exit_code);   // bench compare | check | gate | merge | baseline | threshold
 void add_peak_command(CLI::App& app, int& exit_code);
 void add_parity_command(CLI::App& app, int& exit_code);  // runs popper_parity (the gate needs the kernels)
 void add_train_commands(CLI::App& app, int& exit_code);  // train, budget baseline|run: run popper_train
@@ -24,5 +24,6 @@ std::string default_build_dir();
 inline void progress(const std::string& line) { std::cerr << line << std::endl; }
 // Replaces this process with <build>/bin/<tool> args... (tool_exec.cpp); on failure
 // prints why under "popper <command>" and sets exit_code 2.
-void exec_tool(const std::string& command, const std::string& tool, const std::vector<std::string>& args, int& exit_code);
+void exec_tool(const std::string& command, const std::string& tool, const std::vector<std::string>& args,
+               int& exit_code);
 }  // namespace popper::cli

@@ -21,8 +21,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   auto no_recurse = std::make_shared<bool>(false);
   cmd->add_option("paths", *paths, "contract files or directories (default: contracts)");
   cmd->add_option("--format", *format, "text | json | sarif")->check(CLI::IsMember({"text", "json", "sarif"}));
-  cmd->add_option("--profile", *profile,
-                  "strict | pv (default: the nearest .popper.yaml's profile, else strict)")
+  cmd->add_option("--profile", *profile, "strict | pv (default: the nearest .popper.yaml's profile, else strict)")
       ->check(CLI::IsMember({"strict", "pv"}));
   cmd->add_flag("--no-recurse", *no_recurse, "read only the *.yaml directly in each directory, not its subdirectories");
   cmd->callback([paths, format, profile, no_recurse, &exit_code] {

@@ -4,8 +4,9 @@
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"popper: write every claim about a kernel as a contract; popper validates it, runs the tests bound "
-               "to it, benchmarks it and reports honestly what is covered"};
+  CLI::App app{
+      "popper: write every claim about a kernel as a contract; popper validates it, runs the tests bound "
+      "to it, benchmarks it and reports honestly what is covered"};
   app.set_version_flag("--version", std::string("popper ") + POPPER_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;

@@ -61,9 +61,8 @@ void add_migrate_command(CLI::App& app, int& exit_code) {
       }
     }
     for (const auto& d : diags.all()) std::cerr << format_text(d) << "\n";
-    std::cerr << (*write ? "migrated " : "would migrate ") << changed << " of " << files.size() << " file(s), "
-              << edits << " edit(s)" << (failed ? ", " + std::to_string(failed) + " file(s) left unchanged" : "")
-              << "\n";
+    std::cerr << (*write ? "migrated " : "would migrate ") << changed << " of " << files.size() << " file(s), " << edits
+              << " edit(s)" << (failed ? ", " + std::to_string(failed) + " file(s) left unchanged" : "") << "\n";
     exit_code = rules::exit_code(diags) == 2 ? 2 : failed ? 1 : 0;
   });
 }

@@ -40,7 +40,8 @@ void add_peak_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cache", *cache, "cache file (default <build>/peak.json)");
   cmd->add_flag("--refresh", *refresh, "measure again even when the cache matches this machine");
   cmd->add_flag("--json", *json, "print the cached JSON instead of the table");
-  cmd->add_flag("--no-vendors", *no_vendors, "skip the ceiling vendor check (OpenBLAS core types, BLIS sub-configurations)");
+  cmd->add_flag("--no-vendors", *no_vendors,
+                "skip the ceiling vendor check (OpenBLAS core types, BLIS sub-configurations)");
   cmd->add_flag("--device", *device,
                 "also the CUDA device's ceilings: FP32 FMA, cuBLAS f32/tf32/f16/bf16 GEMM, copy and triad bandwidth "
                 "(cached as peak-device.json beside the --cache file, measured by the popper_peak_device beside this "
@@ -50,8 +51,8 @@ void add_peak_command(CLI::App& app, int& exit_code) {
     try {
       const std::string path = cache->empty() ? default_build_dir() + "/peak.json" : *cache;
       const auto machine = bench::probe_machine();
-      const auto p = bench::cached_or_measured_peak(path, machine, *refresh,
-                                                    [](const std::string& s) { std::cerr << s << "\n"; });
+      const auto p =
+          bench::cached_or_measured_peak(path, machine, *refresh, [](const std::string& s) { std::cerr << s << "\n"; });
       if (*json) std::cout << bench::peak_to_json(p);
       else std::cout << bench::format_peak(p) << "cache        " << path << "\n";
       exit_code = 0;
@@ -63,8 +64,8 @@ void add_peak_command(CLI::App& app, int& exit_code) {
       }
       if (*device) {
         const std::string build = std::filesystem::path(path).parent_path().string();
-        const auto d = bench::cached_or_measured_device_peak(build.empty() ? "." : build, popper::program_dir().string(),
-                                                             machine.gpu, *refresh,
+        const auto d = bench::cached_or_measured_device_peak(build.empty() ? "." : build,
+                                                             popper::program_dir().string(), machine.gpu, *refresh,
                                                              [](const std::string& s) { std::cerr << s << "\n"; });
         std::cout << "\n" << bench::format_device_peak(d);
       }

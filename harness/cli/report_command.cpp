@@ -19,14 +19,16 @@ void add_report_command(CLI::App& app, int& exit_code) {
   auto* report = app.add_subcommand("report", "Reports people read");
   report->require_subcommand(1);
   auto* cmd = report->add_subcommand(
-      "html", "One self-contained HTML page (no network): coverage with evidence, mutants, claims, bench tables and charts, "
-              "the committed baselines' history");
+      "html",
+      "One self-contained HTML page (no network): coverage with evidence, mutants, claims, bench tables and charts, "
+      "the committed baselines' history");
   struct Opt {
     std::string reports = "reports", baselines = "baselines", out;
     int max_commits = 40;
   };
   auto o = std::make_shared<Opt>();
-  cmd->add_option("--reports", o->reports, "folder with coverage.json (make audit) and bench-<family>.csv (make bench-compare)");
+  cmd->add_option("--reports", o->reports,
+                  "folder with coverage.json (make audit) and bench-<family>.csv (make bench-compare)");
   cmd->add_option("--baselines", o->baselines, "committed baselines folder; its git history gives the trends");
   cmd->add_option("--max-commits", o->max_commits, "newest commits of the baselines' history to read (default 40)");
   cmd->add_option("-o,--out", o->out, "the page (default <reports>/index.html)");
@@ -51,7 +53,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
         std::vector<fs::path> csvs;
         for (const auto& e : fs::directory_iterator(o->reports)) {
           const std::string name = e.path().filename().string();
-          if (name.starts_with("bench-") && name.ends_with(".csv") && !name.ends_with(".prev.csv")) csvs.push_back(e.path());
+          if (name.starts_with("bench-") && name.ends_with(".csv") && !name.ends_with(".prev.csv"))
+            csvs.push_back(e.path());
         }
         std::sort(csvs.begin(), csvs.end());
         for (const auto& p : csvs) bench.push_back({p.stem().string().substr(6), bench::read_bench_csv(p.string())});
@@ -65,8 +68,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
       }
       const std::string out = o->out.empty() ? o->reports + "/index.html" : o->out;
       write_file_atomic(out, page);
-      std::cout << "wrote " << out << " (" << (coverage ? "audit" : "no audit") << ", " << bench.size() << " bench table(s), "
-                << history.series.size() << " baseline series" << (history.note.empty() ? "" : "; " + history.note) << ")\n";
+      std::cout << "wrote " << out << " (" << (coverage ? "audit" : "no audit") << ", " << bench.size()
+                << " bench table(s), " << history.series.size() << " baseline series"
+                << (history.note.empty() ? "" : "; " + history.note) << ")\n";
       exit_code = 0;
     } catch (const std::exception& e) {
       std::cerr << "popper report html: " << e.what() << "\n";

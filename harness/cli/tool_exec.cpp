@@ -12,7 +12,8 @@
 
 namespace popper::cli {
 
-void exec_tool(const std::string& command, const std::string& tool, const std::vector<std::string>& args, int& exit_code) {
+void exec_tool(const std::string& command, const std::string& tool, const std::vector<std::string>& args,
+               int& exit_code) {
   const std::string exe = default_build_dir() + "/bin/" + tool;
   if (!std::filesystem::exists(exe)) {
     std::cerr << "popper " << command << ": " << exe

@@ -15,13 +15,15 @@ void add_train_commands(CLI::App& app, int& exit_code) {
       exec_tool(name, "popper_train", args, exit_code);
     });
   };
-  forward(app.add_subcommand("train", "Train a preset under the budget contract: brick table, MFU, Jidoka gate, traces "
-                                      "(popper train --help lists its options)"),
+  forward(app.add_subcommand("train",
+                             "Train a preset under the budget contract: brick table, MFU, Jidoka gate, traces "
+                             "(popper train --help lists its options)"),
           "train", "run");
   auto* budget = app.add_subcommand("budget", "Training step budgets: measure a baseline, or run under it");
   budget->require_subcommand(1);
-  forward(budget->add_subcommand("baseline", "Measure the brick budgets of a preset on this machine "
-                                             "(baselines/<fingerprint>/train-budget.json)"),
+  forward(budget->add_subcommand("baseline",
+                                 "Measure the brick budgets of a preset on this machine "
+                                 "(baselines/<fingerprint>/train-budget.json)"),
           "budget baseline", "baseline");
   forward(budget->add_subcommand("run", "The same as popper train"), "budget run", "run");
 }

@@ -71,10 +71,8 @@ RunResult run_loaded(const Loaded& loaded, const std::string& contract_name, con
   PreparedCall call = prepare_bound(loaded.contract, id, rule);
   if (!call.ready()) {
     record(id, call.outcome, call.reason, {});
-    if (call.outcome == Outcome::Failed)
-      ADD_FAILURE() << call.reason;
-    else
-      skip_with(call.reason);
+    if (call.outcome == Outcome::Failed) ADD_FAILURE() << call.reason;
+    else skip_with(call.reason);
     return {call.outcome, call.reason};
   }
   try {
@@ -92,9 +90,10 @@ RunResult run_loaded(const Loaded& loaded, const std::string& contract_name, con
     for (int i = 0; i < info->result()->total_part_count(); ++i)
       if (info->result()->GetTestPartResult(i).skipped()) reason = info->result()->GetTestPartResult(i).message();
   const Evidence ev = take_evidence();
-  const RunResult judged =
-      judge_evidence(failed ? Outcome::Failed : skipped ? Outcome::Skipped : Outcome::Passed, reason, call.requires_, ev,
-                     rule);
+  const RunResult judged = judge_evidence(failed    ? Outcome::Failed
+                                          : skipped ? Outcome::Skipped
+                                                    : Outcome::Passed,
+                                          reason, call.requires_, ev, rule);
   record(id, judged.outcome, judged.reason, ev);
   if (!failed && judged.outcome == Outcome::Failed) ADD_FAILURE() << judged.reason;
   if (!skipped && judged.outcome == Outcome::Skipped) skip_with(judged.reason);
@@ -110,20 +109,19 @@ void start_test() {
 
 RunResult run_bound(const EmbeddedContract& contract, const std::string& id) {
   start_test();
-  const std::string key = std::string("embedded:") + contract.file + "@" +
-                          std::to_string(reinterpret_cast<std::uintptr_t>(contract.text));
-  const Loaded& loaded =
-      load_cached(key, [&](Diagnostics& d) {
-        return load_contract_text(contract.text, contract.file, d,
-                                  parse_profile(contract.profile).value_or(Profile::Strict));
-      });
+  const std::string key =
+      std::string("embedded:") + contract.file + "@" + std::to_string(reinterpret_cast<std::uintptr_t>(contract.text));
+  const Loaded& loaded = load_cached(key, [&](Diagnostics& d) {
+    return load_contract_text(contract.text, contract.file, d,
+                              parse_profile(contract.profile).value_or(Profile::Strict));
+  });
   return run_loaded(loaded, contract.file, id);
 }
 
 RunResult run_bound(const std::string& contract_path, const std::string& id) {
   start_test();
-  const Loaded& loaded = load_cached("file:" + contract_path,
-                                     [&](Diagnostics& d) { return load_contract_file(contract_path, d); });
+  const Loaded& loaded =
+      load_cached("file:" + contract_path, [&](Diagnostics& d) { return load_contract_file(contract_path, d); });
   return run_loaded(loaded, contract_path, id);
 }
 

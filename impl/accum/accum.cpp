@@ -139,7 +139,8 @@ float sum(std::span<const float> t, Order order) { return reduce(SumTerms{t.data
 
 float dot(std::span<const float> a, std::span<const float> b, Order order) {
   if (a.size() != b.size())
-    throw InvalidArgument("accum::dot: lengths differ (" + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + ")");
+    throw InvalidArgument("accum::dot: lengths differ (" + std::to_string(a.size()) + " vs " +
+                          std::to_string(b.size()) + ")");
   return reduce(DotTerms{a.data(), b.data()}, a.size(), order, faults());
 }
 

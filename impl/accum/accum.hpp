@@ -31,8 +31,8 @@ namespace popper::accum {
 
 enum class Order { Sequential, Pairwise, Kahan, Fp64, Warp32 };
 inline constexpr Order kAllOrders[] = {Order::Sequential, Order::Pairwise, Order::Kahan, Order::Fp64, Order::Warp32};
-const char* to_string(Order o);                // "sequential" "pairwise" "kahan" "fp64" "warp32"
-Order parse_order(const std::string& name);    // throws InvalidArgument listing the names
+const char* to_string(Order o);              // "sequential" "pairwise" "kahan" "fp64" "warp32"
+Order parse_order(const std::string& name);  // throws InvalidArgument listing the names
 
 float sum(std::span<const float> t, Order order);
 // sum_i fl(a_i b_i) in `order` (Fp64: exact products). Sizes must match.

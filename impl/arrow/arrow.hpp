@@ -91,8 +91,8 @@ struct ArrowSolveOptions {
 // checked first (InvalidArgument naming atom index and field, before any work);
 // numerical failures are per atom and never throw. A device decline is served
 // by the CPU Hand kernel, whose numbers are bit-identical to the device body.
-std::vector<ArrowResult> solve_batched_k1_border(std::span<const ArrowSystem> systems, double rho_t,
-                                                 double rho_beta, const ArrowSolveOptions& options = {});
+std::vector<ArrowResult> solve_batched_k1_border(std::span<const ArrowSystem> systems, double rho_t, double rho_beta,
+                                                 const ArrowSolveOptions& options = {});
 
 // The evidence tag of the path a kernel runs on this machine: Hand ->
 // "cpu:avx2" (SIMD across atoms) or "cpu:scalar" (the Structured body when the

@@ -110,18 +110,16 @@ POPPER_HD inline void arrow_row_forward(std::size_t d_rt, std::size_t k, const t
 // Row pass: factor D_i + rho_t I, solve for u_i and Y_i.
 template <class Ops, int DF>
 POPPER_HD inline void arrow_row_factor(std::size_t d_rt, std::size_t k, const typename Ops::V* Drow,
-                                       const typename Ops::V* Brow, const typename Ops::V* grow,
-                                       typename Ops::V rho_t, typename Ops::M active, typename Ops::V* L,
-                                       typename Ops::V* Y, typename Ops::V* u, typename Ops::V* pivots,
-                                       typename Ops::M& ok) {
+                                       const typename Ops::V* Brow, const typename Ops::V* grow, typename Ops::V rho_t,
+                                       typename Ops::M active, typename Ops::V* L, typename Ops::V* Y,
+                                       typename Ops::V* u, typename Ops::V* pivots, typename Ops::M& ok) {
   arrow_row_cholesky<Ops, DF>(d_rt, Drow, rho_t, active, L, pivots, ok);
   arrow_row_forward<Ops, DF>(d_rt, k, Brow, grow, L, Y, u);
 }
 
 // (Y_i^T Y_i)_{jl} and (Y_i^T u_i)_j, summed over m in ascending order.
 template <class Ops, int DF>
-POPPER_HD inline typename Ops::V arrow_yty(std::size_t d_rt, const typename Ops::V* Y, std::size_t j,
-                                           std::size_t l) {
+POPPER_HD inline typename Ops::V arrow_yty(std::size_t d_rt, const typename Ops::V* Y, std::size_t j, std::size_t l) {
   const std::size_t d = DF > 0 ? static_cast<std::size_t>(DF) : d_rt;
   const typename Ops::V* yj = Y + j * d;
   const typename Ops::V* yl = Y + l * d;

@@ -20,7 +20,8 @@ std::vector<std::vector<std::size_t>> color_by_support(std::span<const Support> 
       if (it == classes_of_row.end()) continue;
       for (std::size_t c : it->second) forbidden[c] = 1;
     }
-    const std::size_t c = static_cast<std::size_t>(std::find(forbidden.begin(), forbidden.end(), 0) - forbidden.begin());
+    const std::size_t c =
+        static_cast<std::size_t>(std::find(forbidden.begin(), forbidden.end(), 0) - forbidden.begin());
     if (c == classes.size()) classes.emplace_back();
     classes[c].push_back(a);
     const bool forget = POPPER_MUTANT("arrow-coloring-forgets-row");

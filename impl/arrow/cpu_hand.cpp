@@ -64,7 +64,11 @@ struct Layout {
   std::size_t D, B, g, C, gb, L, S, r, dt, dbeta, total;
   Layout(std::size_t rows, std::size_t d, std::size_t k) {
     std::size_t o = 0;
-    auto take = [&](std::size_t n) { const std::size_t at = o; o += std::max<std::size_t>(n, 1); return at; };
+    auto take = [&](std::size_t n) {
+      const std::size_t at = o;
+      o += std::max<std::size_t>(n, 1);
+      return at;
+    };
     D = take(rows * d * d);
     B = take(rows * d * k);
     g = take(rows * d);
@@ -82,7 +86,8 @@ struct Layout {
 // The lane each ISA's mutant ignores (the last one), or W when none is active.
 template <std::size_t W>
 std::size_t ignored_lane() {
-  static const bool on = W == 8 ? POPPER_MUTANT("arrow-avx512-skip-last-lane") : POPPER_MUTANT("arrow-avx2-skip-last-lane");
+  static const bool on =
+      W == 8 ? POPPER_MUTANT("arrow-avx512-skip-last-lane") : POPPER_MUTANT("arrow-avx2-skip-last-lane");
   return on ? W - 1 : W;
 }
 
@@ -143,15 +148,21 @@ void solve_group(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, c
   auto border_elems = [](std::size_t n) { return [n](const AtomSlice&) { return n; }; };
   // In ArrowField order (D, B, g_t, hbb, g_b): an atom reports its first non-finite field.
   const unsigned nonfinite[5] = {
-      gather(lay.D, [&](const AtomSlice& s) { return pack.D.data() + s.D; }, row_elems(dd), rows * dd, eye_d),
-      gather(lay.B, [&](const AtomSlice& s) { return pack.B.data() + s.B; }, row_elems(d * k), rows * d * k, zero),
-      gather(lay.g, [&](const AtomSlice& s) { return pack.g_t.data() + s.g_t; }, row_elems(d), rows * d, zero),
-      gather(lay.C, [&](const AtomSlice& s) { return pack.hbb.data() + s.hbb; }, border_elems(k * k), k * k, eye_k),
-      gather(lay.gb, [&](const AtomSlice& s) { return pack.g_b.data() + s.g_b; }, border_elems(k), k, zero)};
+      gather(
+          lay.D, [&](const AtomSlice& s) { return pack.D.data() + s.D; }, row_elems(dd), rows * dd, eye_d),
+      gather(
+          lay.B, [&](const AtomSlice& s) { return pack.B.data() + s.B; }, row_elems(d * k), rows * d * k, zero),
+      gather(
+          lay.g, [&](const AtomSlice& s) { return pack.g_t.data() + s.g_t; }, row_elems(d), rows * d, zero),
+      gather(
+          lay.C, [&](const AtomSlice& s) { return pack.hbb.data() + s.hbb; }, border_elems(k * k), k * k, eye_k),
+      gather(
+          lay.gb, [&](const AtomSlice& s) { return pack.g_b.data() + s.g_b; }, border_elems(k), k, zero)};
   double status[4 * kLanes];
   auto p = [&](std::size_t off) { return w[off].v; };
-  const HandGroupArgs args{rows, d, k, p(lay.D), p(lay.B), p(lay.g), p(lay.C), p(lay.gb), lane_rows,
-                           p(lay.L), p(lay.S), p(lay.r), p(lay.dt), p(lay.dbeta), rho_t, rho_beta, status};
+  const HandGroupArgs args{rows,      d,         k,        p(lay.D), p(lay.B), p(lay.g),  p(lay.C),
+                           p(lay.gb), lane_rows, p(lay.L), p(lay.S), p(lay.r), p(lay.dt), p(lay.dbeta),
+                           rho_t,     rho_beta,  status};
   if constexpr (W == 8) hand_group_avx512(args);
   else hand_group_avx2(args);
   const std::size_t skip = ignored_lane<W>();  // W unless a lane mutant is active
@@ -206,9 +217,7 @@ void run_groups(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, do
 }
 }  // namespace
 
-popper::cpu::Isa hand_isa(popper::cpu::Isa requested) {
-  return popper::cpu::resolve(requested, "arrow Hand kernel");
-}
+popper::cpu::Isa hand_isa(popper::cpu::Isa requested) { return popper::cpu::resolve(requested, "arrow Hand kernel"); }
 
 bool hand_uses_avx2() { return hand_isa(popper::cpu::Isa::Auto) != popper::cpu::Isa::Scalar; }
 

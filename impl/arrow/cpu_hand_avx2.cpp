@@ -43,8 +43,9 @@ struct Avx2Lane {
     const __m256d two52 = _mm256_castsi256_pd(_mm256_set1_epi64x(0x4330000000000000LL));
     const __m256d f = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(field, _mm256_castpd_si256(two52))), two52);
     expo = _mm256_sub_pd(f, splat(1022.0));
-    const __m256i mant = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(static_cast<long long>(0x800FFFFFFFFFFFFFULL))),
-                                         _mm256_set1_epi64x(0x3FE0000000000000LL));
+    const __m256i mant =
+        _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(static_cast<long long>(0x800FFFFFFFFFFFFFULL))),
+                        _mm256_set1_epi64x(0x3FE0000000000000LL));
     return _mm256_castsi256_pd(mant);
   }
 };

@@ -40,11 +40,20 @@ void run_structured(const BatchedK1Pack& pack, std::span<const AtomSlice> slices
       r.resize(s.k);
       const std::size_t rows = skip_last_row && s.rows > 0 ? s.rows - 1 : s.rows;
       ArrowSolution& sol = out.solution(a, s);
-      ArrowAtomArgs<double> args{rows,            s.d,      s.k,
-                                 pack.D.data() + s.D,   pack.B.data() + s.B,   pack.g_t.data() + s.g_t,
-                                 pack.hbb.data() + s.hbb, pack.g_b.data() + s.g_b, static_cast<double>(rows),
-                                 L.data(),        S.data(), r.data(),
-                                 sol.delta_t.data(), sol.delta_beta.data()};
+      ArrowAtomArgs<double> args{rows,
+                                 s.d,
+                                 s.k,
+                                 pack.D.data() + s.D,
+                                 pack.B.data() + s.B,
+                                 pack.g_t.data() + s.g_t,
+                                 pack.hbb.data() + s.hbb,
+                                 pack.g_b.data() + s.g_b,
+                                 static_cast<double>(rows),
+                                 L.data(),
+                                 S.data(),
+                                 r.data(),
+                                 sol.delta_t.data(),
+                                 sol.delta_beta.data()};
       ArrowAtomStatus<double> st{};
       switch (s.d) {
         case 1: st = solve_one<1>(args, rho_t, rho_beta); break;

@@ -130,10 +130,8 @@ std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const Ato
     for (std::size_t a = begin; a < end; ++a) {
       const AtomView v = view_of(pack, slices[a]);
       std::optional<ArrowField> bad_field;
-      if (out.nonfinite[a] == -2)
-        bad_field = first_nonfinite_field(v);
-      else if (out.nonfinite[a] >= 0)
-        bad_field = static_cast<ArrowField>(out.nonfinite[a]);
+      if (out.nonfinite[a] == -2) bad_field = first_nonfinite_field(v);
+      else if (out.nonfinite[a] >= 0) bad_field = static_cast<ArrowField>(out.nonfinite[a]);
       ArrowSolution& sol = out.sol[a];
       if (bad_field) {
         failure[a] = NonFiniteValue{*bad_field};
@@ -146,18 +144,15 @@ std::vector<ArrowResult> finalize(const BatchedK1Pack& pack, std::span<const Ato
         const bool finite = out.result_finite[a] >= 0 ? out.result_finite[a] == 1
                                                       : all_finite(sol.delta_t.data(), sol.delta_t.size()) &&
                                                             all_finite(sol.delta_beta.data(), sol.delta_beta.size());
-        if (!(finite && std::isfinite(sol.log_det)))
-          failure[a] = NonFiniteValue{ArrowField::result};
+        if (!(finite && std::isfinite(sol.log_det))) failure[a] = NonFiniteValue{ArrowField::result};
       }
     }
   });
   std::vector<ArrowResult> results;
   results.reserve(slices.size());
   for (std::size_t a = 0; a < slices.size(); ++a) {
-    if (failure[a])
-      results.emplace_back(Failure{std::move(*failure[a])});
-    else
-      results.emplace_back(std::move(out.sol[a]));
+    if (failure[a]) results.emplace_back(Failure{std::move(*failure[a])});
+    else results.emplace_back(std::move(out.sol[a]));
   }
   return results;
 }

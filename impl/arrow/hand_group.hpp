@@ -11,20 +11,20 @@
 namespace popper::arrow {
 
 struct HandGroupArgs {
-  std::size_t rows, d, k;  // rows = max n_a over the lanes
-  const double* D;         // rows*d*d*W
-  const double* B;         // rows*d*k*W
-  const double* g;         // rows*d*W
-  const double* C;         // k*k*W
-  const double* gb;        // k*W
-  const double* lane_rows; // W
-  double* L;               // scratch rows*d*d*W
-  double* S;               // scratch k*k*W
-  double* r;               // scratch k*W
-  double* dt;              // out rows*d*W
-  double* dbeta;           // out k*W
+  std::size_t rows, d, k;   // rows = max n_a over the lanes
+  const double* D;          // rows*d*d*W
+  const double* B;          // rows*d*k*W
+  const double* g;          // rows*d*W
+  const double* C;          // k*k*W
+  const double* gb;         // k*W
+  const double* lane_rows;  // W
+  double* L;                // scratch rows*d*d*W
+  double* S;                // scratch k*k*W
+  double* r;                // scratch k*W
+  double* dt;               // out rows*d*W
+  double* dbeta;            // out k*W
   double rho_t, rho_beta;
-  double* status;          // out 4*W: det_mant[W], det_exp[W], fail_row[W], schur_failed[W]
+  double* status;  // out 4*W: det_mant[W], det_exp[W], fail_row[W], schur_failed[W]
 };
 
 // cpu_hand_avx2.cpp (-mavx2, W = 4) and cpu_hand_avx512.cpp (AVX-512, W = 8):

@@ -12,8 +12,9 @@ ArrowAtomStatus<typename Lane::V> simd_solve_group(const HandGroupArgs& a) {
   using V = typename Lane::V;
   auto cv = [](const double* p) { return reinterpret_cast<const V*>(p); };
   auto mv = [](double* p) { return reinterpret_cast<V*>(p); };
-  ArrowAtomArgs<V> args{a.rows, a.d, a.k, cv(a.D), cv(a.B), cv(a.g), cv(a.C), cv(a.gb),
-                        Lane::loadu(a.lane_rows), mv(a.L), mv(a.S), mv(a.r), mv(a.dt), mv(a.dbeta)};
+  ArrowAtomArgs<V> args{
+      a.rows,  a.d,     a.k,     cv(a.D),  cv(a.B),    cv(a.g), cv(a.C), cv(a.gb), Lane::loadu(a.lane_rows),
+      mv(a.L), mv(a.S), mv(a.r), mv(a.dt), mv(a.dbeta)};
   return arrow_atom_solve<Lane, DF>(args, a.rho_t, a.rho_beta);
 }
 

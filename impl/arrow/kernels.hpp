@@ -17,8 +17,7 @@ namespace popper::arrow {
 namespace reference {
 // Dense (n d + k)^2 Hessian H and right-hand side -g, column-major, unknowns
 // ordered [t_0 .. t_{n-1}, beta]. Symmetric: both triangles are filled.
-void assemble_dense(const AtomView& a, double rho_t, double rho_beta, std::vector<double>& H,
-                    std::vector<double>& rhs);
+void assemble_dense(const AtomView& a, double rho_t, double rho_beta, std::vector<double>& H, std::vector<double>& rhs);
 // Eigen LLT of the dense Hessian: the oracle.
 ArrowResult solve_dense(const AtomView& a, double rho_t, double rho_beta);
 }  // namespace reference
@@ -34,9 +33,9 @@ struct RawOutputs {
   // straight into the vectors the results hand back, and sized by it too
   // (solution()), in the thread that writes them.
   std::vector<ArrowSolution> sol;
-  std::vector<double> det_mant;  // [B]  log det = log(det_mant) + det_exp ln 2
-  std::vector<double> det_exp;   // [B]
-  std::vector<double> fail_row;  // [B]  first failing row, -1 if none
+  std::vector<double> det_mant;      // [B]  log det = log(det_mant) + det_exp ln 2
+  std::vector<double> det_exp;       // [B]
+  std::vector<double> fail_row;      // [B]  first failing row, -1 if none
   std::vector<double> schur_failed;  // [B] 1 or 0
   // [B] first non-finite input field as an ArrowField index, -1 none, -2 not
   // scanned by the kernel (finalize scans then). Kernels scan while the atom
@@ -45,7 +44,7 @@ struct RawOutputs {
   // [B] 1 when the kernel found delta_t and delta_beta finite, 0 when not, -1
   // not checked by the kernel (finalize checks then).
   std::vector<signed char> result_finite;
-  void resize_for(std::span<const AtomSlice> slices);  // B atoms, empty solutions
+  void resize_for(std::span<const AtomSlice> slices);          // B atoms, empty solutions
   ArrowSolution& solution(std::size_t a, const AtomSlice& s);  // atom a's, sized for s
 };
 
@@ -81,8 +80,8 @@ std::vector<ArrowResult> solve_pack(const BatchedK1Pack& pack, double rho_t, dou
                                     const ArrowSolveOptions& options, bool* declined = nullptr);
 // The CUDA entry: device when usable, else declines to the CPU Hand kernel
 // with identical results. `declined` tells which happened.
-std::vector<ArrowResult> solve_pack_cuda(const BatchedK1Pack& pack, double rho_t, double rho_beta,
-                                         unsigned cpu_threads, bool* declined = nullptr);
+std::vector<ArrowResult> solve_pack_cuda(const BatchedK1Pack& pack, double rho_t, double rho_beta, unsigned cpu_threads,
+                                         bool* declined = nullptr);
 
 // Failure helpers shared by every path (so a failing atom's report does not
 // depend on the path or the class it ran in).

@@ -131,13 +131,18 @@ std::vector<AtomSlice> index_pack(const BatchedK1Pack& p) {
 }
 
 AtomView view_of(const BatchedK1Pack& p, const AtomSlice& s) {
-  return AtomView{s.rows, s.d, s.k, p.D.data() + s.D, p.B.data() + s.B, p.g_t.data() + s.g_t,
-                  p.hbb.data() + s.hbb, p.g_b.data() + s.g_b};
+  return AtomView{s.rows,
+                  s.d,
+                  s.k,
+                  p.D.data() + s.D,
+                  p.B.data() + s.B,
+                  p.g_t.data() + s.g_t,
+                  p.hbb.data() + s.hbb,
+                  p.g_b.data() + s.g_b};
 }
 
 AtomView view_of(const ArrowSystem& s) {
-  return AtomView{s.rows, s.row_dim, s.border_dim, s.D.data(), s.B.data(), s.g_t.data(), s.hbb.data(),
-                  s.g_b.data()};
+  return AtomView{s.rows, s.row_dim, s.border_dim, s.D.data(), s.B.data(), s.g_t.data(), s.hbb.data(), s.g_b.data()};
 }
 
 }  // namespace popper::arrow

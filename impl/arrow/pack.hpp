@@ -31,7 +31,7 @@ struct BatchedK1Pack {
 // Where one atom lives inside the pack.
 struct AtomSlice {
   std::size_t rows, d, k;
-  std::size_t row_begin;  // atom_offsets[a]
+  std::size_t row_begin;                  // atom_offsets[a]
   std::size_t D, B, g_t, hbb, g_b, beta;  // element offsets (beta: into a sum-k output)
 };
 

@@ -62,20 +62,18 @@ std::vector<ArrowResult> solve_pack(const BatchedK1Pack& pack, double rho_t, dou
   }
   if (options.kernel == ArrowKernel::Auto && POPPER_MUTANT("arrow-decline-uses-lapack"))
     return solve_dense_each(pack, slices, rho_t, rho_beta, options.threads, lapack::solve_dense);
-  if (options.kernel == ArrowKernel::Structured)
-    run_structured(pack, slices, rho_t, rho_beta, options.threads, out);
-  else
-    run_hand(pack, slices, rho_t, rho_beta, options.threads, out, options.isa);
+  if (options.kernel == ArrowKernel::Structured) run_structured(pack, slices, rho_t, rho_beta, options.threads, out);
+  else run_hand(pack, slices, rho_t, rho_beta, options.threads, out, options.isa);
   return finalize(pack, slices, out, rho_t, rho_beta, options.threads);
 }
 
-std::vector<ArrowResult> solve_pack_cuda(const BatchedK1Pack& pack, double rho_t, double rho_beta,
-                                         unsigned cpu_threads, bool* declined) {
+std::vector<ArrowResult> solve_pack_cuda(const BatchedK1Pack& pack, double rho_t, double rho_beta, unsigned cpu_threads,
+                                         bool* declined) {
   return solve_pack(pack, rho_t, rho_beta, ArrowSolveOptions{ArrowKernel::Auto, cpu_threads}, declined);
 }
 
-std::vector<ArrowResult> solve_batched_k1_border(std::span<const ArrowSystem> systems, double rho_t,
-                                                 double rho_beta, const ArrowSolveOptions& options) {
+std::vector<ArrowResult> solve_batched_k1_border(std::span<const ArrowSystem> systems, double rho_t, double rho_beta,
+                                                 const ArrowSolveOptions& options) {
   check_ridges(rho_t, rho_beta);
   const BatchedK1Pack pack = pack_systems(systems);  // checks every atom's dims before any work
   return solve_pack(pack, rho_t, rho_beta, options);

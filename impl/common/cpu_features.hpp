@@ -19,19 +19,19 @@ namespace popper::cpu {
 
 enum class Isa { Auto, Scalar, Avx2, Avx512 };
 
-bool supports(Isa isa);     // Auto and Scalar: always true
-bool has_avx512_bf16();     // AVX512-BF16 dot products (vdpbf16ps), within the cap
-bool has_avx512_vnni();     // AVX512-VNNI integer dot products (vpdpwssd), within the cap
-Isa detected_isa();         // the widest the CPU runs, ignoring the cap
-Isa auto_isa();             // what Isa::Auto resolves to (cap applied)
-bool auto_isa_overridden(); // the cap lowered auto_isa() below detected_isa()
-void set_isa_cap(Isa cap);  // Auto: no cap. Process-wide; for tests and tools.
+bool supports(Isa isa);      // Auto and Scalar: always true
+bool has_avx512_bf16();      // AVX512-BF16 dot products (vdpbf16ps), within the cap
+bool has_avx512_vnni();      // AVX512-VNNI integer dot products (vpdpwssd), within the cap
+Isa detected_isa();          // the widest the CPU runs, ignoring the cap
+Isa auto_isa();              // what Isa::Auto resolves to (cap applied)
+bool auto_isa_overridden();  // the cap lowered auto_isa() below detected_isa()
+void set_isa_cap(Isa cap);   // Auto: no cap. Process-wide; for tests and tools.
 Isa isa_cap();
 // false hides AVX512-VNNI and -BF16 (has_avx512_* report false): this CPU runs
 // the AVX-512 kernels an AVX-512 CPU without them (Skylake-X) runs. Process-wide; tests.
 void set_avx512_extensions(bool enabled);
-const char* to_string(Isa isa);     // "auto" "scalar" "avx2" "avx512"
-std::string backend_tag(Isa isa);   // "cpu:scalar" ... (Auto resolved first)
+const char* to_string(Isa isa);    // "auto" "scalar" "avx2" "avx512"
+std::string backend_tag(Isa isa);  // "cpu:scalar" ... (Auto resolved first)
 // Every concrete ISA this CPU supports, narrowest first.
 std::vector<Isa> supported_isas();
 // Resolves Auto; throws popper::Unsupported naming `who` for an ISA the CPU lacks.

@@ -190,7 +190,8 @@ void run_bounds(const std::vector<std::size_t>& bounds, const RangeBody& body) {
 }  // namespace
 
 void run(std::size_t n, int threads, const RangeBody& body) {
-  const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), n));
+  const std::size_t workers =
+      std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), n));
   std::vector<std::size_t> bounds(workers + 1);
   for (std::size_t w = 0; w <= workers; ++w) bounds[w] = w * n / workers;
   run_bounds(bounds, body);
@@ -198,7 +199,8 @@ void run(std::size_t n, int threads, const RangeBody& body) {
 
 void run_weighted(const std::vector<double>& cost, int threads, const RangeBody& body) {
   const std::size_t n = cost.size();
-  const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), n));
+  const std::size_t workers =
+      std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), n));
   double total = 0;
   for (double c : cost) total += std::max(c, 0.0);
   std::vector<std::size_t> bounds(workers + 1, n);

@@ -18,8 +18,8 @@ std::int64_t now_ns() {
 
 Tracer::Tracer(std::vector<std::string> categories, int detail_steps, Clock clock)
     : categories_(std::move(categories)), detail_steps_(detail_steps < 1 ? 1 : detail_steps), clock_(clock) {
-  const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto wall =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   unix_offset_ns_ = wall - clock_();
   current_.reserve(1024);
   open_stack_.reserve(16);
@@ -45,8 +45,8 @@ int Tracer::open(const char* name, int category, int index, double flops, double
   if (!in_step_) return -1;  // outside a step nothing is recorded
   const int parent = open_stack_.back();
   const int id = static_cast<int>(current_.size());
-  current_.push_back(Span{name, index, parent, current_[static_cast<std::size_t>(parent)].depth + 1, category, 0, 0,
-                          flops, bytes});
+  current_.push_back(
+      Span{name, index, parent, current_[static_cast<std::size_t>(parent)].depth + 1, category, 0, 0, flops, bytes});
   open_stack_.push_back(id);
   current_.back().start_ns = clock_();
   return id;
@@ -127,7 +127,8 @@ std::vector<CategoryStats> category_stats(const Tracer& t, const Peaks& peaks, s
       s.why = "cv " + percent(s.cv) + " > " + percent(th.cv);
     }
     if (s.roofline_s > 0 && s.efficiency < th.efficiency) {
-      s.why += std::string(s.escalated ? "; " : "") + "efficiency " + percent(s.efficiency) + " < " + percent(th.efficiency);
+      s.why +=
+          std::string(s.escalated ? "; " : "") + "efficiency " + percent(s.efficiency) + " < " + percent(th.efficiency);
       s.escalated = true;
     }
     out.push_back(s);
@@ -184,7 +185,7 @@ bool exported(const Span& s, const ExportOptions& o) {
 
 std::string category_name(const Tracer& t, int c) {
   return c >= 0 && static_cast<std::size_t>(c) < t.categories().size() ? t.categories()[static_cast<std::size_t>(c)]
-                                                                        : std::string("structure");
+                                                                       : std::string("structure");
 }
 
 }  // namespace
@@ -209,9 +210,10 @@ std::string to_chrome_json(const Tracer& t, const ExportOptions& o) {
     for (const Span& s : d.spans) {
       if (!exported(s, o)) continue;
       j += ",{\"name\":" + json_quote(span_name(s)) + ",\"cat\":" + json_quote(category_name(t, s.category)) +
-           ",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" + us(s.start_ns) + ",\"dur\":" +
-           num(static_cast<double>(s.end_ns - s.start_ns) * 1e-3) + ",\"args\":{\"step\":" +
-           std::to_string(d.step) + ",\"flops\":" + num(s.flops) + ",\"bytes\":" + num(s.bytes) + "}}";
+           ",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" + us(s.start_ns) +
+           ",\"dur\":" + num(static_cast<double>(s.end_ns - s.start_ns) * 1e-3) +
+           ",\"args\":{\"step\":" + std::to_string(d.step) + ",\"flops\":" + num(s.flops) +
+           ",\"bytes\":" + num(s.bytes) + "}}";
     }
   return j + "]}\n";
 }
@@ -228,9 +230,11 @@ std::string to_otlp_json(const Tracer& t, const ExportOptions& o) {
     return (static_cast<std::uint64_t>(step) << 24) | static_cast<std::uint64_t>(pos + 1);
   };
   const bool drop_parent = POPPER_MUTANT("trace-otlp-parent-dropped");
-  std::string j = "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":" +
-                  json_quote(o.service) + "}}";
-  for (const auto& [k, v] : o.attributes) j += ",{\"key\":" + json_quote(k) + ",\"value\":{\"stringValue\":" + json_quote(v) + "}}";
+  std::string j =
+      "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":\"service.name\",\"value\":{\"stringValue\":" +
+      json_quote(o.service) + "}}";
+  for (const auto& [k, v] : o.attributes)
+    j += ",{\"key\":" + json_quote(k) + ",\"value\":{\"stringValue\":" + json_quote(v) + "}}";
   j += "]},\"scopeSpans\":[{\"scope\":{\"name\":\"popper.trace\",\"version\":\"1\"},\"spans\":[";
   bool first = true;
   for (const auto& d : t.detail())

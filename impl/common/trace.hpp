@@ -31,11 +31,11 @@ namespace popper::trace {
 inline constexpr int kNone = -1;  // category of structural spans (step, block)
 
 struct Span {
-  const char* name;  // a string with static storage duration
-  int index;         // e.g. the layer of a block span; -1: none
-  int parent;        // position of the parent in the step's spans; -1: the step itself
-  int depth;         // 0 for the step span
-  int category;      // kNone or an index into the tracer's categories
+  const char* name;               // a string with static storage duration
+  int index;                      // e.g. the layer of a block span; -1: none
+  int parent;                     // position of the parent in the step's spans; -1: the step itself
+  int depth;                      // 0 for the step span
+  int category;                   // kNone or an index into the tracer's categories
   std::int64_t start_ns, end_ns;  // steady clock
   double flops, bytes;
 };
@@ -109,12 +109,12 @@ struct Peaks {
 };
 struct CategoryStats {
   std::string name;
-  double median_s = 0, cv = 0;       // over the steps considered
-  double flops = 0, bytes = 0;       // per step (median step's)
-  double roofline_s = 0;             // max(flops / peak, bytes / bandwidth)
-  double efficiency = 0;             // roofline_s / median_s (0 when unknown)
+  double median_s = 0, cv = 0;  // over the steps considered
+  double flops = 0, bytes = 0;  // per step (median step's)
+  double roofline_s = 0;        // max(flops / peak, bytes / bandwidth)
+  double efficiency = 0;        // roofline_s / median_s (0 when unknown)
   bool escalated = false;
-  std::string why;                   // "cv 23% > 15%", "efficiency 12% < 25%"
+  std::string why;  // "cv 23% > 15%", "efficiency 12% < 25%"
 };
 struct Thresholds {
   double cv = 0.15;
@@ -128,8 +128,8 @@ std::vector<CategoryStats> category_stats(const Tracer& t, const Peaks& peaks, s
 
 // ---- exports (strings; the caller writes them atomically)
 struct ExportOptions {
-  std::string service = "popper";             // process name / service.name
-  std::vector<bool> detailed;                 // per category: export its op spans (escalated)
+  std::string service = "popper";                               // process name / service.name
+  std::vector<bool> detailed;                                   // per category: export its op spans (escalated)
   std::vector<std::pair<std::string, std::string>> attributes;  // resource attributes
 };
 std::string to_chrome_json(const Tracer& t, const ExportOptions& o);

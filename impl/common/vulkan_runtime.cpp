@@ -28,7 +28,8 @@ const char* emulated_cpu_model() {
 #if !POPPER_HAVE_VULKAN
 
 const Status& status() {
-  static const Status s{false, false, "no Vulkan device: popper was built without Vulkan (POPPER_VULKAN=OFF or no headers/glslc)", {}};
+  static const Status s{
+      false, false, "no Vulkan device: popper was built without Vulkan (POPPER_VULKAN=OFF or no headers/glslc)", {}};
   return s;
 }
 std::string backend_tag() { throw Unsupported(status().reason); }
@@ -60,60 +61,60 @@ DispatchTime Sequence::submit() { throw Unsupported(status().reason); }
 
 namespace {
 
-#define POPPER_VK_INSTANCE_FNS(X)                 \
-  X(vkDestroyInstance)                            \
-  X(vkEnumeratePhysicalDevices)                   \
-  X(vkGetPhysicalDeviceProperties)                \
-  X(vkGetPhysicalDeviceProperties2)               \
-  X(vkGetPhysicalDeviceQueueFamilyProperties)     \
-  X(vkGetPhysicalDeviceMemoryProperties)          \
-  X(vkCreateDevice)                               \
+#define POPPER_VK_INSTANCE_FNS(X)             \
+  X(vkDestroyInstance)                        \
+  X(vkEnumeratePhysicalDevices)               \
+  X(vkGetPhysicalDeviceProperties)            \
+  X(vkGetPhysicalDeviceProperties2)           \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkGetPhysicalDeviceMemoryProperties)      \
+  X(vkCreateDevice)                           \
   X(vkGetDeviceProcAddr)
 
-#define POPPER_VK_DEVICE_FNS(X)                   \
-  X(vkDestroyDevice)                              \
-  X(vkGetDeviceQueue)                             \
-  X(vkCreateBuffer)                               \
-  X(vkDestroyBuffer)                              \
-  X(vkGetBufferMemoryRequirements)                \
-  X(vkAllocateMemory)                             \
-  X(vkFreeMemory)                                 \
-  X(vkBindBufferMemory)                           \
-  X(vkMapMemory)                                  \
-  X(vkUnmapMemory)                                \
-  X(vkCreateShaderModule)                         \
-  X(vkDestroyShaderModule)                        \
-  X(vkCreateDescriptorSetLayout)                  \
-  X(vkDestroyDescriptorSetLayout)                 \
-  X(vkCreatePipelineLayout)                       \
-  X(vkDestroyPipelineLayout)                      \
-  X(vkCreateComputePipelines)                     \
-  X(vkDestroyPipeline)                            \
-  X(vkCreateDescriptorPool)                       \
-  X(vkDestroyDescriptorPool)                      \
-  X(vkAllocateDescriptorSets)                     \
-  X(vkUpdateDescriptorSets)                       \
-  X(vkCreateCommandPool)                          \
-  X(vkDestroyCommandPool)                         \
-  X(vkAllocateCommandBuffers)                     \
-  X(vkResetCommandBuffer)                         \
-  X(vkBeginCommandBuffer)                         \
-  X(vkEndCommandBuffer)                           \
-  X(vkCmdBindPipeline)                            \
-  X(vkCmdBindDescriptorSets)                      \
-  X(vkCmdPushConstants)                           \
-  X(vkCmdDispatch)                                \
-  X(vkCmdCopyBuffer)                              \
-  X(vkCmdPipelineBarrier)                         \
-  X(vkCmdResetQueryPool)                          \
-  X(vkCmdWriteTimestamp)                          \
-  X(vkCreateQueryPool)                            \
-  X(vkDestroyQueryPool)                           \
-  X(vkGetQueryPoolResults)                        \
-  X(vkQueueSubmit)                                \
-  X(vkCreateFence)                                \
-  X(vkDestroyFence)                               \
-  X(vkResetFences)                                \
+#define POPPER_VK_DEVICE_FNS(X)    \
+  X(vkDestroyDevice)               \
+  X(vkGetDeviceQueue)              \
+  X(vkCreateBuffer)                \
+  X(vkDestroyBuffer)               \
+  X(vkGetBufferMemoryRequirements) \
+  X(vkAllocateMemory)              \
+  X(vkFreeMemory)                  \
+  X(vkBindBufferMemory)            \
+  X(vkMapMemory)                   \
+  X(vkUnmapMemory)                 \
+  X(vkCreateShaderModule)          \
+  X(vkDestroyShaderModule)         \
+  X(vkCreateDescriptorSetLayout)   \
+  X(vkDestroyDescriptorSetLayout)  \
+  X(vkCreatePipelineLayout)        \
+  X(vkDestroyPipelineLayout)       \
+  X(vkCreateComputePipelines)      \
+  X(vkDestroyPipeline)             \
+  X(vkCreateDescriptorPool)        \
+  X(vkDestroyDescriptorPool)       \
+  X(vkAllocateDescriptorSets)      \
+  X(vkUpdateDescriptorSets)        \
+  X(vkCreateCommandPool)           \
+  X(vkDestroyCommandPool)          \
+  X(vkAllocateCommandBuffers)      \
+  X(vkResetCommandBuffer)          \
+  X(vkBeginCommandBuffer)          \
+  X(vkEndCommandBuffer)            \
+  X(vkCmdBindPipeline)             \
+  X(vkCmdBindDescriptorSets)       \
+  X(vkCmdPushConstants)            \
+  X(vkCmdDispatch)                 \
+  X(vkCmdCopyBuffer)               \
+  X(vkCmdPipelineBarrier)          \
+  X(vkCmdResetQueryPool)           \
+  X(vkCmdWriteTimestamp)           \
+  X(vkCreateQueryPool)             \
+  X(vkDestroyQueryPool)            \
+  X(vkGetQueryPoolResults)         \
+  X(vkQueueSubmit)                 \
+  X(vkCreateFence)                 \
+  X(vkDestroyFence)                \
+  X(vkResetFences)                 \
   X(vkWaitForFences)
 
 struct Api {
@@ -133,7 +134,9 @@ T vk_struct(VkStructureType type) {
   return v;
 }
 
-std::string vk_error(const char* what, VkResult r) { return std::string(what) + " failed with VkResult " + std::to_string(r); }
+std::string vk_error(const char* what, VkResult r) {
+  return std::string(what) + " failed with VkResult " + std::to_string(r);
+}
 
 // The process-wide context: created on first use, kept until exit (the
 // driver's own atexit handlers outlive us on some loaders, so no teardown).
@@ -177,8 +180,8 @@ struct Context {
     ici.pApplicationInfo = &app;
     if (VkResult r = api.vkCreateInstance(&ici, nullptr, &instance); r != VK_SUCCESS)
       return fail(vk_error("vkCreateInstance", r));
-#define POPPER_VK_LOAD_INSTANCE(name)                                                                   \
-  api.name = reinterpret_cast<PFN_##name>(api.vkGetInstanceProcAddr(instance, #name));                  \
+#define POPPER_VK_LOAD_INSTANCE(name)                                                  \
+  api.name = reinterpret_cast<PFN_##name>(api.vkGetInstanceProcAddr(instance, #name)); \
   if (!api.name) return fail("the loader lacks " #name);
     POPPER_VK_INSTANCE_FNS(POPPER_VK_LOAD_INSTANCE)
 #undef POPPER_VK_LOAD_INSTANCE
@@ -213,7 +216,8 @@ struct Context {
       char* end = nullptr;
       const long idx = std::strtol(want, &end, 10);
       if (*end != '\0' || idx < 0 || idx >= static_cast<long>(n))
-        return fail("POPPER_VULKAN_DEVICE=" + std::string(want) + " names no device (" + std::to_string(n) + " present)");
+        return fail("POPPER_VULKAN_DEVICE=" + std::string(want) + " names no device (" + std::to_string(n) +
+                    " present)");
       chosen = static_cast<int>(idx);
       if (compute_family(devices[static_cast<std::size_t>(idx)]) < 0)
         return fail("POPPER_VULKAN_DEVICE=" + std::string(want) + " has no compute queue");
@@ -271,8 +275,8 @@ struct Context {
     dci.pQueueCreateInfos = &qci;
     if (VkResult r = api.vkCreateDevice(physical, &dci, nullptr, &device); r != VK_SUCCESS)
       return fail(vk_error("vkCreateDevice", r));
-#define POPPER_VK_LOAD_DEVICE(name)                                                  \
-  api.name = reinterpret_cast<PFN_##name>(api.vkGetDeviceProcAddr(device, #name));   \
+#define POPPER_VK_LOAD_DEVICE(name)                                                \
+  api.name = reinterpret_cast<PFN_##name>(api.vkGetDeviceProcAddr(device, #name)); \
   if (!api.name) return fail("the driver lacks " #name);
     POPPER_VK_DEVICE_FNS(POPPER_VK_LOAD_DEVICE)
 #undef POPPER_VK_LOAD_DEVICE
@@ -431,8 +435,8 @@ Buffer::Buffer(std::size_t bytes, Memory memory) : impl_(std::make_unique<Impl>(
   Impl::create(c, bytes,
                VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                on_device ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host : host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
-               on_device ? VkMemoryPropertyFlags{VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT} : host, impl_->buffer, impl_->memory,
-               host_visible);
+               on_device ? VkMemoryPropertyFlags{VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT} : host, impl_->buffer,
+               impl_->memory, host_visible);
   if (host_visible)
     Context::check(c.api.vkMapMemory(c.device, impl_->memory, 0, VK_WHOLE_SIZE, 0, &impl_->mapped), "vkMapMemory");
 }
@@ -595,7 +599,8 @@ void record_dispatch(Context& c, VkCommandBuffer cb, const Kernel::Impl& k, VkDe
   c.api.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
   c.api.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);
   if (push_bytes)
-    c.api.vkCmdPushConstants(cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push_bytes), push);
+    c.api.vkCmdPushConstants(cb, k.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<std::uint32_t>(push_bytes),
+                             push);
   c.api.vkCmdDispatch(cb, gx, gy, gz);
 }
 
@@ -606,10 +611,10 @@ void record_barrier(Context& c, VkCommandBuffer cb) {
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                      VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
-  c.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-                                 VK_PIPELINE_STAGE_HOST_BIT,
-                             0, 1, &mb, 0, nullptr, 0, nullptr);
+  c.api.vkCmdPipelineBarrier(
+      cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+      nullptr, 0, nullptr);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -723,13 +728,13 @@ Sequence::~Sequence() {
   impl_->destroy(c);
 }
 
-void Sequence::dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push, std::size_t push_bytes,
-                        std::uint32_t groups_x, std::uint32_t groups_y, std::uint32_t groups_z) {
+void Sequence::dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push,
+                        std::size_t push_bytes, std::uint32_t groups_x, std::uint32_t groups_y,
+                        std::uint32_t groups_z) {
   Context& c = usable_context();
   const Kernel::Impl& k = *kernel.impl();
   check_dispatch(k, buffers.size(), push_bytes);
-  if (k.bindings > Impl::kBindingsPerSet)
-    throw InvalidArgument("vulkan::Sequence: a kernel of more than 16 bindings");
+  if (k.bindings > Impl::kBindingsPerSet) throw InvalidArgument("vulkan::Sequence: a kernel of more than 16 bindings");
   std::lock_guard lock(c.mu);
   impl_->check_recording();
   const VkDescriptorSet set = impl_->allocate(c, k.set_layout);
@@ -740,7 +745,9 @@ void Sequence::dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, 
 }
 
 void Sequence::copy(const Buffer& from, std::size_t from_offset, Buffer& to, std::size_t to_offset, std::size_t bytes) {
-  const auto inside = [&](const Buffer& b, std::size_t offset) { return offset <= b.size() && bytes <= b.size() - offset; };
+  const auto inside = [&](const Buffer& b, std::size_t offset) {
+    return offset <= b.size() && bytes <= b.size() - offset;
+  };
   if (!inside(from, from_offset) || !inside(to, to_offset))
     throw InvalidArgument("vulkan::Sequence::copy: " + std::to_string(bytes) + " bytes outside a buffer");
   Context& c = usable_context();

@@ -30,21 +30,21 @@ namespace popper::vulkan {
 enum class DeviceType { Other = 0, IntegratedGpu = 1, DiscreteGpu = 2, VirtualGpu = 3, Cpu = 4 };
 
 struct DeviceInfo {
-  std::string name;                  // VkPhysicalDeviceProperties::deviceName
+  std::string name;  // VkPhysicalDeviceProperties::deviceName
   DeviceType type = DeviceType::Other;
   std::uint32_t api_version = 0;
-  std::uint32_t subgroup_size = 0;   // 0 when unknown
+  std::uint32_t subgroup_size = 0;  // 0 when unknown
   std::uint32_t max_workgroup_invocations = 0;
   std::uint32_t max_storage_buffers = 0;       // per shader stage
   std::uint64_t max_storage_buffer_range = 0;  // bytes one storage binding may span
   std::uint32_t max_push_constant_bytes = 0;
-  bool timestamps = false;           // the compute queue can time dispatches
+  bool timestamps = false;  // the compute queue can time dispatches
 };
 
 struct Status {
   bool compiled = false;  // popper was built with the Vulkan headers and glslc
   bool usable_ = false;
-  std::string reason;     // why not usable; empty when usable
+  std::string reason;  // why not usable; empty when usable
   DeviceInfo device;
   bool usable() const { return compiled && usable_; }
 };
@@ -110,15 +110,14 @@ class Kernel {
 };
 
 struct DispatchTime {
-  double seconds = 0;       // device time between timestamps, else host wall time of submit+wait
+  double seconds = 0;  // device time between timestamps, else host wall time of submit+wait
   bool device_timed = false;
 };
 
 // Binds `buffers` to bindings 0..n-1, pushes `push` (the kernel's size), and
 // dispatches groups_x * groups_y * groups_z workgroups; waits for completion.
-DispatchTime dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push,
-                      std::size_t push_bytes, std::uint32_t groups_x, std::uint32_t groups_y = 1,
-                      std::uint32_t groups_z = 1);
+DispatchTime dispatch(const Kernel& kernel, std::span<Buffer* const> buffers, const void* push, std::size_t push_bytes,
+                      std::uint32_t groups_x, std::uint32_t groups_y = 1, std::uint32_t groups_z = 1);
 
 // Commands recorded once into one command buffer and submitted any number of
 // times: dispatches, each with bindings and push constants of its own, and

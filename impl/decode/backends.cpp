@@ -22,7 +22,9 @@ namespace {
 class ForwardBackend : public Backend {
  public:
   explicit ForwardBackend(const Model& m) : m_(m) {}
-  std::vector<float> logits(std::span<const std::int32_t> tokens) override { return forward<float>(m_, tokens, *ops()); }
+  std::vector<float> logits(std::span<const std::int32_t> tokens) override {
+    return forward<float>(m_, tokens, *ops());
+  }
 
  private:
   const Model& m_;
@@ -30,7 +32,8 @@ class ForwardBackend : public Backend {
 
 class CpuBackend final : public ForwardBackend {
  public:
-  CpuBackend(const Model& m, int threads) : ForwardBackend(m), ops_(ordered_ops(m.config, accum::Order::Sequential, threads)) {
+  CpuBackend(const Model& m, int threads)
+      : ForwardBackend(m), ops_(ordered_ops(m.config, accum::Order::Sequential, threads)) {
     name_ = "cpu";
     evidence_ = cpu::backend_tag(cpu::Isa::Scalar);
   }
@@ -47,7 +50,10 @@ class CpuBackend final : public ForwardBackend {
 class SimdBackend final : public ForwardBackend, public Ops<float> {
  public:
   SimdBackend(const Model& m, int threads)
-      : ForwardBackend(m), c_(m.config), threads_(threads), table_(fused::make_rope_table(c_.context, c_.head_dim, c_.rope_base)),
+      : ForwardBackend(m),
+        c_(m.config),
+        threads_(threads),
+        table_(fused::make_rope_table(c_.context, c_.head_dim, c_.rope_base)),
         lse_(static_cast<std::size_t>(c_.q_heads)) {
     name_ = "cpu-simd";
     evidence_ = cpu::backend_tag(cpu::Isa::Auto);
@@ -76,7 +82,8 @@ class SimdBackend final : public ForwardBackend, public Ops<float> {
   void attention(std::span<const float> q, std::span<const float> kc, std::span<const float> vc, std::int64_t len,
                  std::span<float> out) override {
     fused::AttentionShape s;
-    s.batch = 1, s.q_len = 1, s.kv_len = len, s.q_heads = c_.q_heads, s.kv_heads = c_.kv_heads, s.head_dim = c_.head_dim;
+    s.batch = 1, s.q_len = 1, s.kv_len = len, s.q_heads = c_.q_heads, s.kv_heads = c_.kv_heads,
+    s.head_dim = c_.head_dim;
     fused::attention_forward(s, q, kc, vc, out, lse_);
   }
   void swiglu(std::span<const float> g, std::span<const float> u, std::span<float> h) override {

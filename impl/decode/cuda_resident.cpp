@@ -32,7 +32,8 @@ struct DeviceBytes {
   bool pinned = false;
   DeviceBytes() = default;
   DeviceBytes(std::size_t n, bool host) : pinned(host) {
-    check(host ? cudaMallocHost(&p, n == 0 ? 1 : n) : cudaMalloc(&p, n == 0 ? 1 : n), host ? "cudaMallocHost" : "cudaMalloc");
+    check(host ? cudaMallocHost(&p, n == 0 ? 1 : n) : cudaMalloc(&p, n == 0 ? 1 : n),
+          host ? "cudaMallocHost" : "cudaMalloc");
   }
   ~DeviceBytes() {
     if (p) pinned ? cudaFreeHost(p) : cudaFree(p);
@@ -69,7 +70,8 @@ class CudaResident final : public Backend {
     rope_ = DeviceBytes(floats(layout_.rope_size), false);
     logits_host_ = DeviceBytes(floats(static_cast<std::uint64_t>(m.config.vocab)), true);
     const auto vectors = vectors_of(m);
-    check(cudaMemcpy(vectors_.p, vectors.data(), floats(vectors.size()), cudaMemcpyHostToDevice), "upload norms and biases");
+    check(cudaMemcpy(vectors_.p, vectors.data(), floats(vectors.size()), cudaMemcpyHostToDevice),
+          "upload norms and biases");
     const auto rope = rope_of(m.config);
     check(cudaMemcpy(rope_.p, rope.data(), floats(rope.size()), cudaMemcpyHostToDevice), "upload the RoPE table");
     check(cudaMemset(kv_.p, 0, floats(layout_.kv_size)), "cudaMemset KV");
@@ -105,7 +107,7 @@ class CudaResident final : public Backend {
     std::vector<cuda::detail::Buffers> bufs;
     for (const Launch& l : plan) {  // every upload before the capture starts
       cuda::detail::Buffers b{act_.as<float>(), step_.as<const std::uint32_t>(), vectors_.as<const float>(),
-                              kv_.as<float>(), rope_.as<const float>(), {nullptr, nullptr, nullptr}};
+                              kv_.as<float>(),  rope_.as<const float>(),         {nullptr, nullptr, nullptr}};
       for (std::size_t i = 0; i < l.weights.size(); ++i) b.w[i] = weights(l.weights[i]);
       bufs.push_back(b);
     }
@@ -113,10 +115,12 @@ class CudaResident final : public Backend {
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     cudaError_t failed = cudaMemcpyAsync(step_.p, step_host_.p, sizeof(Step), cudaMemcpyHostToDevice, stream_);
     for (std::size_t i = 0; i < plan.size() && failed == cudaSuccess; ++i)
-      failed = static_cast<cudaError_t>(cuda::detail::launch_resident(plan[i].kernel, bufs[i], plan[i].args, plan[i].items, stream_));
+      failed = static_cast<cudaError_t>(
+          cuda::detail::launch_resident(plan[i].kernel, bufs[i], plan[i].args, plan[i].items, stream_));
     if (failed == cudaSuccess)
-      failed = cudaMemcpyAsync(logits_host_.p, act_.as<float>() + layout_.logits,
-                               static_cast<std::size_t>(m_.config.vocab) * sizeof(float), cudaMemcpyDeviceToHost, stream_);
+      failed =
+          cudaMemcpyAsync(logits_host_.p, act_.as<float>() + layout_.logits,
+                          static_cast<std::size_t>(m_.config.vocab) * sizeof(float), cudaMemcpyDeviceToHost, stream_);
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph_);
     if (failed == cudaSuccess) failed = ended;
     if (failed == cudaSuccess) failed = cudaGraphInstantiate(&exec_, graph_, 0);

@@ -80,7 +80,8 @@ std::vector<DriftPoint> measure_drift(const Model& m, std::span<const std::int32
     out.push_back({name, layer + 1, a.cosine, a.rel_l2});
   };
   const auto usable = [&](std::unique_ptr<Backend> b) {
-    if (!b->available()) throw InvalidArgument("drift: backend " + b->name() + " is unavailable: " + b->unavailable_reason());
+    if (!b->available())
+      throw InvalidArgument("drift: backend " + b->name() + " is unavailable: " + b->unavailable_reason());
     return b;
   };
   for (const auto& name : series) {
@@ -162,7 +163,8 @@ std::string drift_svg(std::span<const DriftPoint> points, const std::string& tit
     s += buf;
   }
   for (int d = 1; d <= max_depth; d += std::max(1, max_depth / 7)) {
-    std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", X(d), H - bottom + 18, d);
+    std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n", X(d),
+                  H - bottom + 18, d);
     s += buf;
   }
   std::snprintf(buf, sizeof buf,
@@ -173,8 +175,8 @@ std::string drift_svg(std::span<const DriftPoint> points, const std::string& tit
   s += buf;
   const auto polyline = [&](const std::vector<std::pair<double, double>>& xy, const char* colour, const char* dash,
                             const std::string& label, int row) {
-    s += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + std::string(colour) + "\" stroke-dasharray=\"" + dash +
-         "\" points=\"";
+    s += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + std::string(colour) + "\" stroke-dasharray=\"" +
+         dash + "\" points=\"";
     for (const auto& [d, v] : xy) {
       std::snprintf(buf, sizeof buf, "%.1f,%.1f ", X(d), Y(v));
       s += buf;

@@ -17,10 +17,10 @@
 namespace popper::decode {
 
 struct DriftPoint {
-  std::string series;    // an accum order name or a backend name
-  int depth = 0;         // layers
-  double cosine = 0;     // against FP64
-  double rel_l2 = 0;     // |y32 - y64| / |y64|
+  std::string series;  // an accum order name or a backend name
+  int depth = 0;       // layers
+  double cosine = 0;   // against FP64
+  double rel_l2 = 0;   // |y32 - y64| / |y64|
 };
 
 // The hypothesis' relative error after `depth` layers: 1.001^(10 depth) - 1.

@@ -37,7 +37,8 @@ void check_tokens(const Config& c, std::span<const std::int32_t> tokens) {
 }
 
 template <class T>
-std::vector<T> forward(const Model& m, std::span<const std::int32_t> tokens, Ops<T>& ops, const DepthLogits<T>& at_depth) {
+std::vector<T> forward(const Model& m, std::span<const std::int32_t> tokens, Ops<T>& ops,
+                       const DepthLogits<T>& at_depth) {
   const Config& c = m.config;
   c.check();
   check_tokens(c, tokens);
@@ -85,7 +86,8 @@ std::vector<T> forward(const Model& m, std::span<const std::int32_t> tokens, Ops
   return logits;
 }
 
-template std::vector<float> forward(const Model&, std::span<const std::int32_t>, Ops<float>&, const DepthLogits<float>&);
+template std::vector<float> forward(const Model&, std::span<const std::int32_t>, Ops<float>&,
+                                    const DepthLogits<float>&);
 template std::vector<double> forward(const Model&, std::span<const std::int32_t>, Ops<double>&,
                                      const DepthLogits<double>&);
 

@@ -41,8 +41,8 @@ class Ops {
   // q [Hq D] and k [Hkv D] of the token at position pos, rotated in place.
   virtual void rope(std::span<T> q, std::span<T> k, std::int64_t pos) = 0;
   // q [Hq D] against positions 0..len-1 of k/v cache [len][Hkv][D]; out [Hq D].
-  virtual void attention(std::span<const T> q, std::span<const T> k_cache, std::span<const T> v_cache,
-                         std::int64_t len, std::span<T> out) = 0;
+  virtual void attention(std::span<const T> q, std::span<const T> k_cache, std::span<const T> v_cache, std::int64_t len,
+                         std::span<T> out) = 0;
   // h = silu(gate) * up.
   virtual void swiglu(std::span<const T> gate, std::span<const T> up, std::span<T> h) = 0;
 };
@@ -93,7 +93,8 @@ class Backend {
 // the model is handed to it as a GGUF file, written to a temporary file when
 // the model is not one already).
 inline const std::vector<std::string>& backend_names() {
-  static const std::vector<std::string> names{"cpu", "cpu-simd", "vulkan", "cuda", "ggml-cpu", "ggml-vulkan", "ggml-cuda"};
+  static const std::vector<std::string> names{"cpu",      "cpu-simd",    "vulkan",   "cuda",
+                                              "ggml-cpu", "ggml-vulkan", "ggml-cuda"};
   return names;
 }
 // backend_names() as "cpu, cpu-simd, ...", for messages.

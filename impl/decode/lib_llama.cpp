@@ -35,7 +35,9 @@ struct Session::Impl {};
 Session::Session(const std::string&, Device d, int) { throw Unsupported(unavailable_reason(d)); }
 Session::~Session() = default;
 std::int64_t Session::vocab() const { return 0; }
-std::vector<float> Session::logits(std::span<const std::int32_t>) { throw Unsupported(unavailable_reason(Device::Cpu)); }
+std::vector<float> Session::logits(std::span<const std::int32_t>) {
+  throw Unsupported(unavailable_reason(Device::Cpu));
+}
 const std::string& Session::evidence() const {
   static const std::string none;
   return none;
@@ -173,7 +175,8 @@ std::vector<float> Session::logits(std::span<const std::int32_t> tokens) {
   if (tokens.empty()) throw InvalidArgument("llama session: empty prompt");
   const std::int64_t n = vocab();
   for (auto t : tokens)
-    if (t < 0 || t >= n) throw InvalidArgument("llama session: token id " + std::to_string(t) + " outside [0, " + std::to_string(n) + ")");
+    if (t < 0 || t >= n)
+      throw InvalidArgument("llama session: token id " + std::to_string(t) + " outside [0, " + std::to_string(n) + ")");
   // A context (KV cache, compute graphs, its thread pool) is made once for the
   // longest prompt so far and its memory cleared before each prompt, so a
   // timed call measures decoding, not llama.cpp's setup.

@@ -122,7 +122,9 @@ Model make_canary(const Config& c, std::uint64_t seed, int threads) {
   c.check();
   require(threads >= 1, "threads must be >= 1");
   const std::int64_t H = c.hidden, Q = c.q_width(), KV = c.kv_width(), I = c.intermediate, L = c.layers;
-  const auto blocks_of = [](std::int64_t rows, std::int64_t cols) { return static_cast<std::size_t>(rows * (cols / 256)); };
+  const auto blocks_of = [](std::int64_t rows, std::int64_t cols) {
+    return static_cast<std::size_t>(rows * (cols / 256));
+  };
   auto arena = std::make_shared<Arena>();
   arena->blocks.reserve(blocks_of(c.vocab, H) * 2 +
                         static_cast<std::size_t>(L) * (blocks_of(Q, H) + 2 * blocks_of(KV, H) + blocks_of(H, Q) +
@@ -173,11 +175,12 @@ Model make_canary(const Config& c, std::uint64_t seed, int threads) {
 }
 
 std::vector<std::int32_t> canary_tokens(const Config& c, int count, std::uint64_t seed) {
-  require(count >= 1 && count <= c.context, "token count " + std::to_string(count) + " must be in [1, context = " +
-                                                std::to_string(c.context) + "]");
+  require(count >= 1 && count <= c.context,
+          "token count " + std::to_string(count) + " must be in [1, context = " + std::to_string(c.context) + "]");
   std::uint64_t s = seed ^ 0x7F4A7C15ull;
   std::vector<std::int32_t> t;
-  for (int i = 0; i < count; ++i) t.push_back(static_cast<std::int32_t>(splitmix(s) % static_cast<std::uint64_t>(c.vocab)));
+  for (int i = 0; i < count; ++i)
+    t.push_back(static_cast<std::int32_t>(splitmix(s) % static_cast<std::uint64_t>(c.vocab)));
   return t;
 }
 

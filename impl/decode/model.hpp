@@ -36,7 +36,7 @@ struct Config {
   std::int64_t head_dim = 64;
   std::int64_t intermediate = 4864;
   std::int64_t vocab = 32768;
-  std::int64_t context = 4096;  // longest position the model is run at
+  std::int64_t context = 4096;                  // longest position the model is run at
   double rms_eps = static_cast<double>(1e-6f);  // GGUF stores it as f32: keep it exact
   double rope_base = 1000000.0;
 
@@ -58,7 +58,7 @@ struct Weight {
 };
 
 struct Layer {
-  std::span<const float> attn_norm, ffn_norm;   // [hidden]
+  std::span<const float> attn_norm, ffn_norm;     // [hidden]
   std::span<const float> q_bias, k_bias, v_bias;  // [Hq D], [Hkv D], [Hkv D]
   Weight q, k, v, o, gate, up, down;
 };

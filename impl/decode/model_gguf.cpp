@@ -28,8 +28,9 @@ struct Names {
 };
 Names names(int l) {
   const auto b = [l](const char* part, const char* kind = "weight") { return ll::block_tensor(l, part, kind); };
-  return {b(ll::kAttnNorm), b(ll::kFfnNorm), b(ll::kAttnQ, "bias"), b(ll::kAttnK, "bias"), b(ll::kAttnV, "bias"),
-          b(ll::kAttnQ), b(ll::kAttnK), b(ll::kAttnV), b(ll::kAttnOut), b(ll::kFfnGate), b(ll::kFfnUp), b(ll::kFfnDown)};
+  return {b(ll::kAttnNorm),      b(ll::kFfnNorm), b(ll::kAttnQ, "bias"), b(ll::kAttnK, "bias"),
+          b(ll::kAttnV, "bias"), b(ll::kAttnQ),   b(ll::kAttnK),         b(ll::kAttnV),
+          b(ll::kAttnOut),       b(ll::kFfnGate), b(ll::kFfnUp),         b(ll::kFfnDown)};
 }
 
 class Reader {
@@ -72,7 +73,8 @@ class Reader {
     }
     expect_shape(t, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows)});
     return {rows, cols,
-            std::span<const q4k::Block>(reinterpret_cast<const q4k::Block*>(t.data.data()), t.data.size() / sizeof(q4k::Block))};
+            std::span<const q4k::Block>(reinterpret_cast<const q4k::Block*>(t.data.data()),
+                                        t.data.size() / sizeof(q4k::Block))};
   }
   std::span<const float> vec(const std::string& name, std::int64_t n) const {
     const auto& t = tensor(name);
@@ -128,7 +130,8 @@ void write_gguf(const Model& m, const std::string& path) {
   w.set(ll::arch_key(kArch, ll::kVocabSize), u32(c.vocab));
   w.set(kSeedKey, gguf::Value::str(m.source));
 
-  const auto q4 = static_cast<std::uint32_t>(gguf::TensorType::Q4_K), f32 = static_cast<std::uint32_t>(gguf::TensorType::F32);
+  const auto q4 = static_cast<std::uint32_t>(gguf::TensorType::Q4_K),
+             f32 = static_cast<std::uint32_t>(gguf::TensorType::F32);
   const auto mat = [&](const std::string& name, const Weight& x) {
     w.add_tensor(name, q4, {static_cast<std::uint64_t>(x.cols), static_cast<std::uint64_t>(x.rows)}, bytes_of(x));
   };

@@ -127,7 +127,7 @@ GateResult run_gate(const Model& m, const GateOptions& o) {
         const std::vector<float> got = b->logits(g.tokens);
         run.seconds = seconds_since(t0);
         run.available = b->available();  // a call may have declined during the run
-        run.evidence = b->evidence();     // a device backend names what ran once it ran
+        run.evidence = b->evidence();    // a device backend names what ran once it ran
         if (run.available) {
           run.agreement = compare_logits(got, ref);
           if (o.fp64) run.fp64 = compare_logits(got, std::span<const double>(exact));
@@ -167,7 +167,8 @@ GateResult run_gate(const Model& m, const GateOptions& o) {
 std::string format_gate(const GateResult& g) {
   std::string out;
   char line[640];
-  std::snprintf(line, sizeof line, "parity gate: %s, %zu-token canary prompt, cpu reference %.3f s, threshold cos >= %.2f\n",
+  std::snprintf(line, sizeof line,
+                "parity gate: %s, %zu-token canary prompt, cpu reference %.3f s, threshold cos >= %.2f\n",
                 g.model.c_str(), g.tokens.size(), g.cpu_seconds, g.min_cosine);
   out += line;
   const bool fp64 = !g.names.empty() && g.names.front() == "fp64";
@@ -176,23 +177,25 @@ std::string format_gate(const GateResult& g) {
                   g.fp64_seconds, g.cpu_fp64.cosine, g.cpu_fp64.max_rel);
     out += line;
   }
-  std::snprintf(line, sizeof line, "%-11s %-26s %-17s %10s %10s %10s %5s %5s %12s %8s  %s\n", "backend", "ran on", "fault",
-                "cosine", "max abs", "max rel", "top1", "top5", "cos fp64", "seconds", "verdict");
+  std::snprintf(line, sizeof line, "%-11s %-26s %-17s %10s %10s %10s %5s %5s %12s %8s  %s\n", "backend", "ran on",
+                "fault", "cosine", "max abs", "max rel", "top1", "top5", "cos fp64", "seconds", "verdict");
   out += line;
   for (const auto& r : g.runs) {
     if (!r.available) {
-      std::snprintf(line, sizeof line, "%-11s %-26s %-17s %10s %10s %10s %5s %5s %12s %8s  unavailable: %s\n", r.name.c_str(),
-                    "-", r.fault.c_str(), "-", "-", "-", "-", "-", "-", "-", r.reason.c_str());
+      std::snprintf(line, sizeof line, "%-11s %-26s %-17s %10s %10s %10s %5s %5s %12s %8s  unavailable: %s\n",
+                    r.name.c_str(), "-", r.fault.c_str(), "-", "-", "-", "-", "-", "-", "-", r.reason.c_str());
     } else if (r.errored) {
-      std::snprintf(line, sizeof line, "%-11s %-26.26s %-17s %10s %10s %10s %5s %5s %12s %8s  EXCLUDED: %s\n", r.name.c_str(),
-                    r.evidence.c_str(), r.fault.c_str(), "-", "-", "-", "-", "-", "-", "-", r.reason.c_str());
+      std::snprintf(line, sizeof line, "%-11s %-26.26s %-17s %10s %10s %10s %5s %5s %12s %8s  EXCLUDED: %s\n",
+                    r.name.c_str(), r.evidence.c_str(), r.fault.c_str(), "-", "-", "-", "-", "-", "-", "-",
+                    r.reason.c_str());
     } else {
       const auto& a = r.agreement;
       char cos64[24] = "-";
       if (fp64) std::snprintf(cos64, sizeof cos64, "%.9f", r.fp64.cosine);
-      std::snprintf(line, sizeof line, "%-11s %-26.26s %-17s %10.6f %10.3g %10.3g %5s %4d/5 %12s %8.3f  %s\n", r.name.c_str(),
-                    r.evidence.c_str(), r.fault.c_str(), a.cosine, a.max_abs, a.max_rel, a.top1 ? "yes" : "no", a.top5, cos64,
-                    r.seconds, r.passed ? "pass" : ("EXCLUDED: " + r.reason).c_str());
+      std::snprintf(line, sizeof line, "%-11s %-26.26s %-17s %10.6f %10.3g %10.3g %5s %4d/5 %12s %8.3f  %s\n",
+                    r.name.c_str(), r.evidence.c_str(), r.fault.c_str(), a.cosine, a.max_abs, a.max_rel,
+                    a.top1 ? "yes" : "no", a.top5, cos64, r.seconds,
+                    r.passed ? "pass" : ("EXCLUDED: " + r.reason).c_str());
     }
     out += line;
   }

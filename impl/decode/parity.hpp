@@ -55,13 +55,13 @@ struct BackendRun {
   bool available = false, passed = false;
   bool errored = false;  // the runtime ran and failed (llama.cpp refusing the file): excluded, reason has its error
   std::string reason;    // unavailable: why; failed: the cosine against tau, or "error: " and the runtime's error
-  Agreement agreement;  // against the cpu reference (what the gate judges)
-  Agreement fp64;       // against the FP64 oracle (GateOptions::fp64)
-  double seconds = 0;  // the forward's wall time (all tokens)
+  Agreement agreement;   // against the cpu reference (what the gate judges)
+  Agreement fp64;        // against the FP64 oracle (GateOptions::fp64)
+  double seconds = 0;    // the forward's wall time (all tokens)
 };
 
 struct GateResult {
-  std::string model;          // Model::source
+  std::string model;  // Model::source
   std::vector<std::int32_t> tokens;
   double min_cosine = kMinCosine;  // the threshold it was judged at
   double cpu_seconds = 0, fp64_seconds = 0;

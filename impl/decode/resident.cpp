@@ -47,9 +47,11 @@ std::vector<float> vectors_of(const Model& m) {
   std::vector<float> v;
   v.reserve(l.vectors_size);
   for (const auto& y : m.layers)
-    for (auto part : {y.attn_norm, y.ffn_norm, y.q_bias, y.k_bias, y.v_bias}) v.insert(v.end(), part.begin(), part.end());
+    for (auto part : {y.attn_norm, y.ffn_norm, y.q_bias, y.k_bias, y.v_bias})
+      v.insert(v.end(), part.begin(), part.end());
   v.insert(v.end(), m.output_norm.begin(), m.output_norm.end());
-  if (v.size() != l.vectors_size) throw InvalidArgument("resident decode: the model's norms and biases do not match its configuration");
+  if (v.size() != l.vectors_size)
+    throw InvalidArgument("resident decode: the model's norms and biases do not match its configuration");
   return v;
 }
 

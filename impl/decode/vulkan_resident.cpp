@@ -54,7 +54,8 @@ const Pipelines& pipelines() {
     const std::array<std::span<const std::uint32_t>, kKernels> spirv{kEmbed, kQkv, kAttention, kGemvAcc, kFfn, kHead};
     try {
       for (int k = 0; k < kKernels; ++k)
-        out.kernel[static_cast<std::size_t>(k)] = std::make_unique<vulkan::Kernel>(spirv[static_cast<std::size_t>(k)], kBindings, sizeof(Args));
+        out.kernel[static_cast<std::size_t>(k)] =
+            std::make_unique<vulkan::Kernel>(spirv[static_cast<std::size_t>(k)], kBindings, sizeof(Args));
     } catch (const Unsupported& e) {
       out.decline = e.what();
     }
@@ -86,7 +87,8 @@ class VulkanResident final : public Backend {
     vectors_ = std::make_unique<vulkan::Buffer>(floats(layout_.vectors_size));
     kv_ = std::make_unique<vulkan::Buffer>(floats(layout_.kv_size));
     rope_ = std::make_unique<vulkan::Buffer>(floats(layout_.rope_size));
-    logits_host_ = std::make_unique<vulkan::Buffer>(floats(static_cast<std::size_t>(m.config.vocab)), vulkan::Memory::Host);
+    logits_host_ =
+        std::make_unique<vulkan::Buffer>(floats(static_cast<std::size_t>(m.config.vocab)), vulkan::Memory::Host);
     unused_ = std::make_unique<vulkan::Buffer>(4);
     const auto vectors = vectors_of(m);
     vectors_->upload(vectors.data(), vectors.size() * sizeof(float));
@@ -104,7 +106,8 @@ class VulkanResident final : public Backend {
 
   std::vector<float> logits(std::span<const std::int32_t> tokens) override {
     if (!available()) throw Unsupported("vulkan backend: " + reason_);
-    decode_tokens(m_.config, tokens, [&](Step s) { step_host_->upload(&s, sizeof s); }, [&] { sequence_->submit(); });
+    decode_tokens(
+        m_.config, tokens, [&](Step s) { step_host_->upload(&s, sizeof s); }, [&] { sequence_->submit(); });
     std::vector<float> out(static_cast<std::size_t>(m_.config.vocab));
     logits_host_->download(out.data(), out.size() * sizeof(float));
     return out;
@@ -114,15 +117,18 @@ class VulkanResident final : public Backend {
   // Empty when every buffer and launch fits the device's limits, else why not.
   std::string fits_device(const vulkan::DeviceInfo& d) const {
     std::uint64_t largest = std::max<std::uint64_t>(layout_.kv_size, layout_.act_size) * sizeof(float);
-    for (const Weight* w : {&m_.token_embd, &m_.output}) largest = std::max<std::uint64_t>(largest, w->blocks.size_bytes());
+    for (const Weight* w : {&m_.token_embd, &m_.output})
+      largest = std::max<std::uint64_t>(largest, w->blocks.size_bytes());
     for (const auto& y : m_.layers)
-      for (const Weight* w : {&y.gate, &y.up, &y.down}) largest = std::max<std::uint64_t>(largest, w->blocks.size_bytes());
+      for (const Weight* w : {&y.gate, &y.up, &y.down})
+        largest = std::max<std::uint64_t>(largest, w->blocks.size_bytes());
     if (d.max_storage_buffers < kBindings)
-      return "vulkan declined: the device binds " + std::to_string(d.max_storage_buffers) + " storage buffers per stage, the decode needs 8";
+      return "vulkan declined: the device binds " + std::to_string(d.max_storage_buffers) +
+             " storage buffers per stage, the decode needs 8";
     if (d.max_push_constant_bytes < sizeof(Args)) return "vulkan declined: push constants of under 72 bytes";
     if (d.max_storage_buffer_range < largest)
-      return "vulkan declined: a buffer of " + std::to_string(largest) + " bytes exceeds the device's storage range of " +
-             std::to_string(d.max_storage_buffer_range);
+      return "vulkan declined: a buffer of " + std::to_string(largest) +
+             " bytes exceeds the device's storage range of " + std::to_string(d.max_storage_buffer_range);
     return "";
   }
 
@@ -139,8 +145,8 @@ class VulkanResident final : public Backend {
     sequence_ = std::make_unique<vulkan::Sequence>();
     sequence_->copy(*step_host_, 0, *step_, 0, sizeof(Step));
     for (const Launch& l : plan) {
-      std::array<vulkan::Buffer*, kBindings> b{act_.get(), step_.get(), vectors_.get(), kv_.get(), rope_.get(),
-                                               unused_.get(), unused_.get(), unused_.get()};
+      std::array<vulkan::Buffer*, kBindings> b{act_.get(),  step_.get(),   vectors_.get(), kv_.get(),
+                                               rope_.get(), unused_.get(), unused_.get(),  unused_.get()};
       for (std::size_t i = 0; i < l.weights.size(); ++i) b[5 + i] = &weights(l.weights[i]);
       const std::uint32_t gx = std::min(l.items, kMaxGroupsX), gy = (l.items + gx - 1) / gx;
       sequence_->dispatch(*pipelines().kernel[static_cast<std::size_t>(l.kernel)], b, &l.args, sizeof(Args), gx, gy);

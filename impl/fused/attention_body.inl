@@ -57,14 +57,20 @@ static void tile_rows(int M, std::int64_t K, const float* A, std::int64_t lda, c
 }
 
 // C[M x N] (+)= A[M x K] B[K x N]; N a multiple of W.
-static void tile_gemm(int M, int N, std::int64_t K, const float* A, std::int64_t lda, const float* B,
-                      std::int64_t ldb, float* C, std::int64_t ldc, bool acc) {
+static void tile_gemm(int M, int N, std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
+                      float* C, std::int64_t ldc, bool acc) {
   if (M <= 0) return;
   for (int n0 = 0; n0 < N; n0 += kNV * W) {
     const int nv = (N - n0) / W < kNV ? (N - n0) / W : kNV;
     if constexpr (kNV >= 4) {
-      if (nv == 4) { tile_rows<4>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc); continue; }
-      if (nv == 3) { tile_rows<3>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc); continue; }
+      if (nv == 4) {
+        tile_rows<4>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
+        continue;
+      }
+      if (nv == 3) {
+        tile_rows<3>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
+        continue;
+      }
     }
     if (nv == 2) tile_rows<2>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
     else if (nv == 1) tile_rows<1>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
@@ -128,8 +134,7 @@ static void pack_rows(const float* f32, const std::uint16_t* b16, bool drop, std
                       float* out) {
   for (std::int64_t r = 0; r < kTileQ; ++r)
     for (std::int64_t c = 0; c < Dp; ++c)
-      out[r * Dp + c] =
-          (r < rows && c < D) ? in_at(f32, b16, first_row_offset + r * row_stride + c, drop) * mul : 0.0f;
+      out[r * Dp + c] = (r < rows && c < D) ? in_at(f32, b16, first_row_offset + r * row_stride + c, drop) * mul : 0.0f;
 }
 
 // One query head's state in a forward unit: its scaled Q rows, score tile,
@@ -139,8 +144,8 @@ struct FwdHead {
 };
 
 // One key block for one query head: S = Qs K^T, mask, online softmax, O update.
-static void attn_fwd_block(const AttnArgs& a, const AttnGeom& g, std::int64_t i0, std::int64_t rows,
-                           std::int64_t j0, std::int64_t nk, const float* Kt, const float* Vp, const FwdHead& h) {
+static void attn_fwd_block(const AttnArgs& a, const AttnGeom& g, std::int64_t i0, std::int64_t rows, std::int64_t j0,
+                           std::int64_t nk, const float* Kt, const float* Vp, const FwdHead& h) {
   const std::int64_t D = g.D, Dp = g.Dp;
   const bool no_rescale = (a.mut & kMutAttnNoRescale) != 0;
   float *S = h.S, *O = h.O, *m = h.m, *l = h.l;
@@ -230,9 +235,10 @@ static void attn_fwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
       const float inv = h.l[r] > 0.0f ? 1.0f / h.l[r] : 0.0f;
       for (std::int64_t c = 0; c < D; ++c) orow[c] = h.O[r * Dp + c] * inv;
       a.lse[(b * Hq + hq) * Sq + i] =
-          h.l[r] > 0.0f ? static_cast<float>((static_cast<double>(h.m[r]) + __builtin_log2(static_cast<double>(h.l[r]))) *
-                                             0.69314718055994530942)
-                        : kNegInf;
+          h.l[r] > 0.0f
+              ? static_cast<float>((static_cast<double>(h.m[r]) + __builtin_log2(static_cast<double>(h.l[r]))) *
+                                   0.69314718055994530942)
+              : kNegInf;
     }
   }
 }
@@ -342,8 +348,8 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
 
 // Separate path's softmax pass over stored scores: rows [0, rows) of s (row
 // stride ld, n keys), global query index row0 + r; p = softmax(scale s + mask).
-static void softmax_scaled_rows_impl(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows,
-                                     std::int64_t row0, std::int64_t off, bool causal, float scale, float* lse_out) {
+static void softmax_scaled_rows_impl(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows, std::int64_t row0,
+                                     std::int64_t off, bool causal, float scale, float* lse_out) {
   const vf vsl = vset(scale * kLog2e);
   for (std::int64_t r = 0; r < rows; ++r) {
     float* x = s + r * ld;
@@ -372,7 +378,8 @@ static void softmax_scaled_rows_impl(float* s, std::int64_t n, std::int64_t ld, 
     std::int64_t e = 0;
     for (; e + W <= vis; e += W) vstore(x + e, vmul(vload(x + e), inv));
     for (; e < n; ++e) x[e] = e < vis ? x[e] / total : 0.0f;
-    if (lse_out) lse_out[r] = static_cast<float>((static_cast<double>(mL) + __builtin_log2(static_cast<double>(total))) *
-                                                 0.69314718055994530942);
+    if (lse_out)
+      lse_out[r] = static_cast<float>((static_cast<double>(mL) + __builtin_log2(static_cast<double>(total))) *
+                                      0.69314718055994530942);
   }
 }

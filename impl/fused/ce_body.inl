@@ -9,8 +9,8 @@
 // minus scale at the label: the softmax is never stored.
 
 constexpr int kLanes = 64;
-constexpr int kNa = kLanes / W;     // accumulators of W lanes
-constexpr int kBlockTerms = 32;     // terms per lane per block
+constexpr int kNa = kLanes / W;  // accumulators of W lanes
+constexpr int kBlockTerms = 32;  // terms per lane per block
 
 static inline float lane_tree_sum(vf* acc) {
   for (int width = kNa; width > 1; width /= 2)

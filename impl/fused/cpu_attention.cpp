@@ -27,7 +27,8 @@ void check_attention(const AttentionShape& s, std::size_t q, std::size_t k, std:
   require(s.head_dim >= 1 && s.head_dim <= 1024, "attention: head_dim must be in [1, 1024]");
   require(!s.causal || s.kv_len >= s.q_len, "attention: causal needs kv_len >= q_len (bottom-right aligned mask)");
   require(s.q_len == 0 || s.kv_len >= 1, "attention: queries need at least one key");
-  require(s.scale == s.scale && s.scale >= 0.0f && s.scale < 1e30f, "attention: scale must be finite and >= 0 (0 = 1/sqrt(D))");
+  require(s.scale == s.scale && s.scale >= 0.0f && s.scale < 1e30f,
+          "attention: scale must be finite and >= 0 (0 = 1/sqrt(D))");
   const std::int64_t big = std::int64_t{1} << 40;
   require(s.batch * s.q_len <= big / (s.q_heads * s.head_dim) && s.batch * s.kv_len <= big / (s.kv_heads * s.head_dim),
           "attention: tensors too large");
@@ -54,9 +55,7 @@ std::uint32_t attn_mutants() {
   return m;
 }
 
-std::int64_t forward_units(const AttentionShape& s) {
-  return s.batch * s.kv_heads * ((s.q_len + kTileQ - 1) / kTileQ);
-}
+std::int64_t forward_units(const AttentionShape& s) { return s.batch * s.kv_heads * ((s.q_len + kTileQ - 1) / kTileQ); }
 
 RunInfo run_forward(const AttentionShape& s, AttnArgs a, const ExecOptions& opt, const char* who) {
   const KernelTable& t = table_for(opt, who);
@@ -87,7 +86,8 @@ RunInfo run_forward(const AttentionShape& s, AttnArgs a, const ExecOptions& opt,
 
 std::size_t attention_forward_workspace_bytes(const AttentionShape& s, int threads) {
   const int workers = detail::workers_for(detail::forward_units(s), threads < 1 ? 1 : threads);
-  return static_cast<std::size_t>(workers) * ((detail::attn_fwd_ws_floats(s.head_dim, s.q_heads / s.kv_heads) + 15) / 16 * 16) * sizeof(float);
+  return static_cast<std::size_t>(workers) *
+         ((detail::attn_fwd_ws_floats(s.head_dim, s.q_heads / s.kv_heads) + 15) / 16 * 16) * sizeof(float);
 }
 
 std::size_t attention_backward_workspace_bytes(const AttentionShape& s, int threads) {
@@ -100,27 +100,31 @@ RunInfo attention_forward(const AttentionShape& s, std::span<const float> q, std
                           std::span<const float> v, std::span<float> o, std::span<float> lse, const ExecOptions& opt) {
   using namespace detail;
   check_attention(s, q.size(), k.size(), v.size(), o.size(), lse.size(), opt);
-  AttnArgs a{q.data(), k.data(), v.data(), nullptr, nullptr, nullptr, o.data(), lse.data(), nullptr, nullptr,
-             nullptr, nullptr, s.batch, s.q_len, s.kv_len, s.q_heads, s.kv_heads, s.head_dim, s.causal,
-             attention_scale(s), attn_mutants()};
+  AttnArgs a{q.data(),      k.data(),   v.data(),   nullptr,  nullptr,
+             nullptr,       o.data(),   lse.data(), nullptr,  nullptr,
+             nullptr,       nullptr,    s.batch,    s.q_len,  s.kv_len,
+             s.q_heads,     s.kv_heads, s.head_dim, s.causal, attention_scale(s),
+             attn_mutants()};
   return run_forward(s, a, opt, "fused::attention_forward");
 }
 
 RunInfo attention_forward_bf16(const AttentionShape& s, std::span<const std::uint16_t> q,
-                               std::span<const std::uint16_t> k, std::span<const std::uint16_t> v,
-                               std::span<float> o, std::span<float> lse, const ExecOptions& opt) {
+                               std::span<const std::uint16_t> k, std::span<const std::uint16_t> v, std::span<float> o,
+                               std::span<float> lse, const ExecOptions& opt) {
   using namespace detail;
   check_attention(s, q.size(), k.size(), v.size(), o.size(), lse.size(), opt);
-  AttnArgs a{nullptr, nullptr, nullptr, q.data(), k.data(), v.data(), o.data(), lse.data(), nullptr, nullptr,
-             nullptr, nullptr, s.batch, s.q_len, s.kv_len, s.q_heads, s.kv_heads, s.head_dim, s.causal,
-             attention_scale(s), attn_mutants()};
+  AttnArgs a{nullptr,       nullptr,    nullptr,    q.data(), k.data(),
+             v.data(),      o.data(),   lse.data(), nullptr,  nullptr,
+             nullptr,       nullptr,    s.batch,    s.q_len,  s.kv_len,
+             s.q_heads,     s.kv_heads, s.head_dim, s.causal, attention_scale(s),
+             attn_mutants()};
   return run_forward(s, a, opt, "fused::attention_forward_bf16");
 }
 
 RunInfo attention_backward(const AttentionShape& s, std::span<const float> q, std::span<const float> k,
                            std::span<const float> v, std::span<const float> o, std::span<const float> lse,
-                           std::span<const float> d_o, std::span<float> dq, std::span<float> dk,
-                           std::span<float> dv, const ExecOptions& opt) {
+                           std::span<const float> d_o, std::span<float> dq, std::span<float> dk, std::span<float> dv,
+                           const ExecOptions& opt) {
   using namespace detail;
   check_attention(s, q.size(), k.size(), v.size(), o.size(), lse.size(), opt);
   require_len("d_o", d_o.size(), s.batch * s.q_len * s.q_heads * s.head_dim);
@@ -128,9 +132,27 @@ RunInfo attention_backward(const AttentionShape& s, std::span<const float> q, st
   require_len("dk", dk.size(), s.batch * s.kv_len * s.kv_heads * s.head_dim);
   require_len("dv", dv.size(), s.batch * s.kv_len * s.kv_heads * s.head_dim);
   const KernelTable& t = table_for(opt, "fused::attention_backward");
-  AttnArgs a{q.data(), k.data(), v.data(), nullptr, nullptr, nullptr, const_cast<float*>(o.data()),
-             const_cast<float*>(lse.data()), d_o.data(), dq.data(), dk.data(), dv.data(), s.batch, s.q_len,
-             s.kv_len, s.q_heads, s.kv_heads, s.head_dim, s.causal, attention_scale(s), attn_mutants()};
+  AttnArgs a{q.data(),
+             k.data(),
+             v.data(),
+             nullptr,
+             nullptr,
+             nullptr,
+             const_cast<float*>(o.data()),
+             const_cast<float*>(lse.data()),
+             d_o.data(),
+             dq.data(),
+             dk.data(),
+             dv.data(),
+             s.batch,
+             s.q_len,
+             s.kv_len,
+             s.q_heads,
+             s.kv_heads,
+             s.head_dim,
+             s.causal,
+             attention_scale(s),
+             attn_mutants()};
   const std::int64_t units = s.batch * s.kv_heads;
   if (units == 0) return RunInfo{t.tag, false, ""};
   const int workers = workers_for(units, opt.threads);

@@ -34,7 +34,8 @@ void check_cross_entropy(const CrossEntropyShape& s, std::span<const float> logi
   const auto* gb = reinterpret_cast<const char*>(grad.data());
   const auto* lb = reinterpret_cast<const char*>(logits.data());
   const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
-  require(same || gb + bytes <= lb || lb + bytes <= gb, "cross_entropy: grad partially overlaps logits (only exact aliasing is allowed)");
+  require(same || gb + bytes <= lb || lb + bytes <= gb,
+          "cross_entropy: grad partially overlaps logits (only exact aliasing is allowed)");
   if (POPPER_MUTANT("ce-label-range-unchecked")) return;
   for (std::int64_t r = 0; r < s.rows; ++r) {
     const std::int64_t y = labels[static_cast<std::size_t>(r)];
@@ -73,14 +74,23 @@ CrossEntropyResult cross_entropy(const CrossEntropyShape& s, std::span<const flo
     FloatBuffer probs(alloc, static_cast<std::size_t>(s.rows * s.vocab));
     t.softmax_rows(logits.data(), probs.data(), s.vocab, 0, s.rows);
   }
-  CeArgs a{logits.data(), grad.data(), labels.data(), loss.data(), lse.empty() ? nullptr : lse.data(),
-           s.vocab, std::min(s.chunk, s.vocab), s.ignore_index, s.grad_scale, ce_mutants()};
+  CeArgs a{logits.data(),
+           grad.data(),
+           labels.data(),
+           loss.data(),
+           lse.empty() ? nullptr : lse.data(),
+           s.vocab,
+           std::min(s.chunk, s.vocab),
+           s.ignore_index,
+           s.grad_scale,
+           ce_mutants()};
   const std::int64_t nchunks = (s.vocab + a.chunk - 1) / a.chunk;
   const int workers = workers_for(s.rows, o.threads);
   WorkerScratch ws(alloc, workers, static_cast<std::size_t>(nchunks));
   std::vector<CeStats> stats(static_cast<std::size_t>(workers));
   parallel::run(static_cast<std::size_t>(s.rows), workers, [&](std::size_t r0, std::size_t r1, int w) {
-    t.ce_rows(a, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r1), ws.of(w), &stats[static_cast<std::size_t>(w)]);
+    t.ce_rows(a, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r1), ws.of(w),
+              &stats[static_cast<std::size_t>(w)]);
   });
   for (const auto& st : stats) {  // worker order: the same split for a given thread count
     res.ignored_rows += st.ignored;

@@ -22,10 +22,14 @@ namespace {
 }  // namespace
 
 const KernelTable& avx512_table() {
-  static const KernelTable t{"cpu:avx512", &ce_rows_impl, &softmax_rows_impl, &ce_grad_from_probs_impl,
-                             &rms_fwd_rows_impl, &rms_bwd_rows_impl, &swiglu_fwd_impl, &swiglu_bwd_impl,
-                             &sigmoid_impl, &swiglu_sep_impl, &rope_heads_impl, &attn_fwd_unit_impl,
-                             &attn_bwd_unit_impl, &softmax_scaled_rows_impl, &exp2_array_impl};
+  static const KernelTable t{"cpu:avx512",        &ce_rows_impl,
+                             &softmax_rows_impl,  &ce_grad_from_probs_impl,
+                             &rms_fwd_rows_impl,  &rms_bwd_rows_impl,
+                             &swiglu_fwd_impl,    &swiglu_bwd_impl,
+                             &sigmoid_impl,       &swiglu_sep_impl,
+                             &rope_heads_impl,    &attn_fwd_unit_impl,
+                             &attn_bwd_unit_impl, &softmax_scaled_rows_impl,
+                             &exp2_array_impl};
   return t;
 }
 

@@ -108,26 +108,26 @@ struct AttnArgs {
 // K^T and V block, shared by the group's query heads, and per query head:
 static inline std::size_t attn_fwd_head_ws_floats(std::int64_t d) {
   const std::size_t dp = static_cast<std::size_t>(padded_head_dim(d));
-  return dp * kTileQ          // Qs
-         + kTileQ * kTileKv   // S / P
-         + kTileQ * dp        // O accumulator
-         + 2 * kTileQ;        // m, l
+  return dp * kTileQ         // Qs
+         + kTileQ * kTileKv  // S / P
+         + kTileQ * dp       // O accumulator
+         + 2 * kTileQ;       // m, l
 }
 static inline std::size_t attn_fwd_ws_floats(std::int64_t d, std::int64_t group) {
   const std::size_t dp = static_cast<std::size_t>(padded_head_dim(d));
-  return dp * kTileKv      // K^T
-         + kTileKv * dp    // V
+  return dp * kTileKv    // K^T
+         + kTileKv * dp  // V
          + static_cast<std::size_t>(group) * attn_fwd_head_ws_floats(d);
 }
 static inline std::size_t attn_bwd_ws_floats(std::int64_t d, std::int64_t group, std::int64_t q_len) {
   const std::size_t dp = static_cast<std::size_t>(padded_head_dim(d));
   const std::size_t gq = static_cast<std::size_t>(group * q_len);
-  return 3 * dp * kTileKv          // K^T, K, V^T
-         + 2 * kTileKv * dp        // dK, dV accumulators
-         + 3 * kTileQ * dp         // Qs, Q, dO
-         + 4 * kTileQ * kTileKv    // P, P^T, dP, dS^T
-         + 2 * gq                  // lse2, D
-         + gq * dp;                // dQ accumulator
+  return 3 * dp * kTileKv        // K^T, K, V^T
+         + 2 * kTileKv * dp      // dK, dV accumulators
+         + 3 * kTileQ * dp       // Qs, Q, dO
+         + 4 * kTileQ * kTileKv  // P, P^T, dP, dS^T
+         + 2 * gq                // lse2, D
+         + gq * dp;              // dQ accumulator
 }
 // Forward unit = (b, hkv, q block); backward unit = (b, hkv).
 using AttnUnitFn = void (*)(const AttnArgs&, std::int64_t unit, float* ws);

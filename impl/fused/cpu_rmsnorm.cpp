@@ -42,7 +42,8 @@ void rmsnorm_backward_rows(const KernelTable& t, const RmsNormShape& s, RmsArgs 
   std::fill(partial.data(), partial.data() + partial.size(), 0.0f);
   if (per_worker) {  // mutant: partials follow the worker split, so bits follow the thread count
     parallel::run(static_cast<std::size_t>(s.rows), workers, [&](std::size_t r0, std::size_t r1, int w) {
-      t.rms_bwd_rows(a, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r1), partial.data() + w * H, from_saved);
+      t.rms_bwd_rows(a, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r1), partial.data() + w * H,
+                     from_saved);
     });
   } else {
     parallel::run(static_cast<std::size_t>(blocks), workers, [&](std::size_t b0, std::size_t b1, int) {
@@ -83,12 +84,22 @@ RmsNormSaved rmsnorm_forward(const RmsNormShape& s, std::span<const float> x, st
   if (run) *run = RunInfo{t.tag, false, ""};
   Allocator& alloc = allocator_of(o);
   RmsNormSaved saved{FloatBuffer(alloc, static_cast<std::size_t>(s.rows))};
-  if (POPPER_MUTANT("rmsnorm-saves-normed")) saved.inv_rms = FloatBuffer(alloc, static_cast<std::size_t>(s.rows * (s.hidden + 1)));
-  RmsArgs a{x.data(), weight.data(), y.data(), saved.inv_rms.data(), normed_out.empty() ? nullptr : normed_out.data(),
-            nullptr, nullptr, s.hidden, s.eps, 0};
-  parallel::run(static_cast<std::size_t>(s.rows), workers_for(s.rows, o.threads), [&](std::size_t r0, std::size_t r1, int) {
-    t.rms_fwd_rows(a, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r1));
-  });
+  if (POPPER_MUTANT("rmsnorm-saves-normed"))
+    saved.inv_rms = FloatBuffer(alloc, static_cast<std::size_t>(s.rows * (s.hidden + 1)));
+  RmsArgs a{x.data(),
+            weight.data(),
+            y.data(),
+            saved.inv_rms.data(),
+            normed_out.empty() ? nullptr : normed_out.data(),
+            nullptr,
+            nullptr,
+            s.hidden,
+            s.eps,
+            0};
+  parallel::run(static_cast<std::size_t>(s.rows), workers_for(s.rows, o.threads),
+                [&](std::size_t r0, std::size_t r1, int) {
+                  t.rms_fwd_rows(a, static_cast<std::int64_t>(r0), static_cast<std::int64_t>(r1));
+                });
   return saved;
 }
 
@@ -102,8 +113,15 @@ RunInfo rmsnorm_backward(const RmsNormShape& s, std::span<const float> x, std::s
   require_len("d_weight", d_weight.size(), s.hidden);
   if (!normed_out.empty()) require_len("normed_out", normed_out.size(), s.rows * s.hidden);
   const KernelTable& t = table_for(o, "fused::rmsnorm_backward");
-  RmsArgs a{x.data(), weight.data(), nullptr, const_cast<float*>(inv_rms.data()),
-            normed_out.empty() ? nullptr : normed_out.data(), dy.data(), d_input.data(), s.hidden, s.eps,
+  RmsArgs a{x.data(),
+            weight.data(),
+            nullptr,
+            const_cast<float*>(inv_rms.data()),
+            normed_out.empty() ? nullptr : normed_out.data(),
+            dy.data(),
+            d_input.data(),
+            s.hidden,
+            s.eps,
             rms_mutants()};
   rmsnorm_backward_rows(t, s, a, false, d_weight, o);
   return RunInfo{t.tag, false, ""};

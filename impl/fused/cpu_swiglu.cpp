@@ -20,16 +20,17 @@ void check_swiglu(const SwigluShape& s, std::size_t a, std::size_t b, std::size_
 
 }  // namespace detail
 
-RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up,
-                       std::span<float> h, const ExecOptions& o) {
+RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up, std::span<float> h,
+                       const ExecOptions& o) {
   using namespace detail;
   check_swiglu(s, gate.size(), up.size(), h.size(), o);
   const KernelTable& t = table_for(o, "fused::swiglu_forward");
   const std::int64_t W = s.width;
-  parallel::run(static_cast<std::size_t>(s.rows), workers_for(s.rows, o.threads), [&](std::size_t r0, std::size_t r1, int) {
-    const std::int64_t b = static_cast<std::int64_t>(r0) * W;
-    t.swiglu_fwd(gate.data() + b, up.data() + b, h.data() + b, static_cast<std::int64_t>(r1 - r0) * W);
-  });
+  parallel::run(static_cast<std::size_t>(s.rows), workers_for(s.rows, o.threads),
+                [&](std::size_t r0, std::size_t r1, int) {
+                  const std::int64_t b = static_cast<std::int64_t>(r0) * W;
+                  t.swiglu_fwd(gate.data() + b, up.data() + b, h.data() + b, static_cast<std::int64_t>(r1 - r0) * W);
+                });
   return RunInfo{t.tag, false, ""};
 }
 
@@ -46,10 +47,11 @@ RunInfo swiglu_backward_inplace(const SwigluShape& s, std::span<const float> dh,
     (void)tmp;
   }
   const std::int64_t W = s.width;
-  parallel::run(static_cast<std::size_t>(s.rows), workers_for(s.rows, o.threads), [&](std::size_t r0, std::size_t r1, int) {
-    const std::int64_t b = static_cast<std::int64_t>(r0) * W;
-    t.swiglu_bwd(dh.data() + b, gate.data() + b, up.data() + b, static_cast<std::int64_t>(r1 - r0) * W, mut);
-  });
+  parallel::run(
+      static_cast<std::size_t>(s.rows), workers_for(s.rows, o.threads), [&](std::size_t r0, std::size_t r1, int) {
+        const std::int64_t b = static_cast<std::int64_t>(r0) * W;
+        t.swiglu_bwd(dh.data() + b, gate.data() + b, up.data() + b, static_cast<std::int64_t>(r1 - r0) * W, mut);
+      });
   return RunInfo{t.tag, false, ""};
 }
 

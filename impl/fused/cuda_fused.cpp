@@ -42,7 +42,8 @@ CrossEntropyResult cross_entropy(const CrossEntropyShape& s, std::span<const flo
     r.run = on_device();
     for (std::int64_t i = 0; i < s.rows; ++i) {
       if (labels[static_cast<std::size_t>(i)] == s.ignore_index) ++r.ignored_rows;
-      else if (loss[static_cast<std::size_t>(i)] == loss[static_cast<std::size_t>(i)]) r.loss_sum += loss[static_cast<std::size_t>(i)];
+      else if (loss[static_cast<std::size_t>(i)] == loss[static_cast<std::size_t>(i)])
+        r.loss_sum += loss[static_cast<std::size_t>(i)];
       else ++r.nonfinite_rows;
     }
     return r;
@@ -74,8 +75,8 @@ RunInfo rmsnorm_forward(const RmsNormShape& s, std::span<const float> x, std::sp
   return declined(run, no_device_reason());
 }
 
-RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up,
-                       std::span<float> h, const ExecOptions& o) {
+RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up, std::span<float> h,
+                       const ExecOptions& o) {
   detail::check_swiglu(s, gate.size(), up.size(), h.size(), o);
   if (device_usable() && s.rows > 0 && cuda_launch::swiglu_forward(gate.data(), up.data(), h.data(), s.rows * s.width))
     return on_device();
@@ -85,7 +86,8 @@ RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::s
 RunInfo swiglu_backward_inplace(const SwigluShape& s, std::span<const float> dh, std::span<float> gate,
                                 std::span<float> up, const ExecOptions& o) {
   detail::check_swiglu(s, gate.size(), up.size(), dh.size(), o);
-  if (device_usable() && s.rows > 0 && cuda_launch::swiglu_backward(dh.data(), gate.data(), up.data(), s.rows * s.width))
+  if (device_usable() && s.rows > 0 &&
+      cuda_launch::swiglu_backward(dh.data(), gate.data(), up.data(), s.rows * s.width))
     return on_device();
   return declined(fused::swiglu_backward_inplace(s, dh, gate, up, o), no_device_reason());
 }
@@ -94,8 +96,8 @@ RunInfo rope_forward(const RopeShape& s, const RopeTable& t, std::span<float> q,
                      const ExecOptions& o) {
   detail::check_rope(s, t, q.size(), k.size(), o);
   if (device_usable() && s.batch * s.seq > 0 &&
-      cuda_launch::rope_forward(t.cos.data(), t.sin.data(), t.positions, q.data(), k.data(), s.batch, s.seq,
-                                s.q_heads, s.kv_heads, s.head_dim, s.pos_offset))
+      cuda_launch::rope_forward(t.cos.data(), t.sin.data(), t.positions, q.data(), k.data(), s.batch, s.seq, s.q_heads,
+                                s.kv_heads, s.head_dim, s.pos_offset))
     return on_device();
   return declined(fused::rope_forward(s, t, q, k, o), no_device_reason());
 }

@@ -119,8 +119,8 @@ struct SwigluShape {
   std::int64_t rows = 0;
   std::int64_t width = 0;  // I
 };
-RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up,
-                       std::span<float> h, const ExecOptions& o = {});
+RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up, std::span<float> h,
+                       const ExecOptions& o = {});
 // On return gate holds d_gate and up holds d_up. Allocates nothing.
 RunInfo swiglu_backward_inplace(const SwigluShape& s, std::span<const float> dh, std::span<float> gate,
                                 std::span<float> up, const ExecOptions& o = {});
@@ -156,13 +156,13 @@ RunInfo attention_forward(const AttentionShape& s, std::span<const float> q, std
                           const ExecOptions& opt = {});
 // BF16 inputs (uint16, widened exactly), FP32 accumulation and output.
 RunInfo attention_forward_bf16(const AttentionShape& s, std::span<const std::uint16_t> q,
-                               std::span<const std::uint16_t> k, std::span<const std::uint16_t> v,
-                               std::span<float> o, std::span<float> lse, const ExecOptions& opt = {});
+                               std::span<const std::uint16_t> k, std::span<const std::uint16_t> v, std::span<float> o,
+                               std::span<float> lse, const ExecOptions& opt = {});
 // dq, dk, dv are overwritten.
 RunInfo attention_backward(const AttentionShape& s, std::span<const float> q, std::span<const float> k,
                            std::span<const float> v, std::span<const float> o, std::span<const float> lse,
-                           std::span<const float> d_o, std::span<float> dq, std::span<float> dk,
-                           std::span<float> dv, const ExecOptions& opt = {});
+                           std::span<const float> d_o, std::span<float> dq, std::span<float> dk, std::span<float> dv,
+                           const ExecOptions& opt = {});
 // Bytes the kernels request from the allocator (the same functions size their workspace).
 std::size_t attention_forward_workspace_bytes(const AttentionShape& s, int threads);
 std::size_t attention_backward_workspace_bytes(const AttentionShape& s, int threads);
@@ -236,8 +236,8 @@ CrossEntropyResult cross_entropy(const CrossEntropyShape& s, std::span<const flo
                                  std::span<float> grad, const ExecOptions& o = {});
 RunInfo rmsnorm_forward(const RmsNormShape& s, std::span<const float> x, std::span<const float> weight,
                         std::span<float> y, std::span<float> inv_rms, const ExecOptions& o = {});
-RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up,
-                       std::span<float> h, const ExecOptions& o = {});
+RunInfo swiglu_forward(const SwigluShape& s, std::span<const float> gate, std::span<const float> up, std::span<float> h,
+                       const ExecOptions& o = {});
 RunInfo swiglu_backward_inplace(const SwigluShape& s, std::span<const float> dh, std::span<float> gate,
                                 std::span<float> up, const ExecOptions& o = {});
 RunInfo rope_forward(const RopeShape& s, const RopeTable& t, std::span<float> q, std::span<float> k,

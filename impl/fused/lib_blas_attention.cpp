@@ -54,7 +54,8 @@ std::size_t attention_probs_bytes(const AttentionShape& s) {
 AttentionSaved attention_forward(const AttentionShape& s, std::span<const float> q, std::span<const float> k,
                                  std::span<const float> v, std::span<float> o, const ExecOptions& opt) {
   using namespace detail;
-  check_attention(s, q.size(), k.size(), v.size(), o.size(), static_cast<std::size_t>(s.batch * s.q_heads * s.q_len), opt);
+  check_attention(s, q.size(), k.size(), v.size(), o.size(), static_cast<std::size_t>(s.batch * s.q_heads * s.q_len),
+                  opt);
   const KernelTable& t = table_for(opt, "separate::attention_forward");
   const std::int64_t Sq = s.q_len, Skv = s.kv_len, Hq = s.q_heads, Hkv = s.kv_heads, D = s.head_dim;
   const std::int64_t g = Hq / Hkv, units = s.batch * Hq;
@@ -74,7 +75,8 @@ AttentionSaved attention_forward(const AttentionShape& s, std::span<const float>
   });
   over(units, opt, [&](std::int64_t u) {  // O = P V
     const std::int64_t b = u / Hq, h = u % Hq, hk = h / g;
-    blas.gemm(shape(Sq, D, Skv, Op::NoTrans, Op::NoTrans, Skv, Hkv * D, Hq * D), 1.0f, sub(std::span<const float>(P), u * Sq * Skv, Sq * Skv),
+    blas.gemm(shape(Sq, D, Skv, Op::NoTrans, Op::NoTrans, Skv, Hkv * D, Hq * D), 1.0f,
+              sub(std::span<const float>(P), u * Sq * Skv, Sq * Skv),
               sub(v, (b * Skv * Hkv + hk) * D, strided_len(Skv, Hkv * D, D)), 0.0f,
               sub(o, (b * Sq * Hq + h) * D, strided_len(Sq, Hq * D, D)));
   });
@@ -86,7 +88,8 @@ void attention_backward(const AttentionShape& s, const AttentionSaved& saved, st
                         std::span<const float> d_o, std::span<float> dq, std::span<float> dk, std::span<float> dv,
                         const ExecOptions& opt) {
   using namespace detail;
-  check_attention(s, q.size(), k.size(), v.size(), o.size(), static_cast<std::size_t>(s.batch * s.q_heads * s.q_len), opt);
+  check_attention(s, q.size(), k.size(), v.size(), o.size(), static_cast<std::size_t>(s.batch * s.q_heads * s.q_len),
+                  opt);
   const std::int64_t Sq = s.q_len, Skv = s.kv_len, Hq = s.q_heads, Hkv = s.kv_heads, D = s.head_dim;
   require_len("probs", saved.probs.size(), s.batch * Hq * Sq * Skv);
   require_len("d_o", d_o.size(), s.batch * Sq * Hq * D);
@@ -106,7 +109,8 @@ void attention_backward(const AttentionShape& s, const AttentionSaved& saved, st
     const std::int64_t b = u / Hq, h = u % Hq, hk = h / g;
     blas.gemm(shape(Sq, Skv, D, Op::NoTrans, Op::Trans, Hq * D, Hkv * D, Skv), 1.0f,
               sub(d_o, (b * Sq * Hq + h) * D, strided_len(Sq, Hq * D, D)),
-              sub(v, (b * Skv * Hkv + hk) * D, strided_len(Skv, Hkv * D, D)), 0.0f, sub(dS.span(), u * Sq * Skv, Sq * Skv));
+              sub(v, (b * Skv * Hkv + hk) * D, strided_len(Skv, Hkv * D, D)), 0.0f,
+              sub(dS.span(), u * Sq * Skv, Sq * Skv));
   });
   over(units, opt, [&](std::int64_t u) {  // dS = P (dP - D_i), D_i = dO_i . O_i
     const std::int64_t b = u / Hq, h = u % Hq;

@@ -98,9 +98,7 @@ static void rms_bwd_rows_impl(const RmsArgs& a, std::int64_t r0, std::int64_t r1
 }
 
 // ---- SwiGLU: sigma(g) = 1 / (1 + 2^(-g L2E))
-static inline vf vsigmoid(vf g) {
-  return vdiv(vset(1.0f), vadd(vset(1.0f), vexp2(vmul(g, vset(-kLog2e)))));
-}
+static inline vf vsigmoid(vf g) { return vdiv(vset(1.0f), vadd(vset(1.0f), vexp2(vmul(g, vset(-kLog2e))))); }
 
 static void swiglu_fwd_impl(const float* g, const float* u, float* h, std::int64_t n) {
   std::int64_t i = 0;
@@ -151,8 +149,8 @@ static void sigmoid_impl(const float* g, float* s, std::int64_t n) {
 }
 
 // The separate backward's two passes (d_up, then d_gate) over a stored sigma.
-static void swiglu_sep_impl(const float* dh, const float* g, const float* u, const float* s, float* d_gate,
-                            float* d_up, std::int64_t n) {
+static void swiglu_sep_impl(const float* dh, const float* g, const float* u, const float* s, float* d_gate, float* d_up,
+                            std::int64_t n) {
   const vf one = vset(1.0f);
   if (d_up) {
     std::int64_t i = 0;

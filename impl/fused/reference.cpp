@@ -39,7 +39,7 @@ void cross_entropy(const CrossEntropyShape& s, std::span<const float> logits, st
     const double l = m + std::log(sum);
     lse[static_cast<std::size_t>(r)] = l;
     loss[static_cast<std::size_t>(r)] = l - static_cast<double>(x[y]);  // step 2: loss
-    for (std::int64_t i = 0; i < V; ++i)                                   // step 3: gradient
+    for (std::int64_t i = 0; i < V; ++i)                                // step 3: gradient
       g[i] = static_cast<double>(s.grad_scale) * (std::exp(static_cast<double>(x[i]) - l) - (i == y ? 1.0 : 0.0));
   }
 }
@@ -146,8 +146,8 @@ Geo geo(const AttentionShape& s) {
           "reference::attention: heads and head_dim");
   require(!s.causal || s.kv_len >= s.q_len, "reference::attention: causal needs kv_len >= q_len");
   const double scale = s.scale > 0 ? s.scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-  return {s.batch, s.q_len, s.kv_len, s.q_heads, s.kv_heads, s.head_dim, s.q_heads / s.kv_heads,
-          s.kv_len - s.q_len, scale};
+  return {s.batch, s.q_len, s.kv_len, s.q_heads, s.kv_heads, s.head_dim, s.q_heads / s.kv_heads, s.kv_len - s.q_len,
+          scale};
 }
 // Row i of P for (b, h), FP64; returns lse.
 double prob_row(const Geo& G, bool causal, std::span<const float> q, std::span<const float> k, std::int64_t b,
@@ -168,7 +168,8 @@ double prob_row(const Geo& G, bool causal, std::span<const float> q, std::span<c
   }
   double sum = 0;
   for (std::int64_t j = 0; j < G.Skv; ++j) sum += std::exp(p[static_cast<std::size_t>(j)] - m);
-  for (std::int64_t j = 0; j < G.Skv; ++j) p[static_cast<std::size_t>(j)] = std::exp(p[static_cast<std::size_t>(j)] - m) / sum;
+  for (std::int64_t j = 0; j < G.Skv; ++j)
+    p[static_cast<std::size_t>(j)] = std::exp(p[static_cast<std::size_t>(j)] - m) / sum;
   return m + std::log(sum);
 }
 }  // namespace
@@ -184,12 +185,12 @@ void attention_forward(const AttentionShape& s, std::span<const float> q, std::s
     for (std::int64_t h = 0; h < G.Hq; ++h)
       for (std::int64_t i = 0; i < G.Sq; ++i) {
         lse[static_cast<std::size_t>((b * G.Hq + h) * G.Sq + i)] = prob_row(G, s.causal, q, k, b, h, i, p);
-        if (!probs.empty())
-          std::copy(p.begin(), p.end(), probs.begin() + ((b * G.Hq + h) * G.Sq + i) * G.Skv);
+        if (!probs.empty()) std::copy(p.begin(), p.end(), probs.begin() + ((b * G.Hq + h) * G.Sq + i) * G.Skv);
         for (std::int64_t c = 0; c < G.D; ++c) {
           double acc = 0;
           for (std::int64_t j = 0; j < G.Skv; ++j)
-            acc += p[static_cast<std::size_t>(j)] * static_cast<double>(v[static_cast<std::size_t>(G.ki(b, j, h / G.g) + c)]);
+            acc += p[static_cast<std::size_t>(j)] *
+                   static_cast<double>(v[static_cast<std::size_t>(G.ki(b, j, h / G.g) + c)]);
           o[static_cast<std::size_t>(G.qi(b, i, h) + c)] = acc;
         }
       }
@@ -225,7 +226,8 @@ void attention_backward(const AttentionShape& s, std::span<const float> q, std::
           if (pj == 0) continue;
           const double ds = pj * (dp[static_cast<std::size_t>(j)] - delta);
           for (std::int64_t c = 0; c < G.D; ++c) {
-            const std::size_t qa = static_cast<std::size_t>(G.qi(b, i, h) + c), ka = static_cast<std::size_t>(G.ki(b, j, hk) + c);
+            const std::size_t qa = static_cast<std::size_t>(G.qi(b, i, h) + c),
+                              ka = static_cast<std::size_t>(G.ki(b, j, hk) + c);
             dq[qa] += G.scale * ds * static_cast<double>(k[ka]);
             dk[ka] += G.scale * ds * static_cast<double>(q[qa]);
             dv[ka] += pj * static_cast<double>(d_o[qa]);

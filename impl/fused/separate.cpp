@@ -43,7 +43,8 @@ CrossEntropyResult cross_entropy(const CrossEntropyShape& s, std::span<const flo
   if (s.rows == 0) return res;
   const std::int64_t V = s.vocab;
   FloatBuffer probs(allocator_of(o), static_cast<std::size_t>(s.rows * V));
-  rows_parallel(s.rows, o, [&](std::int64_t r0, std::int64_t r1) { t.softmax_rows(logits.data(), probs.data(), V, r0, r1); });
+  rows_parallel(s.rows, o,
+                [&](std::int64_t r0, std::int64_t r1) { t.softmax_rows(logits.data(), probs.data(), V, r0, r1); });
   for (std::int64_t r = 0; r < s.rows; ++r) {  // loss pass
     const std::int64_t y = labels[static_cast<std::size_t>(r)];
     if (y == s.ignore_index) {
@@ -70,7 +71,7 @@ RmsNormSaved rmsnorm_forward(const RmsNormShape& s, std::span<const float> x, st
   RmsNormSaved saved{FloatBuffer(alloc, static_cast<std::size_t>(s.rows * s.hidden)),
                      FloatBuffer(alloc, static_cast<std::size_t>(s.rows))};
   RmsArgs a{x.data(), weight.data(), y.data(), saved.inv_rms.data(), saved.normed.data(), nullptr, nullptr,
-            s.hidden, s.eps, 0};
+            s.hidden, s.eps,         0};
   rows_parallel(s.rows, o, [&](std::int64_t r0, std::int64_t r1) { t.rms_fwd_rows(a, r0, r1); });
   return saved;
 }
@@ -83,8 +84,8 @@ void rmsnorm_backward(const RmsNormShape& s, const RmsNormSaved& saved, std::spa
   require_len("dy", dy.size(), s.rows * s.hidden);
   require_len("d_weight", d_weight.size(), s.hidden);
   const KernelTable& t = table_for(o, "separate::rmsnorm_backward");
-  RmsArgs a{nullptr, weight.data(), nullptr, saved.inv_rms.data(), saved.normed.data(), dy.data(), d_input.data(),
-            s.hidden, s.eps, 0};
+  RmsArgs a{nullptr,  weight.data(), nullptr, saved.inv_rms.data(), saved.normed.data(), dy.data(), d_input.data(),
+            s.hidden, s.eps,         0};
   rmsnorm_backward_rows(t, s, a, true, d_weight, o);
 }
 
@@ -102,11 +103,13 @@ SwigluGrads swiglu_backward(const SwigluShape& s, std::span<const float> dh, std
   });
   rows_parallel(s.rows, o, [&](std::int64_t r0, std::int64_t r1) {
     const std::int64_t b = r0 * W;
-    t.swiglu_sep(dh.data() + b, gate.data() + b, up.data() + b, sigma.data() + b, nullptr, g.d_up.data() + b, (r1 - r0) * W);
+    t.swiglu_sep(dh.data() + b, gate.data() + b, up.data() + b, sigma.data() + b, nullptr, g.d_up.data() + b,
+                 (r1 - r0) * W);
   });
   rows_parallel(s.rows, o, [&](std::int64_t r0, std::int64_t r1) {
     const std::int64_t b = r0 * W;
-    t.swiglu_sep(dh.data() + b, gate.data() + b, up.data() + b, sigma.data() + b, g.d_gate.data() + b, nullptr, (r1 - r0) * W);
+    t.swiglu_sep(dh.data() + b, gate.data() + b, up.data() + b, sigma.data() + b, g.d_gate.data() + b, nullptr,
+                 (r1 - r0) * W);
   });
   return g;
 }
@@ -134,7 +137,8 @@ RunInfo rope_per_head(const RopeShape& s, const RopeTable& t, std::span<float> q
           if (own_angles) {
             float* cc = angle_rows.data() + 2 * half * w;
             for (std::int64_t j = 0; j < half; ++j) {
-              const float ang = static_cast<float>(pos) * std::pow(10000.0f, -2.0f * static_cast<float>(j) / static_cast<float>(D));
+              const float ang =
+                  static_cast<float>(pos) * std::pow(10000.0f, -2.0f * static_cast<float>(j) / static_cast<float>(D));
               cc[j] = std::cos(ang);
               cc[half + j] = std::sin(ang);
             }

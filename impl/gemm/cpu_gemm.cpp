@@ -244,7 +244,8 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
                        std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {
   const std::int64_t mr = ks.mr, nr = ks.nr;
   const std::int64_t mc = std::min<std::int64_t>(bl.mc, (pr.m + mr - 1) / mr * mr);
-  const bool direct = ks.direct != nullptr && pr.a.cs == 1 && pr.n * static_cast<std::int64_t>(sizeof(T)) <= kDirectMaxRowBytes;
+  const bool direct =
+      ks.direct != nullptr && pr.a.cs == 1 && pr.n * static_cast<std::int64_t>(sizeof(T)) <= kDirectMaxRowBytes;
   T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * bl.kc));
   const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
   const std::int64_t ms = ks.mr_short;
@@ -451,10 +452,11 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
   const bool row = s.layout == Layout::RowMajor;
   const View<T> va = (s.op_a == Op::NoTrans) == row ? View<T>{a.data(), s.lda, 1} : View<T>{a.data(), 1, s.lda};
   const View<T> vb = (s.op_b == Op::NoTrans) == row ? View<T>{b.data(), s.ldb, 1} : View<T>{b.data(), 1, s.ldb};
-  Problem<T> pr = row ? Problem<T>{s.m, s.n, s.k, alpha, beta, va, vb, c.data(), s.ldc}
-                      // C^T = op(B)^T op(A)^T: transposed views swap their strides.
-                      : Problem<T>{s.n, s.m, s.k, alpha, beta, View<T>{vb.p, vb.cs, vb.rs},
-                                   View<T>{va.p, va.cs, va.rs}, c.data(), s.ldc};
+  Problem<T> pr =
+      row ? Problem<T>{s.m, s.n, s.k, alpha, beta, va, vb, c.data(), s.ldc}
+          // C^T = op(B)^T op(A)^T: transposed views swap their strides.
+          : Problem<T>{s.n,      s.m,  s.k, alpha, beta, View<T>{vb.p, vb.cs, vb.rs}, View<T>{va.p, va.cs, va.rs},
+                       c.data(), s.ldc};
   if (pr.k == 0 || alpha == T(0)) {
     scale_c(pr);
     return;

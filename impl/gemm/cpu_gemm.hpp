@@ -39,9 +39,9 @@ struct CpuGemmOptions {
 enum class BSharing { Auto, Shared, PerWorker };
 void set_b_sharing(BSharing);
 
-void gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b,
-          float beta, std::span<float> c, const CpuGemmOptions& = {});
-void gemm(const GemmShape&, double alpha, std::span<const double> a, std::span<const double> b,
-          double beta, std::span<double> c, const CpuGemmOptions& = {});
+void gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+          std::span<float> c, const CpuGemmOptions& = {});
+void gemm(const GemmShape&, double alpha, std::span<const double> a, std::span<const double> b, double beta,
+          std::span<double> c, const CpuGemmOptions& = {});
 
 }  // namespace popper::gemm::cpu

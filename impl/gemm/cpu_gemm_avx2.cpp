@@ -24,7 +24,9 @@ struct VecF32 {
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
   static reg set1(float x) { return _mm256_set1_ps(x); }
-  static mask tail(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+  static mask tail(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
   static reg maskload(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
   static void maskstore(float* p, mask m, reg v) { _mm256_maskstore_ps(p, m, v); }
 };
@@ -51,12 +53,22 @@ struct VecF64 {
 }  // namespace
 
 KernelSpec<float> avx2_f32() {
-  return {6, 16, &micro_kernel_packed<float, VecF32, 6, 2>, &micro_kernel_direct<float, VecF32, 6, 2>,
-          4, &micro_kernel_direct<float, VecF32, 4, 2>, "avx2"};
+  return {6,
+          16,
+          &micro_kernel_packed<float, VecF32, 6, 2>,
+          &micro_kernel_direct<float, VecF32, 6, 2>,
+          4,
+          &micro_kernel_direct<float, VecF32, 4, 2>,
+          "avx2"};
 }
 KernelSpec<double> avx2_f64() {
-  return {6, 8, &micro_kernel_packed<double, VecF64, 6, 2>, &micro_kernel_direct<double, VecF64, 6, 2>,
-          4, &micro_kernel_direct<double, VecF64, 4, 2>, "avx2"};
+  return {6,
+          8,
+          &micro_kernel_packed<double, VecF64, 6, 2>,
+          &micro_kernel_direct<double, VecF64, 6, 2>,
+          4,
+          &micro_kernel_direct<double, VecF64, 4, 2>,
+          "avx2"};
 }
 
 }  // namespace popper::gemm::cpu::detail

@@ -54,12 +54,22 @@ struct VecF64 {
 }  // namespace
 
 KernelSpec<float> avx512_f32() {
-  return {12, 32, &micro_kernel_packed<float, VecF32, 12, 2>, &micro_kernel_direct<float, VecF32, 12, 2>,
-          8,  &micro_kernel_direct<float, VecF32, 8, 2>,      "avx512"};
+  return {12,
+          32,
+          &micro_kernel_packed<float, VecF32, 12, 2>,
+          &micro_kernel_direct<float, VecF32, 12, 2>,
+          8,
+          &micro_kernel_direct<float, VecF32, 8, 2>,
+          "avx512"};
 }
 KernelSpec<double> avx512_f64() {
-  return {12, 16, &micro_kernel_packed<double, VecF64, 12, 2>, &micro_kernel_direct<double, VecF64, 12, 2>,
-          8,  &micro_kernel_direct<double, VecF64, 8, 2>,      "avx512"};
+  return {12,
+          16,
+          &micro_kernel_packed<double, VecF64, 12, 2>,
+          &micro_kernel_direct<double, VecF64, 12, 2>,
+          8,
+          &micro_kernel_direct<double, VecF64, 8, 2>,
+          "avx512"};
 }
 
 }  // namespace popper::gemm::cpu::detail

@@ -42,7 +42,8 @@ void set_blocking_caches(std::optional<CacheSizes> caches) {
 
 Blocking blocking_for(int mr, int nr, std::size_t elem, const CacheSizes& c, std::int64_t k) {
   const auto e = static_cast<std::int64_t>(elem);
-  const std::int64_t kc_max = std::clamp<std::int64_t>(static_cast<std::int64_t>(c.l2) / 8 / (nr * e) / 16 * 16, 128, 1024);
+  const std::int64_t kc_max =
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(c.l2) / 8 / (nr * e) / 16 * 16, 128, 1024);
   k = std::max<std::int64_t>(k, 1);
   const std::int64_t blocks = (k + kc_max - 1) / kc_max;
   const std::int64_t kc = std::min(k, ((k + blocks - 1) / blocks + 15) / 16 * 16);

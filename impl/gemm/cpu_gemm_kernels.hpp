@@ -32,12 +32,12 @@ using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, cons
 
 template <class T>
 struct KernelSpec {
-  int mr, nr;                // register tile
-  MicroKernel<T> packed;     // A packed (always valid)
-  MicroKernel<T> direct;     // A direct (nullptr: this ISA always packs A)
-  int mr_short;              // a shorter direct tile (same NR), so that a block's rows
+  int mr, nr;                   // register tile
+  MicroKernel<T> packed;        // A packed (always valid)
+  MicroKernel<T> direct;        // A direct (nullptr: this ISA always packs A)
+  int mr_short;                 // a shorter direct tile (same NR), so that a block's rows
   MicroKernel<T> direct_short;  // split into full tiles more often (nullptr: none)
-  const char* isa;           // "scalar" | "avx2" | "avx512"
+  const char* isa;              // "scalar" | "avx2" | "avx512"
 };
 
 // Mutation points of the ISA kernels (popper/mutant.hpp), defined in

@@ -82,8 +82,8 @@ void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, con
 // A direct: A(i, p) = a[i*lda + p] for the MR full rows. Rows are addressed
 // from two bases with byte strides, so every broadcast is one addressing mode.
 template <class T, class Vec, int MR, int NV>
-void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, T* c, std::int64_t ldc,
-                         T alpha, T beta, int nrows, int ncols) {
+void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, T* c, std::int64_t ldc, T alpha,
+                         T beta, int nrows, int ncols) {
   constexpr int NR = NV * Vec::width;
   static_assert(MR % 2 == 0 && MR <= 16, "two bases of MR/2 rows");
   constexpr int H = MR / 2;

@@ -94,11 +94,11 @@ struct ColMajorCall {
 ColMajorCall to_col_major(const GemmShape& s) {
   const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
   if (s.layout == Layout::ColMajor) {
-    return {op_of(s.op_a), op_of(s.op_b), m, n, k, static_cast<int>(s.lda), static_cast<int>(s.ldb),
-            static_cast<int>(s.ldc), false};
+    return {op_of(s.op_a),           op_of(s.op_b),           m,    n, k, static_cast<int>(s.lda),
+            static_cast<int>(s.ldb), static_cast<int>(s.ldc), false};
   }
-  return {op_of(s.op_b), op_of(s.op_a), n, m, k, static_cast<int>(s.ldb), static_cast<int>(s.lda),
-          static_cast<int>(s.ldc), true};
+  return {op_of(s.op_b),           op_of(s.op_a),           n,   m, k, static_cast<int>(s.ldb),
+          static_cast<int>(s.lda), static_cast<int>(s.ldc), true};
 }
 
 // Device copy of a host span (RAII), used by the host-span entry points.
@@ -167,8 +167,8 @@ half_bits float_to_half(float f) {
     return static_cast<half_bits>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
   }
   if (absx >= 0x477ff000u) return static_cast<half_bits>(sign | 0x7c00u);  // rounds to >= 65520: Inf
-  if (absx < 0x38800000u) {                                               // result is subnormal or zero
-    if (absx < 0x33000000u) return static_cast<half_bits>(sign);         // < 2^-25: rounds to 0
+  if (absx < 0x38800000u) {                                                // result is subnormal or zero
+    if (absx < 0x33000000u) return static_cast<half_bits>(sign);           // < 2^-25: rounds to 0
     const std::uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
     const int shift = 126 - static_cast<int>(absx >> 23);  // 14 + (113 - exp)
     const std::uint32_t q = mant >> shift;
@@ -257,8 +257,7 @@ void DeviceMemory::upload(const void* host, std::size_t bytes, StreamHandle stre
   if (stream != nullptr)
     check_cuda(cudaMemcpyAsync(ptr_, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
                "cudaMemcpyAsync H2D");
-  else
-    check_cuda(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  else check_cuda(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 #else
   (void)host;
   (void)stream;
@@ -375,12 +374,13 @@ void CublasContext::bind_stream() {
 
 void CublasContext::synchronize() const {
 #if POPPER_HAVE_CUDA
-  if (handle_ != nullptr) check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
+  if (handle_ != nullptr)
+    check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
 #endif
 }
 
-void CublasContext::gemm_ex_device(const GemmShape& s0, float alpha, const void* a, const void* b, int type,
-                                   float beta, float* c, const char* what) {
+void CublasContext::gemm_ex_device(const GemmShape& s0, float alpha, const void* a, const void* b, int type, float beta,
+                                   float* c, const char* what) {
   if (!on_device()) no_device(what);
 #if POPPER_HAVE_CUDA
   const GemmShape s = with_tight_ld(s0);
@@ -390,8 +390,8 @@ void CublasContext::gemm_ex_device(const GemmShape& s0, float alpha, const void*
   const bool f16_compute = POPPER_MUTANT("cublas-f16-compute") && in == CUDA_R_16F;
   bind_stream();
   check_cublas(cublas_api().gemm_ex(static_cast<cublasHandle_t>(handle_), cm.ta, cm.tb, cm.m, cm.n, cm.k, &alpha,
-                            cm.swap ? b : a, in, cm.lda, cm.swap ? a : b, in, cm.ldb, &beta, c, CUDA_R_32F, cm.ldc,
-                            f16_compute ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                    cm.swap ? b : a, in, cm.lda, cm.swap ? a : b, in, cm.ldb, &beta, c, CUDA_R_32F,
+                                    cm.ldc, f16_compute ? CUBLAS_COMPUTE_16F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                what);
   ++gemm_calls_;
 #else
@@ -519,8 +519,11 @@ void hand_device(const char* what, HandKernel kernel, const GemmShape& s0, float
   if (stream == nullptr) throw InvalidArgument(std::string(what) + ": pass an explicit stream, not the default stream");
 #if POPPER_HAVE_CUDA
   const detail::StridedOperands o = strided(with_tight_ld(s0), alpha, a.data, b.data, beta, c.data, sizeof(T));
-  const int launched = kernel == HandKernel::F32 ? detail::launch_hand_gemm_f32(o, stream)
-                       : detail::launch_hand_gemm_tc(kernel == HandKernel::Bf16 ? detail::HalfType::Bf16 : detail::HalfType::F16, o, stream);
+  const int launched =
+      kernel == HandKernel::F32
+          ? detail::launch_hand_gemm_f32(o, stream)
+          : detail::launch_hand_gemm_tc(kernel == HandKernel::Bf16 ? detail::HalfType::Bf16 : detail::HalfType::F16, o,
+                                        stream);
   check_cuda(static_cast<cudaError_t>(launched), what);
 #else
   (void)kernel, (void)alpha, (void)beta;
@@ -554,8 +557,8 @@ Backend hand_host(const char* what, const GemmShape& s, float alpha, std::span<c
   } guard{st};
   Staged<T> da(a, st), db(b, st);
   Staged<float> dc(std::span<const float>(c.data(), c.size()), st);
-  device(s, alpha, DeviceSpan<const T>{da.buf.cspan().data, a.size()}, DeviceSpan<const T>{db.buf.cspan().data, b.size()},
-         beta, DeviceSpan<float>{dc.buf.span().data, c.size()}, st);
+  device(s, alpha, DeviceSpan<const T>{da.buf.cspan().data, a.size()},
+         DeviceSpan<const T>{db.buf.cspan().data, b.size()}, beta, DeviceSpan<float>{dc.buf.span().data, c.size()}, st);
   if (!c.empty()) dc.buf.download(c, st);
 #else
   (void)device;
@@ -571,8 +574,8 @@ void hand_gemm_f32_device(const GemmShape& s, float alpha, DeviceSpan<const floa
                           float beta, DeviceSpan<float> c, StreamHandle stream) {
   hand_device("hand_gemm_f32_device", HandKernel::F32, s, alpha, a, b, beta, c, stream);
 }
-void hand_gemm_f16_device(const GemmShape& s, float alpha, DeviceSpan<const half_bits> a,
-                          DeviceSpan<const half_bits> b, float beta, DeviceSpan<float> c, StreamHandle stream) {
+void hand_gemm_f16_device(const GemmShape& s, float alpha, DeviceSpan<const half_bits> a, DeviceSpan<const half_bits> b,
+                          float beta, DeviceSpan<float> c, StreamHandle stream) {
   hand_device("hand_gemm_f16_device", HandKernel::F16, s, alpha, a, b, beta, c, stream);
 }
 void hand_gemm_bf16_device(const GemmShape& s, float alpha, DeviceSpan<const bf16_bits> a,
@@ -580,8 +583,8 @@ void hand_gemm_bf16_device(const GemmShape& s, float alpha, DeviceSpan<const bf1
   hand_device("hand_gemm_bf16_device", HandKernel::Bf16, s, alpha, a, b, beta, c, stream);
 }
 
-Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b,
-                      float beta, std::span<float> c) {
+Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+                      std::span<float> c) {
   return hand_host("hand_gemm_f32", s, alpha, a, b, beta, c, hand_gemm_f32_device, identity);
 }
 Backend hand_gemm_f16(const GemmShape& s, float alpha, std::span<const half_bits> a, std::span<const half_bits> b,

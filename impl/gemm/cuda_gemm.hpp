@@ -76,23 +76,22 @@ class CublasContext {
   std::uint64_t gemm_calls() const;        // GEMMs issued to cuBLAS so far
   static std::uint64_t handles_created();  // process-wide cublasCreate count
 
-  Backend gemm_f32(const GemmShape&, float alpha, std::span<const float> a,
-                   std::span<const float> b, float beta, std::span<float> c);
+  Backend gemm_f32(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+                   std::span<float> c);
   // FP16 inputs, FP32 accumulation and FP32 output (cublasGemmEx, CUDA_R_16F in).
-  Backend gemm_f16(const GemmShape&, float alpha, std::span<const half_bits> a,
-                   std::span<const half_bits> b, float beta, std::span<float> c);
-  Backend gemm_f32_strided_batched(const GemmShape&, const BatchStrides&, float alpha,
-                                   std::span<const float> a, std::span<const float> b, float beta,
-                                   std::span<float> c);
+  Backend gemm_f16(const GemmShape&, float alpha, std::span<const half_bits> a, std::span<const half_bits> b,
+                   float beta, std::span<float> c);
+  Backend gemm_f32_strided_batched(const GemmShape&, const BatchStrides&, float alpha, std::span<const float> a,
+                                   std::span<const float> b, float beta, std::span<float> c);
 
   // Device-resident operands (no copies); throws Unsupported without a device.
-  void gemm_f32_device(const GemmShape&, float alpha, DeviceSpan<const float> a,
-                       DeviceSpan<const float> b, float beta, DeviceSpan<float> c);
+  void gemm_f32_device(const GemmShape&, float alpha, DeviceSpan<const float> a, DeviceSpan<const float> b, float beta,
+                       DeviceSpan<float> c);
   // FP16 / BF16 inputs, FP32 accumulation and output (cublasGemmEx, compute 32F).
-  void gemm_f16_device(const GemmShape&, float alpha, DeviceSpan<const half_bits> a,
-                       DeviceSpan<const half_bits> b, float beta, DeviceSpan<float> c);
-  void gemm_bf16_device(const GemmShape&, float alpha, DeviceSpan<const bf16_bits> a,
-                        DeviceSpan<const bf16_bits> b, float beta, DeviceSpan<float> c);
+  void gemm_f16_device(const GemmShape&, float alpha, DeviceSpan<const half_bits> a, DeviceSpan<const half_bits> b,
+                       float beta, DeviceSpan<float> c);
+  void gemm_bf16_device(const GemmShape&, float alpha, DeviceSpan<const bf16_bits> a, DeviceSpan<const bf16_bits> b,
+                        float beta, DeviceSpan<float> c);
   void synchronize() const;
 
  private:
@@ -117,24 +116,21 @@ class CublasContext {
 // not read). The host-span entries decline to cpu::gemm (16-bit inputs
 // widened to FP32 exactly) without a device. m, n, k below 2^31 and m at most
 // 65535 * 128, else InvalidArgument.
-Backend hand_gemm_f32(const GemmShape&, float alpha, std::span<const float> a,
-                      std::span<const float> b, float beta, std::span<float> c);
-Backend hand_gemm_f16(const GemmShape&, float alpha, std::span<const half_bits> a,
-                      std::span<const half_bits> b, float beta, std::span<float> c);
-Backend hand_gemm_bf16(const GemmShape&, float alpha, std::span<const bf16_bits> a,
-                       std::span<const bf16_bits> b, float beta, std::span<float> c);
+Backend hand_gemm_f32(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+                      std::span<float> c);
+Backend hand_gemm_f16(const GemmShape&, float alpha, std::span<const half_bits> a, std::span<const half_bits> b,
+                      float beta, std::span<float> c);
+Backend hand_gemm_bf16(const GemmShape&, float alpha, std::span<const bf16_bits> a, std::span<const bf16_bits> b,
+                       float beta, std::span<float> c);
 // The same kernels on device-resident operands, launched on `stream` (must
 // be a stream the caller created; never the legacy default stream). Throw
 // Unsupported without a device.
-void hand_gemm_f32_device(const GemmShape&, float alpha, DeviceSpan<const float> a,
-                          DeviceSpan<const float> b, float beta, DeviceSpan<float> c,
-                          StreamHandle stream);
-void hand_gemm_f16_device(const GemmShape&, float alpha, DeviceSpan<const half_bits> a,
-                          DeviceSpan<const half_bits> b, float beta, DeviceSpan<float> c,
-                          StreamHandle stream);
-void hand_gemm_bf16_device(const GemmShape&, float alpha, DeviceSpan<const bf16_bits> a,
-                           DeviceSpan<const bf16_bits> b, float beta, DeviceSpan<float> c,
-                           StreamHandle stream);
+void hand_gemm_f32_device(const GemmShape&, float alpha, DeviceSpan<const float> a, DeviceSpan<const float> b,
+                          float beta, DeviceSpan<float> c, StreamHandle stream);
+void hand_gemm_f16_device(const GemmShape&, float alpha, DeviceSpan<const half_bits> a, DeviceSpan<const half_bits> b,
+                          float beta, DeviceSpan<float> c, StreamHandle stream);
+void hand_gemm_bf16_device(const GemmShape&, float alpha, DeviceSpan<const bf16_bits> a, DeviceSpan<const bf16_bits> b,
+                           float beta, DeviceSpan<float> c, StreamHandle stream);
 
 // RAII device allocation of `count` elements of T (cudaMalloc / cudaFree).
 // Throws Unsupported when no device is usable.
@@ -162,7 +158,9 @@ template <class T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t count) : mem_(count * sizeof(T)), count_(count) {}
-  void upload(std::span<const T> host, StreamHandle stream = nullptr) { mem_.upload(host.data(), host.size_bytes(), stream); }
+  void upload(std::span<const T> host, StreamHandle stream = nullptr) {
+    mem_.upload(host.data(), host.size_bytes(), stream);
+  }
   void download(std::span<T> host, StreamHandle stream = nullptr) const {
     mem_.download(host.data(), host.size_bytes(), stream);
   }

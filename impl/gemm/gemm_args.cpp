@@ -31,8 +31,8 @@ std::int64_t tight_ld(Layout layout, Stored st) {
 void check_ld(const char* name, Layout layout, Stored st, std::int64_t ld) {
   const std::int64_t need = tight_ld(layout, st);
   if (ld < need) {
-    throw InvalidArgument(std::string("gemm: ld") + name + " = " + std::to_string(ld) +
-                          " is below the minimum " + std::to_string(need));
+    throw InvalidArgument(std::string("gemm: ld") + name + " = " + std::to_string(ld) + " is below the minimum " +
+                          std::to_string(need));
   }
 }
 
@@ -64,8 +64,8 @@ std::size_t required_elements(Layout layout, std::int64_t rows, std::int64_t col
 void check_gemm_args(const GemmShape& s0, std::size_t a_len, std::size_t b_len, std::size_t c_len) {
   if (POPPER_MUTANT("gemm-args-unchecked")) return;
   if (s0.m < 0 || s0.n < 0 || s0.k < 0) {
-    throw InvalidArgument("gemm: negative dimension (m=" + std::to_string(s0.m) + ", n=" +
-                          std::to_string(s0.n) + ", k=" + std::to_string(s0.k) + ")");
+    throw InvalidArgument("gemm: negative dimension (m=" + std::to_string(s0.m) + ", n=" + std::to_string(s0.n) +
+                          ", k=" + std::to_string(s0.k) + ")");
   }
   if (s0.lda < 0 || s0.ldb < 0 || s0.ldc < 0) throw InvalidArgument("gemm: negative leading dimension");
   const GemmShape s = with_tight_ld(s0);
@@ -75,8 +75,7 @@ void check_gemm_args(const GemmShape& s0, std::size_t a_len, std::size_t b_len, 
   check_ld("c", s.layout, c, s.ldc);
   // BLAS interfaces take 32-bit ints; refuse what they cannot express.
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-  if (s.m > int_max || s.n > int_max || s.k > int_max || s.lda > int_max || s.ldb > int_max ||
-      s.ldc > int_max) {
+  if (s.m > int_max || s.n > int_max || s.k > int_max || s.lda > int_max || s.ldb > int_max || s.ldc > int_max) {
     throw InvalidArgument("gemm: dimension or leading dimension exceeds INT_MAX");
   }
   // When m or n is zero nothing is read; when k is zero A and B are not read.

@@ -25,7 +25,6 @@ std::string lower(std::string s) {
 CBLAS_ORDER order_of(Layout l) { return l == Layout::RowMajor ? CblasRowMajor : CblasColMajor; }
 CBLAS_TRANSPOSE trans_of(Op o) { return o == Op::NoTrans ? CblasNoTrans : CblasTrans; }
 
-
 }  // namespace
 
 // What the CPU executes, not popper's ISA cap (POPPER_ISA_MAX caps popper's
@@ -60,8 +59,8 @@ BlasHandle::BlasHandle(BlasOptions opts) : threads_(opts.threads), previous_thre
     const std::string loaded = core_name();
     if (lower(loaded) != lower(opts.core_type)) {
       throw Unsupported("BlasHandle: OpenBLAS loaded core '" + loaded + "', not '" + opts.core_type +
-                        "'; the core type is chosen when the library loads: set OPENBLAS_CORETYPE=" +
-                        opts.core_type + " before the process starts");
+                        "'; the core type is chosen when the library loads: set OPENBLAS_CORETYPE=" + opts.core_type +
+                        " before the process starts");
     }
   }
   openblas_set_num_threads(threads_);
@@ -79,8 +78,8 @@ std::string BlasHandle::core_name() const {
 
 int BlasHandle::threads() const { return threads_; }
 
-void BlasHandle::gemm(const GemmShape& s0, float alpha, std::span<const float> a, std::span<const float> b,
-                      float beta, std::span<float> c) const {
+void BlasHandle::gemm(const GemmShape& s0, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+                      std::span<float> c) const {
   check_gemm_args(s0, a.size(), b.size(), c.size());
   const GemmShape s = with_tight_ld(s0);
   if (s.m == 0 || s.n == 0) return;

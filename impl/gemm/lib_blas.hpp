@@ -34,10 +34,10 @@ class BlasHandle {
   std::string core_name() const;  // openblas_get_corename()
   int threads() const;
 
-  void gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b,
-            float beta, std::span<float> c) const;
-  void gemm(const GemmShape&, double alpha, std::span<const double> a, std::span<const double> b,
-            double beta, std::span<double> c) const;
+  void gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+            std::span<float> c) const;
+  void gemm(const GemmShape&, double alpha, std::span<const double> a, std::span<const double> b, double beta,
+            std::span<double> c) const;
 
  private:
   int threads_;

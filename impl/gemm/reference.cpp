@@ -25,8 +25,7 @@ inline std::size_t at(Layout layout, std::int64_t r, std::int64_t c, std::int64_
 }  // namespace
 
 template <class T>
-void gemm(const GemmShape& s0, T alpha, std::span<const T> a, std::span<const T> b, T beta,
-          std::span<T> c) {
+void gemm(const GemmShape& s0, T alpha, std::span<const T> a, std::span<const T> b, T beta, std::span<T> c) {
   check_gemm_args(s0, a.size(), b.size(), c.size());
   const GemmShape s = with_tight_ld(s0);
   using W = typename Wide<T>::type;
@@ -48,7 +47,7 @@ void gemm(const GemmShape& s0, T alpha, std::span<const T> a, std::span<const T>
 
 template void gemm<float>(const GemmShape&, float, std::span<const float>, std::span<const float>, float,
                           std::span<float>);
-template void gemm<double>(const GemmShape&, double, std::span<const double>, std::span<const double>,
-                           double, std::span<double>);
+template void gemm<double>(const GemmShape&, double, std::span<const double>, std::span<const double>, double,
+                           std::span<double>);
 
 }  // namespace popper::gemm::reference

@@ -14,12 +14,11 @@
 namespace popper::gemm::reference {
 
 template <class T>
-void gemm(const GemmShape& s, T alpha, std::span<const T> a, std::span<const T> b, T beta,
-          std::span<T> c);
+void gemm(const GemmShape& s, T alpha, std::span<const T> a, std::span<const T> b, T beta, std::span<T> c);
 
-extern template void gemm<float>(const GemmShape&, float, std::span<const float>,
-                                 std::span<const float>, float, std::span<float>);
-extern template void gemm<double>(const GemmShape&, double, std::span<const double>,
-                                  std::span<const double>, double, std::span<double>);
+extern template void gemm<float>(const GemmShape&, float, std::span<const float>, std::span<const float>, float,
+                                 std::span<float>);
+extern template void gemm<double>(const GemmShape&, double, std::span<const double>, std::span<const double>, double,
+                                  std::span<double>);
 
 }  // namespace popper::gemm::reference

@@ -30,8 +30,19 @@
 namespace popper::gguf {
 
 enum class ValueType : std::uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7,
-  String = 8, Array = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 const char* to_string(ValueType t);
 
@@ -41,7 +52,7 @@ struct Value {
   ValueType type = ValueType::U32;
   ValueType elem = ValueType::U8;  // element type when type == Array
   std::variant<std::uint64_t, std::int64_t, double, std::string> scalar;
-  std::vector<Value> items;        // type == Array
+  std::vector<Value> items;  // type == Array
 
   static Value u8(std::uint8_t v), i8(std::int8_t v), u16(std::uint16_t v), i16(std::int16_t v);
   static Value u32(std::uint32_t v), i32(std::int32_t v), u64(std::uint64_t v), i64(std::int64_t v);
@@ -61,9 +72,26 @@ struct Value {
 
 // ggml tensor types popper knows the storage size of (ids as in ggml.h).
 enum class TensorType : std::uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
 };
 struct TypeTraits {
   const char* name;

@@ -37,8 +37,8 @@ class Cursor {
   }
   void need(std::uint64_t n, const char* item) const {
     if (n > remaining())
-      fail(std::string("truncated: ") + item + " needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) +
-           " remain");
+      fail(std::string("truncated: ") + item + " needs " + std::to_string(n) + " bytes, " +
+           std::to_string(remaining()) + " remain");
   }
   template <class T>
   T get(const char* item) {
@@ -65,10 +65,18 @@ class Cursor {
 // Smallest encoding of one value of type t (bounds array counts before allocating).
 std::uint64_t min_size(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::Bool: return 1;
-    case ValueType::U16: case ValueType::I16: return 2;
-    case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
-    case ValueType::U64: case ValueType::I64: case ValueType::F64: case ValueType::String: return 8;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::Bool: return 1;
+    case ValueType::U16:
+    case ValueType::I16: return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32: return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+    case ValueType::String: return 8;
     case ValueType::Array: return 12;
   }
   return 1;
@@ -126,7 +134,7 @@ File::~File() = default;
 File File::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error("gguf: cannot open " + path + ": " + std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const std::string why = std::strerror(errno);
     ::close(fd);
@@ -156,7 +164,8 @@ File File::parse(std::span<const std::byte> bytes, const std::string& what) {
   if (std::memcmp(bytes.data(), "GGUF", 4) != 0) c.fail("not a GGUF file (magic is not 'GGUF')");
   (void)c.get<std::uint32_t>("magic");
   f.version_ = c.get<std::uint32_t>("version");
-  if (f.version_ < 2 || f.version_ > 3) c.fail("GGUF version " + std::to_string(f.version_) + " is not supported (2 or 3)");
+  if (f.version_ < 2 || f.version_ > 3)
+    c.fail("GGUF version " + std::to_string(f.version_) + " is not supported (2 or 3)");
   const auto n_tensors = c.get<std::uint64_t>("tensor count");
   const auto n_kv = c.get<std::uint64_t>("metadata count");
   if (n_kv > c.remaining() / 13) c.fail(std::to_string(n_kv) + " metadata entries cannot fit in the file");
@@ -205,7 +214,8 @@ File File::parse(std::span<const std::byte> bytes, const std::string& what) {
   for (auto& t : f.tensors_) {
     if (t.offset > data_size || t.bytes > data_size - t.offset)
       throw Error("gguf: " + what + ": tensor '" + t.name + "' [" + std::to_string(t.offset) + ", +" +
-                  std::to_string(t.bytes) + ") lies outside the data section of " + std::to_string(data_size) + " bytes");
+                  std::to_string(t.bytes) + ") lies outside the data section of " + std::to_string(data_size) +
+                  " bytes");
     t.data = bytes.subspan(static_cast<std::size_t>(f.data_offset_ + t.offset), static_cast<std::size_t>(t.bytes));
   }
   return f;

@@ -105,7 +105,8 @@ std::uint64_t Value::as_u64() const {
 }
 std::int64_t Value::as_i64() const {
   if (const auto* p = std::get_if<std::int64_t>(&scalar)) return *p;
-  if (const auto* p = std::get_if<std::uint64_t>(&scalar); p && *p <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+  if (const auto* p = std::get_if<std::uint64_t>(&scalar);
+      p && *p <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
     return static_cast<std::int64_t>(*p);
   throw InvalidArgument(std::string("gguf: value of type ") + to_string(type) + " is not an integer in int64 range");
 }
@@ -126,11 +127,11 @@ const TypeTraits* traits(std::uint32_t t) {
     std::uint32_t id;
     TypeTraits tr;
   } table[] = {
-      {0, {"f32", 1, 4}},     {1, {"f16", 1, 2}},      {2, {"q4_0", 32, 18}},  {3, {"q4_1", 32, 20}},
-      {6, {"q5_0", 32, 22}},  {7, {"q5_1", 32, 24}},   {8, {"q8_0", 32, 34}},  {9, {"q8_1", 32, 36}},
-      {10, {"q2_K", 256, 84}}, {11, {"q3_K", 256, 110}}, {12, {"q4_K", 256, 144}}, {13, {"q5_K", 256, 176}},
-      {14, {"q6_K", 256, 210}}, {15, {"q8_K", 256, 292}}, {24, {"i8", 1, 1}},     {25, {"i16", 1, 2}},
-      {26, {"i32", 1, 4}},    {27, {"i64", 1, 8}},     {28, {"f64", 1, 8}},    {30, {"bf16", 1, 2}},
+      {0, {"f32", 1, 4}},       {1, {"f16", 1, 2}},       {2, {"q4_0", 32, 18}},    {3, {"q4_1", 32, 20}},
+      {6, {"q5_0", 32, 22}},    {7, {"q5_1", 32, 24}},    {8, {"q8_0", 32, 34}},    {9, {"q8_1", 32, 36}},
+      {10, {"q2_K", 256, 84}},  {11, {"q3_K", 256, 110}}, {12, {"q4_K", 256, 144}}, {13, {"q5_K", 256, 176}},
+      {14, {"q6_K", 256, 210}}, {15, {"q8_K", 256, 292}}, {24, {"i8", 1, 1}},       {25, {"i16", 1, 2}},
+      {26, {"i32", 1, 4}},      {27, {"i64", 1, 8}},      {28, {"f64", 1, 8}},      {30, {"bf16", 1, 2}},
   };
   for (const auto& e : table)
     if (e.id == t) return &e.tr;

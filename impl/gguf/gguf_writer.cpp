@@ -113,8 +113,8 @@ void Writer::add_tensor(const std::string& name, std::uint32_t ggml_type, std::v
     throw InvalidArgument("gguf tensor '" + name + "': " + e.what());
   }
   if (data.size() != need)
-    throw InvalidArgument("gguf tensor '" + name + "': " + std::to_string(data.size()) + " bytes of data, its type and shape need " +
-                          std::to_string(need));
+    throw InvalidArgument("gguf tensor '" + name + "': " + std::to_string(data.size()) +
+                          " bytes of data, its type and shape need " + std::to_string(need));
   tensors_.push_back({name, ggml_type, std::move(ne), data});
 }
 
@@ -135,7 +135,8 @@ void emit(const Sink& out, std::uint32_t align, const std::vector<std::pair<std:
   };
   static const char zeros[64] = {};
   auto pad_to = [&](std::uint64_t target) {
-    while (written < target) counted(zeros, static_cast<std::size_t>(std::min<std::uint64_t>(sizeof zeros, target - written)));
+    while (written < target)
+      counted(zeros, static_cast<std::size_t>(std::min<std::uint64_t>(sizeof zeros, target - written)));
   };
   counted("GGUF", 4);
   put<std::uint32_t>(counted, kVersion);
@@ -171,10 +172,12 @@ void emit(const Sink& out, std::uint32_t align, const std::vector<std::pair<std:
 
 std::vector<std::byte> Writer::bytes() const {
   std::vector<std::byte> buf;
-  emit([&](const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::byte*>(p);
-    buf.insert(buf.end(), b, b + n);
-  }, alignment(), kv_, tensors_);
+  emit(
+      [&](const void* p, std::size_t n) {
+        const auto* b = static_cast<const std::byte*>(p);
+        buf.insert(buf.end(), b, b + n);
+      },
+      alignment(), kv_, tensors_);
   return buf;
 }
 
@@ -184,9 +187,11 @@ void Writer::write(const std::string& path) const {
   if (!f) throw Error("gguf: cannot create " + tmp + ": " + std::strerror(errno));
   bool ok = true;
   try {
-    emit([&](const void* p, std::size_t n) {
-      if (ok && std::fwrite(p, 1, n, f) != n) ok = false;
-    }, alignment(), kv_, tensors_);
+    emit(
+        [&](const void* p, std::size_t n) {
+          if (ok && std::fwrite(p, 1, n, f) != n) ok = false;
+        },
+        alignment(), kv_, tensors_);
   } catch (...) {
     std::fclose(f);
     std::remove(tmp.c_str());

@@ -9,7 +9,7 @@ namespace popper::gguf::llama {
 inline constexpr const char* kArchitecture = "general.architecture";  // e.g. "qwen2", "llama"
 inline constexpr const char* kName = "general.name";
 inline constexpr const char* kAlignment = "general.alignment";
-inline constexpr const char* kFileType = "general.file_type";                   // llama_ftype (u32)
+inline constexpr const char* kFileType = "general.file_type";                        // llama_ftype (u32)
 inline constexpr const char* kQuantizationVersion = "general.quantization_version";  // u32, 2 for k-quants
 
 // LLAMA_FTYPE_MOSTLY_Q4_K_S / _M in llama.h.

@@ -64,7 +64,8 @@ void check_batch(const VarlenBatch& batch) {
 std::vector<std::int32_t> row_sequences(const VarlenBatch& batch) {
   std::vector<std::int32_t> seq(static_cast<std::size_t>(batch.rows()));
   for (int b = 0; b < batch.sequences(); ++b)
-    for (std::int32_t t = batch.cu_seqlens_q[b]; t < batch.cu_seqlens_q[b + 1]; ++t) seq[static_cast<std::size_t>(t)] = b;
+    for (std::int32_t t = batch.cu_seqlens_q[b]; t < batch.cu_seqlens_q[b + 1]; ++t)
+      seq[static_cast<std::size_t>(t)] = b;
   return seq;
 }
 
@@ -90,8 +91,8 @@ void check_span_pack(const VarlenBatch& batch, int groups, const SpanPack& pack)
         if (sp.begin < prev_end || sp.end < sp.begin || sp.end > n_k)
           throw InvalidArgument("nsa: row " + std::to_string(t) + " group " + std::to_string(g) + ": span [" +
                                 std::to_string(sp.begin) + ", " + std::to_string(sp.end) + ") is outside [" +
-                                std::to_string(prev_end) + ", n_k = " + std::to_string(n_k) + ") of " +
-                                seq_name(b) + " or out of order");
+                                std::to_string(prev_end) + ", n_k = " + std::to_string(n_k) + ") of " + seq_name(b) +
+                                " or out of order");
         prev_end = sp.end;
       }
     }
@@ -143,8 +144,10 @@ PackedBatch pack_sequences(const HeadLayout& layout, std::span<const SequenceInp
   out.k.reserve(mul(tk, layout.groups, layout.dim));
   out.v.reserve(mul(tk, layout.groups, layout.dim_v));
   for (const SequenceInput& s : sequences) {
-    out.q.insert(out.q.end(), s.q.begin(), s.q.begin() + static_cast<std::ptrdiff_t>(mul(s.n_q, layout.heads, layout.dim)));
-    out.k.insert(out.k.end(), s.k.begin(), s.k.begin() + static_cast<std::ptrdiff_t>(mul(s.n_k, layout.groups, layout.dim)));
+    out.q.insert(out.q.end(), s.q.begin(),
+                 s.q.begin() + static_cast<std::ptrdiff_t>(mul(s.n_q, layout.heads, layout.dim)));
+    out.k.insert(out.k.end(), s.k.begin(),
+                 s.k.begin() + static_cast<std::ptrdiff_t>(mul(s.n_k, layout.groups, layout.dim)));
     out.v.insert(out.v.end(), s.v.begin(),
                  s.v.begin() + static_cast<std::ptrdiff_t>(mul(s.n_k, layout.groups, layout.dim_v)));
     out.cu_seqlens_q.push_back(out.cu_seqlens_q.back() + s.n_q);

@@ -134,10 +134,11 @@ RunInfo selection_attention_hand(const SelectionProblem& p, SelectionOutput out,
   check_problem(p, out);
   if (opt.threads < 1) throw InvalidArgument("nsa::selection_attention_hand: threads must be >= 1");
   const popper::cpu::Isa isa = popper::cpu::resolve(opt.isa, "nsa::selection_attention_hand");
-  const KernelPath path = isa == popper::cpu::Isa::Avx512
-                              ? (opt.bf16_dot && popper::cpu::has_avx512_bf16() ? KernelPath::Avx512Bf16 : KernelPath::Avx512)
-                          : isa == popper::cpu::Isa::Avx2 ? KernelPath::Avx2
-                                                          : KernelPath::Scalar;
+  const KernelPath path =
+      isa == popper::cpu::Isa::Avx512
+          ? (opt.bf16_dot && popper::cpu::has_avx512_bf16() ? KernelPath::Avx512Bf16 : KernelPath::Avx512)
+      : isa == popper::cpu::Isa::Avx2 ? KernelPath::Avx2
+                                      : KernelPath::Scalar;
   const RowFn run_row = row_function(path);
 
   const HeadLayout& lay = p.layout;
@@ -158,7 +159,8 @@ RunInfo selection_attention_hand(const SelectionProblem& p, SelectionOutput out,
   const SpanPack& pack = *p.spans;
   std::vector<double> cost(static_cast<std::size_t>(rows * G));
   for (std::int64_t t = 0; t < rows; ++t)
-    for (int g = 0; g < G; ++g) cost[static_cast<std::size_t>(t * G + g)] = static_cast<double>(pack.selected(t, g) * hg + 1);
+    for (int g = 0; g < G; ++g)
+      cost[static_cast<std::size_t>(t * G + g)] = static_cast<double>(pack.selected(t, g) * hg + 1);
 
   popper::parallel::run_weighted(cost, opt.threads, [&](std::size_t begin, std::size_t end, int) {
     AlignedFloats scratch;

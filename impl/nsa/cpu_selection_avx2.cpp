@@ -126,7 +126,8 @@ void scores(const RowTask& t, const KernelParams& kp, float* s, std::int64_t ld,
     for (int h = 0; h < NH; ++h) {
       const __m256 sc = _mm256_mul_ps(acc[h], scale);
       store_tail(s + h * ld + idx, n, sc);
-      mx[h] = _mm256_max_ps(mx[h], n >= 8 ? sc : load_tail(s + h * ld + idx, n, -std::numeric_limits<float>::infinity()));
+      mx[h] =
+          _mm256_max_ps(mx[h], n >= 8 ? sc : load_tail(s + h * ld + idx, n, -std::numeric_limits<float>::infinity()));
     }
     idx += n;
   }
@@ -135,7 +136,8 @@ void scores(const RowTask& t, const KernelParams& kp, float* s, std::int64_t ld,
 
 float max_of(const float* x, std::int64_t len) {
   __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  for (std::int64_t i = 0; i < len; i += 8) m = _mm256_max_ps(m, load_tail(x + i, len - i, -std::numeric_limits<float>::infinity()));
+  for (std::int64_t i = 0; i < len; i += 8)
+    m = _mm256_max_ps(m, load_tail(x + i, len - i, -std::numeric_limits<float>::infinity()));
   return hmax(m);
 }
 
@@ -143,13 +145,15 @@ float log_sum_exp(const float* x, std::int64_t len, float m) {
   __m256 sum = _mm256_setzero_ps();
   const __m256 mv = _mm256_set1_ps(m);
   for (std::int64_t i = 0; i < len; i += 8)  // padding lanes hold -inf: exp(-inf) = 0
-    sum = _mm256_add_ps(sum, exp_ps(_mm256_sub_ps(load_tail(x + i, len - i, -std::numeric_limits<float>::infinity()), mv)));
+    sum = _mm256_add_ps(sum,
+                        exp_ps(_mm256_sub_ps(load_tail(x + i, len - i, -std::numeric_limits<float>::infinity()), mv)));
   return m + std::log(hsum(sum));
 }
 
 void probabilities(float* x, std::int64_t len, float lse) {
   const __m256 lv = _mm256_set1_ps(lse);
-  for (std::int64_t i = 0; i < len; i += 8) store_tail(x + i, len - i, exp_ps(_mm256_sub_ps(load_tail(x + i, len - i, 0.0f), lv)));
+  for (std::int64_t i = 0; i < len; i += 8)
+    store_tail(x + i, len - i, exp_ps(_mm256_sub_ps(load_tail(x + i, len - i, 0.0f), lv)));
 }
 
 template <int NH, int NV>

@@ -59,9 +59,9 @@ inline void transpose16(__m512i r[16]) {
   }
   __m512i v[16];
   for (int c = 0; c < 4; ++c) {
-    v[c] = _mm512_shuffle_i32x4(u[c], u[c + 4], 0x88);          // rows 0-7, columns c and c+8
-    v[c + 4] = _mm512_shuffle_i32x4(u[c], u[c + 4], 0xDD);      // rows 0-7, columns c+4 and c+12
-    v[c + 8] = _mm512_shuffle_i32x4(u[c + 8], u[c + 12], 0x88); // rows 8-15
+    v[c] = _mm512_shuffle_i32x4(u[c], u[c + 4], 0x88);           // rows 0-7, columns c and c+8
+    v[c + 4] = _mm512_shuffle_i32x4(u[c], u[c + 4], 0xDD);       // rows 0-7, columns c+4 and c+12
+    v[c + 8] = _mm512_shuffle_i32x4(u[c + 8], u[c + 12], 0x88);  // rows 8-15
     v[c + 12] = _mm512_shuffle_i32x4(u[c + 8], u[c + 12], 0xDD);
   }
   for (int c = 0; c < 8; ++c) {
@@ -77,7 +77,8 @@ inline void accumulate_pair(__m512 acc[NH], __m512i col, const std::uint32_t* qp
 #ifdef __AVX512BF16__
     (void)qf;
     for (int h = 0; h < NH; ++h)
-      acc[h] = _mm512_dpbf16_ps(acc[h], (__m512bh)col, (__m512bh)_mm512_set1_epi32(static_cast<int>(qpairs[h * ld + p])));
+      acc[h] =
+          _mm512_dpbf16_ps(acc[h], (__m512bh)col, (__m512bh)_mm512_set1_epi32(static_cast<int>(qpairs[h * ld + p])));
 #endif
   } else {
     (void)qpairs;
@@ -118,7 +119,8 @@ void scores(const RowTask& t, const KernelParams& kp, float* s, std::int64_t ld,
       const int nd = std::min(32, d - 32 * c);
       const __mmask32 m = nd >= 32 ? __mmask32(0xFFFFFFFFu) : __mmask32((1u << nd) - 1u);
       __m512i r[16];
-      for (int i = 0; i < 16; ++i) r[i] = i < n ? _mm512_maskz_loadu_epi16(m, rows[i] + 32 * c) : _mm512_setzero_si512();
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < n ? _mm512_maskz_loadu_epi16(m, rows[i] + 32 * c) : _mm512_setzero_si512();
       transpose16(r);
       const int np = (nd + 1) / 2;
       if (np == 16) {
@@ -160,7 +162,8 @@ void probabilities(float* x, std::int64_t len, float lse) {
 
 float max_of(const float* x, std::int64_t len) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (std::int64_t i = 0; i < len; i += 16) m = _mm512_mask_max_ps(m, lanes(len - i), m, _mm512_maskz_loadu_ps(lanes(len - i), x + i));
+  for (std::int64_t i = 0; i < len; i += 16)
+    m = _mm512_mask_max_ps(m, lanes(len - i), m, _mm512_maskz_loadu_ps(lanes(len - i), x + i));
   return _mm512_reduce_max_ps(m);
 }
 

@@ -27,10 +27,10 @@ struct RowTask {
   const bf16* k = nullptr;         // key 0 of the sequence, this group
   std::int64_t k_stride = 0;       // elements between consecutive keys (G * D)
   const bf16* v = nullptr;
-  std::int64_t v_stride = 0;       // G * Dv
+  std::int64_t v_stride = 0;  // G * Dv
   const Span* spans = nullptr;
   std::int64_t n_spans = 0;
-  std::int64_t length = 0;         // selected keys, > 0
+  std::int64_t length = 0;  // selected keys, > 0
 };
 
 struct KernelParams {

@@ -22,8 +22,9 @@ RunInfo selection_attention_cuda(const SelectionProblem& p, SelectionOutput out,
     if (detail::run_selection_cuda(p, out, scale, backend, why)) return {backend, ""};
   }
 #endif
-  RunInfo info = POPPER_MUTANT("nsa-decline-to-fallback") ? selection_attention_fallback(p, out, FallbackOptions{cpu.threads})
-                                                          : selection_attention_hand(p, out, cpu);
+  RunInfo info = POPPER_MUTANT("nsa-decline-to-fallback")
+                     ? selection_attention_fallback(p, out, FallbackOptions{cpu.threads})
+                     : selection_attention_hand(p, out, cpu);
   info.decline = why.empty() ? "declined" : why;
   return info;
 }

@@ -54,7 +54,8 @@ RunInfo selection_attention_fallback(const SelectionProblem& p, SelectionOutput 
   const SpanPack& pack = *p.spans;
   std::vector<double> cost(static_cast<std::size_t>(rows * G));
   for (std::int64_t t = 0; t < rows; ++t)
-    for (int g = 0; g < G; ++g) cost[static_cast<std::size_t>(t * G + g)] = static_cast<double>(pack.selected(t, g) + 1);
+    for (int g = 0; g < G; ++g)
+      cost[static_cast<std::size_t>(t * G + g)] = static_cast<double>(pack.selected(t, g) + 1);
 
   popper::parallel::run_weighted(cost, opt.threads, [&](std::size_t begin, std::size_t end, int) {
     std::vector<float> kg, vg, qg(static_cast<std::size_t>(hg) * static_cast<std::size_t>(d)), s;
@@ -90,7 +91,8 @@ RunInfo selection_attention_fallback(const SelectionProblem& p, SelectionOutput 
       blas.gemm(qk, scale, qg, kg, 0.0f, s);
       softmax(s.data(), hg, len, len, lse.data());
       const GemmShape pv{Layout::RowMajor, Op::NoTrans, Op::NoTrans, hg, dv, len, len, dv, dv};
-      blas.gemm(pv, 1.0f, s, vg, 0.0f, std::span<float>(o, static_cast<std::size_t>(hg) * static_cast<std::size_t>(dv)));
+      blas.gemm(pv, 1.0f, s, vg, 0.0f,
+                std::span<float>(o, static_cast<std::size_t>(hg) * static_cast<std::size_t>(dv)));
       if (lse_out) std::copy(lse.begin(), lse.end(), lse_out);
     }
   });

@@ -240,7 +240,7 @@ struct RouteDecision {
   std::optional<std::int64_t> min_len;  // the entry's threshold, when one applied
   bool configured = false;              // an entry for (h, d) exists
   std::string reason;
-  std::string backend;                  // filled after the run
+  std::string backend;  // filled after the run
 };
 
 // hand iff an entry exists, it is not "never", and mean_len >= min_len.

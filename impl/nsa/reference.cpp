@@ -63,7 +63,8 @@ Attention selection_attention(const SelectionProblem& p, std::span<const std::in
       const bf16* q = p.q.data() + (static_cast<std::size_t>(t) * h_count + h) * d;
       std::vector<double> s(keys.size());
       for (std::size_t j = 0; j < keys.size(); ++j) {
-        const bf16* k = p.k.data() + ((key0 + static_cast<std::size_t>(keys[j])) * groups + static_cast<std::size_t>(g)) * d;
+        const bf16* k =
+            p.k.data() + ((key0 + static_cast<std::size_t>(keys[j])) * groups + static_cast<std::size_t>(g)) * d;
         double dot = 0;
         for (std::size_t e = 0; e < d; ++e)
           dot += static_cast<double>(float_from_bf16(q[e])) * static_cast<double>(float_from_bf16(k[e]));

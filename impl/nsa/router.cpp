@@ -19,7 +19,6 @@
 #include "popper/mutant.hpp"
 #include "popper/runtime_paths.hpp"
 
-
 namespace popper::nsa {
 
 const RouteEntry* RouterConfig::find(int heads_per_group, int dim) const {
@@ -68,7 +67,8 @@ RouterConfig parse_router_config(const std::string& yaml_text, const std::string
 
 RouterConfig load_router_config(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw Error("nsa router config " + path + " cannot be read (write it with `popper bench threshold --family nsa`)");
+  if (!in)
+    throw Error("nsa router config " + path + " cannot be read (write it with `popper bench threshold --family nsa`)");
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_router_config(ss.str(), path);
@@ -104,10 +104,11 @@ RouteDecision decide_route(const RouterConfig& cfg, int heads_per_group, int dim
     return d;
   }
   const bool at_least = POPPER_MUTANT("nsa-router-strict-greater") ? mean_len > static_cast<double>(*e->min_len)
-                                                                    : mean_len >= static_cast<double>(*e->min_len);
+                                                                   : mean_len >= static_cast<double>(*e->min_len);
   d.path = at_least ? RoutePath::Hand : RoutePath::Fallback;
   std::ostringstream why;
-  why << "mean selected length " << mean_len << (at_least ? " >= " : " < ") << "min_l " << *e->min_len << " for " << key;
+  why << "mean selected length " << mean_len << (at_least ? " >= " : " < ") << "min_l " << *e->min_len << " for "
+      << key;
   d.reason = why.str();
   return d;
 }

@@ -17,7 +17,9 @@
 namespace popper::nsa {
 
 std::int32_t block_count(std::int32_t n_k, int block_size) {
-  return block_size < 1 || n_k <= 0 ? 0 : static_cast<std::int32_t>((static_cast<std::int64_t>(n_k) + block_size - 1) / block_size);
+  return block_size < 1 || n_k <= 0
+             ? 0
+             : static_cast<std::int32_t>((static_cast<std::int64_t>(n_k) + block_size - 1) / block_size);
 }
 
 void group_block_scores(const HeadLayout& layout, std::int64_t rows, int stride, std::span<const float> head_scores,
@@ -47,10 +49,11 @@ BlockSelection select_blocks(const VarlenBatch& batch, int groups, const Selecti
   check_batch(batch);
   if (groups < 1) throw InvalidArgument("nsa::select_blocks: groups must be >= 1");
   if (cfg.block_size < 1 || cfg.top_n < 1 || cfg.n_init < 0 || cfg.n_local < 0 || cfg.top_n < cfg.n_init + cfg.n_local)
-    throw InvalidArgument("nsa::select_blocks: need block_size >= 1, top_n >= 1, n_init, n_local >= 0 and "
-                          "top_n >= n_init + n_local (got l' = " + std::to_string(cfg.block_size) + ", n = " +
-                          std::to_string(cfg.top_n) + ", n_init = " + std::to_string(cfg.n_init) + ", n_local = " +
-                          std::to_string(cfg.n_local) + ")");
+    throw InvalidArgument(
+        "nsa::select_blocks: need block_size >= 1, top_n >= 1, n_init, n_local >= 0 and "
+        "top_n >= n_init + n_local (got l' = " +
+        std::to_string(cfg.block_size) + ", n = " + std::to_string(cfg.top_n) +
+        ", n_init = " + std::to_string(cfg.n_init) + ", n_local = " + std::to_string(cfg.n_local) + ")");
   if (threads < 1) throw InvalidArgument("nsa::select_blocks: threads must be >= 1");
   std::int32_t max_blocks = 0;
   for (int b = 0; b < batch.sequences(); ++b)
@@ -59,7 +62,8 @@ BlockSelection select_blocks(const VarlenBatch& batch, int groups, const Selecti
     throw InvalidArgument("nsa::select_blocks: score stride " + std::to_string(stride) + " < " +
                           std::to_string(max_blocks) + " blocks of the longest sequence");
   const std::int64_t rows = batch.rows();
-  const std::size_t need = static_cast<std::size_t>(rows) * static_cast<std::size_t>(groups) * static_cast<std::size_t>(stride);
+  const std::size_t need =
+      static_cast<std::size_t>(rows) * static_cast<std::size_t>(groups) * static_cast<std::size_t>(stride);
   if (scores.size() < need) throw BufferTooSmall("scores", need, scores.size());
 
   const auto seq = row_sequences(batch);
@@ -98,7 +102,8 @@ BlockSelection select_blocks(const VarlenBatch& batch, int groups, const Selecti
         chosen.assign(static_cast<std::size_t>(cur) + 1, 0);
         int forced = 0;
         auto force = [&](std::int32_t i) {
-          if (i >= 0 && i <= cur && !chosen[static_cast<std::size_t>(i)]) chosen[static_cast<std::size_t>(i)] = 1, ++forced;
+          if (i >= 0 && i <= cur && !chosen[static_cast<std::size_t>(i)])
+            chosen[static_cast<std::size_t>(i)] = 1, ++forced;
         };
         for (std::int32_t i = 0; i < cfg.n_init; ++i) force(i);
         if (!drop_local)
@@ -107,7 +112,8 @@ BlockSelection select_blocks(const VarlenBatch& batch, int groups, const Selecti
         candidates.clear();
         for (std::int32_t i = 0; i <= cur; ++i)
           if (!chosen[static_cast<std::size_t>(i)]) candidates.push_back(i);
-        const std::size_t k = static_cast<std::size_t>(std::clamp<std::int64_t>(want, 0, static_cast<std::int64_t>(candidates.size())));
+        const std::size_t k =
+            static_cast<std::size_t>(std::clamp<std::int64_t>(want, 0, static_cast<std::int64_t>(candidates.size())));
         // Strict weak order on (score desc, index asc): the result is unique, so deterministic.
         std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(k), candidates.end(),
                           [&](std::int32_t a, std::int32_t c) {

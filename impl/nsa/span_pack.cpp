@@ -63,8 +63,8 @@ SpanPack pack_block_selection(const VarlenBatch& batch, const BlockSelection& se
                                   " names block " + std::to_string(i);
         if (i < -1) throw InvalidArgument(where + ", a negative block index");
         if (i >= nblocks && !accept_past_end)
-          throw InvalidArgument(where + ", past the end of sequence " + std::to_string(b) + " (n_k = " +
-                                std::to_string(nk) + " keys = " + std::to_string(nblocks) + " blocks of " +
+          throw InvalidArgument(where + ", past the end of sequence " + std::to_string(b) +
+                                " (n_k = " + std::to_string(nk) + " keys = " + std::to_string(nblocks) + " blocks of " +
                                 std::to_string(l) + ")");
         if (i < nblocks && i * l > pos)
           throw InvalidArgument(where + ", which starts at key " + std::to_string(i * l) +
@@ -79,8 +79,7 @@ SpanPack pack_block_selection(const VarlenBatch& batch, const BlockSelection& se
         if (begin >= end) continue;  // only reachable when a past-end block was accepted
         if (pack.spans.size() > static_cast<std::size_t>(pack.offsets.back()) && pack.spans.back().end == begin)
           pack.spans.back().end = static_cast<std::int32_t>(end);  // adjacent blocks form one run
-        else
-          pack.spans.push_back({static_cast<std::int32_t>(begin), static_cast<std::int32_t>(end)});
+        else pack.spans.push_back({static_cast<std::int32_t>(begin), static_cast<std::int32_t>(end)});
       }
       pack.offsets.push_back(static_cast<std::int64_t>(pack.spans.size()));
     }
@@ -104,7 +103,8 @@ SpanPack pack_explicit_spans(const VarlenBatch& batch, int groups, std::span<con
   pack.offsets.push_back(0);
   pack.spans.reserve(spans.size());
   for (std::size_t i = 0; i < items; ++i) {
-    if (offsets[i + 1] < offsets[i]) throw InvalidArgument("nsa::pack_explicit_spans: offsets decrease at " + std::to_string(i));
+    if (offsets[i + 1] < offsets[i])
+      throw InvalidArgument("nsa::pack_explicit_spans: offsets decrease at " + std::to_string(i));
     for (std::int64_t s = offsets[i]; s < offsets[i + 1]; ++s) {
       const Span sp = spans[static_cast<std::size_t>(s)];
       if (sp.end != sp.begin) pack.spans.push_back(sp);  // empty spans dropped; reversed ones kept for the check

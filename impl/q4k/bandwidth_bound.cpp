@@ -13,7 +13,8 @@
 namespace popper::q4k {
 
 double gemv_bytes(std::int64_t rows, std::int64_t cols) {
-  return static_cast<double>(matrix_bytes(rows, cols)) + 4.0 * static_cast<double>(cols) + 4.0 * static_cast<double>(rows);
+  return static_cast<double>(matrix_bytes(rows, cols)) + 4.0 * static_cast<double>(cols) +
+         4.0 * static_cast<double>(rows);
 }
 
 BandwidthVerdict bandwidth_verdict(double bytes, std::span<const double> seconds, std::span<const double> read) {

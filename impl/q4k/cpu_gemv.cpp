@@ -61,7 +61,8 @@ void gemv_rows_fp32_accumulator(const GemvRows& a, std::size_t r0, std::size_t r
       detail::decode_scales_mins(row[b].scales, sc, m, a.mut);
       std::int32_t s1 = 0;
       for (int i = 0; i < kBlockWeights; ++i) s1 += sc[i / 32] * quant(row[b], i) * a.xq[b * kBlockWeights + i];
-      acc += static_cast<float>(detail::block_value(row[b], a.scale[b], s1, detail::min_term(m, a.sub_sum + b * kSubBlocks)));
+      acc += static_cast<float>(
+          detail::block_value(row[b], a.scale[b], s1, detail::min_term(m, a.sub_sum + b * kSubBlocks)));
     }
     a.y[r] = acc;
   }
@@ -101,11 +102,13 @@ void quantize_activations(std::span<const float> x, FixedPointActivations& out, 
   out.split.resize(2 * x.size());
   // Mutation point (q4k-gemv-coarse-activations): 6-bit instead of 14-bit fixed point.
   const double top = POPPER_MUTANT("q4k-gemv-coarse-activations") ? 31.0 : double(FixedPointActivations::kMax);
-  const detail::ActivationsOut o{out.q.data(), out.scale.data(), out.sub_sum.data(), out.scaled_sub_sum.data(),
-                                 out.split.data(), out.split.data() + x.size()};
+  const detail::ActivationsOut o{out.q.data(),       out.scale.data(),
+                                 out.sub_sum.data(), out.scaled_sub_sum.data(),
+                                 out.split.data(),   out.split.data() + x.size()};
   // The vector path stops at a non-finite value; the scalar loop below then names it.
   // Mutation point (q4k-activations-unchecked): the vector path quantizes non-finite values.
-  if (resolved != Isa::Scalar && detail::quantize_blocks_avx2(x.data(), nb, top, o, !POPPER_MUTANT("q4k-activations-unchecked")))
+  if (resolved != Isa::Scalar &&
+      detail::quantize_blocks_avx2(x.data(), nb, top, o, !POPPER_MUTANT("q4k-activations-unchecked")))
     return;
   for (std::size_t b = 0; b < nb; ++b) {
     double amax = 0;
@@ -122,8 +125,8 @@ void quantize_activations(std::span<const float> x, FixedPointActivations& out, 
       std::int32_t sum = 0;
       for (int l = 0; l < kSubBlockWeights; ++l) {
         const std::size_t i = b * kBlockWeights + static_cast<std::size_t>(kSubBlockWeights * j + l);
-        const double qv = std::clamp(std::nearbyint(static_cast<double>(x[i]) * inv), -double(FixedPointActivations::kMax),
-                                     double(FixedPointActivations::kMax));
+        const double qv = std::clamp(std::nearbyint(static_cast<double>(x[i]) * inv),
+                                     -double(FixedPointActivations::kMax), double(FixedPointActivations::kMax));
         out.q[i] = static_cast<std::int16_t>(qv);
         o.hi[i] = static_cast<std::int8_t>(out.q[i] >> 7);  // floor (C++20: arithmetic shift)
         o.lo[i] = static_cast<std::int8_t>(out.q[i] & 127);
@@ -144,7 +147,8 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
   if (opts.threads < 1) throw InvalidArgument("q4k::cpu::gemv: threads must be >= 1");
   const Isa isa = popper::cpu::resolve(opts.isa, "q4k::cpu::gemv");
   detail::GemvRowsFn fn = &gemv_rows_scalar;
-  if (isa == Isa::Avx512) fn = popper::cpu::has_avx512_vnni() ? &detail::gemv_rows_avx512_vnni : &detail::gemv_rows_avx512;
+  if (isa == Isa::Avx512)
+    fn = popper::cpu::has_avx512_vnni() ? &detail::gemv_rows_avx512_vnni : &detail::gemv_rows_avx512;
   else if (isa == Isa::Avx2) fn = &detail::gemv_rows_avx2;
   if (rows == 0) return;
   if (cols == 0) {
@@ -161,8 +165,8 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
     for (std::int64_t b = 0; b < cols / kBlockWeights; ++b)
       detail::split_block(x.q.data() + b * kBlockWeights, split.data() + 2 * b * kBlockWeights, natural);
   }
-  const GemvRows args{w.data(), cols / kBlockWeights, x.q.data(), split.data(), x.scale.data(), x.sub_sum.data(), x.scaled_sub_sum.data(), y.data(),
-                      active_mutation()};
+  const GemvRows args{w.data(),         cols / kBlockWeights,    x.q.data(), split.data(),     x.scale.data(),
+                      x.sub_sum.data(), x.scaled_sub_sum.data(), y.data(),   active_mutation()};
   // Mutation point (q4k-gemv-worker-dependent): workers after the first use an FP32 accumulator.
   const bool worker_dependent = POPPER_MUTANT("q4k-gemv-worker-dependent");
   parallel::run(static_cast<std::size_t>(rows), opts.threads, [&](std::size_t r0, std::size_t r1, int worker) {
@@ -171,8 +175,8 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const 
   });
 }
 
-void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
-          std::span<float> y, const CpuOptions& opts) {
+void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x, std::span<float> y,
+          const CpuOptions& opts) {
   check_gemv_args(rows, cols, w.size(), x.size(), y.size());
   thread_local FixedPointActivations xq;
   quantize_activations(x.first(static_cast<std::size_t>(cols)), xq, opts.isa);

@@ -36,7 +36,8 @@ void add_block(const Block& blk, const std::int16_t* xq, const double* scaled_su
   const __m256i low4 = _mm256_set1_epi16(15);
   __m256i part[4];
   for (int c = 0; c < 4; ++c) {
-    const __m256i sc_lo = _mm256_shuffle_epi8(smy, shuf.idx[2 * c]), sc_hi = _mm256_shuffle_epi8(smy, shuf.idx[2 * c + 1]);
+    const __m256i sc_lo = _mm256_shuffle_epi8(smy, shuf.idx[2 * c]),
+                  sc_hi = _mm256_shuffle_epi8(smy, shuf.idx[2 * c + 1]);
     part[c] = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i codes =
@@ -146,7 +147,8 @@ void dequantize_avx2(const Block* blocks, std::size_t count, float* out, Mutatio
       const __m256 off_lo = _mm256_set1_ps(dmin * static_cast<float>(m[2 * c]));
       const __m256 off_hi = _mm256_set1_ps(dmin * static_cast<float>(m[2 * c + 1]));
       for (int h = 0; h < 4; ++h) {
-        const __m256i codes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.qs + 32 * c + 8 * h)));
+        const __m256i codes =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.qs + 32 * c + 8 * h)));
         const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(codes, low4));
         const __m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(codes, 4));
         _mm256_storeu_ps(o + 64 * c + 8 * h, _mm256_sub_ps(_mm256_mul_ps(scale_lo, lo), off_lo));

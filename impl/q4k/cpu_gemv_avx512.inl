@@ -61,7 +61,8 @@ inline __m128i scales_and_mins(const Block& blk, Mutation mut) {
 inline void block_scales(const Block& blk, float& d, float& dmin) {
   std::uint32_t bits;
   std::memcpy(&bits, &blk, sizeof bits);
-  const __m128 v = _mm512_castps512_ps128(_mm512_cvtph_ps(_mm256_castsi128_si256(_mm_cvtsi32_si128(static_cast<int>(bits)))));
+  const __m128 v =
+      _mm512_castps512_ps128(_mm512_cvtph_ps(_mm256_castsi128_si256(_mm_cvtsi32_si128(static_cast<int>(bits)))));
   d = _mm_cvtss_f32(v);
   dmin = _mm_cvtss_f32(_mm_shuffle_ps(v, v, 1));
 }
@@ -100,20 +101,22 @@ inline void add_block(const Block& blk, __m128i sm, float d, float dmin, const s
       const int k = 2 * r + t;
       const __m512i sc = _mm512_shuffle_epi8(smz, shuf.idx[k]);
       hi_acc = dot_accumulate(hi_acc, _mm512_maddubs_epi16(nib[t], _mm512_loadu_si512(xs + 64 * k)), sc);
-      lo_acc = dot_accumulate(lo_acc, _mm512_maddubs_epi16(nib[t], _mm512_loadu_si512(xs + kBlockWeights + 64 * k)), sc);
+      lo_acc =
+          dot_accumulate(lo_acc, _mm512_maddubs_epi16(nib[t], _mm512_loadu_si512(xs + kBlockWeights + 64 * k)), sc);
     }
   }
   const __m512i s1 = _mm512_add_epi32(_mm512_slli_epi32(hi_acc, 7), lo_acc);
   const __m256i s1_8 = _mm256_add_epi32(_mm512_castsi512_si256(s1), _mm512_extracti64x4_epi64(s1, 1));  // |.| < 2^28
   acc.s1 = _mm512_fmadd_pd(_mm512_cvtepi32_pd(s1_8), _mm512_set1_pd(static_cast<double>(d) * s_b), acc.s1);
   const __m512d mins = _mm512_cvtepi64_pd(_mm512_cvtepu8_epi64(_mm_srli_si128(sm, 8)));
-  acc.min = _mm512_fmadd_pd(_mm512_mul_pd(mins, _mm512_loadu_pd(scaled_sub_sum)), _mm512_set1_pd(static_cast<double>(dmin)),
-                            acc.min);
+  acc.min = _mm512_fmadd_pd(_mm512_mul_pd(mins, _mm512_loadu_pd(scaled_sub_sum)),
+                            _mm512_set1_pd(static_cast<double>(dmin)), acc.min);
 }
 
 // The scales of four consecutive blocks decoded at once, one block per 128-bit
 // lane: in = [u0, u1, u2, *] (the 12 scale bytes as words) gives
-//   [u0 & 0x3F.., (u2 & 0x0F..) | ((u0 >> 6) & 0x03..) << 4, u1 & 0x3F.., ((u2 >> 4) & 0x0F..) | ((u1 >> 6) & 0x03..) << 4]
+//   [u0 & 0x3F.., (u2 & 0x0F..) | ((u0 >> 6) & 0x03..) << 4, u1 & 0x3F.., ((u2 >> 4) & 0x0F..) | ((u1 >> 6) & 0x03..)
+//   << 4]
 // = [sc_0..3, sc_4..7, m_0..3, m_4..7], the same bytes as decode_scales_mins_words.
 inline __m512i decode_four(const Block* blk) {
   __m512i in = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].scales)));

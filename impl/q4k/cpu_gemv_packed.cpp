@@ -122,18 +122,27 @@ void gemv(const PackedWeights& w, const FixedPointActivations& x, std::span<floa
   if (opts.threads < 1) throw InvalidArgument("q4k::cpu::gemv: threads must be >= 1");
   const Isa isa = popper::cpu::resolve(opts.isa, "q4k::cpu::gemv");
   detail::PackedGroupsFn fn = &gemv_packed_scalar;
-  if (isa == Isa::Avx512) fn = popper::cpu::has_avx512_vnni() ? &detail::gemv_packed_avx512_vnni : &detail::gemv_packed_avx512;
+  if (isa == Isa::Avx512)
+    fn = popper::cpu::has_avx512_vnni() ? &detail::gemv_packed_avx512_vnni : &detail::gemv_packed_avx512;
   else if (isa == Isa::Avx2) fn = &detail::gemv_packed_avx2;
   if (rows == 0) return;
   if (cols == 0) {
     std::fill(y.begin(), y.begin() + rows, 0.0f);
     return;
   }
-  const PackedRows args{static_cast<const PackedBlock*>(w.data()), cols / kBlockWeights, rows, x.q.data(),
-                        x.split.data(), x.split.data() + cols, x.scale.data(), x.sub_sum.data(), y.data(),
+  const PackedRows args{static_cast<const PackedBlock*>(w.data()),
+                        cols / kBlockWeights,
+                        rows,
+                        x.q.data(),
+                        x.split.data(),
+                        x.split.data() + cols,
+                        x.scale.data(),
+                        x.sub_sum.data(),
+                        y.data(),
                         active_packed_mutation()};
   const std::int64_t by_size = std::max<std::int64_t>(1, rows * args.nb / kMinRowBlocksPerThread);
-  const int threads = parallel::exact_threads() ? opts.threads : static_cast<int>(std::min<std::int64_t>(opts.threads, by_size));
+  const int threads =
+      parallel::exact_threads() ? opts.threads : static_cast<int>(std::min<std::int64_t>(opts.threads, by_size));
   // Mutation point (q4k-gemv-worker-dependent): workers other than the first sum their rows in FP32.
   const bool worker_dependent = POPPER_MUTANT("q4k-gemv-worker-dependent");
   parallel::run(static_cast<std::size_t>(w.groups()), threads, [&](std::size_t g0, std::size_t g1, int worker) {
@@ -148,7 +157,8 @@ void gemv(const PackedWeights& w, const FixedPointActivations& x, std::span<floa
 }
 
 void gemv(const PackedWeights& w, std::span<const float> x, std::span<float> y, const CpuOptions& opts) {
-  check_gemv_args(w.rows(), w.cols(), static_cast<std::size_t>(w.rows() * (w.cols() / kBlockWeights)), x.size(), y.size());
+  check_gemv_args(w.rows(), w.cols(), static_cast<std::size_t>(w.rows() * (w.cols() / kBlockWeights)), x.size(),
+                  y.size());
   thread_local FixedPointActivations xq;
   quantize_activations(x.first(static_cast<std::size_t>(w.cols())), xq, opts.isa);
   gemv(w, xq, y, opts);

@@ -28,7 +28,7 @@ inline __m256i byte_of_lanes16(__m256i v, int p) {
   const char z = -128, b0 = static_cast<char>(p), b1 = static_cast<char>(4 + p), b2 = static_cast<char>(8 + p),
              b3 = static_cast<char>(12 + p);
   return _mm256_shuffle_epi8(v, _mm256_setr_epi8(b0, z, b0, z, b1, z, b1, z, b2, z, b2, z, b3, z, b3, z,  //
-                                                  b0, z, b0, z, b1, z, b1, z, b2, z, b2, z, b3, z, b3, z));
+                                                 b0, z, b0, z, b1, z, b1, z, b2, z, b2, z, b3, z, b3, z));
 }
 
 // 8 FP16 values exactly as FP32: the exponent and mantissa moved to FP32's
@@ -49,12 +49,14 @@ inline __m256 fp16x8_to_f32(const std::uint16_t* h) {
 struct ScalesMins {
   __m256i sc03, sc47, m03, m47;
   explicit ScalesMins(const std::uint32_t (&w)[3][16], int half) {
-    const __m256i m6 = _mm256_set1_epi32(0x3F3F3F3F), m4 = _mm256_set1_epi32(0x0F0F0F0F), m2 = _mm256_set1_epi32(0x30303030);
+    const __m256i m6 = _mm256_set1_epi32(0x3F3F3F3F), m4 = _mm256_set1_epi32(0x0F0F0F0F),
+                  m2 = _mm256_set1_epi32(0x30303030);
     const auto word = [&](int k) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(&w[k][8 * half])); };
     const __m256i u0 = word(0), u1 = word(1), u2 = word(2);
     sc03 = _mm256_and_si256(u0, m6), m03 = _mm256_and_si256(u1, m6);
     sc47 = _mm256_or_si256(_mm256_and_si256(u2, m4), _mm256_and_si256(_mm256_srli_epi32(u0, 2), m2));
-    m47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi32(u1, 2), m2));
+    m47 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), m4), _mm256_and_si256(_mm256_srli_epi32(u1, 2), m2));
   }
 };
 
@@ -94,7 +96,7 @@ inline void block_sums(const PackedBlock& pb, const ScalesMins (&sm)[2], const s
                        const std::int32_t* sub_sum, __m256i (&s1)[2], __m256i (&s2)[2], const char* ahead,
                        bool mins_high_only) {
   __m256i sum_h[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}, sum_l[2] = {sum_h[0], sum_h[0]};
-  const auto weigh = [&](const __m256i (&hs)[2], const __m256i (&ls)[2], int byte) {
+  const auto weigh = [&](const __m256i(&hs)[2], const __m256i(&ls)[2], int byte) {
     for (int h = 0; h < 2; ++h) {
       const __m256i sc = byte_of_lanes16(byte < 4 ? sm[h].sc03 : sm[h].sc47, byte % 4);
       sum_h[h] = _mm256_add_epi32(sum_h[h], _mm256_madd_epi16(hs[h], sc));
@@ -117,7 +119,8 @@ inline void block_sums(const PackedBlock& pb, const ScalesMins (&sm)[2], const s
     hi[k] = _mm256_set1_epi32(static_cast<std::int32_t>((static_cast<std::uint32_t>(sub_sum[j0] >> 8) & 0xFFFF) |
                                                         static_cast<std::uint32_t>(sub_sum[j1] >> 8) << 16));
     // Mutation point (q4k-packed-avx2-mins-high-only): the low bytes are left out.
-    lo[k] = mins_high_only ? _mm256_setzero_si256() : _mm256_set1_epi32((sub_sum[j0] & 0xFF) | (sub_sum[j1] & 0xFF) << 16);
+    lo[k] =
+        mins_high_only ? _mm256_setzero_si256() : _mm256_set1_epi32((sub_sum[j0] & 0xFF) | (sub_sum[j1] & 0xFF) << 16);
   }
   const __m256i even = _mm256_set1_epi32(0x00FF00FF);
   for (int h = 0; h < 2; ++h) {
@@ -151,10 +154,11 @@ void gemv_packed_avx2(const PackedRows& a, std::size_t g0, std::size_t g1) {
       const char* ahead = block_ahead(a, g * static_cast<std::size_t>(a.nb) + static_cast<std::size_t>(b));
       const __m256d s_b = _mm256_set1_pd(a.scale[b]);
       // Mutation point (q4k-packed-avx2-half-scales): rows 8..15 read the scale words of rows 0..7.
-      const ScalesMins sm[2] = {ScalesMins(pb.scales, 0), ScalesMins(pb.scales, a.mut == PackedMutation::Avx2HalfScales ? 0 : 1)};
+      const ScalesMins sm[2] = {ScalesMins(pb.scales, 0),
+                                ScalesMins(pb.scales, a.mut == PackedMutation::Avx2HalfScales ? 0 : 1)};
       __m256i s1[2], s2[2];
-      block_sums(pb, sm, a.x_hi + b * kBlockWeights, a.x_lo + b * kBlockWeights, a.sub_sum + b * kSubBlocks, s1, s2, ahead,
-                 a.mut == PackedMutation::Avx2MinsHighOnly);
+      block_sums(pb, sm, a.x_hi + b * kBlockWeights, a.x_lo + b * kBlockWeights, a.sub_sum + b * kSubBlocks, s1, s2,
+                 ahead, a.mut == PackedMutation::Avx2MinsHighOnly);
       for (int h = 0; h < 2; ++h) {
         const __m256 d = fp16x8_to_f32(pb.d + 8 * h), dmin = fp16x8_to_f32(pb.dmin + 8 * h);
         acc[2 * h] = add_block(acc[2 * h], _mm256_castps256_ps128(d), _mm256_castps256_ps128(dmin),

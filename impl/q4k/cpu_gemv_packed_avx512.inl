@@ -59,7 +59,8 @@ inline void sub_block_pair(const PackedBlock& pb, int c, const std::int8_t* xh, 
   __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
   for (int kk = 0; kk < 8; ++kk) {
     const __m512i v = _mm512_load_si512(pb.qs[8 * c + kk]);
-    prefetch_line(ahead, 2 * (8 * c + kk)), prefetch_line(ahead, 2 * (8 * c + kk) + 1);  // 32 steps a block, 2 lines each
+    prefetch_line(ahead, 2 * (8 * c + kk)),
+        prefetch_line(ahead, 2 * (8 * c + kk) + 1);  // 32 steps a block, 2 lines each
     const int at = 64 * c + 4 * kk;
     const __m512i lo = _mm512_and_si512(v, low4);
 #if POPPER_Q4K_VNNI
@@ -91,7 +92,8 @@ inline void sub_block_pair(const PackedBlock& pb, int c, const std::int8_t* xh, 
 }  // namespace
 
 void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
-  const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F), m2 = _mm512_set1_epi32(0x30303030);
+  const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F),
+                m2 = _mm512_set1_epi32(0x30303030);
   const bool high_nibble_scale = a.mut == PackedMutation::HighNibbleScale;
   for (std::size_t g = g0; g < g1; ++g) {
     const PackedBlock* group = a.w + g * static_cast<std::size_t>(a.nb);
@@ -105,8 +107,8 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
                     u2 = _mm512_load_si512(pb.scales[2]);
       const __m512i sc03 = _mm512_and_si512(u0, m6), m03 = _mm512_and_si512(u1, m6);
       const __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, m4), _mm512_and_si512(_mm512_srli_epi32(u0, 2), m2));
-      const __m512i m47 =
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4), _mm512_and_si512(_mm512_srli_epi32(u1, 2), m2));
+      const __m512i m47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
+                                          _mm512_and_si512(_mm512_srli_epi32(u1, 2), m2));
       const std::int8_t* xh = a.x_hi + b * kBlockWeights;
       const std::int8_t* xl = a.x_lo + b * kBlockWeights;
       __m512i s1 = _mm512_setzero_si512(), sum_h = s1, sum_l = s1;
@@ -134,8 +136,10 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
                     s1_hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s1, 1));
       const __m512d s2_lo = _mm512_cvtepi32_pd(_mm512_castsi512_si256(s2)),
                     s2_hi = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(s2, 1));
-      acc_lo = _mm512_add_pd(acc_lo, _mm512_mul_pd(s_b, _mm512_sub_pd(_mm512_mul_pd(d_lo, s1_lo), _mm512_mul_pd(dm_lo, s2_lo))));
-      acc_hi = _mm512_add_pd(acc_hi, _mm512_mul_pd(s_b, _mm512_sub_pd(_mm512_mul_pd(d_hi, s1_hi), _mm512_mul_pd(dm_hi, s2_hi))));
+      acc_lo = _mm512_add_pd(
+          acc_lo, _mm512_mul_pd(s_b, _mm512_sub_pd(_mm512_mul_pd(d_lo, s1_lo), _mm512_mul_pd(dm_lo, s2_lo))));
+      acc_hi = _mm512_add_pd(
+          acc_hi, _mm512_mul_pd(s_b, _mm512_sub_pd(_mm512_mul_pd(d_hi, s1_hi), _mm512_mul_pd(dm_hi, s2_hi))));
       if (a.mut == PackedMutation::Fp32Sum)
         acc_lo = _mm512_cvtps_pd(_mm512_cvtpd_ps(acc_lo)), acc_hi = _mm512_cvtps_pd(_mm512_cvtpd_ps(acc_hi));
     }

@@ -39,19 +39,19 @@ struct CpuOptions {
 struct FixedPointActivations {
   static constexpr int kMax = 8191;
   std::int64_t cols = 0;
-  std::vector<std::int16_t> q;        // cols values
-  std::vector<double> scale;          // s_b, cols / 256 values
-  std::vector<std::int32_t> sub_sum;  // sum of q over each 32-value sub-block, cols / 32 values
-  std::vector<double> scaled_sub_sum; // s_b * sub_sum (for the vector kernels)
-  std::vector<std::int8_t> split;     // q_i = 128 split[i] + split[cols + i] (in [-64, 63] and [0, 127]; packed kernels)
+  std::vector<std::int16_t> q;         // cols values
+  std::vector<double> scale;           // s_b, cols / 256 values
+  std::vector<std::int32_t> sub_sum;   // sum of q over each 32-value sub-block, cols / 32 values
+  std::vector<double> scaled_sub_sum;  // s_b * sub_sum (for the vector kernels)
+  std::vector<std::int8_t> split;  // q_i = 128 split[i] + split[cols + i] (in [-64, 63] and [0, 127]; packed kernels)
 };
 // cols = x.size() (a multiple of 256); throws InvalidArgument for non-finite x.
 // Every ISA gives the same values (AVX2 and AVX-512 take the vector path).
 void quantize_activations(std::span<const float> x, FixedPointActivations& out, Isa isa = Isa::Auto);
 
 // y = W x. Checks sizes (check_gemv_args) and the ISA before any work.
-void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
-          std::span<float> y, const CpuOptions& opts = {});
+void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x, std::span<float> y,
+          const CpuOptions& opts = {});
 // Same with x already in fixed point (reused across GEMVs that share x).
 void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, const FixedPointActivations& x,
           std::span<float> y, const CpuOptions& opts = {});

@@ -107,9 +107,9 @@ inline std::int32_t min_term(const std::uint8_t* m, const std::int32_t* sub_sum)
 // qs[4k .. 4k+3]: low nibbles weights 64c + l (sub-block 2c), high nibbles
 // 64c + 32 + l (sub-block 2c + 1), c = k / 8, l = 4 (k % 8) .. + 3.
 struct PackedBlock {
-  std::uint16_t d[16], dmin[16];   // row r's d and dmin at [r]
-  std::uint32_t scales[3][16];     // word w of row r's 12 scale bytes at [w][r]
-  std::uint8_t qs[32][16][4];      // chunk k of row r at [k][r] (64-byte aligned rows of 16 chunks)
+  std::uint16_t d[16], dmin[16];  // row r's d and dmin at [r]
+  std::uint32_t scales[3][16];    // word w of row r's 12 scale bytes at [w][r]
+  std::uint8_t qs[32][16][4];     // chunk k of row r at [k][r] (64-byte aligned rows of 16 chunks)
 };
 static_assert(sizeof(PackedBlock) == 16 * kBlockBytes && sizeof(PackedBlock) % 64 == 0);
 inline constexpr int kPackRows = 16;
@@ -117,11 +117,11 @@ inline constexpr int kPackRows = 16;
 // Mutation points of the packed kernels (contracts/q4k/q4k-gemv-v1.yaml), decided once per call.
 enum class PackedMutation : std::uint8_t {
   None,
-  Fp32Sum,         // q4k-packed-fp32-sum: the row sums rounded to FP32 after every block
-  HighNibbleScale, // q4k-packed-high-nibble-scale: AVX-512 weighs sub-block 2c + 1 with the scale of 2c
-  Avx2HalfScales,  // q4k-packed-avx2-half-scales: AVX2 rows 8..15 take the scales of rows 0..7
+  Fp32Sum,           // q4k-packed-fp32-sum: the row sums rounded to FP32 after every block
+  HighNibbleScale,   // q4k-packed-high-nibble-scale: AVX-512 weighs sub-block 2c + 1 with the scale of 2c
+  Avx2HalfScales,    // q4k-packed-avx2-half-scales: AVX2 rows 8..15 take the scales of rows 0..7
   Avx2MinsHighOnly,  // q4k-packed-avx2-mins-high-only: AVX2's S2 leaves out the sub-block sums' low bytes
-  RaggedStore,     // q4k-packed-ragged-store: a ragged last group stores one row fewer
+  RaggedStore,       // q4k-packed-ragged-store: a ragged last group stores one row fewer
 };
 
 // Computes y for row groups [g0, g1) of packed W (nb blocks per row). The
@@ -195,7 +195,8 @@ struct ActivationsOut {
   std::int8_t* hi;
   std::int8_t* lo;
 };
-bool quantize_blocks_avx2(const float* x, std::size_t nb, double top, const ActivationsOut& out, bool check_finite = true);
+bool quantize_blocks_avx2(const float* x, std::size_t nb, double top, const ActivationsOut& out,
+                          bool check_finite = true);
 
 using DequantFn = void (*)(const Block* blocks, std::size_t count, float* out, Mutation mut);
 void dequantize_avx2(const Block* blocks, std::size_t count, float* out, Mutation mut);

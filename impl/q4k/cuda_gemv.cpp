@@ -34,8 +34,8 @@ struct DeviceBytes {
 
 }  // namespace
 
-device::Execution gemv_cuda(std::span<const Block> w, std::int64_t rows, std::int64_t cols,
-                            std::span<const float> x, std::span<float> y, const cpu::CpuOptions& fallback) {
+device::Execution gemv_cuda(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
+                            std::span<float> y, const cpu::CpuOptions& fallback) {
   check_gemv_args(rows, cols, w.size(), x.size(), y.size());
   const auto& st = device::cuda_status();
   if (!st.usable()) {
@@ -46,7 +46,8 @@ device::Execution gemv_cuda(std::span<const Block> w, std::int64_t rows, std::in
   }
 #if POPPER_HAVE_CUDA
   const std::size_t wb = matrix_bytes(rows, cols);
-  const std::size_t xb = static_cast<std::size_t>(cols) * sizeof(float), yb = static_cast<std::size_t>(rows) * sizeof(float);
+  const std::size_t xb = static_cast<std::size_t>(cols) * sizeof(float),
+                    yb = static_cast<std::size_t>(rows) * sizeof(float);
   DeviceBytes dw(wb), dx(xb), dy(yb);
   check(cudaMemcpy(dw.p, w.data(), wb, cudaMemcpyHostToDevice), "cudaMemcpy W");
   check(cudaMemcpy(dx.p, x.data(), xb, cudaMemcpyHostToDevice), "cudaMemcpy x");

@@ -49,11 +49,11 @@ class VulkanMatrix {
 };
 
 // One-shot: uploads W, runs, downloads y.
-device::Execution gemv_vulkan(std::span<const Block> w, std::int64_t rows, std::int64_t cols,
-                              std::span<const float> x, std::span<float> y, const cpu::CpuOptions& fallback = {});
+device::Execution gemv_vulkan(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
+                              std::span<float> y, const cpu::CpuOptions& fallback = {});
 
 // CUDA: one warp per row, the same order (compiled where nvcc exists).
-device::Execution gemv_cuda(std::span<const Block> w, std::int64_t rows, std::int64_t cols,
-                            std::span<const float> x, std::span<float> y, const cpu::CpuOptions& fallback = {});
+device::Execution gemv_cuda(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
+                            std::span<float> y, const cpu::CpuOptions& fallback = {});
 
 }  // namespace popper::q4k

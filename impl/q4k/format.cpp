@@ -21,7 +21,7 @@ std::uint16_t float_to_fp16(float f) {
   if (ax < 0x38800000u) {
     // Result is subnormal (or zero): round ax * 2^24 to an integer, ties to even.
     const float scaled = std::bit_cast<float>(ax) * 0x1p24f;  // exact: a power-of-two scaling
-    const float r = std::nearbyint(scaled);                     // default rounding mode: ties to even
+    const float r = std::nearbyint(scaled);                   // default rounding mode: ties to even
     return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(r));
   }
   // Normal: drop 13 mantissa bits with round-to-nearest-even.

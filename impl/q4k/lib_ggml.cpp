@@ -28,8 +28,9 @@ namespace popper::q4k::ggml {
 #if !POPPER_HAVE_GGML
 
 const Status& status() {
-  static const Status s{false, false, "popper was built without ggml (run scripts/install-deps.sh, configure with POPPER_GGML=AUTO|ON)",
-                        "", "", ""};
+  static const Status s{
+      false, false, "popper was built without ggml (run scripts/install-deps.sh, configure with POPPER_GGML=AUTO|ON)",
+      "",    "",    ""};
   return s;
 }
 std::string cpu_backend_tag() { throw Unsupported(status().reason); }
@@ -40,7 +41,9 @@ CpuThreadpool::CpuThreadpool(int) {}
 CpuThreadpool::~CpuThreadpool() = default;
 void CpuThreadpool::attach(void*) const {}
 struct CpuMatVec::Impl {};
-CpuMatVec::CpuMatVec(std::span<const Block>, std::int64_t, std::int64_t, int, bool) { throw Unsupported(status().reason); }
+CpuMatVec::CpuMatVec(std::span<const Block>, std::int64_t, std::int64_t, int, bool) {
+  throw Unsupported(status().reason);
+}
 CpuMatVec::~CpuMatVec() = default;
 void CpuMatVec::run(std::span<const float>, std::span<float>) { throw Unsupported(status().reason); }
 std::string CpuMatVec::backend() const { return ""; }
@@ -93,7 +96,8 @@ struct Runtime {
     extra_bufts = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
         ggml_backend_reg_get_proc_address(cpu_reg, "ggml_backend_dev_get_extra_bufts"));
     pool_new = reinterpret_cast<decltype(pool_new)>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_new"));
-    pool_free = reinterpret_cast<decltype(pool_free)>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
+    pool_free =
+        reinterpret_cast<decltype(pool_free)>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
     pool_attach = reinterpret_cast<decltype(pool_attach)>(
         ggml_backend_reg_get_proc_address(cpu_reg, "ggml_backend_cpu_set_threadpool"));
     if (!pool_new || !pool_free || !pool_attach) pool_new = nullptr;
@@ -152,12 +156,12 @@ GgufReadBack read_gguf(const std::string& path) {
     // gguf_get_arr_data asserts (aborts) on string arrays: only numeric arrays use it.
     const void* arr = in_array && t != GGUF_TYPE_STRING ? gguf_get_arr_data(g, id) : nullptr;
     switch (t) {
-#define POPPER_GGUF_CASE(GT, CT, MAKE, GETTER)                                                        \
-  case GT: {                                                                                          \
-    CT v;                                                                                             \
-    if (in_array) std::memcpy(&v, static_cast<const char*>(arr) + i * sizeof(CT), sizeof(CT));       \
-    else v = GETTER(g, id);                                                                           \
-    return gguf::Value::MAKE(v);                                                                      \
+#define POPPER_GGUF_CASE(GT, CT, MAKE, GETTER)                                                 \
+  case GT: {                                                                                   \
+    CT v;                                                                                      \
+    if (in_array) std::memcpy(&v, static_cast<const char*>(arr) + i * sizeof(CT), sizeof(CT)); \
+    else v = GETTER(g, id);                                                                    \
+    return gguf::Value::MAKE(v);                                                               \
   }
       POPPER_GGUF_CASE(GGUF_TYPE_UINT8, std::uint8_t, u8, gguf_get_val_u8)
       POPPER_GGUF_CASE(GGUF_TYPE_INT8, std::int8_t, i8, gguf_get_val_i8)
@@ -176,8 +180,7 @@ GgufReadBack read_gguf(const std::string& path) {
         else v = gguf_get_val_bool(g, id);
         return gguf::Value::boolean(v);
       }
-      case GGUF_TYPE_STRING:
-        return gguf::Value::str(in_array ? gguf_get_arr_str(g, id, i) : gguf_get_val_str(g, id));
+      case GGUF_TYPE_STRING: return gguf::Value::str(in_array ? gguf_get_arr_str(g, id, i) : gguf_get_val_str(g, id));
       default: throw Error("ggml: unexpected GGUF value type " + std::to_string(static_cast<int>(t)));
     }
   };
@@ -187,7 +190,8 @@ GgufReadBack read_gguf(const std::string& path) {
       const gguf_type et = gguf_get_arr_type(g, id);
       std::vector<gguf::Value> items;
       for (std::size_t i = 0; i < gguf_get_arr_n(g, id); ++i) items.push_back(scalar(et, id, i, true));
-      out.metadata.emplace_back(gguf_get_key(g, id), gguf::Value::array(static_cast<gguf::ValueType>(et), std::move(items)));
+      out.metadata.emplace_back(gguf_get_key(g, id),
+                                gguf::Value::array(static_cast<gguf::ValueType>(et), std::move(items)));
     } else {
       out.metadata.emplace_back(gguf_get_key(g, id), scalar(t, id, 0, false));
     }
@@ -289,8 +293,10 @@ CpuMatVec::~CpuMatVec() = default;
 
 void CpuMatVec::run(std::span<const float> x, std::span<float> y) {
   Impl& m = *impl_;
-  if (x.size() < static_cast<std::size_t>(m.cols)) throw BufferTooSmall("x", static_cast<std::size_t>(m.cols), x.size());
-  if (y.size() < static_cast<std::size_t>(m.rows)) throw BufferTooSmall("y", static_cast<std::size_t>(m.rows), y.size());
+  if (x.size() < static_cast<std::size_t>(m.cols))
+    throw BufferTooSmall("x", static_cast<std::size_t>(m.cols), x.size());
+  if (y.size() < static_cast<std::size_t>(m.rows))
+    throw BufferTooSmall("y", static_cast<std::size_t>(m.rows), y.size());
   ggml_backend_tensor_set(m.x, x.data(), 0, static_cast<std::size_t>(m.cols) * sizeof(float));
   if (ggml_backend_graph_compute(m.backend, m.graph) != GGML_STATUS_SUCCESS) throw Error("ggml: graph compute failed");
   ggml_backend_tensor_get(m.y, y.data(), 0, static_cast<std::size_t>(m.rows) * sizeof(float));

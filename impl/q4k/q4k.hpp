@@ -48,7 +48,7 @@ inline float fp16_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   const std::uint32_t exp = (h >> 10) & 0x1Fu;
   const std::uint32_t man = h & 0x3FFu;
-  if (exp == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (man << 13));   // inf / NaN (payload kept)
+  if (exp == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (man << 13));        // inf / NaN (payload kept)
   if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (man << 13));  // rebias 15 -> 127
   // Zero or subnormal half: man * 2^-24, exact in binary32.
   const float v = static_cast<float>(man) * 0x1p-24f;

@@ -111,8 +111,10 @@ void quantize_block(const float* x, Block& out, bool no_search) {
   out.dmin = float_to_fp16(static_cast<float>(mmax / 63));
   const float d = fp16_to_float(out.d), dmin = fp16_to_float(out.dmin);
   if (!std::isfinite(d) || !std::isfinite(dmin))
-    throw InvalidArgument("q4k::reference::quantize_row: a super-block's range exceeds what FP16 scales hold "
-                          "(max sub-block scale " + std::to_string(smax) + ")");
+    throw InvalidArgument(
+        "q4k::reference::quantize_row: a super-block's range exceeds what FP16 scales hold "
+        "(max sub-block scale " +
+        std::to_string(smax) + ")");
   std::uint8_t sc[kSubBlocks], m[kSubBlocks];
   for (int j = 0; j < kSubBlocks; ++j) {
     const float* xj = x + kSubBlockWeights * j;
@@ -191,7 +193,8 @@ void gemv(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::s
   for (std::int64_t r = 0; r < rows; ++r) {
     dequantize_row(w.subspan(static_cast<std::size_t>(r) * nb, nb), row);
     double acc = 0;
-    for (std::int64_t i = 0; i < cols; ++i) acc += static_cast<double>(row[static_cast<std::size_t>(i)]) * x[static_cast<std::size_t>(i)];
+    for (std::int64_t i = 0; i < cols; ++i)
+      acc += static_cast<double>(row[static_cast<std::size_t>(i)]) * x[static_cast<std::size_t>(i)];
     y[static_cast<std::size_t>(r)] = acc;
   }
 }
@@ -205,7 +208,8 @@ void gemv_abs(std::span<const Block> w, std::int64_t rows, std::int64_t cols, st
     dequantize_row(w.subspan(static_cast<std::size_t>(r) * nb, nb), row);
     double acc = 0;
     for (std::int64_t i = 0; i < cols; ++i)
-      acc += std::fabs(static_cast<double>(row[static_cast<std::size_t>(i)])) * std::fabs(static_cast<double>(x[static_cast<std::size_t>(i)]));
+      acc += std::fabs(static_cast<double>(row[static_cast<std::size_t>(i)])) *
+             std::fabs(static_cast<double>(x[static_cast<std::size_t>(i)]));
     y[static_cast<std::size_t>(r)] = acc;
   }
 }

@@ -102,8 +102,8 @@ device::Execution VulkanMatrix::gemv(std::span<const float> x, std::span<float> 
   return {vulkan::backend_tag(), "", ""};
 }
 
-device::Execution gemv_vulkan(std::span<const Block> w, std::int64_t rows, std::int64_t cols,
-                              std::span<const float> x, std::span<float> y, const cpu::CpuOptions& fallback) {
+device::Execution gemv_vulkan(std::span<const Block> w, std::int64_t rows, std::int64_t cols, std::span<const float> x,
+                              std::span<float> y, const cpu::CpuOptions& fallback) {
   check_gemv_args(rows, cols, w.size(), x.size(), y.size());
   VulkanMatrix m(w, rows, cols);
   return m.gemv(x, y, fallback);

@@ -95,8 +95,8 @@ SaeKroneckerRows::SaeKroneckerRows(std::size_t p, std::size_t K, std::shared_ptr
     }
     const std::size_t len = lj.row_ptr[i + 1] - lj.row_ptr[i];
     if (len % p_ != 0)
-      throw InvalidArgument(where(i) + "local_jac length " + std::to_string(len) + " is not a multiple of p=" +
-                            std::to_string(p_));
+      throw InvalidArgument(where(i) + "local_jac length " + std::to_string(len) +
+                            " is not a multiple of p=" + std::to_string(p_));
     if (len / p_ > max_q_) max_q_ = len / p_;
   }
 }
@@ -136,7 +136,8 @@ void SaeKroneckerRows::gather_unchecked(std::size_t row, const double* x_beta, d
   const double* xs[4];
   std::size_t pending = 0;
   const bool multiply_zeros = POPPER_MUTANT("sae-zero-weight-multiplied");
-  const std::size_t end = ph.row_ptr[row + 1] - (POPPER_MUTANT("sae-gather-skips-last") && ph.row_ptr[row + 1] > ph.row_ptr[row] ? 1 : 0);
+  const std::size_t end =
+      ph.row_ptr[row + 1] - (POPPER_MUTANT("sae-gather-skips-last") && ph.row_ptr[row + 1] > ph.row_ptr[row] ? 1 : 0);
   for (std::size_t s = ph.row_ptr[row]; s < end; ++s) {
     if (ph.weight[s] == 0.0 && !multiply_zeros) continue;
     a[pending] = ph.weight[s];

@@ -56,7 +56,7 @@ void check_factors(const SaeKroneckerRows& rows, const LocalFactors& f) {
 }
 
 Result<std::shared_ptr<const LocalFactors>, FactorFailure> factor_gauss_newton_blocks(const SaeKroneckerRows& rows,
-                                                                                       double lambda) {
+                                                                                      double lambda) {
   if (!(lambda >= 0.0) || !std::isfinite(lambda))
     throw InvalidArgument("factor_gauss_newton_blocks: lambda must be finite and >= 0, got " + std::to_string(lambda));
   using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

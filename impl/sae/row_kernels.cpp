@@ -46,11 +46,11 @@ bool mutant_avx512_rows_dot_lane() {
 }
 
 const RowKernels& row_kernels_for(popper::cpu::Isa isa) {
-  static const RowKernels scalar{axpy_scalar, dot_scalar, rows_dot_scalar, axpy4_scalar, "scalar",
-                                 popper::cpu::Isa::Scalar};
+  static const RowKernels scalar{axpy_scalar,  dot_scalar, rows_dot_scalar,
+                                 axpy4_scalar, "scalar",   popper::cpu::Isa::Scalar};
   static const RowKernels avx2{axpy_avx2, dot_avx2, rows_dot_avx2, axpy4_avx2, "avx2", popper::cpu::Isa::Avx2};
-  static const RowKernels avx512{axpy_avx512, dot_avx512, rows_dot_avx512, axpy4_avx512, "avx512",
-                                 popper::cpu::Isa::Avx512};
+  static const RowKernels avx512{axpy_avx512,  dot_avx512, rows_dot_avx512,
+                                 axpy4_avx512, "avx512",   popper::cpu::Isa::Avx512};
   switch (popper::cpu::resolve(isa, "sae row kernels")) {
     case popper::cpu::Isa::Avx512: return avx512;
     case popper::cpu::Isa::Avx2: return avx2;

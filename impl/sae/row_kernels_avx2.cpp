@@ -16,7 +16,8 @@ void axpy_avx2(double a, const double* x, double* y, std::size_t n) {
     _mm256_storeu_pd(y + j, _mm256_fmadd_pd(va, _mm256_loadu_pd(x + j), _mm256_loadu_pd(y + j)));
     _mm256_storeu_pd(y + j + 4, _mm256_fmadd_pd(va, _mm256_loadu_pd(x + j + 4), _mm256_loadu_pd(y + j + 4)));
   }
-  for (; j + 4 <= n; j += 4) _mm256_storeu_pd(y + j, _mm256_fmadd_pd(va, _mm256_loadu_pd(x + j), _mm256_loadu_pd(y + j)));
+  for (; j + 4 <= n; j += 4)
+    _mm256_storeu_pd(y + j, _mm256_fmadd_pd(va, _mm256_loadu_pd(x + j), _mm256_loadu_pd(y + j)));
   for (; j < n; ++j) y[j] = std::fma(a, x[j], y[j]);
 }
 
@@ -38,7 +39,8 @@ double dot_avx2(const double* a, const double* b, std::size_t n) {
 }
 
 void axpy4_avx2(const double* a, const double* const* x, double* y, std::size_t n) {
-  const __m256d a0 = _mm256_set1_pd(a[0]), a1 = _mm256_set1_pd(a[1]), a2 = _mm256_set1_pd(a[2]), a3 = _mm256_set1_pd(a[3]);
+  const __m256d a0 = _mm256_set1_pd(a[0]), a1 = _mm256_set1_pd(a[1]), a2 = _mm256_set1_pd(a[2]),
+                a3 = _mm256_set1_pd(a[3]);
   const double *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
   std::size_t j = 0;
   for (; j + 4 <= n; j += 4) {
@@ -49,7 +51,8 @@ void axpy4_avx2(const double* a, const double* const* x, double* y, std::size_t 
     v = _mm256_fmadd_pd(a3, _mm256_loadu_pd(x3 + j), v);
     _mm256_storeu_pd(y + j, v);
   }
-  for (; j < n; ++j) y[j] = std::fma(a[3], x3[j], std::fma(a[2], x2[j], std::fma(a[1], x1[j], std::fma(a[0], x0[j], y[j]))));
+  for (; j < n; ++j)
+    y[j] = std::fma(a[3], x3[j], std::fma(a[2], x2[j], std::fma(a[1], x1[j], std::fma(a[0], x0[j], y[j]))));
 }
 
 namespace {

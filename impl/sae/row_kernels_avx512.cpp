@@ -30,10 +30,12 @@ void axpy_avx512(double a, const double* x, double* y, std::size_t n) {
     _mm512_storeu_pd(y + j, _mm512_fmadd_pd(va, _mm512_loadu_pd(x + j), _mm512_loadu_pd(y + j)));
     _mm512_storeu_pd(y + j + 8, _mm512_fmadd_pd(va, _mm512_loadu_pd(x + j + 8), _mm512_loadu_pd(y + j + 8)));
   }
-  for (; j + 8 <= n; j += 8) _mm512_storeu_pd(y + j, _mm512_fmadd_pd(va, _mm512_loadu_pd(x + j), _mm512_loadu_pd(y + j)));
+  for (; j + 8 <= n; j += 8)
+    _mm512_storeu_pd(y + j, _mm512_fmadd_pd(va, _mm512_loadu_pd(x + j), _mm512_loadu_pd(y + j)));
   if (j < n) {
     const __mmask8 m = tail_mask(n - j);
-    _mm512_mask_storeu_pd(y + j, m, _mm512_fmadd_pd(va, _mm512_maskz_loadu_pd(m, x + j), _mm512_maskz_loadu_pd(m, y + j)));
+    _mm512_mask_storeu_pd(y + j, m,
+                          _mm512_fmadd_pd(va, _mm512_maskz_loadu_pd(m, x + j), _mm512_maskz_loadu_pd(m, y + j)));
   }
 }
 

@@ -127,7 +127,7 @@ struct FactorFailure {
   std::size_t row;
 };
 Result<std::shared_ptr<const LocalFactors>, FactorFailure> factor_gauss_newton_blocks(const SaeKroneckerRows& rows,
-                                                                                       double lambda);
+                                                                                      double lambda);
 
 // In-place v = A^{-1} v with A = R R^T, R lower q x q row-major (forward then back substitution).
 void cholesky_solve_in_place(const double* r, std::size_t q, double* v);

@@ -68,8 +68,8 @@ class SaeSchurSystem {
 enum class Preconditioner { None, Jacobi };
 
 struct PcgOptions {
-  double rel_tol = 1e-10;              // stop when ||b - A x|| <= rel_tol ||b||
-  std::size_t max_iterations = 1000;   // cap; hitting it is reported, not thrown
+  double rel_tol = 1e-10;             // stop when ||b - A x|| <= rel_tol ||b||
+  std::size_t max_iterations = 1000;  // cap; hitting it is reported, not thrown
   unsigned threads = 1;
   popper::cpu::Isa isa = popper::cpu::Isa::Auto;  // row kernels (Unsupported if the CPU lacks it)
   Preconditioner preconditioner = Preconditioner::Jacobi;
@@ -79,7 +79,7 @@ struct PcgReport {
   std::size_t iterations = 0;
   double rel_residual = 0.0;  // true residual ||b - A x|| / ||b|| of the returned x
   bool converged = false;
-  bool breakdown = false;     // p^T A p <= 0 or non-finite: the system is not SPD
+  bool breakdown = false;  // p^T A p <= 0 or non-finite: the system is not SPD
 };
 
 // Solves from x = 0; writes x (dim()). Checks sizes, rel_tol > 0, b finite.

@@ -18,8 +18,8 @@ void schur_row_apply(const SaeKroneckerRows& rows, const LocalFactors& factors, 
                           " rows but the operator has " + std::to_string(rows.rows()));
   const std::size_t q = rows.q(row);
   if (factors.q[row] != q || factors.row_ptr[row + 1] - factors.row_ptr[row] != q * q)
-    throw InvalidArgument("schur_row_apply: row " + std::to_string(row) + ": factor is not q_i x q_i (q_i=" +
-                          std::to_string(q) + ")");
+    throw InvalidArgument("schur_row_apply: row " + std::to_string(row) +
+                          ": factor is not q_i x q_i (q_i=" + std::to_string(q) + ")");
   if (x_beta.size() < rows.beta_dim()) throw BufferTooSmall("x_beta", rows.beta_dim(), x_beta.size());
   if (y_beta.size() < rows.beta_dim()) throw BufferTooSmall("y_beta", rows.beta_dim(), y_beta.size());
   const std::size_t p = rows.p();

@@ -67,25 +67,29 @@ void SaeSchurSystem::batched_scatter(RowThreadPool& pool, std::span<double> y, R
   auto& items_buf = batch_items;
   for (std::size_t r0 = 0; r0 < n; r0 += batch) {
     const std::size_t nb = std::min(batch, n - r0);
-    pool.run(nb, [&](std::size_t b, unsigned worker) { row_fn(r0 + b, tbuf + b * p, worker); }, workers);
+    pool.run(
+        nb, [&](std::size_t b, unsigned worker) { row_fn(r0 + b, tbuf + b * p, worker); }, workers);
     for (std::size_t b = 0; b < nb; ++b) {
       items_buf[b].clear();
       items(r0 + b, items_buf[b]);
     }
     // Mutant: with several threads, odd tiles sum their rows in reverse.
     const bool by_partition = POPPER_MUTANT("sae-partition-dependent-order") && pool.threads() > 1;
-    pool.run(n_block_ranges * n_col_tiles, [&](std::size_t task, unsigned) {
-      const std::size_t k_lo = (task / n_col_tiles) * bpr, k_hi = std::min(K, k_lo + bpr);
-      const std::size_t j_lo = (task % n_col_tiles) * kTileCols, j_hi = std::min(p, j_lo + kTileCols);
-      for (std::size_t bi = 0; bi < nb; ++bi) {
-        const std::size_t b = by_partition && task % 2 == 1 ? nb - 1 - bi : bi;
-        const double* tb = tbuf + b * p;
-        for (const auto& it : items_buf[b]) {
-          if (it.block < k_lo || it.block >= k_hi) continue;
-          axpy(it.coef, tb + j_lo, y.data() + it.block * p + j_lo, j_hi - j_lo);
-        }
-      }
-    }, workers);
+    pool.run(
+        n_block_ranges * n_col_tiles,
+        [&](std::size_t task, unsigned) {
+          const std::size_t k_lo = (task / n_col_tiles) * bpr, k_hi = std::min(K, k_lo + bpr);
+          const std::size_t j_lo = (task % n_col_tiles) * kTileCols, j_hi = std::min(p, j_lo + kTileCols);
+          for (std::size_t bi = 0; bi < nb; ++bi) {
+            const std::size_t b = by_partition && task % 2 == 1 ? nb - 1 - bi : bi;
+            const double* tb = tbuf + b * p;
+            for (const auto& it : items_buf[b]) {
+              if (it.block < k_lo || it.block >= k_hi) continue;
+              axpy(it.coef, tb + j_lo, y.data() + it.block * p + j_lo, j_hi - j_lo);
+            }
+          }
+        },
+        workers);
   }
 }
 

@@ -36,8 +36,13 @@ void adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t 
   const bool decay_all = POPPER_MUTANT("train-adamw-decay-on-vectors");
   const double c1 = no_correction ? 1.0 : 1.0 - std::pow(static_cast<double>(a.beta1), static_cast<double>(t));
   const double c2 = no_correction ? 1.0 : 1.0 - std::pow(static_cast<double>(a.beta2), static_cast<double>(t));
-  const AdamWConstants k{a.beta1, a.beta2, 1.0f - a.beta1, 1.0f - a.beta2, static_cast<float>(a.lr / c1),
-                         static_cast<float>(1.0 / std::sqrt(c2)), a.eps};
+  const AdamWConstants k{a.beta1,
+                         a.beta2,
+                         1.0f - a.beta1,
+                         1.0f - a.beta2,
+                         static_cast<float>(a.lr / c1),
+                         static_cast<float>(1.0 / std::sqrt(c2)),
+                         a.eps};
   // Work items of 16K floats inside tensors, so threads split the large tensors evenly.
   constexpr std::size_t kChunk = 16384;
   struct Item {
@@ -47,22 +52,30 @@ void adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t 
   std::vector<Item> items;
   for (const Tensor& T : layout.tensors) {
     const float decay = T.decay || decay_all ? 1.0f - a.lr * a.weight_decay : 1.0f;
-    for (std::size_t b = 0; b < T.size(); b += kChunk) items.push_back({T.offset + b, T.offset + std::min(T.size(), b + kChunk), decay});
+    for (std::size_t b = 0; b < T.size(); b += kChunk)
+      items.push_back({T.offset + b, T.offset + std::min(T.size(), b + kChunk), decay});
   }
   // Threads only when each has at least 4 chunks (64K floats) to update.
   const int workers = std::clamp(static_cast<int>(items.size() / 4), 1, threads);
   parallel::run(items.size(), workers, [&](std::size_t ib, std::size_t ie, int) {
     for (std::size_t it = ib; it < ie; ++it) {
       const Item& w = items[it];
-      adamw_range(params.data() + w.begin, m.data() + w.begin, v.data() + w.begin, grads.data() + w.begin, w.end - w.begin,
-                  w.decay, k);
+      adamw_range(params.data() + w.begin, m.data() + w.begin, v.data() + w.begin, grads.data() + w.begin,
+                  w.end - w.begin, w.decay, k);
     }
   });
 }
 
 Trainer::Trainer(const Config& c, const StepOptions& o, const AdamWConfig& a, std::uint64_t seed)
-    : c_(c), o_(o), a_(a), layout_(c), params_(init_params(c, seed)), grads_(layout_.total, 0.0f),
-      m_(layout_.total, 0.0f), v_(layout_.total, 0.0f), step_(c, o) {}
+    : c_(c),
+      o_(o),
+      a_(a),
+      layout_(c),
+      params_(init_params(c, seed)),
+      grads_(layout_.total, 0.0f),
+      m_(layout_.total, 0.0f),
+      v_(layout_.total, 0.0f),
+      step_(c, o) {}
 
 double Trainer::train_step(std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels,
                            trace::Tracer* tracer) {

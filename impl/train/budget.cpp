@@ -23,12 +23,20 @@ std::string ms(double s) {
 }  // namespace
 
 std::string budgets_to_json(const std::string& fingerprint, const std::vector<Budget>& budgets) {
-  nlohmann::ordered_json j{{"schema", kSchema}, {"fingerprint", fingerprint}, {"budgets", nlohmann::ordered_json::array()}};
+  nlohmann::ordered_json j{
+      {"schema", kSchema}, {"fingerprint", fingerprint}, {"budgets", nlohmann::ordered_json::array()}};
   for (const Budget& b : budgets) {
     nlohmann::ordered_json bricks = nlohmann::ordered_json::object();
-    for (int i = 0; i < kBrickCount; ++i) bricks[brick_names()[static_cast<std::size_t>(i)]] = b.brick_s[static_cast<std::size_t>(i)];
-    j["budgets"].push_back({{"preset", b.preset}, {"backend", b.backend}, {"threads", b.threads}, {"steps", b.steps},
-                            {"warmup", b.warmup}, {"date", b.date}, {"commit", b.commit}, {"step_seconds", b.step_s},
+    for (int i = 0; i < kBrickCount; ++i)
+      bricks[brick_names()[static_cast<std::size_t>(i)]] = b.brick_s[static_cast<std::size_t>(i)];
+    j["budgets"].push_back({{"preset", b.preset},
+                            {"backend", b.backend},
+                            {"threads", b.threads},
+                            {"steps", b.steps},
+                            {"warmup", b.warmup},
+                            {"date", b.date},
+                            {"commit", b.commit},
+                            {"step_seconds", b.step_s},
                             {"bricks", bricks}});
   }
   return j.dump(2) + "\n";
@@ -43,7 +51,8 @@ std::vector<Budget> budgets_from_json(const std::string& text, const std::string
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("not JSON: ") + e.what());
   }
-  if (!j.is_object() || j.value("schema", "") != kSchema) fail(std::string("not a budget file (schema ") + kSchema + ")");
+  if (!j.is_object() || j.value("schema", "") != kSchema)
+    fail(std::string("not a budget file (schema ") + kSchema + ")");
   const std::string fp = j.value("fingerprint", "");
   if (!expected_fingerprint.empty() && fp != expected_fingerprint && !POPPER_MUTANT("budget-fingerprint-unchecked"))
     fail("measured on machine " + fp + ", this is " + expected_fingerprint + ": budgets are per machine");
@@ -97,7 +106,8 @@ Budget measure_budget(const trace::Tracer& t, std::int64_t warmup) {
   Budget b;
   b.steps = static_cast<std::int64_t>(steps.size()) - warmup, b.warmup = warmup;
   std::vector<double> step_times;
-  for (std::size_t i = static_cast<std::size_t>(warmup); i < steps.size(); ++i) step_times.push_back(step_seconds(steps[i]));
+  for (std::size_t i = static_cast<std::size_t>(warmup); i < steps.size(); ++i)
+    step_times.push_back(step_seconds(steps[i]));
   b.step_s = trace::median(step_times);
   for (int c = 0; c < kBrickCount; ++c) {
     std::vector<double> v;
@@ -112,8 +122,8 @@ std::string Alert::text() const {
   char b[64];
   std::snprintf(b, sizeof b, "%.1f", factor);
   return "JIDOKA: " + std::string(brick == "step" ? "the step" : "brick " + brick) + " took " + ms(measured_s) +
-         " (median of steps " + std::to_string(first_step) + "-" + std::to_string(step) + ") > " + b + " x its budget " +
-         ms(budget_s) + ": training stopped at step " + std::to_string(step);
+         " (median of steps " + std::to_string(first_step) + "-" + std::to_string(step) + ") > " + b +
+         " x its budget " + ms(budget_s) + ": training stopped at step " + std::to_string(step);
 }
 
 std::optional<Alert> jidoka_check(const trace::Tracer& t, const Budget& b, const JidokaOptions& o) {
@@ -127,12 +137,14 @@ std::optional<Alert> jidoka_check(const trace::Tracer& t, const Budget& b, const
   };
   auto judge = [&](const std::string& name, double budget, double measured) -> std::optional<Alert> {
     if (budget > 0 && measured > o.factor * budget && measured - o.factor * budget >= o.min_excess * b.step_s)
-      return Alert{name, budget, measured, o.factor, steps[static_cast<std::size_t>(n - o.window)].step, steps.back().step};
+      return Alert{
+          name, budget, measured, o.factor, steps[static_cast<std::size_t>(n - o.window)].step, steps.back().step};
     return std::nullopt;
   };
   for (int c = 0; c < kBrickCount; ++c) {
     const auto cs = static_cast<std::size_t>(c);
-    if (auto a = judge(brick_names()[cs], b.brick_s[cs], windowed([&](const trace::StepRecord& r) { return r.category_seconds[cs]; })))
+    if (auto a = judge(brick_names()[cs], b.brick_s[cs],
+                       windowed([&](const trace::StepRecord& r) { return r.category_seconds[cs]; })))
       return a;
   }
   return judge("step", b.step_s, windowed([](const trace::StepRecord& r) { return step_seconds(r); }));

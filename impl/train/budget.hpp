@@ -62,23 +62,24 @@ struct Alert {
   std::string brick;  // a brick name or "step"
   double budget_s = 0, measured_s = 0, factor = 0;
   std::int64_t first_step = 0, step = 0;  // the window judged
-  // "JIDOKA: brick gemm_forward took 31.2 ms (median of steps 4-6) > 2.0 x its budget 10.1 ms: training stopped at step 6"
+  // "JIDOKA: brick gemm_forward took 31.2 ms (median of steps 4-6) > 2.0 x its budget 10.1 ms: training stopped at step
+  // 6"
   std::string text() const;
 };
 std::optional<Alert> jidoka_check(const trace::Tracer& t, const Budget& b, const JidokaOptions& o);
 
 // ---- the loop
 struct Injection {
-  int brick = -1;            // -1: none
-  double factor = 0;         // the brick takes factor x its budget (needs a budget), or
-  double seconds = 0;        // this many extra seconds per step
+  int brick = -1;      // -1: none
+  double factor = 0;   // the brick takes factor x its budget (needs a budget), or
+  double seconds = 0;  // this many extra seconds per step
   std::int64_t from_step = 0;
 };
 struct LoopOptions {
   Config config;
   StepOptions step;
   AdamWConfig adamw;
-  std::uint64_t seed = 1;   // parameters and batches
+  std::uint64_t seed = 1;  // parameters and batches
   std::int64_t steps = 10;
   const Budget* budget = nullptr;  // null: no gate
   JidokaOptions jidoka;

@@ -47,7 +47,8 @@ class HandKernels final : public Kernels {
   }
   void rmsnorm_forward(int slot, const fused::RmsNormShape& s, const float* x, const float* w, float* y) override {
     const std::int64_t n = s.rows * s.hidden;
-    inv_rms_[static_cast<std::size_t>(slot)] = fused::rmsnorm_forward(s, in(x, n), in(w, s.hidden), out(y, n), ex_).inv_rms;
+    inv_rms_[static_cast<std::size_t>(slot)] =
+        fused::rmsnorm_forward(s, in(x, n), in(w, s.hidden), out(y, n), ex_).inv_rms;
   }
   void rmsnorm_backward(int slot, const fused::RmsNormShape& s, const float* x, const float* w, const float* dy,
                         float* dx, float* dw) override {
@@ -57,17 +58,20 @@ class HandKernels final : public Kernels {
   }
   void rope(bool backward, const fused::RopeShape& s, const fused::RopeTable& t, float* q, float* k) override {
     const std::int64_t tok = s.batch * s.seq;
-    if (backward) fused::rope_backward(s, t, out(q, tok * s.q_heads * s.head_dim), out(k, tok * s.kv_heads * s.head_dim), ex_);
+    if (backward)
+      fused::rope_backward(s, t, out(q, tok * s.q_heads * s.head_dim), out(k, tok * s.kv_heads * s.head_dim), ex_);
     else fused::rope_forward(s, t, out(q, tok * s.q_heads * s.head_dim), out(k, tok * s.kv_heads * s.head_dim), ex_);
   }
   void attention_forward(int slot, const fused::AttentionShape& s, const float* q, const float* k, const float* v,
                          float* o) override {
-    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim, nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
+    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim,
+                       nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
     fused::attention_forward(s, in(q, nq), in(k, nk), in(v, nk), out(o, nq), lse_[static_cast<std::size_t>(slot)], ex_);
   }
   void attention_backward(int slot, const fused::AttentionShape& s, const float* q, const float* k, const float* v,
                           const float* o, const float* d_o, float* dq, float* dk, float* dv) override {
-    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim, nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
+    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim,
+                       nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
     fused::attention_backward(s, in(q, nq), in(k, nk), in(v, nk), in(o, nq), lse_[static_cast<std::size_t>(slot)],
                               in(d_o, nq), out(dq, nq), out(dk, nk), out(dv, nk), ex_);
   }

@@ -47,8 +47,8 @@ class Kernels {
                                   float* dv) = 0;
   virtual void swiglu_forward(const fused::SwigluShape& s, const float* g, const float* u, float* h) = 0;
   // Returns where d_gate and d_up are (the hand kernel writes them over g and u).
-  virtual std::pair<const float*, const float*> swiglu_backward(const fused::SwigluShape& s, const float* dh,
-                                                                float* g, float* u) = 0;
+  virtual std::pair<const float*, const float*> swiglu_backward(const fused::SwigluShape& s, const float* dh, float* g,
+                                                                float* u) = 0;
   // logits [T, V] are overwritten by their gradient.
   virtual fused::CrossEntropyResult cross_entropy(const fused::CrossEntropyShape& s, float* logits,
                                                   const std::int64_t* labels, float* loss) = 0;

@@ -37,7 +37,8 @@ class WrappedKernels final : public Kernels {
   }
   void rmsnorm_forward(int slot, const fused::RmsNormShape& s, const float* x, const float* w, float* y) override {
     const std::int64_t n = s.rows * s.hidden;
-    norm_[static_cast<std::size_t>(slot)] = fused::separate::rmsnorm_forward(s, in(x, n), in(w, s.hidden), out(y, n), ex_);
+    norm_[static_cast<std::size_t>(slot)] =
+        fused::separate::rmsnorm_forward(s, in(x, n), in(w, s.hidden), out(y, n), ex_);
   }
   void rmsnorm_backward(int slot, const fused::RmsNormShape& s, const float*, const float* w, const float* dy,
                         float* dx, float* dw) override {
@@ -53,12 +54,15 @@ class WrappedKernels final : public Kernels {
   }
   void attention_forward(int slot, const fused::AttentionShape& s, const float* q, const float* k, const float* v,
                          float* o) override {
-    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim, nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
-    attn_[static_cast<std::size_t>(slot)] = fused::separate::attention_forward(s, in(q, nq), in(k, nk), in(v, nk), out(o, nq), ex_);
+    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim,
+                       nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
+    attn_[static_cast<std::size_t>(slot)] =
+        fused::separate::attention_forward(s, in(q, nq), in(k, nk), in(v, nk), out(o, nq), ex_);
   }
   void attention_backward(int slot, const fused::AttentionShape& s, const float* q, const float* k, const float* v,
                           const float* o, const float* d_o, float* dq, float* dk, float* dv) override {
-    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim, nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
+    const std::int64_t nq = s.batch * s.q_len * s.q_heads * s.head_dim,
+                       nk = s.batch * s.kv_len * s.kv_heads * s.head_dim;
     fused::separate::attention_backward(s, attn_[static_cast<std::size_t>(slot)], in(q, nq), in(k, nk), in(v, nk),
                                         in(o, nq), in(d_o, nq), out(dq, nq), out(dk, nk), out(dv, nk), ex_);
   }

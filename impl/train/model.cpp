@@ -30,9 +30,15 @@ struct Rng {
 }  // namespace
 
 void Config::check() const {
-  for (const auto& [v, name] : {std::pair{vocab, "vocab"}, {hidden, "hidden"}, {layers, "layers"}, {q_heads, "q_heads"},
-                                {kv_heads, "kv_heads"}, {head_dim, "head_dim"}, {intermediate, "intermediate"},
-                                {seq, "seq"}, {batch, "batch"}})
+  for (const auto& [v, name] : {std::pair{vocab, "vocab"},
+                                {hidden, "hidden"},
+                                {layers, "layers"},
+                                {q_heads, "q_heads"},
+                                {kv_heads, "kv_heads"},
+                                {head_dim, "head_dim"},
+                                {intermediate, "intermediate"},
+                                {seq, "seq"},
+                                {batch, "batch"}})
     require(v >= 1, std::string("train: ") + name + " must be >= 1 (got " + std::to_string(v) + ")");
   require(q_heads % kv_heads == 0, "train: q_heads must be a multiple of kv_heads (GQA)");
   require(head_dim % 2 == 0, "train: head_dim must be even (half-split RoPE)");
@@ -46,8 +52,8 @@ void Config::check() const {
 }
 
 const std::vector<std::string>& brick_names() {
-  static const std::vector<std::string> n{"gemm_forward", "gemm_backward", "attention", "elementwise",
-                                          "cross_entropy", "embedding",    "optimizer", "overhead"};
+  static const std::vector<std::string> n{"gemm_forward",  "gemm_backward", "attention", "elementwise",
+                                          "cross_entropy", "embedding",     "optimizer", "overhead"};
   return n;
 }
 
@@ -115,9 +121,11 @@ Batch copy_task_batch(const Config& c, std::uint64_t seed, std::int64_t index) {
   b.labels.assign(b.tokens.size(), kIgnore);
   for (std::int64_t r = 0; r < c.batch; ++r) {
     std::int64_t* tok = b.tokens.data() + r * S;
-    for (std::int64_t i = 0; i < half; ++i) tok[i] = 1 + static_cast<std::int64_t>(rng.next() % static_cast<std::uint64_t>(c.vocab - 1));
+    for (std::int64_t i = 0; i < half; ++i)
+      tok[i] = 1 + static_cast<std::int64_t>(rng.next() % static_cast<std::uint64_t>(c.vocab - 1));
     for (std::int64_t i = half; i < S; ++i) tok[i] = tok[i - half];
-    for (std::int64_t i = std::max<std::int64_t>(half - 1, 0); i + 1 < S; ++i) b.labels[static_cast<std::size_t>(r * S + i)] = tok[i + 1];
+    for (std::int64_t i = std::max<std::int64_t>(half - 1, 0); i + 1 < S; ++i)
+      b.labels[static_cast<std::size_t>(r * S + i)] = tok[i + 1];
   }
   return b;
 }
@@ -125,20 +133,21 @@ Batch copy_task_batch(const Config& c, std::uint64_t seed, std::int64_t index) {
 void check_batch(const Config& c, std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels) {
   require(c.tokens() >= 1, "train: zero-length batch (batch * seq = 0)");
   require(!tokens.empty(), "train: zero-length batch (no tokens)");
-  require(tokens.size() == static_cast<std::size_t>(c.tokens()),
-          "train: tokens has " + std::to_string(tokens.size()) + " entries, batch * seq = " + std::to_string(c.tokens()));
+  require(
+      tokens.size() == static_cast<std::size_t>(c.tokens()),
+      "train: tokens has " + std::to_string(tokens.size()) + " entries, batch * seq = " + std::to_string(c.tokens()));
   require(labels.size() == tokens.size(),
           "train: labels has " + std::to_string(labels.size()) + " entries, tokens " + std::to_string(tokens.size()));
   const std::int64_t vocab_limit = POPPER_MUTANT("train-token-check-off-by-one") ? c.vocab + 1 : c.vocab;
   for (std::size_t i = 0; i < tokens.size(); ++i)
     require(tokens[i] >= 0 && tokens[i] < vocab_limit, "train: token " + std::to_string(tokens[i]) + " at position " +
-                                                            std::to_string(i) + " is outside the vocabulary [0, " +
-                                                            std::to_string(c.vocab) + ")");
+                                                           std::to_string(i) + " is outside the vocabulary [0, " +
+                                                           std::to_string(c.vocab) + ")");
   bool any = false;
   for (std::size_t i = 0; i < labels.size(); ++i) {
     require(labels[i] == kIgnore || (labels[i] >= 0 && labels[i] < c.vocab),
-            "train: label " + std::to_string(labels[i]) + " at position " + std::to_string(i) +
-                " is neither in [0, " + std::to_string(c.vocab) + ") nor the ignore index " + std::to_string(kIgnore));
+            "train: label " + std::to_string(labels[i]) + " at position " + std::to_string(i) + " is neither in [0, " +
+                std::to_string(c.vocab) + ") nor the ignore index " + std::to_string(kIgnore));
     any |= labels[i] != kIgnore;
   }
   require(any, "train: every label is the ignore index: nothing to learn from");

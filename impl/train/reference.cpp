@@ -91,7 +91,8 @@ struct Net {
     Vec M(static_cast<std::size_t>(n));
     for (std::int64_t o = 0; o < n; ++o) {
       double s = 0, m = 0;
-      for (std::int64_t t = 0; t < T; ++t) s += dY[static_cast<std::size_t>(t * n + o)], m += std::fabs(dY[static_cast<std::size_t>(t * n + o)]);
+      for (std::int64_t t = 0; t < T; ++t)
+        s += dY[static_cast<std::size_t>(t * n + o)], m += std::fabs(dY[static_cast<std::size_t>(t * n + o)]);
       db[o] = s, M[static_cast<std::size_t>(o)] = m;
     }
     noise.add(db, M.size(), gam(static_cast<double>(T)), M.data());
@@ -103,10 +104,12 @@ struct Net {
     y.assign(x.size(), 0.0);
     for (std::int64_t t = 0; t < T; ++t) {
       double ss = 0;
-      for (std::int64_t i = 0; i < H; ++i) ss += x[static_cast<std::size_t>(t * H + i)] * x[static_cast<std::size_t>(t * H + i)];
+      for (std::int64_t i = 0; i < H; ++i)
+        ss += x[static_cast<std::size_t>(t * H + i)] * x[static_cast<std::size_t>(t * H + i)];
       r[static_cast<std::size_t>(t)] = 1 / std::sqrt(ss / static_cast<double>(H) + static_cast<double>(c.rms_eps));
       for (std::int64_t i = 0; i < H; ++i)
-        y[static_cast<std::size_t>(t * H + i)] = x[static_cast<std::size_t>(t * H + i)] * r[static_cast<std::size_t>(t)] * P[w + static_cast<std::size_t>(i)];
+        y[static_cast<std::size_t>(t * H + i)] = x[static_cast<std::size_t>(t * H + i)] *
+                                                 r[static_cast<std::size_t>(t)] * P[w + static_cast<std::size_t>(i)];
     }
     noise.add(y, gam(static_cast<double>(H + 4)));
     return r;
@@ -120,12 +123,14 @@ struct Net {
       const double rt = r[static_cast<std::size_t>(t)];
       double dot = 0, adot = 0;
       for (std::int64_t j = 0; j < H; ++j) {
-        const double p = P[w + static_cast<std::size_t>(j)] * dy[static_cast<std::size_t>(t * H + j)] * x[static_cast<std::size_t>(t * H + j)];
+        const double p = P[w + static_cast<std::size_t>(j)] * dy[static_cast<std::size_t>(t * H + j)] *
+                         x[static_cast<std::size_t>(t * H + j)];
         dot += p, adot += std::fabs(p);
       }
       for (std::int64_t i = 0; i < H; ++i) {
         const std::size_t at = static_cast<std::size_t>(t * H + i);
-        const double a = rt * P[w + static_cast<std::size_t>(i)] * dy[at], b = rt * rt * rt * x[at] * dot / static_cast<double>(H);
+        const double a = rt * P[w + static_cast<std::size_t>(i)] * dy[at],
+                     b = rt * rt * rt * x[at] * dot / static_cast<double>(H);
         dx[at] = a - b;
         M[at] = std::fabs(a) + rt * rt * rt * std::fabs(x[at]) * adot / static_cast<double>(H);
         dw[i] += dy[at] * x[at] * rt;
@@ -143,9 +148,11 @@ struct Net {
     for (std::int64_t t = 0; t < T; ++t)
       for (std::int64_t h = 0; h < heads; ++h)
         for (std::int64_t j = 0; j < half; ++j) {
-          const double ang = static_cast<double>(t % c.seq) * std::pow(c.rope_base, -2.0 * static_cast<double>(j) / static_cast<double>(D));
+          const double ang = static_cast<double>(t % c.seq) *
+                             std::pow(c.rope_base, -2.0 * static_cast<double>(j) / static_cast<double>(D));
           const double cs = std::cos(ang), sn = inverse ? -std::sin(ang) : std::sin(ang);
-          const std::size_t at = static_cast<std::size_t>((t * heads + h) * D + j), bt = at + static_cast<std::size_t>(half);
+          const std::size_t at = static_cast<std::size_t>((t * heads + h) * D + j),
+                            bt = at + static_cast<std::size_t>(half);
           const double x1 = x[at], x2 = x[bt];
           x[at] = x1 * cs - x2 * sn, x[bt] = x2 * cs + x1 * sn;
           M[at] = M[bt] = std::fabs(x1) + std::fabs(x2);
@@ -192,7 +199,8 @@ struct Net {
     noise.add(o, gam(static_cast<double>(S + D + 8)), &M);
     return o;
   }
-  // dv_j = sum_i p_ij do_i;  ds_ij = p_ij (do_i.v_j - sum_j' p_ij' do_i.v_j');  dq = ds k / sqrt(D);  dk = ds^T q / sqrt(D).
+  // dv_j = sum_i p_ij do_i;  ds_ij = p_ij (do_i.v_j - sum_j' p_ij' do_i.v_j');  dq = ds k / sqrt(D);  dk = ds^T q /
+  // sqrt(D).
   void attention_backward(const Vec& q, const Vec& k, const Vec& v, const AttnSaved& sv, const Vec& d_o, Vec& dq,
                           Vec& dk, Vec& dv) {
     const std::int64_t S = c.seq, B = c.batch, Hq = c.q_heads, Hkv = c.kv_heads, g = Hq / Hkv;
@@ -209,14 +217,16 @@ struct Net {
           for (std::int64_t j = 0; j <= i; ++j) {
             const std::size_t kj = static_cast<std::size_t>(((b * S + j) * Hkv + hk) * D);
             double s = 0, m = 0;
-            for (std::int64_t d = 0; d < D; ++d) s += d_o[qi + static_cast<std::size_t>(d)] * v[kj + static_cast<std::size_t>(d)],
-                                                 m += std::fabs(d_o[qi + static_cast<std::size_t>(d)] * v[kj + static_cast<std::size_t>(d)]);
+            for (std::int64_t d = 0; d < D; ++d)
+              s += d_o[qi + static_cast<std::size_t>(d)] * v[kj + static_cast<std::size_t>(d)],
+                  m += std::fabs(d_o[qi + static_cast<std::size_t>(d)] * v[kj + static_cast<std::size_t>(d)]);
             dp[static_cast<std::size_t>(j)] = s, mdp[static_cast<std::size_t>(j)] = m;
             Di += p[j] * s, mDi += p[j] * m;
           }
           for (std::int64_t j = 0; j <= i; ++j) {
             const std::size_t kj = static_cast<std::size_t>(((b * S + j) * Hkv + hk) * D);
-            const double ds = p[j] * (dp[static_cast<std::size_t>(j)] - Di), mds = p[j] * (mdp[static_cast<std::size_t>(j)] + mDi);
+            const double ds = p[j] * (dp[static_cast<std::size_t>(j)] - Di),
+                         mds = p[j] * (mdp[static_cast<std::size_t>(j)] + mDi);
             for (std::int64_t d = 0; d < D; ++d) {
               const std::size_t qd = qi + static_cast<std::size_t>(d), kd = kj + static_cast<std::size_t>(d);
               dv[kd] += p[j] * d_o[qd], Mv[kd] += p[j] * std::fabs(d_o[qd]);
@@ -241,7 +251,8 @@ StepResult step(const Config& c, std::span<const float> params, std::span<const 
   check_batch(c, tokens, labels);
   if (params.size() < L.total) throw InvalidArgument("reference::step: params shorter than the layout");
   Noise noise{pert.scale, pert.seed * 0x9E3779B97F4A7C15ull + 7};
-  Net net{c, L, params.data(), noise, c.tokens(), c.hidden, c.q_width(), c.kv_width(), c.intermediate, c.vocab, c.head_dim};
+  Net net{c,       L,         params.data(), noise, c.tokens(), c.hidden, c.q_width(), c.kv_width(), c.intermediate,
+          c.vocab, c.head_dim};
   const std::int64_t T = net.T, H = net.H, Q = net.Q, K = net.K, I = net.I, V = net.V;
   const float* P = params.data();
 
@@ -325,7 +336,8 @@ StepResult step(const Config& c, std::span<const float> params, std::span<const 
     Vec dg(dh.size()), du(dh.size()), Mg(dh.size()), Mu(dh.size());
     for (std::size_t i = 0; i < dh.size(); ++i) {
       const double sg = 1 / (1 + std::exp(-s.g[i]));
-      dg[i] = dh[i] * s.u[i] * sg * (1 + s.g[i] * (1 - sg)), Mg[i] = std::fabs(dh[i] * s.u[i]) * sg * (1 + std::fabs(s.g[i]) * (1 - sg));
+      dg[i] = dh[i] * s.u[i] * sg * (1 + s.g[i] * (1 - sg)),
+      Mg[i] = std::fabs(dh[i] * s.u[i]) * sg * (1 + std::fabs(s.g[i]) * (1 - sg));
       du[i] = dh[i] * s.g[i] * sg, Mu[i] = std::fabs(du[i]);
     }
     noise.add(dg, 10 * kU, &Mg), noise.add(du, 10 * kU, &Mu);
@@ -347,7 +359,8 @@ StepResult step(const Config& c, std::span<const float> params, std::span<const 
     net.bias_grad(dq, Q, G + w.bq), net.bias_grad(dk, K, G + w.bk), net.bias_grad(dv, K, G + w.bv);
     Vec da(static_cast<std::size_t>(T * H), 0.0);
     net.linear_dx(dq, w.wq, H, Q, da), net.linear_dx(dk, w.wk, H, K, da), net.linear_dx(dv, w.wv, H, K, da);
-    net.linear_dw(dq, s.a, H, Q, G + w.wq), net.linear_dw(dk, s.a, H, K, G + w.wk), net.linear_dw(dv, s.a, H, K, G + w.wv);
+    net.linear_dw(dq, s.a, H, Q, G + w.wq), net.linear_dw(dk, s.a, H, K, G + w.wk),
+        net.linear_dw(dv, s.a, H, K, G + w.wv);
     Vec dxn;
     net.rmsnorm_backward(s.x, s.r1, w.attn_norm, da, dxn, G + w.attn_norm);
     for (std::size_t i = 0; i < dxn.size(); ++i) dx[i] = dm[i] + dxn[i];

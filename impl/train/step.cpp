@@ -26,7 +26,9 @@ using trace::Scope;
 
 namespace {
 // A float buffer of n elements (64-byte aligned, from the fused kernels' heap).
-fused::FloatBuffer buffer(std::int64_t n) { return fused::FloatBuffer(fused::heap_allocator(), static_cast<std::size_t>(n)); }
+fused::FloatBuffer buffer(std::int64_t n) {
+  return fused::FloatBuffer(fused::heap_allocator(), static_cast<std::size_t>(n));
+}
 }  // namespace
 
 struct Step::Impl {
@@ -76,9 +78,11 @@ struct Step::Impl {
   }
   // Rows of `dst` [T, n] all set to `bias` [n] (the bias enters the GEMM as its C with beta = 1).
   void broadcast_rows(const float* bias, float* dst, std::int64_t cols) const {
-    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * cols), [&](std::size_t b, std::size_t e, int) {
-      for (std::size_t t = b; t < e; ++t) std::memcpy(dst + t * static_cast<std::size_t>(cols), bias, static_cast<std::size_t>(cols) * 4);
-    });
+    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * cols),
+                  [&](std::size_t b, std::size_t e, int) {
+                    for (std::size_t t = b; t < e; ++t)
+                      std::memcpy(dst + t * static_cast<std::size_t>(cols), bias, static_cast<std::size_t>(cols) * 4);
+                  });
   }
   // db[j] = sum_t d[t, j], each worker a range of columns summed in token order (deterministic).
   void column_sums(const float* d, float* db, std::int64_t cols) const {
@@ -95,15 +99,15 @@ struct Step::Impl {
   // y += x over [T, H] rows (parallel over tokens).
   void add_into(float* y, const float* x) const {
     const std::size_t H = static_cast<std::size_t>(c.hidden);
-    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * c.hidden), [&](std::size_t b, std::size_t e, int) {
-      for (std::size_t i = b * H; i < e * H; ++i) y[i] += x[i];
-    });
+    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * c.hidden),
+                  [&](std::size_t b, std::size_t e, int) {
+                    for (std::size_t i = b * H; i < e * H; ++i) y[i] += x[i];
+                  });
   }
   void copy_rows(float* y, const float* x) const {
     const std::size_t H = static_cast<std::size_t>(c.hidden);
-    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * c.hidden), [&](std::size_t b, std::size_t e, int) {
-      std::memcpy(y + b * H, x + b * H, (e - b) * H * 4);
-    });
+    parallel::run(static_cast<std::size_t>(c.tokens()), workers(c.tokens() * c.hidden),
+                  [&](std::size_t b, std::size_t e, int) { std::memcpy(y + b * H, x + b * H, (e - b) * H * 4); });
   }
 
   double run(const float* P, const std::int64_t* tokens, const std::int64_t* labels, float* G, trace::Tracer* tr);
@@ -140,8 +144,8 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
     Scope s(tr, "embedding", kEmbedding, -1, 0, 8.0 * t * h);
     parallel::run(static_cast<std::size_t>(T), workers(T * H), [&](std::size_t b, std::size_t e, int) {
       for (std::size_t i = b; i < e; ++i)
-        std::memcpy(resid[0].data() + i * static_cast<std::size_t>(H), P + layout.embed + static_cast<std::size_t>(tokens[i] * H),
-                    static_cast<std::size_t>(H) * 4);
+        std::memcpy(resid[0].data() + i * static_cast<std::size_t>(H),
+                    P + layout.embed + static_cast<std::size_t>(tokens[i] * H), static_cast<std::size_t>(H) * 4);
     });
   }
   for (std::int64_t l = 0; l < c.layers; ++l) {
@@ -156,7 +160,8 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
     }
     {
       Scope s(tr, "qkv_bias", kElementwise, li, 0, qkv_bytes);
-      broadcast_rows(P + w.bq, A.q.data(), Q), broadcast_rows(P + w.bk, A.k.data(), K), broadcast_rows(P + w.bv, A.v.data(), K);
+      broadcast_rows(P + w.bq, A.q.data(), Q), broadcast_rows(P + w.bk, A.k.data(), K),
+          broadcast_rows(P + w.bv, A.v.data(), K);
     }
     product(tr, "q_proj", kGemmForward, li, {Op::NoTrans, Op::Trans, T, Q, H, A.a.data(), P + w.wq, 1.0f, A.q.data()});
     product(tr, "k_proj", kGemmForward, li, {Op::NoTrans, Op::Trans, T, K, H, A.a.data(), P + w.wk, 1.0f, A.k.data()});
@@ -173,13 +178,16 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
       Scope s(tr, "residual", kElementwise, li, 0, 8 * t * h);
       copy_rows(A.x_mid.data(), x);
     }
-    product(tr, "o_proj", kGemmForward, li, {Op::NoTrans, Op::Trans, T, H, Q, A.o.data(), P + w.wo, 1.0f, A.x_mid.data()});
+    product(tr, "o_proj", kGemmForward, li,
+            {Op::NoTrans, Op::Trans, T, H, Q, A.o.data(), P + w.wo, 1.0f, A.x_mid.data()});
     {
       Scope s(tr, "ffn_norm", kElementwise, li, 4 * t * h, 8 * t * h);
       k->rmsnorm_forward(slot + 1, norm, A.x_mid.data(), P + w.ffn_norm, A.f.data());
     }
-    product(tr, "gate_proj", kGemmForward, li, {Op::NoTrans, Op::Trans, T, I, H, A.f.data(), P + w.w_gate, 0.0f, A.g.data()});
-    product(tr, "up_proj", kGemmForward, li, {Op::NoTrans, Op::Trans, T, I, H, A.f.data(), P + w.w_up, 0.0f, A.u.data()});
+    product(tr, "gate_proj", kGemmForward, li,
+            {Op::NoTrans, Op::Trans, T, I, H, A.f.data(), P + w.w_gate, 0.0f, A.g.data()});
+    product(tr, "up_proj", kGemmForward, li,
+            {Op::NoTrans, Op::Trans, T, I, H, A.f.data(), P + w.w_up, 0.0f, A.u.data()});
     {
       Scope s(tr, "swiglu", kElementwise, li, 5 * ti, 12 * ti);
       k->swiglu_forward(sw, A.g.data(), A.u.data(), A.h.data());
@@ -189,14 +197,16 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
       Scope s(tr, "residual", kElementwise, li, 0, 8 * t * h);
       copy_rows(x_next, A.x_mid.data());
     }
-    product(tr, "down_proj", kGemmForward, li, {Op::NoTrans, Op::Trans, T, H, I, A.h.data(), P + w.w_down, 1.0f, x_next});
+    product(tr, "down_proj", kGemmForward, li,
+            {Op::NoTrans, Op::Trans, T, H, I, A.h.data(), P + w.w_down, 1.0f, x_next});
   }
   const int fin = static_cast<int>(2 * c.layers);
   {
     Scope s(tr, "final_norm", kElementwise, -1, 4 * t * h, 8 * t * h);
     k->rmsnorm_forward(fin, norm, resid.back().data(), P + layout.final_norm, n.data());
   }
-  product(tr, "lm_head", kGemmForward, -1, {Op::NoTrans, Op::Trans, T, V, H, n.data(), P + layout.lm_head, 0.0f, logits.data()});
+  product(tr, "lm_head", kGemmForward, -1,
+          {Op::NoTrans, Op::Trans, T, V, H, n.data(), P + layout.lm_head, 0.0f, logits.data()});
   std::int64_t counted = 0;
   for (std::int64_t i = 0; i < T; ++i) counted += labels[i] != kIgnore;
   fused::CrossEntropyResult ce;
@@ -207,48 +217,63 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
     cs.rows = T, cs.vocab = V, cs.ignore_index = kIgnore, cs.grad_scale = 1.0f / static_cast<float>(counted);
     ce = k->cross_entropy(cs, logits.data(), labels, loss_rows.data());
   }
-  const double loss = ce.nonfinite_rows > 0 ? std::numeric_limits<double>::quiet_NaN() : ce.loss_sum / static_cast<double>(counted);
+  const double loss =
+      ce.nonfinite_rows > 0 ? std::numeric_limits<double>::quiet_NaN() : ce.loss_sum / static_cast<double>(counted);
 
   // ---------------------------------------------------------------- backward
-  product(tr, "lm_head.dX", kGemmBackward, -1, {Op::NoTrans, Op::NoTrans, T, H, V, logits.data(), P + layout.lm_head, 0.0f, dtmp.data()});
-  product(tr, "lm_head.dW", kGemmBackward, -1, {Op::Trans, Op::NoTrans, V, H, T, logits.data(), n.data(), 0.0f, G + layout.lm_head});
+  product(tr, "lm_head.dX", kGemmBackward, -1,
+          {Op::NoTrans, Op::NoTrans, T, H, V, logits.data(), P + layout.lm_head, 0.0f, dtmp.data()});
+  product(tr, "lm_head.dW", kGemmBackward, -1,
+          {Op::Trans, Op::NoTrans, V, H, T, logits.data(), n.data(), 0.0f, G + layout.lm_head});
   {
     Scope s(tr, "final_norm.backward", kElementwise, -1, 9 * t * h, 12 * t * h);
-    k->rmsnorm_backward(fin, norm, resid.back().data(), P + layout.final_norm, dtmp.data(), dx.data(), G + layout.final_norm);
+    k->rmsnorm_backward(fin, norm, resid.back().data(), P + layout.final_norm, dtmp.data(), dx.data(),
+                        G + layout.final_norm);
   }
   for (std::int64_t l = c.layers - 1; l >= 0; --l) {
     Scope block(tr, "block.backward", trace::kNone, static_cast<int>(l));
     const LayerTensors& w = layout.layers[static_cast<std::size_t>(l)];
     Acts& A = acts[static_cast<std::size_t>(l)];
     const int li = static_cast<int>(l), slot = 2 * li;
-    product(tr, "down_proj.dX", kGemmBackward, li, {Op::NoTrans, Op::NoTrans, T, I, H, dx.data(), P + w.w_down, 0.0f, dh.data()});
-    product(tr, "down_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, H, I, T, dx.data(), A.h.data(), 0.0f, G + w.w_down});
+    product(tr, "down_proj.dX", kGemmBackward, li,
+            {Op::NoTrans, Op::NoTrans, T, I, H, dx.data(), P + w.w_down, 0.0f, dh.data()});
+    product(tr, "down_proj.dW", kGemmBackward, li,
+            {Op::Trans, Op::NoTrans, H, I, T, dx.data(), A.h.data(), 0.0f, G + w.w_down});
     std::pair<const float*, const float*> dgu;
     {
       Scope s(tr, "swiglu.backward", kElementwise, li, 10 * ti, 20 * ti);
       dgu = k->swiglu_backward(sw, dh.data(), A.g.data(), A.u.data());
       if (m_swapped) std::swap(dgu.first, dgu.second);
     }
-    product(tr, "gate_proj.dX", kGemmBackward, li, {Op::NoTrans, Op::NoTrans, T, H, I, dgu.first, P + w.w_gate, 0.0f, dtmp.data()});
-    product(tr, "up_proj.dX", kGemmBackward, li, {Op::NoTrans, Op::NoTrans, T, H, I, dgu.second, P + w.w_up, 1.0f, dtmp.data()});
-    product(tr, "gate_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, I, H, T, dgu.first, A.f.data(), 0.0f, G + w.w_gate});
-    product(tr, "up_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, I, H, T, dgu.second, A.f.data(), 0.0f, G + w.w_up});
+    product(tr, "gate_proj.dX", kGemmBackward, li,
+            {Op::NoTrans, Op::NoTrans, T, H, I, dgu.first, P + w.w_gate, 0.0f, dtmp.data()});
+    product(tr, "up_proj.dX", kGemmBackward, li,
+            {Op::NoTrans, Op::NoTrans, T, H, I, dgu.second, P + w.w_up, 1.0f, dtmp.data()});
+    product(tr, "gate_proj.dW", kGemmBackward, li,
+            {Op::Trans, Op::NoTrans, I, H, T, dgu.first, A.f.data(), 0.0f, G + w.w_gate});
+    product(tr, "up_proj.dW", kGemmBackward, li,
+            {Op::Trans, Op::NoTrans, I, H, T, dgu.second, A.f.data(), 0.0f, G + w.w_up});
     {
       Scope s(tr, "ffn_norm.backward", kElementwise, li, 10 * t * h, 24 * t * h);
       k->rmsnorm_backward(slot + 1, norm, A.x_mid.data(), P + w.ffn_norm, dtmp.data(), dnorm.data(), G + w.ffn_norm);
       if (m_residual) copy_rows(dx.data(), dnorm.data());  // the residual's gradient dropped
       else add_into(dx.data(), dnorm.data());
     }
-    product(tr, "o_proj.dX", kGemmBackward, li, {Op::NoTrans, Op::NoTrans, T, Q, H, dx.data(), P + w.wo, 0.0f, d_o.data()});
-    product(tr, "o_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, H, Q, T, dx.data(), A.o.data(), 0.0f, G + w.wo});
+    product(tr, "o_proj.dX", kGemmBackward, li,
+            {Op::NoTrans, Op::NoTrans, T, Q, H, dx.data(), P + w.wo, 0.0f, d_o.data()});
+    product(tr, "o_proj.dW", kGemmBackward, li,
+            {Op::Trans, Op::NoTrans, H, Q, T, dx.data(), A.o.data(), 0.0f, G + w.wo});
     {
-      Scope s(tr, "attention.backward", kAttention, li, 2.5 * attn_flops, 2 * qkv_bytes + 12 * t * static_cast<double>(Q));
-      k->attention_backward(li, as, A.q.data(), A.k.data(), A.v.data(), A.o.data(), d_o.data(), dq.data(), dk.data(), dv.data());
+      Scope s(tr, "attention.backward", kAttention, li, 2.5 * attn_flops,
+              2 * qkv_bytes + 12 * t * static_cast<double>(Q));
+      k->attention_backward(li, as, A.q.data(), A.k.data(), A.v.data(), A.o.data(), d_o.data(), dq.data(), dk.data(),
+                            dv.data());
       if (m_attn_cut)
         for (auto* d : {&dq, &dk, &dv}) std::fill(d->data(), d->data() + d->size(), 0.0f);
     }
     if (!m_rope) {
-      Scope s(tr, "rope.backward", kElementwise, li, 3 * t * static_cast<double>(Q + K), 8 * t * static_cast<double>(Q + K));
+      Scope s(tr, "rope.backward", kElementwise, li, 3 * t * static_cast<double>(Q + K),
+              8 * t * static_cast<double>(Q + K));
       k->rope(true, rs, rope, dq.data(), dk.data());
     }
     {
@@ -256,19 +281,26 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
       column_sums(dq.data(), G + w.bq, Q), column_sums(dk.data(), G + w.bk, K), column_sums(dv.data(), G + w.bv, K);
       if (m_bias) std::fill(G + w.bq, G + w.bq + Q, 0.0f);
     }
-    product(tr, "q_proj.dX", kGemmBackward, li, {Op::NoTrans, Op::NoTrans, T, H, Q, dq.data(), P + w.wq, 0.0f, dtmp.data()});
-    product(tr, "k_proj.dX", kGemmBackward, li, {Op::NoTrans, Op::NoTrans, T, H, K, dk.data(), P + w.wk, 1.0f, dtmp.data()});
-    product(tr, "v_proj.dX", kGemmBackward, li, {Op::NoTrans, Op::NoTrans, T, H, K, dv.data(), P + w.wv, 1.0f, dtmp.data()});
+    product(tr, "q_proj.dX", kGemmBackward, li,
+            {Op::NoTrans, Op::NoTrans, T, H, Q, dq.data(), P + w.wq, 0.0f, dtmp.data()});
+    product(tr, "k_proj.dX", kGemmBackward, li,
+            {Op::NoTrans, Op::NoTrans, T, H, K, dk.data(), P + w.wk, 1.0f, dtmp.data()});
+    product(tr, "v_proj.dX", kGemmBackward, li,
+            {Op::NoTrans, Op::NoTrans, T, H, K, dv.data(), P + w.wv, 1.0f, dtmp.data()});
     if (m_transposed && l == 0)  // dWq^T = a^T dq written where dWq belongs
-      product(tr, "q_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, H, Q, T, A.a.data(), dq.data(), 0.0f, G + w.wq});
+      product(tr, "q_proj.dW", kGemmBackward, li,
+              {Op::Trans, Op::NoTrans, H, Q, T, A.a.data(), dq.data(), 0.0f, G + w.wq});
     else
-      product(tr, "q_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, Q, H, T, dq.data(), A.a.data(), 0.0f, G + w.wq});
-    product(tr, "k_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, K, H, T, dk.data(), A.a.data(), 0.0f, G + w.wk});
-    product(tr, "v_proj.dW", kGemmBackward, li, {Op::Trans, Op::NoTrans, K, H, T, dv.data(), A.a.data(), 0.0f, G + w.wv});
+      product(tr, "q_proj.dW", kGemmBackward, li,
+              {Op::Trans, Op::NoTrans, Q, H, T, dq.data(), A.a.data(), 0.0f, G + w.wq});
+    product(tr, "k_proj.dW", kGemmBackward, li,
+            {Op::Trans, Op::NoTrans, K, H, T, dk.data(), A.a.data(), 0.0f, G + w.wk});
+    product(tr, "v_proj.dW", kGemmBackward, li,
+            {Op::Trans, Op::NoTrans, K, H, T, dv.data(), A.a.data(), 0.0f, G + w.wv});
     {
       Scope s(tr, "attn_norm.backward", kElementwise, li, 10 * t * h, 24 * t * h);
-      k->rmsnorm_backward(slot, norm, resid[static_cast<std::size_t>(l)].data(), P + w.attn_norm, dtmp.data(), dnorm.data(),
-                          G + w.attn_norm);
+      k->rmsnorm_backward(slot, norm, resid[static_cast<std::size_t>(l)].data(), P + w.attn_norm, dtmp.data(),
+                          dnorm.data(), G + w.attn_norm);
       add_into(dx.data(), dnorm.data());
     }
   }

@@ -57,7 +57,15 @@ struct AdamWConfig {
 // The 8 bricks of contracts/train/training-step-budget-v1.yaml, in order:
 // every op span of a step carries one of them.
 enum Brick : int {
-  kGemmForward, kGemmBackward, kAttention, kElementwise, kCrossEntropy, kEmbedding, kOptimizer, kOverhead, kBrickCount
+  kGemmForward,
+  kGemmBackward,
+  kAttention,
+  kElementwise,
+  kCrossEntropy,
+  kEmbedding,
+  kOptimizer,
+  kOverhead,
+  kBrickCount
 };
 const std::vector<std::string>& brick_names();  // "gemm_forward", ...
 

@@ -10,11 +10,11 @@
 
 typedef struct arrow_shape {
   const char* name;
-  int atoms;     /* B */
-  int rows_min;  /* n_a range, inclusive */
+  int atoms;    /* B */
+  int rows_min; /* n_a range, inclusive */
   int rows_max;
-  int d;         /* row block dimension */
-  int k;         /* border dimension */
+  int d; /* row block dimension */
+  int k; /* border dimension */
   unsigned long long seed;
   int reference; /* 1: small enough for the dense Eigen reference tier */
 } arrow_shape;

@@ -30,8 +30,8 @@ typedef uint64_t popper_u64x8 __attribute__((vector_size(64)));
 
 /* Four streams (the quarters of the range, advanced together), 64-byte
  * vectors compiled for AVX-512, AVX2 and the baseline. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static uint64_t popper_read_sum_4_streams(const uint64_t* p,
-                                                                                                      size_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) static uint64_t popper_read_sum_4_streams(
+    const uint64_t* p, size_t n) {
   const size_t q = n / 32 * 8; /* a quarter of n - n % 32, a multiple of 8 */
   popper_u64x8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, x;
   for (size_t i = 0; i < q; i += 8) {

@@ -11,7 +11,9 @@ struct popper_decode_shape {
   bool canary;  // canary_config(), else small_config()
   int tokens;
   const char* set;  // "gate" or "full"
-  popper::decode::Config config() const { return canary ? popper::decode::canary_config() : popper::decode::small_config(); }
+  popper::decode::Config config() const {
+    return canary ? popper::decode::canary_config() : popper::decode::small_config();
+  }
 };
 
 inline constexpr popper_decode_shape POPPER_DECODE_SHAPES[] = {

@@ -29,8 +29,8 @@
 #endif
 
 struct popper_gemm_check {
-  int ok;                         /* every checked entry within its bound (NaN fails) */
-  double worst_err, worst_bound;  /* the entry with the largest err / bound */
+  int ok;                        /* every checked entry within its bound (NaN fails) */
+  double worst_err, worst_bound; /* the entry with the largest err / bound */
 };
 
 static inline double popper_gemm_check_gamma(double j, double u) { return j * u / (1.0 - j * u); }
@@ -41,8 +41,8 @@ static inline double popper_gemm_check_at(const void* p, int is_f64, long idx) {
 
 /* a (m x k), b (k x n), c (m x n): float, or double when is_f64. */
 static inline struct popper_gemm_check popper_gemm_check_product(int is_f64, long m, long n, long k, const void* a,
-                                                          const void* b, const void* c, int samples,
-                                                          double roundoff_scale) {
+                                                                 const void* b, const void* c, int samples,
+                                                                 double roundoff_scale) {
   const double u = is_f64 ? ldexp(1.0, -53) : ldexp(1.0, -24);
   const double g = popper_gemm_check_gamma((double)k + 2.0, roundoff_scale * u) +
                    popper_gemm_check_gamma((double)k, ldexp(1.0, -53));

@@ -19,7 +19,7 @@ static const struct popper_gemm_shape POPPER_GEMM_SHAPES[] = {
     {"small_64", 64, 64, 64, "gate"},
     {"small_128", 128, 128, 128, "gate"},
     {"small_256", 256, 256, 256, "gate"},
-    {"wide_640", 128, 640, 128, "gate"},      /* C rows > 2 KiB: the hand kernel packs A */
+    {"wide_640", 128, 640, 128, "gate"},       /* C rows > 2 KiB: the hand kernel packs A */
     {"attn_qkv", 4096, 1024, 1024, "full"},    /* Q/K/V projection, S=4096, H=1024 */
     {"attn_kv", 4096, 256, 1024, "full"},      /* GQA K/V: 4 kv heads x 64 */
     {"ffn_gate_up", 4096, 4096, 1024, "full"}, /* FFN gate/up, I=4096 */

@@ -21,12 +21,15 @@ struct popper_nsa_shape {
   const char* set;  /* "gate" | "full" */
 };
 
-#define POPPER_NSA_SHAPE(dist, n, h, d, l) {#dist "_n" #n "_h" #h "_d" #d "_l" #l, #dist, n, h, d, l, "full"}
-#define POPPER_NSA_LS(dist, n, h, d)                                                                        \
+#define POPPER_NSA_SHAPE(dist, n, h, d, l) \
+  { #dist "_n" #n "_h" #h "_d" #d "_l" #l, #dist, n, h, d, l, "full" }
+#define POPPER_NSA_LS(dist, n, h, d)                                                                               \
   POPPER_NSA_SHAPE(dist, n, h, d, 64), POPPER_NSA_SHAPE(dist, n, h, d, 128), POPPER_NSA_SHAPE(dist, n, h, d, 256), \
-      POPPER_NSA_SHAPE(dist, n, h, d, 512), POPPER_NSA_SHAPE(dist, n, h, d, 1024), POPPER_NSA_SHAPE(dist, n, h, d, 4096)
-#define POPPER_NSA_HD(dist, n) \
-  POPPER_NSA_LS(dist, n, 4, 64), POPPER_NSA_LS(dist, n, 4, 128), POPPER_NSA_LS(dist, n, 8, 64), POPPER_NSA_LS(dist, n, 8, 128)
+      POPPER_NSA_SHAPE(dist, n, h, d, 512), POPPER_NSA_SHAPE(dist, n, h, d, 1024),                                 \
+      POPPER_NSA_SHAPE(dist, n, h, d, 4096)
+#define POPPER_NSA_HD(dist, n)                                                                  \
+  POPPER_NSA_LS(dist, n, 4, 64), POPPER_NSA_LS(dist, n, 4, 128), POPPER_NSA_LS(dist, n, 8, 64), \
+      POPPER_NSA_LS(dist, n, 8, 128)
 
 static const struct popper_nsa_shape POPPER_NSA_SHAPES[] = {
     {"gate_few_n16_h4_d64_l64", "few", 16, 4, 64, 64, "gate"},

@@ -18,8 +18,7 @@ struct popper_q4k_shape {
 };
 
 static const struct popper_q4k_shape POPPER_Q4K_SHAPES[] = {
-    {"gate_256x1024", 256, 1024, "gate"},
-    {"gate_512x2048", 512, 2048, "gate"},
+    {"gate_256x1024", 256, 1024, "gate"},          {"gate_512x2048", 512, 2048, "gate"},
     {"llama_attn_4096x4096", 4096, 4096, "full"},  /* 9.4 MB of weights */
     {"llama_ffn_11008x4096", 11008, 4096, "full"}, /* 25.4 MB */
     {"issue_16384x4096", 16384, 4096, "full"},     /* 37.7 MB: issue 18's measurement */

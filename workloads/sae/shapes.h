@@ -14,24 +14,24 @@ enum { SAE_OP_APPLY = 0, SAE_OP_SOLVE = 1 };
 
 typedef struct sae_shape {
   const char* name;
-  int op;    /* SAE_OP_APPLY | SAE_OP_SOLVE */
-  int rows;  /* n */
-  int K;     /* beta blocks */
-  int p;     /* decoder output width */
-  int m;     /* support entries per row */
-  int q;     /* local coordinates per row */
+  int op;   /* SAE_OP_APPLY | SAE_OP_SOLVE */
+  int rows; /* n */
+  int K;    /* beta blocks */
+  int p;    /* decoder output width */
+  int m;    /* support entries per row */
+  int q;    /* local coordinates per row */
   unsigned long long seed;
 } sae_shape;
 
 static const sae_shape sae_shapes[] = {
     {"apply_p64", SAE_OP_APPLY, 256, 16, 64, 4, 8, 0x5AE0001ULL},
     {"apply_p256", SAE_OP_APPLY, 512, 16, 256, 4, 8, 0x5AE0002ULL},
-    {"apply_p1024", SAE_OP_APPLY, 512, 12, 1024, 4, 8, 0x5AE0003ULL},  /* dense 1.1 GiB */
-    {"apply_p2048", SAE_OP_APPLY, 512, 16, 2048, 4, 8, 0x5AE0004ULL},  /* dense 8 GiB: declines */
-    {"apply_p5120", SAE_OP_APPLY, 512, 64, 5120, 4, 8, 0x5AE0005ULL},  /* seed's LLM width; dense 800 GiB */
+    {"apply_p1024", SAE_OP_APPLY, 512, 12, 1024, 4, 8, 0x5AE0003ULL}, /* dense 1.1 GiB */
+    {"apply_p2048", SAE_OP_APPLY, 512, 16, 2048, 4, 8, 0x5AE0004ULL}, /* dense 8 GiB: declines */
+    {"apply_p5120", SAE_OP_APPLY, 512, 64, 5120, 4, 8, 0x5AE0005ULL}, /* seed's LLM width; dense 800 GiB */
     {"solve_p64", SAE_OP_SOLVE, 256, 16, 64, 4, 8, 0x5AE0011ULL},
     {"solve_p256", SAE_OP_SOLVE, 512, 16, 256, 4, 8, 0x5AE0012ULL},
-    {"solve_p1024", SAE_OP_SOLVE, 512, 12, 1024, 4, 8, 0x5AE0013ULL},  /* dense potrf 6e11 flop: declines */
+    {"solve_p1024", SAE_OP_SOLVE, 512, 12, 1024, 4, 8, 0x5AE0013ULL}, /* dense potrf 6e11 flop: declines */
     {"solve_p5120", SAE_OP_SOLVE, 512, 64, 5120, 4, 8, 0x5AE0015ULL},
 };
 static const int sae_shape_count = (int)(sizeof(sae_shapes) / sizeof(sae_shapes[0]));

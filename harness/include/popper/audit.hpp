@@ -67,14 +67,15 @@ struct Waiver {
 
 struct AuditInputs {
   ContractSet contracts;
-  std::vector<std::string> bound_ids;           // from --popper-list-bindings
-  std::map<std::string, IdResult> results;      // id -> merged outcome
-  std::map<std::string, IdResult> bench_claims; // claim id -> met | not_met | inconclusive | partially_measured | not_measured
+  std::vector<std::string> bound_ids;       // from --popper-list-bindings
+  std::map<std::string, IdResult> results;  // id -> merged outcome
+  std::map<std::string, IdResult>
+      bench_claims;  // claim id -> met | not_met | inconclusive | partially_measured | not_measured
   bool have_bench_claims = false;
-  std::vector<MutantResult> mutants;            // merged per (test, mutant)
+  std::vector<MutantResult> mutants;  // merged per (test, mutant)
   bool have_mutants = false;
   std::vector<Waiver> waivers;
-  std::string today;                            // YYYY-MM-DD, for waiver expiry
+  std::string today;  // YYYY-MM-DD, for waiver expiry
   bool require_claims = false;
 };
 

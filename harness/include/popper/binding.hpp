@@ -37,9 +37,11 @@ class Params {
   std::int64_t integer(const std::string& key, std::optional<std::int64_t> fallback = std::nullopt) const;
   std::string string(const std::string& key, std::optional<std::string> fallback = std::nullopt) const;
   bool boolean(const std::string& key, std::optional<bool> fallback = std::nullopt) const;
-  std::vector<std::int64_t> integers(const std::string& key, std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
+  std::vector<std::int64_t> integers(const std::string& key,
+                                     std::optional<std::vector<std::int64_t>> fallback = std::nullopt) const;
   std::vector<double> numbers(const std::string& key, std::optional<std::vector<double>> fallback = std::nullopt) const;
-  std::vector<std::string> strings(const std::string& key, std::optional<std::vector<std::string>> fallback = std::nullopt) const;
+  std::vector<std::string> strings(const std::string& key,
+                                   std::optional<std::vector<std::string>> fallback = std::nullopt) const;
   // A list of mappings (e.g. `shapes: [{m: 4, n: 5, k: 6}, ...]`), each a Params.
   std::vector<Params> list(const std::string& key) const;
 
@@ -221,11 +223,11 @@ RunResult run_bound(const std::string& contract_path, const std::string& id);
 
 #define POPPER_CONCAT_INNER(a, b) a##b
 #define POPPER_CONCAT(a, b) POPPER_CONCAT_INNER(a, b)
-#define POPPER_FALSIFIER(id, ...)                                                                      \
-  static const ::popper::Registrar POPPER_CONCAT(popper_binding_, __COUNTER__)(                       \
-      ::popper::BindingKind::Falsifier, id, __VA_ARGS__, __FILE__, __LINE__)
-#define POPPER_HARNESS(id, ...)                                                                        \
-  static const ::popper::Registrar POPPER_CONCAT(popper_binding_, __COUNTER__)(                       \
-      ::popper::BindingKind::Harness, id, __VA_ARGS__, __FILE__, __LINE__)
+#define POPPER_FALSIFIER(id, ...)                                                                                    \
+  static const ::popper::Registrar POPPER_CONCAT(popper_binding_, __COUNTER__)(::popper::BindingKind::Falsifier, id, \
+                                                                               __VA_ARGS__, __FILE__, __LINE__)
+#define POPPER_HARNESS(id, ...)                                                                                    \
+  static const ::popper::Registrar POPPER_CONCAT(popper_binding_, __COUNTER__)(::popper::BindingKind::Harness, id, \
+                                                                               __VA_ARGS__, __FILE__, __LINE__)
 #define POPPER_CAPABILITY(name, ...) \
   static const ::popper::CapabilityRegistrar POPPER_CONCAT(popper_capability_, __COUNTER__)(name, __VA_ARGS__)

@@ -38,8 +38,8 @@ struct Mutant {
 };
 
 struct Obligation {
-  std::string id;          // <PREFIX>-PO-NNN (popper requires it; pv has none)
-  std::string type;        // one of pv's obligation types
+  std::string id;    // <PREFIX>-PO-NNN (popper requires it; pv has none)
+  std::string type;  // one of pv's obligation types
   std::string property;
   std::string formal;
   std::optional<double> tolerance;
@@ -51,13 +51,13 @@ struct Obligation {
   std::vector<std::string> backends;
   // pv: the id was derived (pv obligations have none): <PREFIX>-PO-<position>.
   bool id_derived = false;
-  bool type_defaulted = false;           // pv: no `type`, read as invariant
-  SourcePos applies_to_pos{};            // the value of applies_to
-  std::string requires_ref{};            // pv DbC, postconditions: the precondition it links to
+  bool type_defaulted = false;  // pv: no `type`, read as invariant
+  SourcePos applies_to_pos{};   // the value of applies_to
+  std::string requires_ref{};   // pv DbC, postconditions: the precondition it links to
   SourcePos requires_pos{};
-  std::string applies_to_phase{};        // pv DbC, loop types: a kernel_structure phase name
+  std::string applies_to_phase{};  // pv DbC, loop types: a kernel_structure phase name
   SourcePos applies_to_phase_pos{};
-  std::string parent_contract{};         // pv DbC, subcontracts: the contract refined
+  std::string parent_contract{};  // pv DbC, subcontracts: the contract refined
   SourcePos parent_contract_pos{};
   bool has_formal = false;
 };
@@ -68,19 +68,19 @@ struct FalsificationTest {
   std::string prediction;
   std::string test;
   std::string if_fails;
-  std::vector<std::string> covers;    // popper: obligation ids this test backs
+  std::vector<std::string> covers;                   // popper: obligation ids this test backs
   nlohmann::json params = nlohmann::json::object();  // popper: handed to the falsifier
-  std::vector<std::string> requires_; // popper: capabilities ("cuda", "avx512", ...)
-  std::vector<Mutant> mutants;        // popper: what the test must detect
+  std::vector<std::string> requires_;                // popper: capabilities ("cuda", "avx512", ...)
+  std::vector<Mutant> mutants;                       // popper: what the test must detect
   SourcePos pos;
-  bool has_prediction = false;        // pv: prediction and if_fails may be absent
+  bool has_prediction = false;  // pv: prediction and if_fails may be absent
   bool has_if_fails = false;
   std::vector<SourcePos> covers_pos{};
 };
 
 struct KaniHarness {
   std::string id;
-  std::string obligation;             // an obligation id (pv: as resolved, see obligation_written)
+  std::string obligation;  // an obligation id (pv: as resolved, see obligation_written)
   std::string property;
   std::optional<std::int64_t> bound;
   std::string strategy;
@@ -89,15 +89,15 @@ struct KaniHarness {
   std::vector<std::string> requires_;
   std::vector<Mutant> mutants;
   SourcePos pos;
-  std::string obligation_written{};   // the text as written (pv may name property text or a position)
-  bool has_bound = false;             // `bound` given (valid or not)
+  std::string obligation_written{};  // the text as written (pv may name property text or a position)
+  bool has_bound = false;            // `bound` given (valid or not)
   SourcePos obligation_pos{};
 };
 
 struct QaGate {
   std::string id;
   std::string name;
-  std::vector<std::string> checks;    // equation names or test ids
+  std::vector<std::string> checks;  // equation names or test ids
   std::vector<SourcePos> check_pos;
   std::string pass_criteria;
   SourcePos pos;
@@ -121,9 +121,9 @@ struct BenchmarkClaim {
   std::string denominator_backend;    // empty = any; else the denominator row's backend starts with it
   std::string op;                     // "<", "<=", ">", ">="
   double threshold = 0;
-  std::vector<std::string> shapes;    // empty = every shape of the family
-  std::string precision;              // empty = every precision
-  std::optional<int> threads;         // empty = every thread count
+  std::vector<std::string> shapes;  // empty = every shape of the family
+  std::string precision;            // empty = every precision
+  std::optional<int> threads;       // empty = every thread count
   SourcePos pos;
 };
 
@@ -135,8 +135,8 @@ struct EnforcementRule {
 };
 
 struct Contract {
-  std::string path;                   // as given
-  std::string stem;                   // file name without .yaml: what depends_on names
+  std::string path;  // as given
+  std::string stem;  // file name without .yaml: what depends_on names
   std::string version;
   std::string description;
   std::vector<std::string> depends_on;
@@ -149,8 +149,8 @@ struct Contract {
   std::vector<BenchmarkClaim> benchmarks;
   // How it was read, and what pv's rules look at.
   Profile profile = Profile::Strict;
-  std::string kind = "kernel";        // metadata.kind; `registry: true` on a kernel makes it registry
-  bool has_references = false;        // metadata.references present and non-empty
+  std::string kind = "kernel";  // metadata.kind; `registry: true` on a kernel makes it registry
+  bool has_references = false;  // metadata.references present and non-empty
   bool has_equations_key = false;
   SourcePos metadata_pos{};
   std::vector<std::string> phases{};  // kernel_structure.phases[].name

@@ -11,7 +11,7 @@ enum class Severity { Error, Warning };
 
 struct Diagnostic {
   Severity severity = Severity::Error;
-  std::string code;     // stable rule code, e.g. POP-V010
+  std::string code;  // stable rule code, e.g. POP-V010
   SourcePos pos;
   std::string message;  // one sentence: what is wrong and how to fix it
 };
@@ -29,7 +29,7 @@ class Diagnostics {
 };
 
 std::string format_text(const Diagnostic& d);
-std::string format_text(const Diagnostics& d);   // one per line, then a summary line
+std::string format_text(const Diagnostics& d);  // one per line, then a summary line
 std::string format_json(const Diagnostics& d);
 std::string format_sarif(const Diagnostics& d);  // SARIF 2.1.0
 

@@ -18,9 +18,11 @@ class Error : public std::runtime_error {
 class BufferTooSmall : public Error {
  public:
   BufferTooSmall(std::string operand, std::size_t required, std::size_t actual)
-      : Error("buffer '" + operand + "' too small: needs " + std::to_string(required) +
-              " elements, got " + std::to_string(actual)),
-        operand_(std::move(operand)), required_(required), actual_(actual) {}
+      : Error("buffer '" + operand + "' too small: needs " + std::to_string(required) + " elements, got " +
+              std::to_string(actual)),
+        operand_(std::move(operand)),
+        required_(required),
+        actual_(actual) {}
   const std::string& operand() const noexcept { return operand_; }
   std::size_t required() const noexcept { return required_; }
   std::size_t actual() const noexcept { return actual_; }

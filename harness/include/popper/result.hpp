@@ -16,7 +16,7 @@ Failure(E) -> Failure<E>;
 template <class T, class E>
 class Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}        // NOLINT: implicit by design
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}         // NOLINT: implicit by design
   Result(Failure<E> f) : v_(std::in_place_index<1>, std::move(f.error)) {}  // NOLINT
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }

@@ -102,7 +102,8 @@ class Auditor {
     for (const auto& h : c.kani_harnesses) {
       const IdResult r = outcome_of(h.id);
       ++a.harnesses[r.outcome];
-      add_row(a, h.id, fmt::format("harness (bound {})", h.bound ? std::to_string(*h.bound) : "?"), r, h.mutants, false);
+      add_row(a, h.id, fmt::format("harness (bound {})", h.bound ? std::to_string(*h.bound) : "?"), r, h.mutants,
+              false);
     }
     add_claims(a, c);
     add_obligations(a, c);
@@ -150,21 +151,26 @@ class Auditor {
                const std::vector<Mutant>& declared, bool is_test) {
     named_.insert(id);
     if (r.outcome == "failed") failures.add(id, fmt::format("{} failed: {}", id, md_cell(r.reason, 300)));
-    if (r.outcome == "unbound") failures.add(id, fmt::format("{} is UNBOUND: nothing is bound to it, so nothing was tested", id));
-    if (r.outcome == "not_run" && !POPPER_MUTANT("audit-ignores-not-run")) failures.add(id, fmt::format("{} did not run: it is bound but no result file holds it", id));
+    if (r.outcome == "unbound")
+      failures.add(id, fmt::format("{} is UNBOUND: nothing is bound to it, so nothing was tested", id));
+    if (r.outcome == "not_run" && !POPPER_MUTANT("audit-ignores-not-run"))
+      failures.add(id, fmt::format("{} did not run: it is bound but no result file holds it", id));
     std::size_t killed = 0;
     nlohmann::json mj = nlohmann::json::array();
     for (const auto& d : declared) {
       const MutantResult* res = mutant_result(id, d.id);
       const std::string outcome = res ? res->outcome : (in_.have_mutants ? "not_run" : "not_checked");
       killed += outcome == "killed";
-      mj.push_back({{"id", d.id}, {"description", d.description}, {"path", d.path}, {"outcome", outcome},
+      mj.push_back({{"id", d.id},
+                    {"description", d.description},
+                    {"path", d.path},
+                    {"outcome", outcome},
                     {"detail", res ? res->detail : ""},
                     {"by_site", res ? nlohmann::json(res->by_site) : nlohmann::json::object()}});
       if (in_.have_mutants && (outcome == "survived" || outcome == "not_reached"))
-        failures.add(id + "/" + d.id,
-                     fmt::format("{} cannot detect {} ({}){}", id, d.id, d.description,
-                                 outcome == "not_reached" ? ": its mutation point was never reached" : ": the test passed with it"));
+        failures.add(id + "/" + d.id, fmt::format("{} cannot detect {} ({}){}", id, d.id, d.description,
+                                                  outcome == "not_reached" ? ": its mutation point was never reached"
+                                                                           : ": the test passed with it"));
     }
     if (in_.have_mutants && is_test && declared.empty())
       failures.add(id + "/mutants", fmt::format("{} declares no mutant, so nothing shows it can fail", id));
@@ -172,30 +178,36 @@ class Auditor {
     if (is_test) ++a.with_mutants.den;
     a.power.num += killed;
     a.power.den += declared.size();
-    const std::string power_text =
-        declared.empty() ? "none declared"
-                         : in_.have_mutants ? fmt::format("{}/{} killed", killed, declared.size())
-                                            : fmt::format("{} declared, not run", declared.size());
-    a.results.push_back({{"id", id}, {"kind", kind}, {"outcome", r.outcome}, {"reason", r.reason},
-                         {"backends", evidence_json(r.backends)}, {"declines", r.declines}, {"sites", r.sites},
-                         {"mutants", mj}, {"power", power_text}});
+    const std::string power_text = declared.empty()   ? "none declared"
+                                   : in_.have_mutants ? fmt::format("{}/{} killed", killed, declared.size())
+                                                      : fmt::format("{} declared, not run", declared.size());
+    a.results.push_back({{"id", id},
+                         {"kind", kind},
+                         {"outcome", r.outcome},
+                         {"reason", r.reason},
+                         {"backends", evidence_json(r.backends)},
+                         {"declines", r.declines},
+                         {"sites", r.sites},
+                         {"mutants", mj},
+                         {"power", power_text}});
     // A path-specific mutant shows where it was caught (which leg of the CPU matrix).
     std::string md_power = power_text;
     for (const auto& m : mj) {
       if (m["path"].get<std::string>().empty() || m["by_site"].empty()) continue;
       std::vector<std::string> sites;
       for (const auto& [site, o] : m["by_site"].items()) sites.push_back(site + " " + o.get<std::string>());
-      md_power += fmt::format("; {} ({}): {}", m["id"].get<std::string>(), m["path"].get<std::string>(), fmt::join(sites, ", "));
+      md_power += fmt::format("; {} ({}): {}", m["id"].get<std::string>(), m["path"].get<std::string>(),
+                              fmt::join(sites, ", "));
     }
-    a.md_rows += fmt::format("| {} | {} | {} | {} | {} | {} |\n", id, kind, r.outcome, md_cell(evidence_text(r.backends)),
-                             md_cell(md_power, 400), md_cell(r.reason, 160));
+    a.md_rows += fmt::format("| {} | {} | {} | {} | {} | {} |\n", id, kind, r.outcome,
+                             md_cell(evidence_text(r.backends)), md_cell(md_power, 400), md_cell(r.reason, 160));
   }
 
   void add_claims(ContractAudit& a, const Contract& c) {
     for (const auto& b : c.benchmarks) {
       named_.insert(b.id);
-      IdResult r{"not_measured",
-                 in_.have_bench_claims ? "no row in the bench claims file" : "no bench claims given (run make bench-compare)"};
+      IdResult r{"not_measured", in_.have_bench_claims ? "no row in the bench claims file"
+                                                       : "no bench claims given (run make bench-compare)"};
       if (auto it = in_.bench_claims.find(b.id); it != in_.bench_claims.end()) r = it->second;
       ++a.claims[r.outcome];
       ++totals.bench[r.outcome];
@@ -238,15 +250,22 @@ class Auditor {
       if (!passed.empty() && !missing.empty()) {
         std::vector<std::string> have;
         for (const auto& want : o.backends)
-          if (std::none_of(missing.begin(), missing.end(), [&](const std::string& m) { return m.rfind(want + ":", 0) == 0; }))
+          if (std::none_of(missing.begin(), missing.end(),
+                           [&](const std::string& m) { return m.rfind(want + ":", 0) == 0; }))
             have.push_back(want);
-        why = fmt::format("{} only; {}", have.empty() ? evidence_text(evidence) : fmt::format("{}", fmt::join(have, ", ")),
+        why = fmt::format("{} only; {}",
+                          have.empty() ? evidence_text(evidence) : fmt::format("{}", fmt::join(have, ", ")),
                           fmt::join(missing, "; "));
       }
       a.obligations.num += covered ? 1 : 0;
-      a.obligation_json.push_back({{"id", o.id}, {"applies_to", o.applies_to}, {"covered", covered},
-                                   {"backed_by", backers}, {"passed", passed}, {"backends_required", o.backends},
-                                   {"evidence", evidence_json(evidence)}, {"missing", missing},
+      a.obligation_json.push_back({{"id", o.id},
+                                   {"applies_to", o.applies_to},
+                                   {"covered", covered},
+                                   {"backed_by", backers},
+                                   {"passed", passed},
+                                   {"backends_required", o.backends},
+                                   {"evidence", evidence_json(evidence)},
+                                   {"missing", missing},
                                    {"why_not", covered ? "" : why}});
       a.md_obligations += fmt::format("| {} | {} | {} | {} | {} |\n", o.id, o.applies_to, covered ? "yes" : "**no**",
                                       md_cell(evidence_text(evidence), 300),
@@ -259,7 +278,8 @@ class Auditor {
                                                    const std::map<std::string, std::vector<EvidenceSite>>& evidence,
                                                    const std::vector<std::string>& declines) {
     std::vector<std::string> missing;
-    const std::vector<std::string> wanted = POPPER_MUTANT("audit-ignores-backends") ? std::vector<std::string>{} : o.backends;
+    const std::vector<std::string> wanted =
+        POPPER_MUTANT("audit-ignores-backends") ? std::vector<std::string>{} : o.backends;
     for (const auto& want : wanted) {
       bool seen = false;
       for (const auto& [tag, sites] : evidence) seen = seen || backend_matches(want, tag);
@@ -287,8 +307,8 @@ class Auditor {
     }
     a.gate = any_fail ? "FAIL" : all_pass ? "PASS" : "INCOMPLETE";
     if (a.gate == "FAIL")
-      failures.add(c.qa_gate->id, fmt::format("qa_gate {} of {} is FAIL ({})", c.qa_gate->id, c.stem,
-                                              fmt::join(a.gate_notes, "; ")));
+      failures.add(c.qa_gate->id,
+                   fmt::format("qa_gate {} of {} is FAIL ({})", c.qa_gate->id, c.stem, fmt::join(a.gate_notes, "; ")));
   }
 
   // One qa_gate check: an equation (its obligations covered), a test or harness, or a benchmark claim.
@@ -338,15 +358,20 @@ nlohmann::json contract_json(const Contract& c, ContractAudit& a) {
   cj["obligations_covered"] = fraction_json(a.obligations);
   cj["obligations"] = a.obligation_json;
   cj["falsification_tests"] = {{"total", c.falsification_tests.size()}, {"passed", a.tests["passed"]},
-                               {"failed", a.tests["failed"]}, {"skipped", a.tests["skipped"]},
-                               {"unbound", a.tests["unbound"]}, {"not_run", a.tests["not_run"]}};
-  cj["harnesses"] = {{"total", c.kani_harnesses.size()}, {"ran", ran}, {"passed", a.harnesses["passed"]},
-                     {"failed", a.harnesses["failed"]}, {"skipped", a.harnesses["skipped"]},
-                     {"unbound", a.harnesses["unbound"]}, {"not_run", a.harnesses["not_run"]}};
-  cj["benchmarks"] = {{"total", c.benchmarks.size()}, {"met", a.claims["met"]}, {"not_met", a.claims["not_met"]},
-                      {"inconclusive", a.claims["inconclusive"]}, {"partially_measured", a.claims["partially_measured"]},
+                               {"failed", a.tests["failed"]},           {"skipped", a.tests["skipped"]},
+                               {"unbound", a.tests["unbound"]},         {"not_run", a.tests["not_run"]}};
+  cj["harnesses"] = {{"total", c.kani_harnesses.size()},  {"ran", ran},
+                     {"passed", a.harnesses["passed"]},   {"failed", a.harnesses["failed"]},
+                     {"skipped", a.harnesses["skipped"]}, {"unbound", a.harnesses["unbound"]},
+                     {"not_run", a.harnesses["not_run"]}};
+  cj["benchmarks"] = {{"total", c.benchmarks.size()},
+                      {"met", a.claims["met"]},
+                      {"not_met", a.claims["not_met"]},
+                      {"inconclusive", a.claims["inconclusive"]},
+                      {"partially_measured", a.claims["partially_measured"]},
                       {"not_measured", a.claims["not_measured"]}};
-  cj["mutants"] = {{"killed", a.power.num}, {"declared", a.power.den}, {"tests_with_mutants", fraction_json(a.with_mutants)}};
+  cj["mutants"] = {
+      {"killed", a.power.num}, {"declared", a.power.den}, {"tests_with_mutants", fraction_json(a.with_mutants)}};
   cj["qa_gate"] = {{"verdict", a.gate}, {"open_checks", a.gate_notes}};
   cj["results"] = a.results;
   return cj;
@@ -368,8 +393,10 @@ std::string contract_markdown(const Contract& c, ContractAudit& a, bool have_mut
       a.claims["partially_measured"], a.claims["not_measured"], c.benchmarks.size(), c.qa_gate ? c.qa_gate->id : "",
       a.gate, a.gate_notes.empty() ? "" : fmt::format(" (open: {})", fmt::join(a.gate_notes, "; ")));
   if (!c.obligations.empty())
-    md += "\n| obligation | applies to | covered | evidence (backend: site, how chosen) | why |\n|---|---|---|---|---|\n" +
-          a.md_obligations;
+    md +=
+        "\n| obligation | applies to | covered | evidence (backend: site, how chosen) | why "
+        "|\n|---|---|---|---|---|\n" +
+        a.md_obligations;
   if (!a.md_rows.empty())
     md += "\n| id | kind | outcome | backends | power | reason |\n|---|---|---|---|---|---|\n" + a.md_rows;
   return md;
@@ -394,11 +421,16 @@ nlohmann::json apply_waivers(const AuditInputs& in, const FailureList& failures,
   for (const auto& w : in.waivers) {
     const bool expired = w.expires < today;
     if (expired)
-      rep.failures.push_back(fmt::format("waiver for {} expired on {} ({}:{}): fix it or renew the waiver with a reason",
-                                         w.id, w.expires, w.pos.file, w.pos.line));
+      rep.failures.push_back(
+          fmt::format("waiver for {} expired on {} ({}:{}): fix it or renew the waiver with a reason", w.id, w.expires,
+                      w.pos.file, w.pos.line));
     else if (!used.count(w.id))
-      rep.warnings.push_back(fmt::format("waiver for {} ({}:{}) excuses nothing: remove it", w.id, w.pos.file, w.pos.line));
-    waivers_json.push_back({{"id", w.id}, {"reason", w.reason}, {"expires", w.expires}, {"expired", expired},
+      rep.warnings.push_back(
+          fmt::format("waiver for {} ({}:{}) excuses nothing: remove it", w.id, w.pos.file, w.pos.line));
+    waivers_json.push_back({{"id", w.id},
+                            {"reason", w.reason},
+                            {"expires", w.expires},
+                            {"expired", expired},
                             {"used", used.count(w.id) > 0}});
   }
   return waivers_json;
@@ -409,14 +441,24 @@ nlohmann::json totals_json(const AuditInputs& in, Totals& t) {
           {"equations_with_obligations", fraction_json(t.eq)},
           {"obligations_covered", fraction_json(t.ob)},
           {"falsification_tests",
-           {{"total", t.test_count}, {"passed", t.tests["passed"]}, {"failed", t.tests["failed"]},
-            {"skipped", t.tests["skipped"]}, {"unbound", t.tests["unbound"]}, {"not_run", t.tests["not_run"]}}},
+           {{"total", t.test_count},
+            {"passed", t.tests["passed"]},
+            {"failed", t.tests["failed"]},
+            {"skipped", t.tests["skipped"]},
+            {"unbound", t.tests["unbound"]},
+            {"not_run", t.tests["not_run"]}}},
           {"harnesses_run", fraction_json(t.harness_run)},
-          {"mutants", {{"ran", in.have_mutants}, {"killed", t.power.num}, {"declared", t.power.den},
-                       {"tests_with_mutants", fraction_json(t.with_mutants)}}},
+          {"mutants",
+           {{"ran", in.have_mutants},
+            {"killed", t.power.num},
+            {"declared", t.power.den},
+            {"tests_with_mutants", fraction_json(t.with_mutants)}}},
           {"benchmarks",
-           {{"total", t.bench_count}, {"met", t.bench["met"]}, {"not_met", t.bench["not_met"]},
-            {"inconclusive", t.bench["inconclusive"]}, {"partially_measured", t.bench["partially_measured"]},
+           {{"total", t.bench_count},
+            {"met", t.bench["met"]},
+            {"not_met", t.bench["not_met"]},
+            {"inconclusive", t.bench["inconclusive"]},
+            {"partially_measured", t.bench["partially_measured"]},
             {"not_measured", t.bench["not_measured"]}}}};
 }
 
@@ -428,13 +470,14 @@ nlohmann::json totals_json(const AuditInputs& in, Totals& t) {
 std::string headline(const nlohmann::json& total, int exit_code, std::size_t failures) {
   const auto& b = total.at("benchmarks");
   const int n = b.at("total").get<int>(), not_measured = b.at("not_measured").get<int>();
-  const std::string correctness = exit_code == 0 ? "correctness PASS (exit 0)"
-                                                 : fmt::format("FAIL (exit 1): {} reason(s)", failures);
+  const std::string correctness =
+      exit_code == 0 ? "correctness PASS (exit 0)" : fmt::format("FAIL (exit 1): {} reason(s)", failures);
   if (n == 0) return correctness + "; no performance claims";
-  return fmt::format("{}; performance claims measured {} of {}: met {}, not met {}, inconclusive {}, partially "
-                     "measured {}, not measured {}",
-                     correctness, n - not_measured, n, b.at("met").get<int>(), b.at("not_met").get<int>(),
-                     b.at("inconclusive").get<int>(), b.at("partially_measured").get<int>(), not_measured);
+  return fmt::format(
+      "{}; performance claims measured {} of {}: met {}, not met {}, inconclusive {}, partially "
+      "measured {}, not measured {}",
+      correctness, n - not_measured, n, b.at("met").get<int>(), b.at("not_met").get<int>(),
+      b.at("inconclusive").get<int>(), b.at("partially_measured").get<int>(), not_measured);
 }
 
 std::string summary_markdown(const AuditInputs& in, Totals& t, const AuditReport& rep) {
@@ -444,14 +487,16 @@ std::string summary_markdown(const AuditInputs& in, Totals& t, const AuditReport
       "with evidence on every backend the obligation names.\n\nVerdict: {}\n\n"
       "| total | figure |\n|---|---|\n| contracts | {} |\n| equations with obligations | {} |\n"
       "| obligations covered | {} |\n| falsification tests passed | {} |\n| falsification tests failed | {} |\n"
-      "| falsification tests skipped | {} |\n| falsification tests UNBOUND | {} |\n| falsification tests not run | {} |\n"
+      "| falsification tests skipped | {} |\n| falsification tests UNBOUND | {} |\n| falsification tests not run | {} "
+      "|\n"
       "| harnesses run | {} |\n| falsification tests declaring mutants | {} |\n| mutants killed (power) | {} |\n"
       "| benchmark claims met | {} |\n| orphan bindings | {} |\n",
       verdict, in.contracts.contracts.size(), fmt_fraction(t.eq), fmt_fraction(t.ob),
       fmt_fraction({t.tests["passed"], t.test_count}), fmt_fraction({t.tests["failed"], t.test_count}),
       fmt_fraction({t.tests["skipped"], t.test_count}), fmt_fraction({t.tests["unbound"], t.test_count}),
       fmt_fraction({t.tests["not_run"], t.test_count}), fmt_fraction(t.harness_run), fmt_fraction(t.with_mutants),
-      in.have_mutants ? fmt_fraction(t.power) : fmt::format("not run ({} declared; popper audit --mutants)", t.power.den),
+      in.have_mutants ? fmt_fraction(t.power)
+                      : fmt::format("not run ({} declared; popper audit --mutants)", t.power.den),
       fmt_fraction({t.bench["met"], t.bench_count}),
       rep.orphans.empty() ? "none" : fmt::format("{}", fmt::join(rep.orphans, ", ")));
   if (!rep.failures.empty()) {
@@ -481,14 +526,10 @@ AuditReport audit(const AuditInputs& in) {
   rep.orphans = auditor.orphans();
   rep.obligations = auditor.totals.ob;
   const auto waivers_json = apply_waivers(in, auditor.failures, rep);
-  rep.json = {{"contracts", contracts_json},
-              {"total", totals_json(in, auditor.totals)},
-              {"orphans", rep.orphans},
-              {"failures", rep.failures},
-              {"waived", rep.waived},
-              {"waivers", waivers_json},
-              {"warnings", rep.warnings},
-              {"exit_code", rep.exit_code()}};
+  rep.json = {{"contracts", contracts_json}, {"total", totals_json(in, auditor.totals)},
+              {"orphans", rep.orphans},      {"failures", rep.failures},
+              {"waived", rep.waived},        {"waivers", waivers_json},
+              {"warnings", rep.warnings},    {"exit_code", rep.exit_code()}};
   rep.json["headline"] = headline(rep.json.at("total"), rep.exit_code(), rep.failures.size());
   rep.markdown = summary_markdown(in, auditor.totals, rep) + md_contracts;
   return rep;

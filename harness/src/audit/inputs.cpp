@@ -148,13 +148,10 @@ void read_mutant_results(const std::string& path, std::vector<MutantResult>& out
     m.detail = j.value("detail", "");
     if (j.contains("by_site") && j["by_site"].is_object())
       for (const auto& [site, o] : j["by_site"].items()) m.by_site[site] = o.get<std::string>();
-    auto it = std::find_if(out.begin(), out.end(), [&](const MutantResult& x) {
-      return x.test_id == m.test_id && x.mutant_id == m.mutant_id;
-    });
-    if (it == out.end())
-      out.push_back(m);
-    else
-      merge_mutant(*it, m);
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const MutantResult& x) { return x.test_id == m.test_id && x.mutant_id == m.mutant_id; });
+    if (it == out.end()) out.push_back(m);
+    else merge_mutant(*it, m);
   }
 }
 
@@ -188,7 +185,8 @@ std::vector<Waiver> read_waivers(const std::string& path) {
     x.id = w["id"].Scalar();
     x.reason = w["reason"].Scalar();
     x.expires = w["expires"].Scalar();
-    if (!std::regex_match(x.expires, kDate)) throw Error(where + ": expires must be a date YYYY-MM-DD, got '" + x.expires + "'");
+    if (!std::regex_match(x.expires, kDate))
+      throw Error(where + ": expires must be a date YYYY-MM-DD, got '" + x.expires + "'");
     out.push_back(x);
   }
   return out;

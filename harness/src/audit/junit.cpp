@@ -48,7 +48,8 @@ std::string case_xml(const std::string& suite, const Case& c) {
   switch (verdict_of(c.outcome)) {
     case Verdict::Pass: return head + "/>\n";
     case Verdict::Fail:
-      return fmt::format("{}>\n      <failure message=\"{}\" type=\"{}\"/>\n    </testcase>\n", head, xml(msg), xml(c.outcome));
+      return fmt::format("{}>\n      <failure message=\"{}\" type=\"{}\"/>\n    </testcase>\n", head, xml(msg),
+                         xml(c.outcome));
     case Verdict::Skip: return fmt::format("{}>\n      <skipped message=\"{}\"/>\n    </testcase>\n", head, xml(msg));
   }
   return head + "/>\n";
@@ -72,8 +73,9 @@ std::string suite_xml(const std::string& name, const std::vector<Case>& cases, T
   all.tests += t.tests;
   all.failures += t.failures;
   all.skipped += t.skipped;
-  return fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  </testsuite>\n",
-                     xml(name), t.tests, t.failures, t.skipped, body);
+  return fmt::format(
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  </testsuite>\n",
+      xml(name), t.tests, t.failures, t.skipped, body);
 }
 
 }  // namespace
@@ -103,11 +105,12 @@ std::string audit_junit(const nlohmann::json& report) {
       cases.push_back({o.get<std::string>(), "failed", "bound in the test binary but named by no contract"});
     suites += suite_xml("orphans", cases, all);
   }
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                     "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}</testsuites>\n",
-                     xml("popper audit" + (report.contains("headline") ? ": " + report.at("headline").get<std::string>()
-                                                                       : std::string())),
-                     all.tests, all.failures, all.skipped, suites);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}</testsuites>\n",
+      xml("popper audit" +
+          (report.contains("headline") ? ": " + report.at("headline").get<std::string>() : std::string())),
+      all.tests, all.failures, all.skipped, suites);
 }
 
 }  // namespace popper

@@ -53,7 +53,8 @@ MutantResult judge_mutant_run(const std::string& test_id, const std::string& jso
                           : "the test binary " + process_description + " before reporting (counts as detected)";
     return r;
   }
-  const bool failed = (tc->contains("failures") && !(*tc)["failures"].empty()) || tc->value("popper_outcome", "") == "failed";
+  const bool failed =
+      (tc->contains("failures") && !(*tc)["failures"].empty()) || tc->value("popper_outcome", "") == "failed";
   const std::string outcome = tc->value("popper_outcome", "not_run");
   const long hits = std::strtol(tc->value("popper_mutant_hits", std::string("0")).c_str(), nullptr, 10);
   if (failed) {
@@ -69,7 +70,8 @@ MutantResult judge_mutant_run(const std::string& test_id, const std::string& jso
     // A mutant of one CPU or device path this run never took (cpu:avx512 on an
     // AVX2 machine): nothing was tested, which is not a survivor either.
     r.outcome = "not_run";
-    r.detail = path + " not taken in this run (it ran: " + tc->value("popper_backends", std::string("nothing recorded")) +
+    r.detail = path +
+               " not taken in this run (it ran: " + tc->value("popper_backends", std::string("nothing recorded")) +
                "); run it where that path runs";
   } else {
     r.outcome = hits > 0 ? "survived" : POPPER_MUTANT("mutants-unreached-counts-killed") ? "killed" : "not_reached";
@@ -122,11 +124,12 @@ std::vector<MutantResult> run_mutants(const ContractSet& set, const MutantRunOpt
       ss << in.rdbuf();
       ::unlink(json_path.c_str());
       // A process that exits 1 after writing its JSON is just a failing test.
-      MutantResult r = judge_mutant_run(j.test_id, ss.str(), pr.ok() || (pr.exit_code == 1 && !pr.timed_out),
-                                        pr.describe(), j.path);
+      MutantResult r =
+          judge_mutant_run(j.test_id, ss.str(), pr.ok() || (pr.exit_code == 1 && !pr.timed_out), pr.describe(), j.path);
       if (pr.timed_out) {
         r.outcome = "killed";
-        r.detail = "timed out after " + std::to_string(static_cast<int>(opt.timeout_seconds)) + " s (counts as detected)";
+        r.detail =
+            "timed out after " + std::to_string(static_cast<int>(opt.timeout_seconds)) + " s (counts as detected)";
       }
       r.contract = j.contract;
       r.mutant_id = j.mutant_id;

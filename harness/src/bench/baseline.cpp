@@ -32,8 +32,7 @@ SavedBaseline save_baseline(const std::string& from, const std::string& dir) {
     write_file_atomic(saved.previous, format_bench_csv(read_bench_csv(saved.path)));
   }
   write_bench_csv(saved.path, table);
-  if (fs::exists(functions_path(from)))
-    write_file_atomic(functions_path(saved.path), read_file(functions_path(from)));
+  if (fs::exists(functions_path(from))) write_file_atomic(functions_path(saved.path), read_file(functions_path(from)));
   return saved;
 }
 

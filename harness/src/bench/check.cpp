@@ -115,7 +115,8 @@ std::optional<Drift> ceiling_drift(const BenchTable& baseline, const BenchTable&
   std::vector<double> logs;
   const BenchRow *last_base = nullptr, *last_cur = nullptr;  // the pair that decides when it is the only one
   for (const auto& b : baseline.rows) {
-    if (b.key.tier != "ceiling" || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0 || !b.valid()) continue;
+    if (b.key.tier != "ceiling" || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0 || !b.valid())
+      continue;
     for (const auto& c : current.rows)
       if (c.key == b.key && c.unit == b.unit && !c.samples.empty() && c.median() > 0 && c.valid()) {
         logs.push_back(std::log(quantile(c.samples, t.quantile) / quantile(b.samples, t.quantile)));
@@ -137,9 +138,9 @@ std::optional<Drift> ceiling_drift(const BenchTable& baseline, const BenchTable&
     const double se = std::sqrt(ss / static_cast<double>(logs.size() - 1) / static_cast<double>(logs.size()));
     d.p = se > 0 ? student_t_upper((std::fabs(mean) - band) / se, static_cast<double>(logs.size() - 1))
                  : (std::fabs(mean) > band ? 0.0 : 1.0);
-  } else if (const auto one = ratio_interval({&last_cur->samples, &last_cur->trials},
-                                              {&last_base->samples, &last_base->trials}, t.alpha, 1000,
-                                              std::hash<std::string>{}(last_base->key.to_string()), t.quantile);
+  } else if (const auto one =
+                 ratio_interval({&last_cur->samples, &last_cur->trials}, {&last_base->samples, &last_base->trials},
+                                t.alpha, 1000, std::hash<std::string>{}(last_base->key.to_string()), t.quantile);
              one.testable()) {
     d.p = student_t_upper((std::fabs(mean) - band) / one.log_se, one.df);
   } else {
@@ -207,7 +208,8 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
         in.push_back(j);
         pr.push_back(p_reg[j]), pw.push_back(p_warn[j]), pi.push_back(p_imp[j]);
       }
-    const auto r = benjamini_hochberg(pr, t.alpha), w = benjamini_hochberg(pw, t.alpha), i = benjamini_hochberg(pi, t.alpha);
+    const auto r = benjamini_hochberg(pr, t.alpha), w = benjamini_hochberg(pw, t.alpha),
+               i = benjamini_hochberg(pi, t.alpha);
     for (std::size_t x = 0; x < in.size(); ++x) reg[in[x]] = r[x], warn[in[x]] = w[x], imp[in[x]] = i[x];
   }
   for (std::size_t j = 0; j < timed.size(); ++j) {
@@ -236,12 +238,13 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
   if (t.quantile == 0.5) std::snprintf(what, sizeof what, "medians");
   else std::snprintf(what, sizeof what, "%.2f-quantiles", t.quantile);
   char m[480];
-  std::snprintf(m, sizeof m,
-                "timed rows: ratio of the samples' %s with a two-level bootstrap interval (trials, then samples); REGRESSION "
-                "when 'ratio > %.2f' is rejected by Benjamini-Hochberg at alpha %.2f over the %zu testable rows of this "
-                "repository's code (the %zu vendor rows are a family of their own); NOISY when 'ratio < %.2f' cannot be "
-                "shown at alpha %.2f",
-                what, 1 + t.regression, t.alpha, timed.size() - vendor_rows, vendor_rows, 1 + t.regression, t.alpha);
+  std::snprintf(
+      m, sizeof m,
+      "timed rows: ratio of the samples' %s with a two-level bootstrap interval (trials, then samples); REGRESSION "
+      "when 'ratio > %.2f' is rejected by Benjamini-Hochberg at alpha %.2f over the %zu testable rows of this "
+      "repository's code (the %zu vendor rows are a family of their own); NOISY when 'ratio < %.2f' cannot be "
+      "shown at alpha %.2f",
+      what, 1 + t.regression, t.alpha, timed.size() - vendor_rows, vendor_rows, 1 + t.regression, t.alpha);
   method = m;
 }
 
@@ -413,7 +416,8 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       }
     }
     judge(pairs, t, report.method);
-    if (report.mode == CheckMode::Absolute && opt.normalize_on_drift) judge_moved_groups(pairs, nb, nc, t, report.method);
+    if (report.mode == CheckMode::Absolute && opt.normalize_on_drift)
+      judge_moved_groups(pairs, nb, nc, t, report.method);
     report.rows.clear();
     bool any_interleaved = false;
     for (auto& p : pairs) {
@@ -425,8 +429,9 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       report.rows.push_back(p.rc);
     }
     if (any_interleaved)
-      report.method += "; rows noted 'interleaved' were measured again on both sides in alternating trials (ABBA: "
-                       "current, baseline, baseline, current, then baseline first) and judged on those trials alone";
+      report.method +=
+          "; rows noted 'interleaved' were measured again on both sides in alternating trials (ABBA: "
+          "current, baseline, baseline, current, then baseline first) and judged on those trials alone";
     if (!interleave_failed.empty()) report.method += "; " + interleave_failed;
 
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -440,8 +445,8 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     // and a few more trials of a vendor program cost seconds).
     auto rows_of = [&](const BenchKey& k, std::vector<BenchKey>& into) {
       for (const auto& c : cur_table.rows)
-        if (c.unit == kUnitSeconds && (c.key == k || (report.mode == CheckMode::Normalized &&
-                                                      without_backend(c.key) == without_backend(k))) &&
+        if (c.unit == kUnitSeconds &&
+            (c.key == k || (report.mode == CheckMode::Normalized && without_backend(c.key) == without_backend(k))) &&
             std::find(into.begin(), into.end(), c.key) == into.end())
           into.push_back(c.key);
     };
@@ -550,7 +555,8 @@ std::string format_check_report(const CheckReport& report) {
       << "\n";
   if (!report.method.empty()) out << "method: " << report.method << "\n";
   char line[640];
-  std::snprintf(line, sizeof line, "%-12s %-66s %8s %-17s %9s  %s\n", "verdict", "row", "ratio", "interval", "p", "note");
+  std::snprintf(line, sizeof line, "%-12s %-66s %8s %-17s %9s  %s\n", "verdict", "row", "ratio", "interval", "p",
+                "note");
   out << line;
   for (const auto& r : report.rows) {
     char ratio[32], iv[48], p[32];

@@ -60,7 +60,7 @@ const char* to_string(Change c);
 struct Thresholds {
   double regression = 0.10;
   double warning = 0.05;
-  double alpha = 0.05;  // false discovery rate (Benjamini-Hochberg) over the rows of one check
+  double alpha = 0.05;     // false discovery rate (Benjamini-Hochberg) over the rows of one check
   double quantile = 0.25;  // timed rows compare this quantile of their samples (above)
 };
 
@@ -69,7 +69,7 @@ enum class CheckMode { Absolute, Normalized };
 struct RowCheck {
   BenchKey key;
   Change change = Change::Unchanged;
-  double ratio = 0;  // NaN when not computed
+  double ratio = 0;       // NaN when not computed
   double lo = 0, hi = 0;  // interval of the ratio (timed rows)
   double p_value = 1;     // of "ratio > 1 + regression"
   bool significant = false;
@@ -114,7 +114,7 @@ struct Interleave {
 
 struct CheckOptions {
   Thresholds thresholds;
-  Remeasure remeasure;      // for NOISY and REGRESSION timed rows
+  Remeasure remeasure;  // for NOISY and REGRESSION timed rows
   // When set, every timed suite (non-ceiling) row is measured again in
   // interleaved rounds in place of `remeasure` (ceiling rows keep it), and
   // while it stays NOISY, rounds permitting; if it fails, `remeasure` takes over.

@@ -141,7 +141,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});
               // A bandwidth peak is compared with bytes/s (as apply_peaks does), any other with work/s.
-              const double scale = (kind == "bandwidth" || kind == "device_bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
+              const double scale =
+                  (kind == "bandwidth" || kind == "device_bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
               value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
             }
             const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
@@ -151,7 +152,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                           iv.df >= 1 ? "" : " (one trial: within-process noise only)");
             if (none_hold) failures.push_back(std::string(buf) + " fails");
             else if (!all_hold) {
-              inconclusive.push_back(std::string(buf) + " straddles " + claim.op + " " + std::to_string(claim.threshold));
+              inconclusive.push_back(std::string(buf) + " straddles " + claim.op + " " +
+                                     std::to_string(claim.threshold));
               // The interval's half-width on the threshold's side shrinks as 1/sqrt(trials).
               const double dist = std::fabs(std::log(value / claim.threshold));
               const double half = value >= claim.threshold ? std::log(value / lo) : std::log(hi / value);
@@ -167,8 +169,12 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             }
           }
       std::string detail = have_worst ? "worst " + worst_text : "no verified group measured";
-      if (!failures.empty()) detail += "; " + failures.front() + (failures.size() > 1 ? " and " + std::to_string(failures.size() - 1) + " more" : "");
-      if (!inconclusive.empty()) detail += "; inconclusive: " + inconclusive.front() + (inconclusive.size() > 1 ? " and " + std::to_string(inconclusive.size() - 1) + " more" : "");
+      if (!failures.empty())
+        detail += "; " + failures.front() +
+                  (failures.size() > 1 ? " and " + std::to_string(failures.size() - 1) + " more" : "");
+      if (!inconclusive.empty())
+        detail += "; inconclusive: " + inconclusive.front() +
+                  (inconclusive.size() > 1 ? " and " + std::to_string(inconclusive.size() - 1) + " more" : "");
       if (!missing.empty())
         detail += "; not measured (or not verified): " + missing.front() +
                   (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : "");
@@ -196,8 +202,8 @@ void write_claims_json(const std::string& path, const std::string& family, const
     }
   }
   for (const auto& r : results)
-    doc["claims"].push_back({{"contract", r.contract}, {"id", r.id}, {"family", r.family}, {"verdict", r.verdict},
-                             {"detail", r.detail}});
+    doc["claims"].push_back(
+        {{"contract", r.contract}, {"id", r.id}, {"family", r.family}, {"verdict", r.verdict}, {"detail", r.detail}});
   write_file_atomic(path, doc.dump(2) + "\n");
 }
 

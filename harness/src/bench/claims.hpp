@@ -34,13 +34,13 @@ struct ClaimResult {
   std::string contract;  // stem, e.g. gemm-v1
   std::string id;
   std::string family;
-  std::string verdict;   // met | not_met | inconclusive | partially_measured | not_measured
+  std::string verdict;  // met | not_met | inconclusive | partially_measured | not_measured
   std::string detail;
   // Groups whose interval straddles the threshold: what measuring them again could decide.
   struct Inconclusive {
     std::string shape, precision;
     int threads = 1;
-    int trials = 0;            // the trials the interval came from
+    int trials = 0;               // the trials the interval came from
     double trials_to_decide = 0;  // about as many as would narrow it off the threshold (width ~ 1/sqrt(trials))
   };
   std::vector<Inconclusive> inconclusive_groups;

@@ -1,7 +1,6 @@
 // The interleaved three-tier run behind `popper bench compare` (compare.hpp).
 #include "bench/compare.hpp"
 
-
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -49,7 +48,8 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   for (const auto& s : suspects) {
     keys.push_back(s.key);
     noted.push_back(s.key.to_string() + ": " + s.reason);
-    if (opt.progress) opt.progress("implausible vendor row " + s.key.to_string() + ": " + s.reason + "; measuring it again");
+    if (opt.progress)
+      opt.progress("implausible vendor row " + s.key.to_string() + ": " + s.reason + "; measuring it again");
   }
   restrict_to_rows(again, keys);
   again.first_trial = next_trial(t);
@@ -60,7 +60,8 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   for (const auto& s : suspects) {
     const BenchRow* f = fresh.find(s.key);
     if (!f || f->samples.empty()) {
-      if (opt.progress) opt.progress("implausible vendor row " + s.key.to_string() + ": no new samples; judged as measured");
+      if (opt.progress)
+        opt.progress("implausible vendor row " + s.key.to_string() + ": no new samples; judged as measured");
       continue;
     }
     for (auto& r : t.rows)
@@ -105,7 +106,8 @@ std::vector<std::string> list_family_shapes(const std::string& build_dir, const 
     if (!n || n->family != fam.family) continue;
     if (std::find(shapes.begin(), shapes.end(), n->shape) == shapes.end()) shapes.push_back(n->shape);
   }
-  if (shapes.empty()) throw Error(exe + " lists no benchmark named " + fam.family + "/<tier>/<shape>/<precision>/threads:<n>");
+  if (shapes.empty())
+    throw Error(exe + " lists no benchmark named " + fam.family + "/<tier>/<shape>/<precision>/threads:<n>");
   return shapes;
 }
 
@@ -130,7 +132,8 @@ std::vector<std::string> select_shapes(const std::vector<std::string>& spec, con
     } else {
       std::string known;
       for (const auto& a : all) known += (known.empty() ? "" : ", ") + a;
-      throw Error("unknown shape '" + s + "' for family " + fam.family + " (known: " + known + "; or gate | full | all)");
+      throw Error("unknown shape '" + s + "' for family " + fam.family + " (known: " + known +
+                  "; or gate | full | all)");
     }
   }
   return out;
@@ -144,11 +147,12 @@ std::vector<std::pair<std::string, std::string>> run_metadata(const MachineInfo&
   md.emplace_back("compiler", cxx + (version.empty() ? "" : " (" + version + ")"));
   const std::string bt = cmake_cache_value(build_dir, "CMAKE_BUILD_TYPE");
   std::string flags = cmake_cache_value(build_dir, "CMAKE_CXX_FLAGS");
-  const std::string bt_flags = cmake_cache_value(build_dir, "CMAKE_CXX_FLAGS_" + [&] {
-    std::string u = bt;
-    for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    return u;
-  }());
+  const std::string bt_flags = cmake_cache_value(
+      build_dir, "CMAKE_CXX_FLAGS_" + [&] {
+        std::string u = bt;
+        for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        return u;
+      }());
   md.emplace_back("build_type", bt.empty() ? "unknown" : bt);
   md.emplace_back("compiler_flags", flags + (flags.empty() ? "" : " ") + bt_flags);
   const std::string cuda = cmake_cache_value(build_dir, "POPPER_CUDA");
@@ -169,7 +173,8 @@ void apply_peaks(BenchTable& t, const FamilyDescriptor& fam, const PeakResult* p
     if (it == fam.peak.end()) continue;
     double denom = row_peak(*peak, it->second, r.key.threads, r.work_per_iter, r.bytes_per_iter);
     double value = r.throughput();
-    if (it->second == "bandwidth" || it->second == "device_bandwidth") value = r.median() > 0 ? r.bytes_per_iter / r.median() : 0;
+    if (it->second == "bandwidth" || it->second == "device_bandwidth")
+      value = r.median() > 0 ? r.bytes_per_iter / r.median() : 0;
     if (denom > 0) r.pct_of_peak = 100.0 * value / denom;
   }
 }
@@ -194,7 +199,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   auto say = [&](const std::string& s) {
     if (opt.progress) opt.progress(s);
   };
-  if (opt.trials < 1 || opt.reps_per_trial < 1) throw InvalidArgument("bench compare: trials and repetitions must be >= 1");
+  if (opt.trials < 1 || opt.reps_per_trial < 1)
+    throw InvalidArgument("bench compare: trials and repetitions must be >= 1");
   const std::string bin = opt.build_dir + "/bin/";
   const auto all_shapes = list_family_shapes(opt.build_dir, fam);
   const auto shapes = select_shapes(opt.shapes, all_shapes, fam);
@@ -261,9 +267,9 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     merge_rows(rows, got);
   };
   auto run_ceiling = [&](const Step& s, const VendorConfig& cfg, int trial) {
-    std::vector<std::string> argv = {bin + "ceiling_" + s.ceiling, "--shape", s.shape, "--reps",
-                                     std::to_string(opt.reps_per_trial), "--threads", std::to_string(s.threads),
-                                     "--min-time", min_time};
+    std::vector<std::string> argv = {
+        bin + "ceiling_" + s.ceiling, "--shape",    s.shape, "--reps", std::to_string(opt.reps_per_trial), "--threads",
+        std::to_string(s.threads),    "--min-time", min_time};
     // The configuration's variables win over the run's timing environment.
     auto env = cfg.env_set(s.threads);
     const auto unset = cfg.env_unset();
@@ -295,12 +301,13 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     const std::string name = format_bench_name({fam.family, s.tier, s.shape, s.precision, s.threads});
     const std::string json_path = popper::make_temp_file("popper-gbench");
     if (json_path.empty()) throw Error("cannot create a temporary file");
-    const auto r = run_process({bin + fam.executable,
-                                "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
-                                "--benchmark_repetitions=" + std::to_string(opt.reps_per_trial),
-                                "--benchmark_report_aggregates_only=false", "--benchmark_min_time=" + min_time,
-                                std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
-                               opt.env);
+    const auto r =
+        run_process({bin + fam.executable,
+                     "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
+                     "--benchmark_repetitions=" + std::to_string(opt.reps_per_trial),
+                     "--benchmark_report_aggregates_only=false", "--benchmark_min_time=" + min_time,
+                     std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
+                    opt.env);
     std::ifstream in(json_path);
     std::ostringstream ss;
     ss << in.rdbuf();
@@ -328,10 +335,13 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
       const Step& s = steps[i];
       const double now = elapsed();
       const std::string eta =
-          done ? ", ~" + duration_text(now / static_cast<double>(done) * static_cast<double>(total - done)) + " remaining" : "";
-      say("[" + label + ", " + std::to_string(done + 1) + "/" + std::to_string(total) + "] " + fam.family + " " + s.shape + " " +
-          (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) + " " + s.tier +
-          (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") + " — elapsed " + duration_text(now) + eta);
+          done ? ", ~" + duration_text(now / static_cast<double>(done) * static_cast<double>(total - done)) +
+                     " remaining"
+               : "";
+      say("[" + label + ", " + std::to_string(done + 1) + "/" + std::to_string(total) + "] " + fam.family + " " +
+          s.shape + " " + (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) +
+          " " + s.tier + (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") + " — elapsed " + duration_text(now) +
+          eta);
       current_step = i;
       if (s.tier == "ceiling") {
         for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);
@@ -351,8 +361,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
           " budget, so the run stops here (--budget, or --trials to fix the count)");
       break;
     }
-    run_trial(opt.first_trial + trials_run, "trial " + std::to_string(trials_run + 1) + "/" + std::to_string(opt.trials),
-              every);
+    run_trial(opt.first_trial + trials_run,
+              "trial " + std::to_string(trials_run + 1) + "/" + std::to_string(opt.trials), every);
   }
 
   // Top-up: the steps whose rows were noisier than the plan assumed get more
@@ -382,8 +392,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
         say("top-up: the budget ends here (" + duration_text(elapsed()) + " spent)");
         break;
       }
-      run_trial(opt.first_trial + trials_run + round, "top-up " + std::to_string(round + 1) + "/" +
-                std::to_string(opt.top_up_trials), which);
+      run_trial(opt.first_trial + trials_run + round,
+                "top-up " + std::to_string(round + 1) + "/" + std::to_string(opt.top_up_trials), which);
       topped_up += which.size();
     }
   }
@@ -411,7 +421,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   mark_invalid_vendor_rows(t);
   t.set_footprint_reads();
   for (const auto& r : t.rows)
-    if (!r.valid()) say("invalid vendor row " + r.key.to_string() + ": " + r.invalid_reason + " (left out of every ratio)");
+    if (!r.valid())
+      say("invalid vendor row " + r.key.to_string() + ": " + r.invalid_reason + " (left out of every ratio)");
   apply_peaks(t, fam, peak);
   return t;
 }

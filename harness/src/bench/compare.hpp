@@ -22,21 +22,21 @@ namespace popper::bench {
 
 struct CompareOptions {
   std::string source_dir = ".";
-  std::string build_dir;                        // holds bin/
-  std::vector<std::string> shapes{"gate"};      // gate | full | all | shape names
+  std::string build_dir;                    // holds bin/
+  std::vector<std::string> shapes{"gate"};  // gate | full | all | shape names
   std::vector<std::string> tiers{"ceiling", "wrapped", "hand"};
   std::vector<std::string> precisions{"f32", "f64"};
   std::vector<int> threads{1, 2};
-  int trials = 3;                               // processes per step (>= 2 for a testable verdict)
-  int reps_per_trial = 2;                       // repetitions inside each process
-  std::uint64_t order_seed = 20261123;          // shuffles the step order of each trial
-  int first_trial = 0;                          // trial id of the first trial (re-measuring adds new ones)
+  int trials = 3;                                        // processes per step (>= 2 for a testable verdict)
+  int reps_per_trial = 2;                                // repetitions inside each process
+  std::uint64_t order_seed = 20261123;                   // shuffles the step order of each trial
+  int first_trial = 0;                                   // trial id of the first trial (re-measuring adds new ones)
   std::vector<std::pair<std::string, std::string>> env;  // set for every process (check --rerun: the baseline's)
-  double min_time = 0.2;                        // seconds per repetition (Google Benchmark)
+  double min_time = 0.2;                                 // seconds per repetition (Google Benchmark)
   // > 0: a trial after the first two starts only if it fits (trial_fits_budget);
   // the plan's estimate of a trial's length can be far off (vendor configurations).
   double budget_seconds = 0;
-  bool blas_core_types = true;                  // also run ceilings under other runnable core types
+  bool blas_core_types = true;  // also run ceilings under other runnable core types
   // The ceiling's screening timings are reused from <build>/ceiling-screening-
   // <family>.json when nothing they depend on changed (vendors.hpp); true: time them again.
   bool rescreen = false;

@@ -204,10 +204,11 @@ double BenchTable::footprint_read(const std::string& shape, int threads) const {
 
 const std::vector<std::string>& bench_columns() {
   static const std::vector<std::string> cols = {
-      "family", "tier",   "backend", "shape",         "precision",     "threads",        "cache_mode",
-      "unit",   "n",      "min",     "median",        "mean",          "stddev",         "cv",
-      "work_per_iter",    "work_unit", "bytes_per_iter", "throughput", "pct_of_peak",    "verdict",
-      "samples", "trials"};
+      "family",    "tier",           "backend",    "shape",       "precision",
+      "threads",   "cache_mode",     "unit",       "n",           "min",
+      "median",    "mean",           "stddev",     "cv",          "work_per_iter",
+      "work_unit", "bytes_per_iter", "throughput", "pct_of_peak", "verdict",
+      "samples",   "trials"};
   return cols;
 }
 
@@ -241,9 +242,9 @@ std::string format_bench_csv(const BenchTable& table) {
       mn = r.samples[0];
       for (double s : r.samples) mn = std::min(mn, s);
     }
-    out << k.family << ',' << k.tier << ',' << k.backend << ',' << k.shape << ',' << k.precision << ','
-        << k.threads << ',' << k.cache_mode << ',' << r.unit << ',' << r.samples.size() << ',' << fmt_double(mn)
-        << ',' << fmt_double(has ? r.median() : nan) << ',' << fmt_double(has ? mean(r.samples) : nan) << ','
+    out << k.family << ',' << k.tier << ',' << k.backend << ',' << k.shape << ',' << k.precision << ',' << k.threads
+        << ',' << k.cache_mode << ',' << r.unit << ',' << r.samples.size() << ',' << fmt_double(mn) << ','
+        << fmt_double(has ? r.median() : nan) << ',' << fmt_double(has ? mean(r.samples) : nan) << ','
         << fmt_double(has ? stddev(r.samples) : nan) << ','
         << fmt_double(has ? coefficient_of_variation(r.samples) : nan) << ',' << fmt_double(r.work_per_iter) << ','
         << r.work_unit << ',' << fmt_double(r.bytes_per_iter) << ','
@@ -312,7 +313,8 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     r.key.shape = fields[3];
     r.key.precision = fields[4];
     const double threads = parse_number(fields[5], file, lineno, "threads", false);
-    if (threads < 1 || threads != std::floor(threads)) fail(file, lineno, "column 'threads' must be a positive integer");
+    if (threads < 1 || threads != std::floor(threads))
+      fail(file, lineno, "column 'threads' must be a positive integer");
     r.key.threads = static_cast<int>(threads);
     r.key.cache_mode = fields[6];
     r.unit = fields[7];
@@ -341,8 +343,9 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
         r.trials.push_back(static_cast<int>(v));
       }
       if (r.trials.size() != r.samples.size())
-        fail(file, lineno, "column 'trials' has " + std::to_string(r.trials.size()) + " entries for " +
-                               std::to_string(r.samples.size()) + " samples");
+        fail(file, lineno,
+             "column 'trials' has " + std::to_string(r.trials.size()) + " entries for " +
+                 std::to_string(r.samples.size()) + " samples");
     }
     table.rows.push_back(std::move(r));
   }

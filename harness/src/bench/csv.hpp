@@ -41,12 +41,12 @@ struct BenchKey {
 struct BenchRow {
   BenchKey key;
   std::string unit = kUnitSeconds;
-  std::vector<double> samples;      // one value per repetition, per iteration, in `unit`
-  std::vector<int> trials;          // the trial (process) of each sample; empty = all trial 0
-  double work_per_iter = 0;         // FLOP or items per iteration
-  std::string work_unit = "flop";   // flop | items
+  std::vector<double> samples;     // one value per repetition, per iteration, in `unit`
+  std::vector<int> trials;         // the trial (process) of each sample; empty = all trial 0
+  double work_per_iter = 0;        // FLOP or items per iteration
+  std::string work_unit = "flop";  // flop | items
   double bytes_per_iter = 0;
-  double pct_of_peak = -1;          // < 0: not applicable / peak unknown
+  double pct_of_peak = -1;  // < 0: not applicable / peak unknown
   std::string verdict = "not_verified";
   // Non-empty: an implausible vendor row (plausibility.hpp), never the operand
   // of a ratio. Not a CSV column: recomputed from the rows when a table is
@@ -60,7 +60,7 @@ struct BenchRow {
   // Derived from samples (what the CSV stores alongside them).
   double median() const;
   int trial_of(std::size_t sample) const { return sample < trials.size() ? trials[sample] : 0; }
-  double throughput() const;        // work_per_iter / median seconds; 0 for instruction rows
+  double throughput() const;  // work_per_iter / median seconds; 0 for instruction rows
   bool valid() const { return invalid_reason.empty(); }
 };
 

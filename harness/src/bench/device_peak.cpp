@@ -44,7 +44,8 @@ DevicePeak device_peak_from_probe(const std::string& probe_json, const std::stri
   } catch (const nlohmann::json::exception&) {
     throw Error("popper_peak_device printed no JSON: " + probe_json.substr(0, 200));
   }
-  if (!j.value("available", false)) throw Error("no usable CUDA device: " + j.value("reason", std::string("(no reason)")));
+  if (!j.value("available", false))
+    throw Error("no usable CUDA device: " + j.value("reason", std::string("(no reason)")));
   try {
     DevicePeak p = from_fields(j);
     p.gpu = gpu;
@@ -98,8 +99,7 @@ DevicePeak cached_or_measured_device_peak(const std::string& cache_dir, const st
     }
   }
   const std::string probe = bin_dir + "/popper_peak_device";
-  if (!fs::exists(probe))
-    throw Error(probe + " not found: it is built only where CUDA (nvcc) is installed");
+  if (!fs::exists(probe)) throw Error(probe + " not found: it is built only where CUDA (nvcc) is installed");
   if (progress) progress("peak: measuring the CUDA device (FP32 FMA, cuBLAS GEMMs, copy and triad)");
   const ProcessResult r = run_process({probe}, {}, {}, 600);
   if (r.timed_out) throw Error("popper_peak_device did not finish within 600 s");

@@ -21,7 +21,7 @@ struct DevicePeak {
   int multiprocessors = 0;
   double memory_bytes = 0;
   double fp32_fma = 0, fp32_gemm = 0, tf32_gemm = 0, f16_gemm = 0, bf16_gemm = 0;  // FLOP/s
-  double copy_bandwidth = 0, triad_bandwidth = 0;                                 // bytes/s
+  double copy_bandwidth = 0, triad_bandwidth = 0;                                  // bytes/s
 };
 
 // The probe's JSON -> DevicePeak; throws Error when it says the device is

@@ -22,8 +22,8 @@ std::vector<std::string> string_list(const YAML::Node& n, const std::string& wha
 }
 
 const std::set<std::string>& peak_kinds() {
-  static const std::set<std::string> k = {"fp32",        "fp64",        "bandwidth",   "roofline",
-                                          "device_fp32", "device_f16",  "device_bf16", "device_bandwidth"};
+  static const std::set<std::string> k = {"fp32",        "fp64",       "bandwidth",   "roofline",
+                                          "device_fp32", "device_f16", "device_bf16", "device_bandwidth"};
   return k;
 }
 
@@ -33,7 +33,8 @@ std::map<std::string, std::string> peak_map(const YAML::Node& n, const std::stri
   for (const auto& kv : n) {
     const auto v = kv.second.as<std::string>();
     if (!peak_kinds().count(v))
-      throw Error(path + ": " + what + " '" + v + "' must be one of fp32, fp64, bandwidth, roofline, device_fp32, "
+      throw Error(path + ": " + what + " '" + v +
+                  "' must be one of fp32, fp64, bandwidth, roofline, device_fp32, "
                   "device_f16, device_bf16, device_bandwidth");
     out[kv.first.as<std::string>()] = v;
   }
@@ -48,12 +49,12 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
   try {
     const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) throw Error(path + ": a family descriptor is a mapping");
-    static const std::set<std::string> known = {"family",    "executable", "ceilings", "blas_core_types",
-                                                "wrapped_vendor", "work_unit",  "peak",     "gate",
-                                                "device"};
+    static const std::set<std::string> known = {
+        "family", "executable", "ceilings", "blas_core_types", "wrapped_vendor", "work_unit", "peak", "gate", "device"};
     for (const auto& kv : root) {
       const auto key = kv.first.as<std::string>();
-      if (!known.count(key)) throw Error(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
+      if (!known.count(key))
+        throw Error(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
     }
     if (!root["family"]) throw Error(path + ": missing 'family'");
     f.family = root["family"].as<std::string>();
@@ -92,8 +93,9 @@ FamilyDescriptor load_family(const std::string& source_dir, const std::string& f
   const std::string path = source_dir + "/bench/" + family + "/family.yaml";
   std::ifstream in(path);
   if (!in)
-    throw Error(path + ": no family descriptor; every bench family needs bench/<family>/family.yaml "
-                       "(see baselines/README.md)");
+    throw Error(path +
+                ": no family descriptor; every bench family needs bench/<family>/family.yaml "
+                "(see baselines/README.md)");
   std::ostringstream ss;
   ss << in.rdbuf();
   auto f = parse_family_yaml(ss.str(), path);

@@ -43,8 +43,8 @@ struct DeviceSpec {
 
 struct FamilyDescriptor {
   std::string family;
-  std::string executable;                       // bench_<family>
-  std::vector<std::string> ceilings;            // program stems without "ceiling_"
+  std::string executable;             // bench_<family>
+  std::vector<std::string> ceilings;  // program stems without "ceiling_"
   // The vendor whose library the wrapped tier calls with the environment as
   // inherited: only that vendor's inherited configuration is timed on every
   // shape however slow it is (FFI overhead is measured against it); another
@@ -54,10 +54,10 @@ struct FamilyDescriptor {
   std::string wrapped_vendor;
   bool blas_core_types = false;
   std::string work_unit = "flop";
-  std::map<std::string, std::string> peak;      // precision -> fp32 | fp64 | bandwidth
+  std::map<std::string, std::string> peak;  // precision -> fp32 | fp64 | bandwidth
   GateSpec gate;
   std::optional<DeviceSpec> device;
-  std::string path;                             // the yaml it came from
+  std::string path;  // the yaml it came from
 };
 
 // Reads <source_dir>/bench/<family>/family.yaml; throws Error naming the file.

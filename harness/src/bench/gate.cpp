@@ -52,8 +52,8 @@ std::string upper(std::string s) {
 }  // namespace
 
 std::string GateKey::id() const {
-  const std::string all = cpu_isa + "|" + caches + "|" + openblas_core + "|" + openblas_config + "|" + compiler +
-                          "|" + build_type + "|" + flags;
+  const std::string all = cpu_isa + "|" + caches + "|" + openblas_core + "|" + openblas_config + "|" + compiler + "|" +
+                          build_type + "|" + flags;
   char hash[16];
   std::snprintf(hash, sizeof hash, "%08x", fnv1a(all));
   // Slugs keep '.', for the compiler's version: the key names committed folders.
@@ -117,8 +117,8 @@ GateKey probe_gate_key(const GateOptions& opt) {
   k.compiler = cxx + " (" + capture_command("'" + cxx + "' --version | head -n 1") + ")";
   k.build_type = cmake_cache_value(opt.build_dir, "CMAKE_BUILD_TYPE");
   k.flags = cmake_cache_value(opt.build_dir, "CMAKE_CXX_FLAGS") + " | " +
-            cmake_cache_value(opt.build_dir, "CMAKE_CXX_FLAGS_" + upper(k.build_type)) + " | sanitize=" +
-            cmake_cache_value(opt.build_dir, "POPPER_SANITIZE");
+            cmake_cache_value(opt.build_dir, "CMAKE_CXX_FLAGS_" + upper(k.build_type)) +
+            " | sanitize=" + cmake_cache_value(opt.build_dir, "POPPER_SANITIZE");
   return k;
 }
 
@@ -160,7 +160,8 @@ FunctionCounts callgrind_function_ir(const std::string& text) {
       resolve(line.substr(4));
     } else if (line.rfind("calls=", 0) == 0) {
       skip_next_cost = true;
-    } else if (std::isdigit(static_cast<unsigned char>(line[0])) || line[0] == '+' || line[0] == '-' || line[0] == '*') {
+    } else if (std::isdigit(static_cast<unsigned char>(line[0])) || line[0] == '+' || line[0] == '-' ||
+               line[0] == '*') {
       if (skip_next_cost) {
         skip_next_cost = false;
         continue;
@@ -184,12 +185,12 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
   bool pinned = false;
   for (const auto& [k, v] : env) pinned = pinned || k == "OPENBLAS_CORETYPE";
   if (!pinned) unset.push_back("OPENBLAS_CORETYPE");
-  const auto r = run_process(
-      {opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + out_path,
-       "--toggle-collect=*popper_bench_call_" + key.tier + "*", opt.build_dir + "/bin/" + fam.executable,
-       "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
-       "--benchmark_repetitions=1", "--benchmark_out=" + json_path, "--benchmark_out_format=json"},
-      env, unset);
+  const auto r =
+      run_process({opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + out_path,
+                   "--toggle-collect=*popper_bench_call_" + key.tier + "*", opt.build_dir + "/bin/" + fam.executable,
+                   "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
+                   "--benchmark_repetitions=1", "--benchmark_out=" + json_path, "--benchmark_out_format=json"},
+                  env, unset);
   const std::string cg = slurp(out_path), js = slurp(json_path);
   ::unlink(out_path.c_str());
   ::unlink(json_path.c_str());
@@ -228,7 +229,8 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   std::vector<BenchKey> keys;
   for (const auto& shape : fam.gate.shapes)
     for (const auto& prec : fam.gate.precisions)
-      for (const auto& tier : fam.gate.tiers) keys.push_back(BenchKey{fam.family, tier, tier, shape, prec, 1, "callgrind"});
+      for (const auto& tier : fam.gate.tiers)
+        keys.push_back(BenchKey{fam.family, tier, tier, shape, prec, 1, "callgrind"});
   // Rows are measured by up to opt.jobs workers and stored in plan order.
   std::vector<std::optional<BenchRow>> rows(keys.size());
   std::vector<FunctionCounts> counts(keys.size());
@@ -244,17 +246,17 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   };
   auto worker = [&] {
     for (std::size_t i; (i = next++) < keys.size();) try {
-      if (opt.progress) {
+        if (opt.progress) {
+          std::lock_guard<std::mutex> lock(progress_mutex);
+          opt.progress("[" + std::to_string(++started) + "/" + std::to_string(keys.size()) + "] callgrind " +
+                       fam.family + "/" + keys[i].tier + "/" + keys[i].shape + "/" + keys[i].precision + "/threads:1");
+        }
+        rows[i] = measure_gate_row(locked, fam, keys[i], &counts[i]);
+      } catch (...) {
         std::lock_guard<std::mutex> lock(progress_mutex);
-        opt.progress("[" + std::to_string(++started) + "/" + std::to_string(keys.size()) + "] callgrind " +
-                     fam.family + "/" + keys[i].tier + "/" + keys[i].shape + "/" + keys[i].precision + "/threads:1");
+        if (!failure) failure = std::current_exception();
+        next = keys.size();  // no further rows: the run fails as a whole
       }
-      rows[i] = measure_gate_row(locked, fam, keys[i], &counts[i]);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      if (!failure) failure = std::current_exception();
-      next = keys.size();  // no further rows: the run fails as a whole
-    }
   };
   const std::size_t workers = std::min(static_cast<std::size_t>(std::max(opt.jobs, 1)), keys.size());
   std::vector<std::thread> pool;
@@ -339,7 +341,8 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
   auto say = [&](const std::string& s) {
     if (opt.progress) opt.progress(s);
   };
-  const std::string sha = capture_command("git -C '" + opt.source_dir + "' rev-parse --verify -q '" + opt.ref + "^{commit}'");
+  const std::string sha =
+      capture_command("git -C '" + opt.source_dir + "' rev-parse --verify -q '" + opt.ref + "^{commit}'");
   if (sha.empty()) throw Error("--against " + opt.ref + ": not a commit of " + opt.source_dir);
   if (resolved_sha) *resolved_sha = sha;
   const fs::path root = fs::absolute(fs::path(opt.build_dir) / (opt.same_options ? "check-ref" : "gate-ref") / sha);
@@ -347,8 +350,8 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
   if (!fs::exists(src / "CMakeLists.txt")) {
     say("gate: extracting " + sha.substr(0, 12) + " into " + src.string());
     fs::create_directories(src);
-    const auto r = run_process({"sh", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "sh", opt.source_dir, sha,
-                                src.string()});
+    const auto r = run_process(
+        {"sh", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "sh", opt.source_dir, sha, src.string()});
     if (!r.ok()) {
       fs::remove_all(src);
       throw Error("git archive " + sha + " failed (" + r.describe() + "): " + r.err);
@@ -357,8 +360,8 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
   if (!fs::exists(build / "CMakeCache.txt")) {
     say(std::string("gate: configuring the base commit (same compiler, build type and flags; ") +
         (opt.same_options ? "every POPPER_* option as this build)" : "CUDA off)"));
-    std::vector<std::string> argv = {"cmake", "-S", src.string(), "-B", build.string(), "-DPOPPER_CUDA=OFF",
-                                     "-DPOPPER_WERROR=OFF"};
+    std::vector<std::string> argv = {
+        "cmake", "-S", src.string(), "-B", build.string(), "-DPOPPER_CUDA=OFF", "-DPOPPER_WERROR=OFF"};
     if (opt.same_options) {  // later -D options win
       std::ifstream cache(opt.build_dir + "/CMakeCache.txt");
       for (std::string line; std::getline(cache, line);)
@@ -366,8 +369,8 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
             (line.find(":BOOL=") != std::string::npos || line.find(":STRING=") != std::string::npos))
           argv.push_back("-D" + line);
     }
-    for (const char* key : {"CMAKE_BUILD_TYPE", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS",
-                            "CMAKE_C_FLAGS"}) {
+    for (const char* key :
+         {"CMAKE_BUILD_TYPE", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS", "CMAKE_C_FLAGS"}) {
       const std::string v = cmake_cache_value(opt.build_dir, key);
       if (!v.empty()) argv.push_back(std::string("-D") + key + "=" + v);
     }
@@ -379,12 +382,12 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
   for (const auto& f : opt.families)
     if (fs::exists(src / "bench" / f)) argv.push_back("bench_" + f);
   if (argv.size() == 5) return build.string();
-  say("gate: building the base commit's bench binaries (" + std::to_string(argv.size() - 5) +
-      " families); cached in " + build.string());
+  say("gate: building the base commit's bench binaries (" + std::to_string(argv.size() - 5) + " families); cached in " +
+      build.string());
   const auto r = run_process(argv);
   if (!r.ok())
-    throw Error("building the base commit failed (" + r.describe() + "): " +
-                r.out.substr(r.out.size() > 3000 ? r.out.size() - 3000 : 0) + r.err.substr(0, 2000));
+    throw Error("building the base commit failed (" + r.describe() +
+                "): " + r.out.substr(r.out.size() > 3000 ? r.out.size() - 3000 : 0) + r.err.substr(0, 2000));
   return build.string();
 }
 

@@ -36,7 +36,7 @@ struct GateKey {
   std::string openblas_config;  // openblas_get_config(): version and build options
   std::string compiler;         // id and version
   std::string build_type;
-  std::string flags;            // CMAKE_CXX_FLAGS + per-build-type flags
+  std::string flags;  // CMAKE_CXX_FLAGS + per-build-type flags
   // gate-<isa>-openblas-<core>-<compiler>-<build type>-<hash8 of everything>
   std::string id() const;
   std::vector<std::pair<std::string, std::string>> metadata() const;

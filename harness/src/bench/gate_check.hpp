@@ -15,9 +15,9 @@ namespace popper::bench {
 struct GateCheckOptions {
   std::string source_dir = ".", build_dir;
   std::vector<std::string> families;
-  std::string out;       // the CSV to write (one family); "" = reports/bench-<family>-gate.csv
-  std::string baseline;  // the baseline CSV (one family); "" = the committed one
-  std::string against;   // without a committed baseline, build REF (auto: default_reference) and measure it
+  std::string out;        // the CSV to write (one family); "" = reports/bench-<family>-gate.csv
+  std::string baseline;   // the baseline CSV (one family); "" = the committed one
+  std::string against;    // without a committed baseline, build REF (auto: default_reference) and measure it
   bool no_check = false;  // only measure and write the CSV
   int jobs = 2;           // build jobs for `against`, and callgrind runs at once
   // Non-empty: only these gate shapes, tiers, precisions (baseline rows filtered alike).

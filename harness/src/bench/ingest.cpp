@@ -36,9 +36,9 @@ BenchRow* find_row(std::vector<BenchRow>& rows, const BenchKey& k) {
 
 std::optional<BenchName> parse_bench_name(const std::string& name) {
   auto parts = split(name, '/');
-  while (!parts.empty() && (parts.back() == "real_time" || parts.back() == "manual_time" ||
-                            parts.back().rfind("repeats:", 0) == 0 || parts.back().rfind("min_time:", 0) == 0 ||
-                            parts.back().rfind("iterations:", 0) == 0))
+  while (!parts.empty() &&
+         (parts.back() == "real_time" || parts.back() == "manual_time" || parts.back().rfind("repeats:", 0) == 0 ||
+          parts.back().rfind("min_time:", 0) == 0 || parts.back().rfind("iterations:", 0) == 0))
     parts.pop_back();
   if (parts.size() != 5 || parts[4].rfind("threads:", 0) != 0) return std::nullopt;
   BenchName n{parts[0], parts[1], parts[2], parts[3], 1};
@@ -87,8 +87,8 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
       // A kernel that declined (CUTLASS's not_run / not_supported / invalid_problem)
       // is not a wrong answer; anything else that skipped with an error is.
       const std::string msg = b.value("error_message", std::string("error"));
-      const bool declined = msg.rfind("not_run", 0) == 0 || msg.rfind("not_supported", 0) == 0 ||
-                            msg.rfind("invalid_problem", 0) == 0;
+      const bool declined =
+          msg.rfind("not_run", 0) == 0 || msg.rfind("not_supported", 0) == 0 || msg.rfind("invalid_problem", 0) == 0;
       row->verdict = declined ? msg : "incorrect: " + msg;
       row->samples.clear();
       continue;
@@ -107,7 +107,8 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
 
 std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::string& file) {
   static const std::string header =
-      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,verdict";
+      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,"
+      "verdict";
   std::vector<BenchRow> rows;
   std::istringstream in(text);
   std::string line;

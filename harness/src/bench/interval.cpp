@@ -78,7 +78,8 @@ RatioInterval summarize(std::vector<double>& logs, double ratio, double alpha, i
 void check_nonempty(const TrialSamples& s, const char* side) {
   if (!s.samples || s.samples->empty()) throw InvalidArgument(std::string("ratio interval: no ") + side + " samples");
   for (double x : *s.samples)
-    if (!(x > 0) || !std::isfinite(x)) throw InvalidArgument(std::string("ratio interval: a ") + side + " sample is not positive");
+    if (!(x > 0) || !std::isfinite(x))
+      throw InvalidArgument(std::string("ratio interval: a ") + side + " sample is not positive");
 }
 
 // Regularized incomplete beta I_x(a, b) by its continued fraction (Lentz).
@@ -186,7 +187,8 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   std::vector<std::size_t> draw(vn.size());
   for (int b = 0; b < resamples; ++b) {
     for (auto& i : draw) i = pick(rng);
-    logs.push_back(std::log(resampled_quantile(vn, draw, 0.5, rng, pool) / resampled_quantile(vd, draw, 0.5, rng, pool)));
+    logs.push_back(
+        std::log(resampled_quantile(vn, draw, 0.5, rng, pool) / resampled_quantile(vd, draw, 0.5, rng, pool)));
   }
   return summarize(logs, median(all_n) / median(all_d), alpha, static_cast<int>(vn.size()) - 1);
 }

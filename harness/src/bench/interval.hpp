@@ -32,9 +32,9 @@ struct TrialSamples {
 };
 
 struct RatioInterval {
-  double ratio = 0;   // median(num) / median(den) over all samples
+  double ratio = 0;  // median(num) / median(den) over all samples
   double lo = 0, hi = 0;
-  double log_se = 0;  // bootstrap standard error of log(ratio) (robust: half the central 68%)
+  double log_se = 0;                          // bootstrap standard error of log(ratio) (robust: half the central 68%)
   double log_se_below = 0, log_se_above = 0;  // one side each, from lo and hi (see above)
   int df = 0;
   bool testable() const { return df >= 1 && log_se > 0; }
@@ -50,8 +50,7 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
 
 // Interval of one row's median itself (the same two-level bootstrap, against
 // a constant): what the report's error bars show. `ratio` is the median.
-RatioInterval median_interval(const TrialSamples& s, double alpha = 0.05, int resamples = 2000,
-                              std::uint64_t seed = 1);
+RatioInterval median_interval(const TrialSamples& s, double alpha = 0.05, int resamples = 2000, std::uint64_t seed = 1);
 
 // One-sided p-values: the evidence that the true ratio is above (below) c.
 // 1 when the interval is not testable.

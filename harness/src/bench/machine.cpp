@@ -85,8 +85,8 @@ MachineInfo probe_machine() {
   }
   if (m.cpu_model.empty()) m.cpu_model = "unknown";
   m.cpu_flags.assign(flags.begin(), flags.end());
-  for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16",
-                        "amx_tile"})
+  for (const char* f :
+       {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "amx_tile"})
     if (flags.count(f)) m.isa.emplace_back(f);
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   m.cores = n > 0 ? static_cast<int>(n) : 1;

@@ -12,14 +12,14 @@
 namespace popper::bench {
 
 struct MachineInfo {
-  std::string cpu_model;          // /proc/cpuinfo "model name"
-  int cores = 1;                  // online logical CPUs
-  std::vector<std::string> isa;   // the flags that matter: sse4_2 avx avx2 fma avx512f/bw/dq/vl
-                                  // (part of the fingerprint: keep this list stable)
+  std::string cpu_model;               // /proc/cpuinfo "model name"
+  int cores = 1;                       // online logical CPUs
+  std::vector<std::string> isa;        // the flags that matter: sse4_2 avx avx2 fma avx512f/bw/dq/vl
+                                       // (part of the fingerprint: keep this list stable)
   std::vector<std::string> cpu_flags;  // every /proc/cpuinfo flag, sorted (what vendor kernels may need)
-  std::string blas_core;          // openblas_get_corename() under the current environment, or "unknown"
-  std::string blas_config;        // openblas_get_config()
-  std::string gpu = "none";       // nvidia-smi name + driver, when present
+  std::string blas_core;               // openblas_get_corename() under the current environment, or "unknown"
+  std::string blas_config;             // openblas_get_config()
+  std::string gpu = "none";            // nvidia-smi name + driver, when present
 };
 
 MachineInfo probe_machine();

@@ -40,7 +40,8 @@ BenchTable merge_tables(const std::vector<std::pair<std::string, BenchTable>>& i
   std::string family;  // of the first row seen
   BenchTable out;
   for (const auto& [k, v] : first.metadata)
-    if (k != "shard" && k.rfind("merged_from.", 0) != 0 && k.rfind("rows_from.", 0) != 0) out.metadata.emplace_back(k, v);
+    if (k != "shard" && k.rfind("merged_from.", 0) != 0 && k.rfind("rows_from.", 0) != 0)
+      out.metadata.emplace_back(k, v);
   bool mixed = false;
   std::map<BenchKey, std::string> source;  // row -> input it came from
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -50,15 +51,17 @@ BenchTable merge_tables(const std::vector<std::pair<std::string, BenchTable>>& i
       const std::string a = first.meta(key).value_or(""), b = t.meta(key).value_or("");
       if (a == b) continue;
       if (!allow_mixed)
-        throw Error(fmt::format("bench merge: {} has {} '{}' but {} has '{}' (different machines or builds; "
-                                "--allow-mixed merges them anyway and marks the table mixed)",
-                                file, key, b, first_file, a));
+        throw Error(
+            fmt::format("bench merge: {} has {} '{}' but {} has '{}' (different machines or builds; "
+                        "--allow-mixed merges them anyway and marks the table mixed)",
+                        file, key, b, first_file, a));
       mixed = true;
     }
     for (const auto& r : t.rows) {
       if (family.empty()) family = r.key.family;
       if (r.key.family != family)
-        throw Error(fmt::format("bench merge: {} holds family '{}', the tables before it '{}'", file, r.key.family, family));
+        throw Error(
+            fmt::format("bench merge: {} holds family '{}', the tables before it '{}'", file, r.key.family, family));
       if (auto it = source.find(r.key); it != source.end())
         throw Error(fmt::format("bench merge: row {} is in both {} and {} (overlapping shards?)", r.key.to_string(),
                                 it->second, file));

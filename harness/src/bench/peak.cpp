@@ -109,7 +109,6 @@ __attribute__((target("avx512f"))) double chains_avx512_f64(long steps) {
 
 using ChainFn = double (*)(long);
 
-
 double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -197,7 +196,8 @@ double triad_rate(std::size_t n, int threads, int trials) {
   });
   double best = 0;
   for (int t = 0; t < trials; ++t)
-    best = std::max(best, parallel([&](std::size_t lo, std::size_t hi) { triad(a.get(), b.get(), c.get(), lo, hi, 3.0); }));
+    best = std::max(best,
+                    parallel([&](std::size_t lo, std::size_t hi) { triad(a.get(), b.get(), c.get(), lo, hi, 3.0); }));
   g_sink = g_sink + a[n / 2];
   return best;
 }

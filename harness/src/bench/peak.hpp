@@ -30,12 +30,12 @@ struct PeakResult {
   std::string fingerprint;
   std::string date;
   int cores = 1;
-  double fp32_avx2_core = 0, fp32_avx2_all = 0;   // FLOP/s
+  double fp32_avx2_core = 0, fp32_avx2_all = 0;  // FLOP/s
   double fp64_avx2_core = 0, fp64_avx2_all = 0;
-  bool avx512 = false;                            // measured only when the CPU has AVX-512F
+  bool avx512 = false;  // measured only when the CPU has AVX-512F
   double fp32_avx512_core = 0, fp32_avx512_all = 0;
   double fp64_avx512_core = 0, fp64_avx512_all = 0;
-  double bandwidth_core = 0, bandwidth_all = 0;   // bytes/s
+  double bandwidth_core = 0, bandwidth_all = 0;  // bytes/s
   double triad_array_mib = 0;
   double llc_bytes = 0;           // measured (see above); 0: not measured
   double llc_reported_bytes = 0;  // what the OS/cpuid says
@@ -49,7 +49,7 @@ struct PeakResult {
 PeakResult measure_peak(const MachineInfo& m, const std::function<void(const std::string&)>& progress = {});
 
 std::string peak_to_json(const PeakResult& p);
-PeakResult peak_from_json(const std::string& text);          // throws Error on bad content
+PeakResult peak_from_json(const std::string& text);  // throws Error on bad content
 std::optional<PeakResult> load_peak_cache(const std::string& path);
 void save_peak_cache(const std::string& path, const PeakResult& p);
 
@@ -68,8 +68,7 @@ double peak_for(const PeakResult& p, const std::string& kind, int threads);
 double roofline_bound(const PeakResult& p, int threads, double work_per_iter, double bytes_per_iter);
 // The value a row's pct_of_peak and a peak_fraction claim divide by the peak
 // of `kind`: bytes/s for bandwidth, work/s otherwise; and that peak (roofline per row).
-double row_peak(const PeakResult& p, const std::string& kind, int threads, double work_per_iter,
-                double bytes_per_iter);
+double row_peak(const PeakResult& p, const std::string& kind, int threads, double work_per_iter, double bytes_per_iter);
 
 // CSV metadata: human-readable peak lines, plus "roofline_peaks" in a fixed
 // machine-readable form the report parses (GFLOP/s, GB/s, MiB):

@@ -49,8 +49,9 @@ TrialPlan plan_trials(const CompareOptions& co, const TrialRequest& request) {
   const int reps = request.reps == "auto" ? 0 : parse_count(request.reps, "reps");
   const int trials = request.trials == "auto" ? 0 : parse_count(request.trials, "trials");
   if (reps == 1 || trials == 1)
-    throw Error("one repetition (or one trial) per step can never reach significance: the noise between processes is "
-                "unknown; the minimum is --reps 2 (two trials of one repetition)");
+    throw Error(
+        "one repetition (or one trial) per step can never reach significance: the noise between processes is "
+        "unknown; the minimum is --reps 2 (two trials of one repetition)");
   TrialPlan plan;
   plan.sigma_from = "a 3% prior (no earlier run of this machine to measure it from)";
   // The noise: the largest between-trial sd of log medians over the rows of an earlier run.
@@ -117,8 +118,9 @@ bool record_noise(BenchTable& table, const CompareOptions& co, double planned_si
   const int n = static_cast<int>(median(trials));
   const double slowdown = detectable_ratio(noise, n, 1 + Thresholds{}.regression, planning_alpha(co), 0.8);
   char buf[200];
-  std::snprintf(buf, sizeof buf, "median %.1f%% over %zu rows (hand, wrapped, reference); trials were planned for %.1f%%",
-                100 * noise, sd.size(), 100 * planned_sigma);
+  std::snprintf(buf, sizeof buf,
+                "median %.1f%% over %zu rows (hand, wrapped, reference); trials were planned for %.1f%%", 100 * noise,
+                sd.size(), 100 * planned_sigma);
   table.set_meta("noise_between_trials", buf);
   std::snprintf(buf, sizeof buf, "%.2fx at 80%% power (%d trials a side, at this noise)", slowdown, n);
   table.set_meta("detectable_slowdown", buf);

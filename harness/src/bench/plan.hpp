@@ -33,7 +33,7 @@ struct TrialPlan {
   // repetition in the same one moved the median by 1-3% where trials differed
   // by 5-25%), so the time buys more trials instead.
   int trials = 2, reps_per_trial = 1;
-  int top_up_trials = 0;      // --trials auto: more trials for the steps noisier than sigma
+  int top_up_trials = 0;  // --trials auto: more trials for the steps noisier than sigma
   double top_up_alpha = 0.05;
   double budget_seconds = 0;  // the run's own budget (CompareOptions::budget_seconds), auto only
   double sigma = 0.03;        // the between-trial noise planned for

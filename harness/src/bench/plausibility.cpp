@@ -28,8 +28,8 @@ std::string scaling_reason(const BenchTable& t, const BenchRow& r, const Plausib
   }
   if (!worst) return "";
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%d threads at %.3g× its %d-thread throughput (below %.3g×)", r.key.threads, worst_ratio,
-                worst->key.threads, rule.min_scaling);
+  std::snprintf(buf, sizeof buf, "%d threads at %.3g× its %d-thread throughput (below %.3g×)", r.key.threads,
+                worst_ratio, worst->key.threads, rule.min_scaling);
   return buf;
 }
 
@@ -44,8 +44,9 @@ std::string scatter_reason(const BenchTable& t, const BenchRow& r, const Plausib
   const double cv = coefficient_of_variation(r.samples), usual = median(others);
   if (cv <= rule.cv_floor || cv <= rule.cv_factor * usual) return "";
   char buf[200];
-  std::snprintf(buf, sizeof buf, "cv %.1f%% against a median %.1f%% of the %zu other ceiling rows of its shape and threads",
-                100 * cv, 100 * usual, others.size());
+  std::snprintf(buf, sizeof buf,
+                "cv %.1f%% against a median %.1f%% of the %zu other ceiling rows of its shape and threads", 100 * cv,
+                100 * usual, others.size());
   return buf;
 }
 

@@ -26,8 +26,8 @@ void add_samples(BenchTable& table, const BenchTable& extra) {
   mark_invalid_vendor_rows(table);  // judged on the samples the rows now hold
 }
 
-std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam, const PeakResult* peak,
-                                                  const ClaimRemeasure& how) {
+std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam,
+                                                  const PeakResult* peak, const ClaimRemeasure& how) {
   auto claims = how.judge(table);
   int next = how.first_trial;
   for (int round = 0; round < how.max_rounds; ++round) {
@@ -93,8 +93,7 @@ std::vector<BenchRow> measure_rows(const std::string& source_dir, const std::str
 
 Remeasure rerun_measure(const std::string& source_dir, const std::string& build_dir, const Environment& env,
                         int first_trial, const std::function<void(const std::string&)>& progress) {
-  return [=, next = first_trial](const std::vector<BenchKey>& keys) mutable
-             -> std::optional<std::vector<BenchRow>> {
+  return [=, next = first_trial](const std::vector<BenchKey>& keys) mutable -> std::optional<std::vector<BenchRow>> {
     if (keys.empty()) return std::vector<BenchRow>{};
     auto out = measure_rows(source_dir, build_dir, env, keys, 2, next, progress);
     next += 2;
@@ -102,12 +101,13 @@ Remeasure rerun_measure(const std::string& source_dir, const std::string& build_
   };
 }
 
-Interleave interleaved_measure(const std::string& source_dir, const std::string& build_dir, const Environment& current_env,
-                               const std::string& base_build, const Environment& base_env, int first_trial,
+Interleave interleaved_measure(const std::string& source_dir, const std::string& build_dir,
+                               const Environment& current_env, const std::string& base_build,
+                               const Environment& base_env, int first_trial,
                                const std::function<void(const std::string&)>& progress) {
   Interleave il;
-  il.measure = [=, next = first_trial](const std::vector<BenchKey>& keys, bool base_side) mutable
-      -> std::optional<std::vector<BenchRow>> {
+  il.measure = [=, next = first_trial](const std::vector<BenchKey>& keys,
+                                       bool base_side) mutable -> std::optional<std::vector<BenchRow>> {
     if (keys.empty()) return std::vector<BenchRow>{};
     if (progress)
       progress(std::string("interleaved trial on ") + (base_side ? "the baseline's side" : "this build") + ": " +

@@ -30,7 +30,7 @@ struct ClaimRemeasure {
   std::function<BenchTable(const std::vector<std::string>& shapes, int first_trial)> measure;
   int first_trial = 0;
   int max_rounds = 3;
-  double budget_seconds = 0;                    // of the whole run, counted from `started`
+  double budget_seconds = 0;  // of the whole run, counted from `started`
   std::chrono::steady_clock::time_point started;
   std::function<void(const std::string&)> progress;
 };
@@ -39,8 +39,8 @@ struct ClaimRemeasure {
 // left and the budget is not spent, measures those shapes again, adds the
 // samples to `table` (percent of peak recomputed) and judges again. Returns
 // the last verdicts.
-std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam, const PeakResult* peak,
-                                                  const ClaimRemeasure& how);
+std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam,
+                                                  const PeakResult* peak, const ClaimRemeasure& how);
 
 // check --rerun measures under the baseline's recorded environment, with the
 // current run's POPPER_BENCH_INJECT_SLOWDOWN (empty: none) in place of any the
@@ -59,8 +59,9 @@ Remeasure rerun_measure(const std::string& source_dir, const std::string& build_
 // runs one trial of the rows asked for, on `base_build` under `base_env` (the
 // baseline's side) or on `build_dir` under `current_env`; trial ids count on
 // from first_trial across both sides, in the order the trials ran.
-Interleave interleaved_measure(const std::string& source_dir, const std::string& build_dir, const Environment& current_env,
-                               const std::string& base_build, const Environment& base_env, int first_trial,
+Interleave interleaved_measure(const std::string& source_dir, const std::string& build_dir,
+                               const Environment& current_env, const std::string& base_build,
+                               const Environment& base_env, int first_trial,
                                const std::function<void(const std::string&)>& progress);
 
 // The build that measures the baseline's side: this one when the baseline and

@@ -196,7 +196,8 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       if (!f.ceiling && !f.wrapped && !f.hand) {
         // A row may exist without samples (incorrect): still show it.
         bool any = false;
-        for (const auto& r : t.rows) any |= r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads;
+        for (const auto& r : t.rows)
+          any |= r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads;
         if (!any) continue;
       }
       const BenchRow* c_same =
@@ -230,10 +231,13 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       f.ceiling_pct_of_bound = pct(f.ceiling);
       const BenchRow* tiers[3] = {f.ceiling, f.wrapped, f.hand};
       for (int i = 0; i < 3; ++i)
-        f.cv_pct[i] = !tiers[i] ? nan : tiers[i]->samples.size() > 1 ? 100.0 * coefficient_of_variation(tiers[i]->samples) : 0.0;
+        f.cv_pct[i] = !tiers[i]                      ? nan
+                      : tiers[i]->samples.size() > 1 ? 100.0 * coefficient_of_variation(tiers[i]->samples)
+                                                     : 0.0;
       auto verdict = [&](const std::string& tier) {
         for (const auto& r : t.rows)
-          if (r.key.tier == tier && r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads)
+          if (r.key.tier == tier && r.key.shape == shape && r.key.precision == g.precision &&
+              r.key.threads == g.threads)
             return r.verdict;
         return std::string("not run");
       };
@@ -276,8 +280,9 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
   bool any_invalid = false;
   for (const auto& r : t.rows)
     if (!r.valid()) {
-      if (!any_invalid) out << "\n## Invalid vendor rows\n\nImplausible against the same vendor's other rows "
-                               "(plausibility.hpp); left out of every ratio:\n\n";
+      if (!any_invalid)
+        out << "\n## Invalid vendor rows\n\nImplausible against the same vendor's other rows "
+               "(plausibility.hpp); left out of every ratio:\n\n";
       out << "- " << r.key.to_string() << ": invalid: " << r.invalid_reason << "\n";
       any_invalid = true;
     }
@@ -290,7 +295,8 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
                  "within the measured LLC is bounded by P alone and marked \"in LLC\" (its traffic is not DRAM "
                  "traffic); so is a working set up to twice the measured LLC that some tier ran faster than its DRAM "
                  "term allows, marked \"cache-resident\" (the probe doubles its sizes, so the real LLC may be larger). "
-                 "A q4k row whose suite read its own footprint on its threads takes that read as BW (\"read of N MiB\"). "
+                 "A q4k row whose suite read its own footprint on its threads takes that read as BW (\"read of N "
+                 "MiB\"). "
                : "Roofline: no measured peaks in this table (run `popper peak`). ")
       << "Medians over the repetitions; cv = stddev/mean.\n";
   for (const auto& g : table_figures(t)) {
@@ -305,16 +311,18 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
       if (!f.invalid_ceilings.empty())
         ceiling_cell += f.ceiling ? " [" + std::to_string(f.invalid_ceilings.size()) + " invalid, left out]"
                                   : " [invalid: " + f.invalid_ceilings.front()->invalid_reason + "]";
-      out << "| " << f.shape << " | " << ceiling_cell << " | "
-          << tput(f.wrapped) << " | " << tput(f.hand) << " | " << num(f.hand_vs_ceiling, "%.3f×") << " | "
-          << num(f.ffi, "%.3f×") << " | " << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f) << " | "
-          << num(f.hand_pct_of_bound, "%.1f%%") << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | "
-          << num(f.cv_pct[0], "%.1f%%") << " / " << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%")
-          << " | " << f.verdict_wrapped << " / " << f.verdict_hand << " |\n";
+      out << "| " << f.shape << " | " << ceiling_cell << " | " << tput(f.wrapped) << " | " << tput(f.hand) << " | "
+          << num(f.hand_vs_ceiling, "%.3f×") << " | " << num(f.ffi, "%.3f×") << " | "
+          << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f) << " | " << num(f.hand_pct_of_bound, "%.1f%%")
+          << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | " << num(f.cv_pct[0], "%.1f%%") << " / "
+          << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%") << " | " << f.verdict_wrapped << " / "
+          << f.verdict_hand << " |\n";
     }
   }
   // Tiers beside the three above (a device backend, the reference, packing): every row, as measured.
-  auto other = [](const BenchRow& r) { return r.key.tier != "ceiling" && r.key.tier != "wrapped" && r.key.tier != "hand"; };
+  auto other = [](const BenchRow& r) {
+    return r.key.tier != "ceiling" && r.key.tier != "wrapped" && r.key.tier != "hand";
+  };
   if (std::any_of(t.rows.begin(), t.rows.end(), other)) {
     out << "\n## Other tiers\n\n| tier | backend | shape | precision | threads | " << unit
         << " | % of peak | median s | cv | verdict |\n|---|---|---|---|---:|---:|---:|---:|---:|---|\n";
@@ -341,9 +349,9 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
       // An invalid row keeps its measurement on show, but no ratio is taken from it.
       out << "| " << r.key.shape << " | " << r.key.precision << " | " << r.key.threads << " | " << r.key.backend
           << (best == &r ? " **best**" : "") << " | " << num(r.throughput() * scale.factor, "%.2f") << " | "
-          << (r.valid() ? num(best ? best->median() / r.median() : std::nan(""), "%.3f") : "invalid: " + r.invalid_reason)
-          << " | " << num(r.median(), "%.4g")
-          << " | " << num(cvv * 100, "%.1f%%") << " |\n";
+          << (r.valid() ? num(best ? best->median() / r.median() : std::nan(""), "%.3f")
+                        : "invalid: " + r.invalid_reason)
+          << " | " << num(r.median(), "%.4g") << " | " << num(cvv * 100, "%.1f%%") << " |\n";
     }
   }
   return out.str();
@@ -437,8 +445,8 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
     }
     double ly = py0 + 60;
     for (const auto& [tier, c] : color) {
-      o << "<circle cx=\"" << px1 + 26 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << c << "\"/><text x=\""
-        << px1 + 36 << "\" y=\"" << ly + 4 << "\">" << tier << "</text>\n";
+      o << "<circle cx=\"" << px1 + 26 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << c << "\"/><text x=\"" << px1 + 36
+        << "\" y=\"" << ly + 4 << "\">" << tier << "</text>\n";
       ly += 16;
     }
     o << "<text x=\"" << px1 + 20 << "\" y=\"" << ly + 8 << "\" font-size=\"10\">circle 1 thread, square more</text>\n"
@@ -548,8 +556,9 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
       family + ": ceiling vs wrapped vs hand (" + unit + ", median; bars: 95% interval over trials)";
   const auto fp = t.meta("fingerprint");
   const std::string machine = fp ? *fp + " — " + t.meta("date").value_or("") : "";
-  const double width = std::max({680.0, left + 40 + group_w * double(shapes.size()) + right,
-                                 2 * margin + text_width(title, 16, true), 2 * margin + text_width(machine, 12, false)});
+  const double width =
+      std::max({680.0, left + 40 + group_w * double(shapes.size()) + right, 2 * margin + text_width(title, 16, true),
+                2 * margin + text_width(machine, 12, false)});
   const double bars_height = top + (panel_h + 90) * double(std::max<std::size_t>(gs.size(), 1));
   double roof_height = 0;
   const std::string roof = roofline_panels(t, width, bars_height, roof_height);
@@ -558,7 +567,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
     << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << margin << "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" << markup_escape(title) << "</text>\n";
+  o << "<text x=\"" << margin << "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">" << markup_escape(title)
+    << "</text>\n";
   if (fp) o << "<text x=\"" << margin << "\" y=\"42\" fill=\"#555\">" << markup_escape(machine) << "</text>\n";
   double y0 = top;
   for (const auto& g : gs) {
@@ -567,7 +577,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     double vmax = pk;
     for (const auto& shape : shapes)
       for (const auto& [tier, color] : tiers)
-        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads)) vmax = std::max(vmax, r->throughput() * scale.factor);
+        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads))
+          vmax = std::max(vmax, r->throughput() * scale.factor);
     const std::vector<double> ticks = axis_ticks(vmax);
     const double axis_max = ticks.back();
     const double plot_top = y0 + 20 + kValueLabelRoom, plot_bottom = plot_top + plot_h;
@@ -605,8 +616,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
             if (ci.lo > 0 && ci.hi > 0) {
               const double med = r->median(), cx = bx + bar_w / 2 - 1;
               const double ylo = ypos(v * med / ci.hi), yhi = std::max(plot_top - 10, ypos(v * med / ci.lo));
-              o << "<path d=\"M" << cx - 3 << " " << ylo << "H" << cx + 3 << "M" << cx << " " << ylo << "V" << yhi << "M"
-                << cx - 3 << " " << yhi << "H" << cx + 3 << "\" stroke=\"black\" fill=\"none\"/>\n";
+              o << "<path d=\"M" << cx - 3 << " " << ylo << "H" << cx + 3 << "M" << cx << " " << ylo << "V" << yhi
+                << "M" << cx - 3 << " " << yhi << "H" << cx + 3 << "\" stroke=\"black\" fill=\"none\"/>\n";
               label_y = std::min(label_y, yhi - 3);
             }
           }
@@ -618,7 +629,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
         << markup_escape(shape) << "</text>\n";
       x += group_w;
     }
-    o << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << plot_bottom + 34 << "\" text-anchor=\"middle\">shape</text>\n";
+    o << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << plot_bottom + 34
+      << "\" text-anchor=\"middle\">shape</text>\n";
     if (pk > 0) {
       char lab[64];
       std::snprintf(lab, sizeof lab, "measured peak %.1f %s", pk, unit.c_str());
@@ -629,8 +641,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     // legend
     double ly = plot_top + 10;
     for (const auto& [tier, color] : tiers) {
-      o << "<rect x=\"" << width - right + 20 << "\" y=\"" << ly + 20 << "\" width=\"12\" height=\"12\" fill=\"" << color
-        << "\"/><text x=\"" << width - right + 38 << "\" y=\"" << ly + 30 << "\">" << tier << "</text>\n";
+      o << "<rect x=\"" << width - right + 20 << "\" y=\"" << ly + 20 << "\" width=\"12\" height=\"12\" fill=\""
+        << color << "\"/><text x=\"" << width - right + 38 << "\" y=\"" << ly + 30 << "\">" << tier << "</text>\n";
       ly += 18;
     }
     y0 += panel_h + 90;

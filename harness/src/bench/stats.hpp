@@ -15,8 +15,8 @@
 
 namespace popper::bench {
 
-double median(std::vector<double> v);  // throws InvalidArgument when empty
-double quantile(std::vector<double> v, double q);  // q in [0, 1]; throws when empty
+double median(std::vector<double> v);                                    // throws InvalidArgument when empty
+double quantile(std::vector<double> v, double q);                        // q in [0, 1]; throws when empty
 double quantile_of_sorted(const std::vector<double>& sorted, double q);  // the same, v already ascending
 double mean(const std::vector<double>& v);
 double stddev(const std::vector<double>& v);  // 0 when n < 2

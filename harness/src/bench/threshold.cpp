@@ -50,7 +50,8 @@ std::map<std::string, long> shape_parameters(const std::string& shape) {
     while (i < token.size() && std::isalpha(static_cast<unsigned char>(token[i]))) ++i;
     if (i == 0 || i == token.size()) continue;
     bool digits = true;
-    for (std::size_t j = i; j < token.size(); ++j) digits = digits && std::isdigit(static_cast<unsigned char>(token[j]));
+    for (std::size_t j = i; j < token.size(); ++j)
+      digits = digits && std::isdigit(static_cast<unsigned char>(token[j]));
     if (digits && token.size() - i < 18) out[token.substr(0, i)] = std::stol(token.substr(i));
   }
   return out;
@@ -97,7 +98,8 @@ ThresholdResult derive_thresholds(const BenchTable& table, const ThresholdOption
       e.ratio_low = quantile(slow->samples, 0.25) / quantile(fast->samples, 0.75);
       e.ratio_high = quantile(slow->samples, 0.75) / quantile(fast->samples, 0.25);
       e.wins = e.ratio >= o.margin;
-      if ((e.wins && e.ratio_low < o.margin) || (!e.wins && e.ratio_high >= o.margin)) e.note = "noisy: spread straddles the margin";
+      if ((e.wins && e.ratio_low < o.margin) || (!e.wins && e.ratio_high >= o.margin))
+        e.note = "noisy: spread straddles the margin";
     }
     auto& g = groups[key];
     g.key = key;
@@ -129,19 +131,18 @@ ThresholdResult derive_thresholds(const BenchTable& table, const ThresholdOption
     for (const auto& e : g.rows) from += min_axis && e.axis_value >= *min_axis;
     const std::string ax = o.axis;
     if (!min_axis) {
-      g.reason = fmt::format("never: at the largest {} = {}, {} threads {} {}", ax, values.back(), blocker->shape,
-                             blocker->threads,
-                             blocker->measured ? fmt::format("has {}/{} = {:.3f} < {}", o.slow_tier, o.fast_tier,
-                                                             blocker->ratio, o.margin)
-                                               : "is not measured: " + blocker->note);
+      g.reason = fmt::format(
+          "never: at the largest {} = {}, {} threads {} {}", ax, values.back(), blocker->shape, blocker->threads,
+          blocker->measured ? fmt::format("has {}/{} = {:.3f} < {}", o.slow_tier, o.fast_tier, blocker->ratio, o.margin)
+                            : "is not measured: " + blocker->note);
     } else if (blocker) {
-      g.reason = fmt::format("{} >= {} x {} on all {} rows with {} >= {}; at {} = {}, {} threads {} {}", o.fast_tier,
-                             o.margin, o.slow_tier, from, ax, *min_axis, ax, blocker->axis_value, blocker->shape,
-                             blocker->threads,
-                             blocker->measured ? fmt::format("has {:.3f}", blocker->ratio) : "is not measured: " + blocker->note);
+      g.reason = fmt::format(
+          "{} >= {} x {} on all {} rows with {} >= {}; at {} = {}, {} threads {} {}", o.fast_tier, o.margin,
+          o.slow_tier, from, ax, *min_axis, ax, blocker->axis_value, blocker->shape, blocker->threads,
+          blocker->measured ? fmt::format("has {:.3f}", blocker->ratio) : "is not measured: " + blocker->note);
     } else {
-      g.reason = fmt::format("{} >= {} x {} on all {} rows (every {} measured)", o.fast_tier, o.margin, o.slow_tier,
-                             from, ax);
+      g.reason =
+          fmt::format("{} >= {} x {} on all {} rows (every {} measured)", o.fast_tier, o.margin, o.slow_tier, from, ax);
     }
     result.groups.push_back(std::move(g));
   }
@@ -163,13 +164,13 @@ std::string render_threshold_report(const ThresholdResult& r) {
                       o.fast_tier + " ms", o.slow_tier + " ms", "ratio", "spread", "wins");
     for (const auto& e : g.rows) {
       if (!e.measured) {
-        os << fmt::format("  {:<30} {:>3} {:>6} {:>12} {:>12} {:>7} {:>17}  no ({})\n", e.shape, e.threads, e.axis_value,
-                          "-", "-", "-", "-", e.note);
+        os << fmt::format("  {:<30} {:>3} {:>6} {:>12} {:>12} {:>7} {:>17}  no ({})\n", e.shape, e.threads,
+                          e.axis_value, "-", "-", "-", "-", e.note);
         continue;
       }
-      os << fmt::format("  {:<30} {:>3} {:>6} {:>12.3f} {:>12.3f} {:>7.3f} {:>8.3f}..{:<7.3f}  {}{}\n", e.shape, e.threads,
-                        e.axis_value, e.fast_median * 1e3, e.slow_median * 1e3, e.ratio, e.ratio_low, e.ratio_high,
-                        e.wins ? "yes" : "no", e.note.empty() ? "" : " (" + e.note + ")");
+      os << fmt::format("  {:<30} {:>3} {:>6} {:>12.3f} {:>12.3f} {:>7.3f} {:>8.3f}..{:<7.3f}  {}{}\n", e.shape,
+                        e.threads, e.axis_value, e.fast_median * 1e3, e.slow_median * 1e3, e.ratio, e.ratio_low,
+                        e.ratio_high, e.wins ? "yes" : "no", e.note.empty() ? "" : " (" + e.note + ")");
     }
   }
   return os.str();
@@ -207,8 +208,8 @@ std::string render_router_config(const ThresholdResult& r, const BenchTable& sou
   for (const auto& g : r.groups) {
     os << "  - {";
     for (const auto& b : o.by) os << b << ": " << g.key.at(b) << ", ";
-    os << "min_" << o.axis << ": " << (g.min_axis ? std::to_string(*g.min_axis) : "never") << ", rows: " << g.rows.size()
-       << "}\n";
+    os << "min_" << o.axis << ": " << (g.min_axis ? std::to_string(*g.min_axis) : "never")
+       << ", rows: " << g.rows.size() << "}\n";
   }
   return os.str();
 }

@@ -178,7 +178,7 @@ std::vector<std::string> VendorConfig::env_unset() const {
 std::string vendor_of(const std::string& program) {
   if (program.rfind("blis_", 0) == 0) return "blis";
   if (program.rfind("cublas_", 0) == 0) return "cublas";
-  if (program.rfind("ggml_", 0) == 0) return "ggml-cpu";  // llama.cpp's CPU backend; probes print its variant
+  if (program.rfind("ggml_", 0) == 0) return "ggml-cpu";   // llama.cpp's CPU backend; probes print its variant
   if (program.rfind("torch_", 0) == 0) return "libtorch";  // the train family's peer; probes print its version
   return "openblas";
 }
@@ -243,13 +243,14 @@ void refuse_unexecutable(std::vector<VendorConfig>& configs, const MachineInfo& 
     if (c.status != ConfigStatus::Run) continue;
     const auto lacks = missing_flags(c, m);
     if (lacks.empty()) continue;
-    const std::string why = "its " + c.requested + " kernels need " + join(c.needs, ", ") + "; this CPU lacks " +
-                            join(lacks, ", ");
+    const std::string why =
+        "its " + c.requested + " kernels need " + join(c.needs, ", ") + "; this CPU lacks " + join(lacks, ", ");
     if (c.inherited)
-      throw ConfigRefused(c.setting() + " is set in this environment, but " + why + ": every " +
-                          vendor_title(c.vendor) + " call (ceiling and wrapped tiers, and any program linking it) would "
-                          "die with SIGILL. Fix: unset " + c.variable + " (" + vendor_title(c.vendor) +
-                          " then detects the CPU) or set it to kernels this CPU runs.");
+      throw ConfigRefused(
+          c.setting() + " is set in this environment, but " + why + ": every " + vendor_title(c.vendor) +
+          " call (ceiling and wrapped tiers, and any program linking it) would "
+          "die with SIGILL. Fix: unset " +
+          c.variable + " (" + vendor_title(c.vendor) + " then detects the CPU) or set it to kernels this CPU runs.");
     c.status = ConfigStatus::CpuLacks;
     c.reason = why;
   }
@@ -337,8 +338,7 @@ std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& co
       why = title + " runs its " + md.selected + " kernels because " + inh->setting() + " is set in this environment";
     else if (lower(md.selected) == "generic")
       why = title + " does not recognise this CPU and falls back to its 'generic' kernels (" + inh->setting() + ")";
-    else
-      why = title + " picks its " + md.selected + " kernels by itself (" + inh->setting() + ")";
+    else why = title + " picks its " + md.selected + " kernels by itself (" + inh->setting() + ")";
     std::string faster = fmt_factor(factor[w]) + " faster in " + kPrec[w];
     if (factor[1 - w] > 0 && best[1 - w]) faster += " (" + fmt_factor(factor[1 - w]) + " in " + kPrec[1 - w] + ")";
     std::string fix;
@@ -355,17 +355,19 @@ namespace {
 
 // Step 4's timing: every runnable configuration, one process per thread count
 // over the program's screened shapes, best of `reps` in f32 and f64.
-void time_screening(CeilingPlan& plan, const std::string& bin, const std::map<std::string, std::vector<std::string>>& shapes,
-                    const PlanOptions& opt, const std::function<void(const std::string&)>& say) {
+void time_screening(CeilingPlan& plan, const std::string& bin,
+                    const std::map<std::string, std::vector<std::string>>& shapes, const PlanOptions& opt,
+                    const std::function<void(const std::string&)>& say) {
   char min_time[32];
   std::snprintf(min_time, sizeof min_time, "%g", opt.screen_min_time);
   for (auto& c : plan.configs) {
     if (c.status != ConfigStatus::Run) continue;
     for (const int t : opt.screen_threads) {
-      say("ceiling screening: " + c.backend() + " (" + c.setting() + ") on " + join(shapes.at(c.program), ", ") +
-          ", " + std::to_string(t) + (t == 1 ? " thread" : " threads"));
-      std::vector<std::string> argv = {bin + c.program, "--reps", std::to_string(opt.check_reps), "--threads",
-                                       std::to_string(t), "--min-time", min_time};
+      say("ceiling screening: " + c.backend() + " (" + c.setting() + ") on " + join(shapes.at(c.program), ", ") + ", " +
+          std::to_string(t) + (t == 1 ? " thread" : " threads"));
+      std::vector<std::string> argv = {bin + c.program, "--reps",          std::to_string(opt.check_reps),
+                                       "--threads",     std::to_string(t), "--min-time",
+                                       min_time};
       for (const auto& sh : shapes.at(c.program)) {
         argv.push_back("--shape");
         argv.push_back(sh);
@@ -709,8 +711,8 @@ std::string env_signature() {
 }
 
 nlohmann::json to_json(const CeilingPlan& p) {
-  nlohmann::json j = {{"check_shape", p.check_shape}, {"configs", nlohmann::json::array()},
-                      {"warnings", nlohmann::json::array()}};
+  nlohmann::json j = {
+      {"check_shape", p.check_shape}, {"configs", nlohmann::json::array()}, {"warnings", nlohmann::json::array()}};
   for (const auto& c : p.configs)
     j["configs"].push_back({{"vendor", c.vendor},
                             {"program", c.program},
@@ -724,10 +726,15 @@ nlohmann::json to_json(const CeilingPlan& p) {
                             {"reason", c.reason},
                             {"check_seconds", {c.check_seconds[0], c.check_seconds[1]}}});
   for (const auto& w : p.warnings)
-    j["warnings"].push_back({{"vendor", w.vendor}, {"variable", w.variable},
+    j["warnings"].push_back({{"vendor", w.vendor},
+                             {"variable", w.variable},
                              {"value", w.value ? nlohmann::json(*w.value) : nlohmann::json(nullptr)},
-                             {"selected", w.selected}, {"best", w.best}, {"best_setting", w.best_setting},
-                             {"shape", w.shape}, {"precision", w.precision}, {"factor", w.factor},
+                             {"selected", w.selected},
+                             {"best", w.best},
+                             {"best_setting", w.best_setting},
+                             {"shape", w.shape},
+                             {"precision", w.precision},
+                             {"factor", w.factor},
                              {"message", w.message}});
   return j;
 }
@@ -824,7 +831,8 @@ std::optional<std::string> not_run_reason(const BenchTable& table, const std::st
   if (colon == std::string::npos) return std::nullopt;
   const std::string vendor = lower(backend.substr(0, colon)), kernels = lower(backend.substr(colon + 1));
   for (const auto& s : table.ceiling_not_run())
-    if (!s.kernels.empty() && lower(s.vendor) == vendor && lower(s.kernels) == kernels) return s.status + ": " + s.reason;
+    if (!s.kernels.empty() && lower(s.vendor) == vendor && lower(s.kernels) == kernels)
+      return s.status + ": " + s.reason;
   return std::nullopt;
 }
 
@@ -848,8 +856,7 @@ std::string format_vendor_check(const CeilingPlan& plan) {
   }
   for (const auto& w : plan.warnings) out << w.message << "\n";
   if (plan.warnings.empty() && !plan.check_shape.empty())
-    out << "no vendor runs more than " << fmt_factor(kMisdetectionFactor)
-        << " below its best configuration here\n";
+    out << "no vendor runs more than " << fmt_factor(kMisdetectionFactor) << " below its best configuration here\n";
   return out.str();
 }
 

@@ -69,9 +69,9 @@ enum class ConfigStatus {
 const char* to_string(ConfigStatus s);
 
 struct VendorConfig {
-  std::string vendor;    // "openblas" | "blis"
-  std::string program;   // ceiling stem, e.g. "blis_gemm_raw"
-  std::string variable;  // OPENBLAS_CORETYPE | BLIS_ARCH_TYPE
+  std::string vendor;                // "openblas" | "blis"
+  std::string program;               // ceiling stem, e.g. "blis_gemm_raw"
+  std::string variable;              // OPENBLAS_CORETYPE | BLIS_ARCH_TYPE
   std::optional<std::string> value;  // what the variable is set to; nullopt: unset
   bool inherited = false;            // the environment as a user's program gets it
   std::string requested;             // the kernel set asked for ("SkylakeX", "skx"; "" when detected)
@@ -83,8 +83,8 @@ struct VendorConfig {
   // Best-of-reps seconds on every screened row, keyed screen_row(shape, precision, threads).
   std::map<std::string, double> screen_seconds;
 
-  std::string backend() const;       // "openblas:SkylakeX" (the CSV backend column)
-  std::string setting() const;       // "OPENBLAS_CORETYPE=SkylakeX" | "BLIS_ARCH_TYPE unset" | ...
+  std::string backend() const;  // "openblas:SkylakeX" (the CSV backend column)
+  std::string setting() const;  // "OPENBLAS_CORETYPE=SkylakeX" | "BLIS_ARCH_TYPE unset" | ...
   // Environment for a run at `threads`: assignments and names to unset.
   std::vector<std::pair<std::string, std::string>> env_set(int threads) const;
   std::vector<std::string> env_unset() const;
@@ -118,13 +118,14 @@ struct CeilingPlan {
 inline constexpr double kMisdetectionFactor = 1.2;
 
 struct PlanOptions {
-  bool enumerate = true;        // also every table configuration (else the inherited one only)
-  bool screen = true;           // time the gate shapes, drop configurations that cannot win (POPPER_CEILING_CONFIGS=all: false)
-  double win_margin = 1.05;     // how much faster than the kept ones a configuration must be on some row to be kept
+  bool enumerate = true;  // also every table configuration (else the inherited one only)
+  bool screen = true;  // time the gate shapes, drop configurations that cannot win (POPPER_CEILING_CONFIGS=all: false)
+  double win_margin = 1.05;  // how much faster than the kept ones a configuration must be on some row to be kept
   std::vector<int> screen_threads{1};  // thread counts screened (bench compare: the run's)
   int check_reps = 3;
   double screen_min_time = 0.05;  // seconds per screening repetition (--min-time)
-  std::vector<std::string> only;  // non-empty: keep only these runnable configurations (backend names, or a row's "<backend>+<variant>")
+  std::vector<std::string>
+      only;  // non-empty: keep only these runnable configurations (backend names, or a row's "<backend>+<variant>")
   // Non-empty: step 4's timings are reused from this file when they were taken
   // on this machine (fingerprint), on this check shape, for the same
   // configurations, with the same ceiling programs and the same libraries

@@ -108,8 +108,8 @@ std::vector<std::int64_t> Params::integers(const std::string& key,
     if (fallback) return *fallback;
     missing(owner_, key);
   }
-  return list_of<std::int64_t>(*this, v, key, [](const nlohmann::json& e) { return e.is_number_integer(); },
-                               "integers");
+  return list_of<std::int64_t>(
+      *this, v, key, [](const nlohmann::json& e) { return e.is_number_integer(); }, "integers");
 }
 
 std::vector<double> Params::numbers(const std::string& key, std::optional<std::vector<double>> fallback) const {
@@ -118,7 +118,8 @@ std::vector<double> Params::numbers(const std::string& key, std::optional<std::v
     if (fallback) return *fallback;
     missing(owner_, key);
   }
-  return list_of<double>(*this, v, key, [](const nlohmann::json& e) { return e.is_number(); }, "numbers");
+  return list_of<double>(
+      *this, v, key, [](const nlohmann::json& e) { return e.is_number(); }, "numbers");
 }
 
 std::vector<std::string> Params::strings(const std::string& key,
@@ -128,7 +129,8 @@ std::vector<std::string> Params::strings(const std::string& key,
     if (fallback) return *fallback;
     missing(owner_, key);
   }
-  return list_of<std::string>(*this, v, key, [](const nlohmann::json& e) { return e.is_string(); }, "strings");
+  return list_of<std::string>(
+      *this, v, key, [](const nlohmann::json& e) { return e.is_string(); }, "strings");
 }
 
 std::vector<Params> Params::list(const std::string& key) const {

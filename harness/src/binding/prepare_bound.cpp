@@ -60,7 +60,8 @@ RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
   for (const auto& cap : requires_) {
     if (!is_device_capability(cap)) continue;
     bool seen = false;
-    for (const auto& b : ev.backends) seen = seen || device_ran(cap, b.tag) || POPPER_MUTANT("evidence-any-tag-satisfies");
+    for (const auto& b : ev.backends)
+      seen = seen || device_ran(cap, b.tag) || POPPER_MUTANT("evidence-any-tag-satisfies");
     if (seen) continue;
     std::string why = "requires " + cap + ": the " + cap + " path did not run";
     for (const auto& d : ev.declines)

@@ -60,7 +60,8 @@ CapabilityStatus probe_cuda() {
   auto init = reinterpret_cast<InitFn>(::dlsym(h, "cuInit"));
   auto count = reinterpret_cast<CountFn>(::dlsym(h, "cuDeviceGetCount"));
   if (!init || !count) return {false, "libcuda.so.1 lacks cuInit/cuDeviceGetCount"};
-  if (const int rc = init(0); rc != 0) return {false, "no CUDA device: cuInit failed with CUresult " + std::to_string(rc)};
+  if (const int rc = init(0); rc != 0)
+    return {false, "no CUDA device: cuInit failed with CUresult " + std::to_string(rc)};
   int n = 0;
   if (count(&n) != 0 || n <= 0) return {false, "no CUDA device: the driver reports none"};
   return {true, ""};  // the handle stays open: the driver dislikes being unloaded
@@ -98,7 +99,8 @@ CapabilityStatus probe_vulkan() {
   auto enumerate = reinterpret_cast<EnumFn>(::dlsym(h, "vkEnumeratePhysicalDevices"));
   auto destroy = reinterpret_cast<DestroyFn>(::dlsym(h, "vkDestroyInstance"));
   if (!create || !enumerate || !destroy) return {false, "libvulkan.so.1 lacks the instance entry points"};
-  const AppInfo app{0 /*VK_STRUCTURE_TYPE_APPLICATION_INFO*/, nullptr, "popper", 1, "popper", 1, (1u << 22) | (1u << 12)};
+  const AppInfo app{
+      0 /*VK_STRUCTURE_TYPE_APPLICATION_INFO*/, nullptr, "popper", 1, "popper", 1, (1u << 22) | (1u << 12)};
   const CreateInfo ci{1 /*VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO*/, nullptr, 0, &app, 0, nullptr, 0, nullptr};
   Instance inst = nullptr;
   if (const int rc = create(&ci, nullptr, &inst); rc != 0)
@@ -185,7 +187,9 @@ std::string execution_site() {
 }
 
 bool forced_paths_allowed() { return !env_is("POPPER_DISPATCH", "auto"); }
-DeviceRule device_rule() { return env_is("POPPER_REQUIRE_DEVICE", "1") ? DeviceRule::DeclineFails : DeviceRule::DeclineSkips; }
+DeviceRule device_rule() {
+  return env_is("POPPER_REQUIRE_DEVICE", "1") ? DeviceRule::DeclineFails : DeviceRule::DeclineSkips;
+}
 bool is_device_capability(const std::string& name) { return name == "cuda" || name == "vulkan"; }
 
 bool backend_matches(const std::string& want, const std::string& tag) {

@@ -15,7 +15,6 @@
 #include <map>
 #include <thread>
 
-
 namespace popper {
 namespace {
 

@@ -9,8 +9,8 @@
 namespace popper {
 
 struct ProcessResult {
-  int exit_code = -1;   // -1 when it could not start
-  int signal = 0;       // non-zero when killed by a signal (e.g. SIGILL)
+  int exit_code = -1;      // -1 when it could not start
+  int signal = 0;          // non-zero when killed by a signal (e.g. SIGILL)
   bool timed_out = false;  // killed after timeout_seconds
   std::string out, err;
   bool ok() const { return exit_code == 0 && signal == 0; }

@@ -58,7 +58,8 @@ bool make_valid(std::string& s) {
 }
 
 std::string cut(std::string_view s, std::size_t max_bytes) {
-  if (POPPER_MUTANT("utf8-cut-bytes") && s.size() > max_bytes) return std::string(s.substr(0, max_bytes)) + "\xE2\x80\xA6";
+  if (POPPER_MUTANT("utf8-cut-bytes") && s.size() > max_bytes)
+    return std::string(s.substr(0, max_bytes)) + "\xE2\x80\xA6";
   std::string out;
   std::size_t i = 0;
   while (i < s.size()) {

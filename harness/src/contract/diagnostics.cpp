@@ -52,8 +52,8 @@ std::string uri_of(const std::string& path) {
   std::string out;
   for (char ch : path) {
     const auto u = static_cast<unsigned char>(ch);
-    const bool keep = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
-                      u == '-' || u == '.' || u == '_' || u == '~' || u == '/';
+    const bool keep = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '-' ||
+                      u == '.' || u == '_' || u == '~' || u == '/';
     if (keep) {
       out += ch;
     } else {
@@ -97,9 +97,8 @@ std::string format_json(const Diagnostics& ds) {
     if (c.replaced) j["note"] = kReplacedNote;
     arr.push_back(std::move(j));
   }
-  nlohmann::json doc = {{"diagnostics", arr},
-                        {"errors", ds.error_count()},
-                        {"warnings", ds.all().size() - ds.error_count()}};
+  nlohmann::json doc = {
+      {"diagnostics", arr}, {"errors", ds.error_count()}, {"warnings", ds.all().size() - ds.error_count()}};
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -115,12 +114,12 @@ std::string format_sarif(const Diagnostics& ds) {
     }
     nlohmann::json region = {{"startLine", std::max(d.pos.line, 1)}, {"startColumn", std::max(d.pos.col, 1)}};
     if (POPPER_MUTANT("sarif-drops-line")) region.erase("startLine");
-    nlohmann::json result = {{"ruleId", c.code},
-                             {"level", severity_name(d.severity)},
-                             {"message", {{"text", c.replaced ? c.message + " [" + kReplacedNote + "]" : c.message}}},
-                             {"locations",
-                              {{{"physicalLocation",
-                                 {{"artifactLocation", {{"uri", uri_of(d.pos.file)}}}, {"region", region}}}}}}};
+    nlohmann::json result = {
+        {"ruleId", c.code},
+        {"level", severity_name(d.severity)},
+        {"message", {{"text", c.replaced ? c.message + " [" + kReplacedNote + "]" : c.message}}},
+        {"locations",
+         {{{"physicalLocation", {{"artifactLocation", {{"uri", uri_of(d.pos.file)}}}, {"region", region}}}}}}};
     results.push_back(std::move(result));
   }
   nlohmann::json doc = {

@@ -19,8 +19,7 @@ std::string graph_dot(const ContractSet& set) {
 
 std::string graph_mermaid(const ContractSet& set) {
   std::string out = "graph LR\n";
-  for (const auto& c : set.contracts)
-    out += fmt::format("  {}[\"{}\"]\n", test_identifier(c.stem), c.stem);
+  for (const auto& c : set.contracts) out += fmt::format("  {}[\"{}\"]\n", test_identifier(c.stem), c.stem);
   for (const auto& c : set.contracts)
     for (const auto& d : c.depends_on) out += fmt::format("  {} --> {}\n", test_identifier(c.stem), test_identifier(d));
   return out;

@@ -105,8 +105,9 @@ LoadResult load_file_as(const std::string& path, Diagnostics& diags, Profile pro
   // A pv binding registry sits among pv contracts (and stays there after a
   // migration); say it is skipped rather than reject it as a bad contract.
   if (is_pv_binding_registry(*root, path)) {
-    diags.warning("POP-V045", {path, 1, 1}, "a pv binding registry (equations mapped to functions), not a contract: "
-                                            "skipped");
+    diags.warning("POP-V045", {path, 1, 1},
+                  "a pv binding registry (equations mapped to functions), not a contract: "
+                  "skipped");
     LoadResult skipped;
     skipped.ok = true;
     return skipped;
@@ -232,8 +233,8 @@ void check_contract_set(const ContractSet& set, Diagnostics& diags) {
     const bool same = it->second.owner == &c;
     const Rule rule = same ? same_contract_rule : Rule::DuplicateId;
     rules::report(diags, c.profile, rule, pos,
-                  same ? fmt::format("id '{}' is already used at {}:{} in this contract; rename one", schema::quoted(id),
-                                     it->second.pos.file, it->second.pos.line)
+                  same ? fmt::format("id '{}' is already used at {}:{} in this contract; rename one",
+                                     schema::quoted(id), it->second.pos.file, it->second.pos.line)
                   : c.profile == Profile::Strict
                       ? fmt::format("id '{}' is already used at {}:{}; ids must be unique across all contracts, so "
                                     "rename one",
@@ -268,11 +269,11 @@ void check_contract_set(const ContractSet& set, Diagnostics& diags) {
     for (std::size_t i = 0; i < c.depends_on.size(); ++i)
       if (!set.find_stem(c.depends_on[i])) {
         const std::string hint = schema::did_you_mean(c.depends_on[i], others);
-        rules::report(diags, c.profile, Rule::DependsOnMissing, c.depends_on_pos[i],
-                      fmt::format("depends_on names '{}', but no contract {}.yaml was loaded; {}",
-                                  schema::quoted(c.depends_on[i]), schema::quoted(c.depends_on[i]),
-                                  hint.empty() ? "add that contract or remove the dependency"
-                                               : "did you mean '" + hint + "'?"));
+        rules::report(
+            diags, c.profile, Rule::DependsOnMissing, c.depends_on_pos[i],
+            fmt::format("depends_on names '{}', but no contract {}.yaml was loaded; {}",
+                        schema::quoted(c.depends_on[i]), schema::quoted(c.depends_on[i]),
+                        hint.empty() ? "add that contract or remove the dependency" : "did you mean '" + hint + "'?"));
       }
     for (const auto& o : c.obligations)
       if (!o.parent_contract.empty() && (!set.find_stem(o.parent_contract) || o.parent_contract == c.stem)) {

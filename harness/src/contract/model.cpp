@@ -60,7 +60,8 @@ std::vector<Mutant> mutants(const YAML::Node& n, const std::string& file) {
   const YAML::Node v = n["mutants"];
   if (!v || !v.IsSequence()) return out;
   for (const auto& m : v)
-    if (m.IsMap()) out.push_back({scalar(m, "id"), scalar(m, "description"), scalar(m, "path"), schema::pos_of(m, file)});
+    if (m.IsMap())
+      out.push_back({scalar(m, "id"), scalar(m, "description"), scalar(m, "path"), schema::pos_of(m, file)});
   return out;
 }
 
@@ -84,8 +85,13 @@ const std::regex& explicit_id_pattern() {
 
 Obligation read_obligation(const YAML::Node& o, const std::string& file, Profile profile) {
   const auto* spec = &schema::obligation_spec();
-  Obligation ob{scalar(o, "id"), scalar(o, "type"), scalar(o, "property", spec), scalar(o, "formal", spec),
-                number<double>(o, "tolerance"), scalar(o, "applies_to"), schema::pos_of(o, file),
+  Obligation ob{scalar(o, "id"),
+                scalar(o, "type"),
+                scalar(o, "property", spec),
+                scalar(o, "formal", spec),
+                number<double>(o, "tolerance"),
+                scalar(o, "applies_to"),
+                schema::pos_of(o, file),
                 scalars(o, "backends")};
   if (ob.type.empty() && profile == Profile::Pv && !o["type"]) {
     ob.type = "invariant";  // pv's default for legacy obligations without a type

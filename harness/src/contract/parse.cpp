@@ -203,8 +203,9 @@ std::optional<YAML::Node> contract_root(const std::string& text, const std::stri
     return std::nullopt;
   }
   if (auto bad = first_non_text(text, file)) {
-    diags.error("POP-V003", *bad, "not a text file: invalid UTF-8, a NUL or a control byte here; save the contract "
-                                  "as UTF-8 YAML");
+    diags.error("POP-V003", *bad,
+                "not a text file: invalid UTF-8, a NUL or a control byte here; save the contract "
+                "as UTF-8 YAML");
     return std::nullopt;
   }
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {

@@ -46,7 +46,8 @@ std::optional<ProjectConfig> load_project_config(const std::string& config_path,
   std::ostringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  if (text.size() > 64 * 1024) return fail(0, 0, "the project configuration is over 64 KiB; it holds one line: 'profile: pv'");
+  if (text.size() > 64 * 1024)
+    return fail(0, 0, "the project configuration is over 64 KiB; it holds one line: 'profile: pv'");
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -65,8 +66,9 @@ std::optional<ProjectConfig> load_project_config(const std::string& config_path,
       if (!p) return fail(line, col, "'profile' must be 'strict' or 'pv'");
       cfg.profile = *p;
     } else {
-      return fail(line, col, fmt::format("unknown key '{}' in the project configuration; the only key is 'profile'",
-                                         key.substr(0, 40)));
+      return fail(
+          line, col,
+          fmt::format("unknown key '{}' in the project configuration; the only key is 'profile'", key.substr(0, 40)));
     }
   }
   return cfg;

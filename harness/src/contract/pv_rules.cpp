@@ -25,7 +25,8 @@ void pv_rules(const Contract& c, Diagnostics& diags) {
   if (!c.has_references)
     report(Rule::PvReferencesEmpty, c.metadata_pos,
            "metadata.references is missing or empty; every contract cites its source (a paper, a spec, a seed)");
-  if (blank(c.version)) report(Rule::PvVersionEmpty, c.metadata_pos, "metadata.version is empty; give it, e.g. \"1.0.0\"");
+  if (blank(c.version))
+    report(Rule::PvVersionEmpty, c.metadata_pos, "metadata.version is empty; give it, e.g. \"1.0.0\"");
 
   // Kernel contracts must prove what they claim; other kinds are exempt (pv's kind.rs).
   const bool kernel = c.kind == "kernel";
@@ -35,7 +36,8 @@ void pv_rules(const Contract& c, Diagnostics& diags) {
              "a kernel contract needs at least one equation; add 'equations:' or set metadata.kind");
     for (const auto& e : c.equations)
       if (blank(e.formula))
-        report(Rule::PvFormulaEmpty, e.pos, fmt::format("equation '{}' has no formula; write it", schema::quoted(e.name)));
+        report(Rule::PvFormulaEmpty, e.pos,
+               fmt::format("equation '{}' has no formula; write it", schema::quoted(e.name)));
     if (!c.qa_gate)
       report(Rule::PvNoQaGate, c.metadata_pos, "no qa_gate: a kernel contract should define its quality gate");
   }

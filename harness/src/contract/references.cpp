@@ -57,9 +57,9 @@ void check_obligations(const Contract& c, Diagnostics& diags) {
                                 schema::quoted(o.id), model::suggested_obligation_id(c, i)));
     const std::string who = o.id.empty() ? "'" + schema::quoted(o.property) + "'" : shown_id(o);
 
-    const bool applies_known = o.applies_to.empty() || c.find_equation(o.applies_to) ||
-                               std::find(kAppliesToWords.begin(), kAppliesToWords.end(), o.applies_to) !=
-                                   kAppliesToWords.end();
+    const bool applies_known =
+        o.applies_to.empty() || c.find_equation(o.applies_to) ||
+        std::find(kAppliesToWords.begin(), kAppliesToWords.end(), o.applies_to) != kAppliesToWords.end();
     if (!applies_known && !POPPER_MUTANT("loader-applies-to-unchecked"))
       rules::report(diags, c.profile, Rule::AppliesToUnresolved, o.applies_to_pos,
                     fmt::format("obligation {} applies_to '{}', which names no equation of this contract and is not "
@@ -94,13 +94,14 @@ void check_obligations(const Contract& c, Diagnostics& diags) {
                                   "obligations take, but its type is {}",
                                   who, o.type));
       if (std::find(c.phases.begin(), c.phases.end(), o.applies_to_phase) == c.phases.end())
-        rules::report(diags, c.profile, Rule::PhaseUnresolved, o.applies_to_phase_pos,
-                      fmt::format("obligation {} applies_to_phase '{}', which is no kernel_structure phase of this "
-                                  "contract; {}",
-                                  who, schema::quoted(o.applies_to_phase),
-                                  hint_or(schema::did_you_mean(o.applies_to_phase, c.phases),
-                                          c.phases.empty() ? "add kernel_structure.phases with that name"
-                                                           : "phases are: " + fmt::format("{}", fmt::join(c.phases, ", ")))));
+        rules::report(
+            diags, c.profile, Rule::PhaseUnresolved, o.applies_to_phase_pos,
+            fmt::format("obligation {} applies_to_phase '{}', which is no kernel_structure phase of this "
+                        "contract; {}",
+                        who, schema::quoted(o.applies_to_phase),
+                        hint_or(schema::did_you_mean(o.applies_to_phase, c.phases),
+                                c.phases.empty() ? "add kernel_structure.phases with that name"
+                                                 : "phases are: " + fmt::format("{}", fmt::join(c.phases, ", ")))));
     }
     if (!o.parent_contract.empty()) {
       if (o.type != "subcontract")
@@ -131,16 +132,17 @@ void check_harnesses(Contract& c, Diagnostics& diags) {
     std::string otherwise = "give the obligation that id or name an existing one";
     if (c.profile == Profile::Pv) {
       const std::string range = derived_range(c);
-      otherwise = fmt::format("name an obligation by its id{}, its property text or its position (1..{}); until "
-                              "then this harness backs no obligation",
-                              range.empty() ? "" : " (" + range + ")", c.obligations.size());
+      otherwise = fmt::format(
+          "name an obligation by its id{}, its property text or its position (1..{}); until "
+          "then this harness backs no obligation",
+          range.empty() ? "" : " (" + range + ")", c.obligations.size());
     }
-    rules::report(diags, c.profile, Rule::HarnessObligationUnresolved,
-                  h.obligation_pos.line ? h.obligation_pos : h.pos,
-                  fmt::format("harness {} names obligation '{}', which {}; {}", h.id, schema::quoted(h.obligation_written),
-                              r.how == resolve::How::Ambiguous ? "matches several obligations"
-                                                               : "no proof obligation of this contract has as its id",
-                              hint_or(schema::did_you_mean(h.obligation_written, obligation_ids), otherwise)));
+    rules::report(
+        diags, c.profile, Rule::HarnessObligationUnresolved, h.obligation_pos.line ? h.obligation_pos : h.pos,
+        fmt::format("harness {} names obligation '{}', which {}; {}", h.id, schema::quoted(h.obligation_written),
+                    r.how == resolve::How::Ambiguous ? "matches several obligations"
+                                                     : "no proof obligation of this contract has as its id",
+                    hint_or(schema::did_you_mean(h.obligation_written, obligation_ids), otherwise)));
   }
 }
 
@@ -151,11 +153,11 @@ void check_tests(const Contract& c, Diagnostics& diags) {
   for (const auto& t : c.falsification_tests)
     for (std::size_t i = 0; i < t.covers.size(); ++i)
       if (!c.find_obligation(t.covers[i]))
-        rules::report(diags, c.profile, Rule::CoversUnresolved, i < t.covers_pos.size() ? t.covers_pos[i] : t.pos,
-                      fmt::format("test {} covers '{}', which is not an obligation id of this contract; {}", t.id,
-                                  schema::quoted(t.covers[i]),
-                                  hint_or(schema::did_you_mean(t.covers[i], obligation_ids),
-                                          "name an existing obligation id")));
+        rules::report(
+            diags, c.profile, Rule::CoversUnresolved, i < t.covers_pos.size() ? t.covers_pos[i] : t.pos,
+            fmt::format("test {} covers '{}', which is not an obligation id of this contract; {}", t.id,
+                        schema::quoted(t.covers[i]),
+                        hint_or(schema::did_you_mean(t.covers[i], obligation_ids), "name an existing obligation id")));
 
   auto check_requires = [&](const std::string& id, const std::vector<std::string>& req, const SourcePos& pos) {
     for (const auto& r : req)
@@ -172,9 +174,9 @@ void check_tests(const Contract& c, Diagnostics& diags) {
     std::set<std::string> seen;
     for (const auto& m : ms)
       if (!m.id.empty() && !seen.insert(m.id).second)
-        rules::report(diags, c.profile, Rule::MutantDuplicate, m.pos,
-                      fmt::format("{} declares mutant '{}' twice; give each mutant its own id", id,
-                                  schema::quoted(m.id)));
+        rules::report(
+            diags, c.profile, Rule::MutantDuplicate, m.pos,
+            fmt::format("{} declares mutant '{}' twice; give each mutant its own id", id, schema::quoted(m.id)));
   };
   for (const auto& t : c.falsification_tests) {
     check_mutants(t.id, t.mutants);
@@ -191,8 +193,8 @@ void check_benchmarks(const Contract& c, Diagnostics& diags) {
   for (const auto& b : c.benchmarks) {
     if ((b.metric == "peak_fraction" || b.metric == "throughput") && !b.denominator.empty())
       rules::report(diags, c.profile, Rule::BenchmarkInconsistent, b.pos,
-                    fmt::format("benchmark {} uses metric {}, which divides by {}; remove 'denominator'", b.id, b.metric,
-                                b.metric == "throughput" ? "nothing but the time" : "the measured peak"));
+                    fmt::format("benchmark {} uses metric {}, which divides by {}; remove 'denominator'", b.id,
+                                b.metric, b.metric == "throughput" ? "nothing but the time" : "the measured peak"));
     if ((b.metric == "time_ratio" || b.metric == "throughput_ratio") && b.denominator.empty())
       rules::report(diags, c.profile, Rule::BenchmarkInconsistent, b.pos,
                     fmt::format("benchmark {} uses metric {} but has no 'denominator' tier; add one", b.id, b.metric));
@@ -229,13 +231,12 @@ void check_unbacked(const Contract& c, Diagnostics& diags) {
   if (!rules::enabled(Rule::ObligationUnbacked, c.profile)) return;
   for (const auto& o : c.obligations) {
     if (o.id.empty()) continue;
-    const bool backed =
-        std::any_of(c.falsification_tests.begin(), c.falsification_tests.end(),
-                    [&](const FalsificationTest& t) {
-                      return std::find(t.covers.begin(), t.covers.end(), o.id) != t.covers.end();
-                    }) ||
-        std::any_of(c.kani_harnesses.begin(), c.kani_harnesses.end(),
-                    [&](const KaniHarness& h) { return h.obligation == o.id; });
+    const bool backed = std::any_of(c.falsification_tests.begin(), c.falsification_tests.end(),
+                                    [&](const FalsificationTest& t) {
+                                      return std::find(t.covers.begin(), t.covers.end(), o.id) != t.covers.end();
+                                    }) ||
+                        std::any_of(c.kani_harnesses.begin(), c.kani_harnesses.end(),
+                                    [&](const KaniHarness& h) { return h.obligation == o.id; });
     if (!backed)
       rules::report(diags, c.profile, Rule::ObligationUnbacked, o.pos,
                     fmt::format("obligation {} is backed by no test ('covers' of a falsification test or a harness "

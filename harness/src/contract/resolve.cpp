@@ -43,7 +43,8 @@ ObligationRef obligation(const Contract& c, const std::string& text) {
     if (n >= 1 && n <= c.obligations.size()) return {How::Position, n - 1};
     return {};
   }
-  return unique_match(c.obligations, [](const Obligation& o) { return slug(o.property); }, slug(text), How::Property);
+  return unique_match(
+      c.obligations, [](const Obligation& o) { return slug(o.property); }, slug(text), How::Property);
 }
 
 std::string enforcement_test(const Contract& c, const EnforcementRule& e) {
@@ -51,7 +52,9 @@ std::string enforcement_test(const Contract& c, const EnforcementRule& e) {
   for (const auto& t : c.falsification_tests) {
     if (t.id.empty()) continue;
     for (std::size_t at = e.check.find(t.id); at != std::string::npos; at = e.check.find(t.id, at + 1)) {
-      const auto is_id_char = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_'; };
+      const auto is_id_char = [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_';
+      };
       const bool starts = at == 0 || !is_id_char(e.check[at - 1]);
       const std::size_t end = at + t.id.size();
       const bool ends = end == e.check.size() || !is_id_char(e.check[end]);
@@ -74,10 +77,10 @@ CheckRef qa_check(const Contract& c, const std::string& text) {
   if (c.find_obligation(text)) return {CheckHow::ObligationId, text};
   if (c.profile != Profile::Pv) return {};
   const std::string want = slug(text);
-  const ObligationRef o =
-      unique_match(c.obligations, [](const Obligation& x) { return slug(x.property); }, want, How::Property);
-  const ObligationRef t =
-      unique_match(c.falsification_tests, [](const FalsificationTest& x) { return slug(x.rule); }, want, How::Property);
+  const ObligationRef o = unique_match(
+      c.obligations, [](const Obligation& x) { return slug(x.property); }, want, How::Property);
+  const ObligationRef t = unique_match(
+      c.falsification_tests, [](const FalsificationTest& x) { return slug(x.rule); }, want, How::Property);
   std::string enforced;
   for (const auto& e : c.enforcement)
     if (e.name == text) enforced = enforcement_test(c, e);

@@ -24,8 +24,18 @@ struct ObligationRef {
 };
 ObligationRef obligation(const Contract& c, const std::string& text);
 
-enum class CheckHow { None, Ambiguous, Equation, Test, Harness, Benchmark, ObligationId, ObligationProperty, TestRule,
-                      Enforcement };
+enum class CheckHow {
+  None,
+  Ambiguous,
+  Equation,
+  Test,
+  Harness,
+  Benchmark,
+  ObligationId,
+  ObligationProperty,
+  TestRule,
+  Enforcement
+};
 struct CheckRef {
   CheckHow how = CheckHow::None;
   std::string target;  // the id it resolved to (equations: the name)

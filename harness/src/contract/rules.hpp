@@ -19,47 +19,47 @@ namespace popper::rules {
 enum class Sev { Off, Warning, Error };
 
 enum class Rule {
-  UnknownKey,              // a key the schema does not know
-  PvAliasKey,              // a pv legacy alias (statement, fails_if, ...) instead of the key
-  AliasWithKey,            // both an alias and its key in one mapping
-  RequiredStringEmpty,     // a required string that is blank
-  ObligationIdMissing,     // an obligation without id (pv: a derived id is given)
-  ObligationIdFormat,      // an id not of the form <PREFIX>-PO-NNN
-  AppliesToUnresolved,     // applies_to names no equation (nor all/scalar/simd/converter)
+  UnknownKey,           // a key the schema does not know
+  PvAliasKey,           // a pv legacy alias (statement, fails_if, ...) instead of the key
+  AliasWithKey,         // both an alias and its key in one mapping
+  RequiredStringEmpty,  // a required string that is blank
+  ObligationIdMissing,  // an obligation without id (pv: a derived id is given)
+  ObligationIdFormat,   // an id not of the form <PREFIX>-PO-NNN
+  AppliesToUnresolved,  // applies_to names no equation (nor all/scalar/simd/converter)
   HarnessObligationUnresolved,
   QaCheckUnresolved,
   CoversUnresolved,
-  RequiresUnresolved,      // obligation `requires` names no obligation
+  RequiresUnresolved,  // obligation `requires` names no obligation
   CapabilityUnknown,
   BenchmarkInconsistent,
   MutantDuplicate,
-  PhaseUnresolved,         // applies_to_phase names no kernel_structure phase
-  DuplicateId,             // an id used in two contracts of the set (pv scopes ids per contract)
-  DuplicateIdInContract,   // an obligation or benchmark id used twice in one contract
-  DuplicateTestId,         // a falsification test id used twice in one contract
-  DuplicateHarnessId,      // a harness id used twice in one contract
+  PhaseUnresolved,        // applies_to_phase names no kernel_structure phase
+  DuplicateId,            // an id used in two contracts of the set (pv scopes ids per contract)
+  DuplicateIdInContract,  // an obligation or benchmark id used twice in one contract
+  DuplicateTestId,        // a falsification test id used twice in one contract
+  DuplicateHarnessId,     // a harness id used twice in one contract
   DependsOnMissing,
   DependsOnCycle,
-  ParentContractMissing,   // parent_contract names a contract not in the set
-  RequiresOnWrongType,     // `requires` on a type other than postcondition
-  PhaseOnWrongType,        // `applies_to_phase` on a type other than loop_invariant / loop_variant
-  ParentOnWrongType,       // `parent_contract` on a type other than subcontract
+  ParentContractMissing,  // parent_contract names a contract not in the set
+  RequiresOnWrongType,    // `requires` on a type other than postcondition
+  PhaseOnWrongType,       // `applies_to_phase` on a type other than loop_invariant / loop_variant
+  ParentOnWrongType,      // `parent_contract` on a type other than subcontract
   ParentNotInDependsOn,
   ObligationUnbacked,
   TestWithoutMutant,
   // pv's own rules (provable-contracts schema/validator.rs), pv profile only.
-  PvReferencesEmpty,       // SCHEMA-001
-  PvVersionEmpty,          // SCHEMA-002
-  PvNoEquations,           // SCHEMA-003 (kernel contracts)
-  PvFormulaEmpty,          // SCHEMA-004 (kernel contracts)
-  PvPropertyEmpty,         // SCHEMA-005
-  PvDuplicateFormal,       // SCHEMA-006
-  PvPredictionEmpty,       // SCHEMA-008
-  PvIfFailsEmpty,          // SCHEMA-009
+  PvReferencesEmpty,         // SCHEMA-001
+  PvVersionEmpty,            // SCHEMA-002
+  PvNoEquations,             // SCHEMA-003 (kernel contracts)
+  PvFormulaEmpty,            // SCHEMA-004 (kernel contracts)
+  PvPropertyEmpty,           // SCHEMA-005
+  PvDuplicateFormal,         // SCHEMA-006
+  PvPredictionEmpty,         // SCHEMA-008
+  PvIfFailsEmpty,            // SCHEMA-009
   PvHarnessObligationEmpty,  // SCHEMA-011
-  PvBoundMissing,          // SCHEMA-012
-  PvNoQaGate,              // SCHEMA-013 (kernel contracts)
-  PvProvability,           // PROVABILITY-001 (kernel and competitive-parity contracts)
+  PvBoundMissing,            // SCHEMA-012
+  PvNoQaGate,                // SCHEMA-013 (kernel contracts)
+  PvProvability,             // PROVABILITY-001 (kernel and competitive-parity contracts)
   Count_
 };
 

@@ -72,9 +72,9 @@ std::string scaffold_source(const Contract& c, const std::string& contract_text,
                        suite, test_identifier(t.id), cpp_string(t.id));
   for (const auto& h : c.kani_harnesses) {
     if (POPPER_MUTANT("scaffold-drops-harnesses")) continue;
-    out += fmt::format("\n// {}: {} (bounded exhaustive, bound {})\nTEST({}, {}) {{ popper::run_bound(kContract, {}); }}\n",
-                       h.id, one_line(h.property), h.bound ? std::to_string(*h.bound) : "?", suite,
-                       test_identifier(h.id), cpp_string(h.id));
+    out += fmt::format(
+        "\n// {}: {} (bounded exhaustive, bound {})\nTEST({}, {}) {{ popper::run_bound(kContract, {}); }}\n", h.id,
+        one_line(h.property), h.bound ? std::to_string(*h.bound) : "?", suite, test_identifier(h.id), cpp_string(h.id));
   }
   return out;
 }

@@ -30,121 +30,151 @@ const NodeSpec kStringOrList{Kind::StringOrList, {}, nullptr, {}, "a string or a
 const NodeSpec kAny{Kind::Any, {}, nullptr, {}, "any value"};
 
 // pv's 26 types plus its two legacy ones (safety, liveness), kept by pv for back-compat.
-const NodeSpec kObligationType{Kind::Enum, {}, nullptr,
-    {"invariant", "equivalence", "bound", "monotonicity", "idempotency", "linearity", "symmetry",
-     "associativity", "conservation", "ordering", "completeness", "soundness", "involution", "determinism",
-     "roundtrip", "state_machine", "classification", "independence", "termination", "safety", "liveness",
-     "precondition", "postcondition", "frame", "loop_invariant", "loop_variant", "old_state", "subcontract"},
+const NodeSpec kObligationType{
+    Kind::Enum,
+    {},
+    nullptr,
+    {"invariant",     "equivalence",   "bound",          "monotonicity",   "idempotency",  "linearity",  "symmetry",
+     "associativity", "conservation",  "ordering",       "completeness",   "soundness",    "involution", "determinism",
+     "roundtrip",     "state_machine", "classification", "independence",   "termination",  "safety",     "liveness",
+     "precondition",  "postcondition", "frame",          "loop_invariant", "loop_variant", "old_state",  "subcontract"},
     "an obligation type"};
-const NodeSpec kContractKind{Kind::Enum, {}, nullptr,
-    {"kernel", "registry", "model-family", "model-family-variant", "tokenizer", "training-loop",
-     "pretraining-corpus", "training-precondition-gate", "corpus-assembly", "pattern", "schema", "beat-benchmark",
-     "competitive-parity"},
+const NodeSpec kContractKind{
+    Kind::Enum,
+    {},
+    nullptr,
+    {"kernel", "registry", "model-family", "model-family-variant", "tokenizer", "training-loop", "pretraining-corpus",
+     "training-precondition-gate", "corpus-assembly", "pattern", "schema", "beat-benchmark", "competitive-parity"},
     "a contract kind"};
-const NodeSpec kStrategy{Kind::Enum, {}, nullptr, {"exhaustive", "stub_float", "compositional", "bounded_int"},
-                         "a harness strategy"};
-const NodeSpec kEnforcementLevel{Kind::Enum, {}, nullptr, {"basic", "standard", "strict", "proven"},
-                                 "an enforcement level"};
-const NodeSpec kIntakeStatus{Kind::Enum, {}, nullptr, {"missing", "partial", "supported", "unclear"},
-                             "an intake status"};
+const NodeSpec kStrategy{
+    Kind::Enum, {}, nullptr, {"exhaustive", "stub_float", "compositional", "bounded_int"}, "a harness strategy"};
+const NodeSpec kEnforcementLevel{
+    Kind::Enum, {}, nullptr, {"basic", "standard", "strict", "proven"}, "an enforcement level"};
+const NodeSpec kIntakeStatus{
+    Kind::Enum, {}, nullptr, {"missing", "partial", "supported", "unclear"}, "an intake status"};
 const NodeSpec kLeanStatus{Kind::Enum, {}, nullptr, {"proved", "sorry", "wip", "not-applicable"}, "a Lean status"};
-const NodeSpec kMetric{Kind::Enum, {}, nullptr, {"time_ratio", "throughput_ratio", "peak_fraction", "throughput"},
-                       "a benchmark metric"};
+const NodeSpec kMetric{
+    Kind::Enum, {}, nullptr, {"time_ratio", "throughput_ratio", "peak_fraction", "throughput"}, "a benchmark metric"};
 const NodeSpec kTier{Kind::Enum, {}, nullptr, {"ceiling", "wrapped", "hand", "reference", "device"}, "a bench tier"};
 const NodeSpec kOp{Kind::Enum, {}, nullptr, {"<", "<=", ">", ">="}, "a comparison"};
 
 const NodeSpec kMetadata{Kind::Map,
-    {{"version", R::Always, &kString},
-     {"created", R::Never, &kString},
-     {"author", R::Never, &kString},
-     {"description", R::Always, &kString},
-     {"references", R::Never, &kStringList},
-     {"depends_on", R::Never, &kStringList},
-     {"registry", R::Never, &kBool},
-     {"kind", R::Never, &kContractKind},
-     {"enforcement_level", R::Never, &kEnforcementLevel},
-     {"locked_level", R::Never, &kString},
-     {"competitor", R::Never, &kString},
-     {"demand_score", R::Never, &kInteger},
-     {"intake_status", R::Never, &kIntakeStatus}},
-    nullptr, {}, "the metadata block", {}, true};
+                         {{"version", R::Always, &kString},
+                          {"created", R::Never, &kString},
+                          {"author", R::Never, &kString},
+                          {"description", R::Always, &kString},
+                          {"references", R::Never, &kStringList},
+                          {"depends_on", R::Never, &kStringList},
+                          {"registry", R::Never, &kBool},
+                          {"kind", R::Never, &kContractKind},
+                          {"enforcement_level", R::Never, &kEnforcementLevel},
+                          {"locked_level", R::Never, &kString},
+                          {"competitor", R::Never, &kString},
+                          {"demand_score", R::Never, &kInteger},
+                          {"intake_status", R::Never, &kIntakeStatus}},
+                         nullptr,
+                         {},
+                         "the metadata block",
+                         {},
+                         true};
 
 // pv composition: typed shape contracts on equations (assumes / guarantees).
-const NodeSpec kShapeExpr{Kind::Map, {{"dims", R::Always, &kStringList}, {"dtype", R::Never, &kString}},
-                          nullptr, {}, "a shape expression"};
+const NodeSpec kShapeExpr{
+    Kind::Map, {{"dims", R::Always, &kStringList}, {"dtype", R::Never, &kString}}, nullptr, {}, "a shape expression"};
 const NodeSpec kShapes{Kind::NamedMap, {}, &kShapeExpr, {}, "a mapping of shapes"};
 const NodeSpec kShapeContract{Kind::Map,
-    {{"shapes", R::Never, &kShapes},
-     {"constraints", R::Never, &kStringList},
-     {"from_contract", R::Never, &kString},
-     {"from_equation", R::Never, &kString}},
-    nullptr, {}, "a shape contract"};
+                              {{"shapes", R::Never, &kShapes},
+                               {"constraints", R::Never, &kStringList},
+                               {"from_contract", R::Never, &kString},
+                               {"from_equation", R::Never, &kString}},
+                              nullptr,
+                              {},
+                              "a shape contract"};
 
 const NodeSpec kEquation{Kind::Map,
-    {{"formula", R::Strict, &kString},
-     {"domain", R::Never, &kString},
-     {"codomain", R::Never, &kString},
-     {"invariants", R::Never, &kStringList},
-     {"preconditions", R::Never, &kStringList},
-     {"postconditions", R::Never, &kStringList},
-     {"lean_theorem", R::Never, &kString},
-     {"float_tolerance", R::Never, &kNumber},
-     {"assumes", R::Never, &kShapeContract},
-     {"guarantees", R::Never, &kShapeContract}},
-    nullptr, {}, "an equation", {}, true};
+                         {{"formula", R::Strict, &kString},
+                          {"domain", R::Never, &kString},
+                          {"codomain", R::Never, &kString},
+                          {"invariants", R::Never, &kStringList},
+                          {"preconditions", R::Never, &kStringList},
+                          {"postconditions", R::Never, &kStringList},
+                          {"lean_theorem", R::Never, &kString},
+                          {"float_tolerance", R::Never, &kNumber},
+                          {"assumes", R::Never, &kShapeContract},
+                          {"guarantees", R::Never, &kShapeContract}},
+                         nullptr,
+                         {},
+                         "an equation",
+                         {},
+                         true};
 const NodeSpec kEquations{Kind::NamedMap, {}, &kEquation, {}, "the equations mapping"};
 
 const NodeSpec kLean{Kind::Map,
-    {{"theorem", R::Always, &kString},
-     {"module", R::Never, &kString},
-     {"status", R::Never, &kLeanStatus},
-     {"depends_on", R::Never, &kStringList},
-     {"mathlib_imports", R::Never, &kStringList},
-     {"notes", R::Never, &kString}},
-    nullptr, {}, "a Lean proof"};
+                     {{"theorem", R::Always, &kString},
+                      {"module", R::Never, &kString},
+                      {"status", R::Never, &kLeanStatus},
+                      {"depends_on", R::Never, &kStringList},
+                      {"mathlib_imports", R::Never, &kStringList},
+                      {"notes", R::Never, &kString}},
+                     nullptr,
+                     {},
+                     "a Lean proof"};
 
 // `id` is required under strict, but the loader reports it (its hint needs the
 // contract's prefix and the obligation's position); pv derives it.
 const NodeSpec kObligation{Kind::Map,
-    {{"id", R::Never, &kString, true},
-     {"type", R::Strict, &kObligationType},
-     {"property", R::Strict, &kString},
-     {"formal", R::Never, &kString},
-     {"tolerance", R::Never, &kNumber},
-     {"applies_to", R::Never, &kString},
-     {"lean", R::Never, &kLean},
-     {"requires", R::Never, &kString},
-     {"applies_to_phase", R::Never, &kString},
-     {"parent_contract", R::Never, &kString},
-     {"backends", R::Never, &kStringList, true}},
-    nullptr, {}, "a proof obligation", {{"statement", "property"}, {"verification", "formal"}}, true};
+                           {{"id", R::Never, &kString, true},
+                            {"type", R::Strict, &kObligationType},
+                            {"property", R::Strict, &kString},
+                            {"formal", R::Never, &kString},
+                            {"tolerance", R::Never, &kNumber},
+                            {"applies_to", R::Never, &kString},
+                            {"lean", R::Never, &kLean},
+                            {"requires", R::Never, &kString},
+                            {"applies_to_phase", R::Never, &kString},
+                            {"parent_contract", R::Never, &kString},
+                            {"backends", R::Never, &kStringList, true}},
+                           nullptr,
+                           {},
+                           "a proof obligation",
+                           {{"statement", "property"}, {"verification", "formal"}},
+                           true};
 const NodeSpec kObligations{Kind::List, {}, &kObligation, {}, "the proof_obligations list"};
 
-const NodeSpec kPhase{Kind::Map,
+const NodeSpec kPhase{
+    Kind::Map,
     {{"name", R::Always, &kString}, {"description", R::Always, &kString}, {"invariant", R::Never, &kString}},
-    nullptr, {}, "a kernel phase"};
+    nullptr,
+    {},
+    "a kernel phase"};
 const NodeSpec kPhases{Kind::List, {}, &kPhase, {}, "a list of kernel phases"};
-const NodeSpec kKernelStructure{Kind::Map, {{"phases", R::Always, &kPhases}}, nullptr, {}, "the kernel_structure block"};
+const NodeSpec kKernelStructure{
+    Kind::Map, {{"phases", R::Always, &kPhases}}, nullptr, {}, "the kernel_structure block"};
 
 const NodeSpec kStringMap{Kind::NamedMap, {}, &kString, {}, "a mapping of strings"};
 const NodeSpec kSimdDispatch{Kind::NamedMap, {}, &kStringMap, {}, "the simd_dispatch mapping"};
 
 const NodeSpec kEnforcementRule{Kind::Map,
-    {{"description", R::Always, &kString},
-     {"check", R::Never, &kString},
-     {"severity", R::Never, &kString},
-     {"reference", R::Never, &kString}},
-    nullptr, {}, "an enforcement rule"};
+                                {{"description", R::Always, &kString},
+                                 {"check", R::Never, &kString},
+                                 {"severity", R::Never, &kString},
+                                 {"reference", R::Never, &kString}},
+                                nullptr,
+                                {},
+                                "an enforcement rule"};
 const NodeSpec kEnforcement{Kind::NamedMap, {}, &kEnforcementRule, {}, "the enforcement mapping"};
 
 // popper: a named, deliberately broken variant of the kernel or its input
 // that the test must detect (`popper audit --mutants`).
-const NodeSpec kMutant{Kind::Map,
-    {{"id", R::Always, &kString}, {"description", R::Always, &kString}, {"path", R::Never, &kString}},
-    nullptr, {}, "a mutant", {}, true};
+const NodeSpec kMutant{
+    Kind::Map,  {{"id", R::Always, &kString}, {"description", R::Always, &kString}, {"path", R::Never, &kString}},
+    nullptr,    {},
+    "a mutant", {},
+    true};
 const NodeSpec kMutants{Kind::List, {}, &kMutant, {}, "a list of mutants"};
 
-const NodeSpec kFalsificationTest{Kind::Map,
+const NodeSpec kFalsificationTest{
+    Kind::Map,
     {{"id", R::Always, &kString},
      {"rule", R::Strict, &kString},
      {"prediction", R::Strict, &kString},
@@ -156,119 +186,149 @@ const NodeSpec kFalsificationTest{Kind::Map,
      {"params", R::Never, &kAny, true},
      {"requires", R::Never, &kStringList, true},
      {"mutants", R::Never, &kMutants, true}},
-    nullptr, {}, "a falsification test",
-    {{"description", "rule"}, {"expected", "prediction"}, {"command", "test"}, {"fails_if", "if_fails"}}, true};
+    nullptr,
+    {},
+    "a falsification test",
+    {{"description", "rule"}, {"expected", "prediction"}, {"command", "test"}, {"fails_if", "if_fails"}},
+    true};
 const NodeSpec kFalsificationTests{Kind::List, {}, &kFalsificationTest, {}, "the falsification_tests list"};
 
 const NodeSpec kKaniHarness{Kind::Map,
-    {{"id", R::Always, &kString},
-     {"obligation", R::Always, &kString},
-     {"property", R::Never, &kString},
-     {"bound", R::Never, &kCount},
-     {"strategy", R::Never, &kStrategy},
-     {"solver", R::Never, &kString},
-     {"harness", R::Never, &kString},
-     {"actually_verified", R::Never, &kBool},
-     {"params", R::Never, &kAny, true},
-     {"requires", R::Never, &kStringList, true},
-     {"mutants", R::Never, &kMutants, true}},
-    nullptr, {}, "a kani harness", {}, true};
+                            {{"id", R::Always, &kString},
+                             {"obligation", R::Always, &kString},
+                             {"property", R::Never, &kString},
+                             {"bound", R::Never, &kCount},
+                             {"strategy", R::Never, &kStrategy},
+                             {"solver", R::Never, &kString},
+                             {"harness", R::Never, &kString},
+                             {"actually_verified", R::Never, &kBool},
+                             {"params", R::Never, &kAny, true},
+                             {"requires", R::Never, &kStringList, true},
+                             {"mutants", R::Never, &kMutants, true}},
+                            nullptr,
+                            {},
+                            "a kani harness",
+                            {},
+                            true};
 const NodeSpec kKaniHarnesses{Kind::List, {}, &kKaniHarness, {}, "the kani_harnesses list"};
 
 const NodeSpec kQaGate{Kind::Map,
-    {{"id", R::Strict, &kString},
-     {"name", R::Strict, &kString},
-     {"description", R::Never, &kString},
-     {"checks", R::Never, &kStringList},
-     {"pass_criteria", R::Never, &kString},
-     {"falsification", R::Never, &kString}},
-    nullptr, {}, "the qa_gate block", {}, true};
+                       {{"id", R::Strict, &kString},
+                        {"name", R::Strict, &kString},
+                        {"description", R::Never, &kString},
+                        {"checks", R::Never, &kStringList},
+                        {"pass_criteria", R::Never, &kString},
+                        {"falsification", R::Never, &kString}},
+                       nullptr,
+                       {},
+                       "the qa_gate block",
+                       {},
+                       true};
 
 const NodeSpec kVerificationSummary{Kind::Map,
-    {{"total_obligations", R::Always, &kCount},
-     {"l2_property_tested", R::Never, &kCount},
-     {"l3_kani_proved", R::Never, &kCount},
-     {"l4_lean_proved", R::Never, &kCount},
-     {"l4_sorry_count", R::Never, &kCount},
-     {"l4_not_applicable", R::Never, &kCount}},
-    nullptr, {}, "the verification_summary block"};
+                                    {{"total_obligations", R::Always, &kCount},
+                                     {"l2_property_tested", R::Never, &kCount},
+                                     {"l3_kani_proved", R::Never, &kCount},
+                                     {"l4_lean_proved", R::Never, &kCount},
+                                     {"l4_sorry_count", R::Never, &kCount},
+                                     {"l4_not_applicable", R::Never, &kCount}},
+                                    nullptr,
+                                    {},
+                                    "the verification_summary block"};
 
 const NodeSpec kTypeInvariant{Kind::Map,
-    {{"name", R::Always, &kString},
-     {"type", R::Always, &kString},
-     {"predicate", R::Always, &kString},
-     {"description", R::Never, &kString}},
-    nullptr, {}, "a type invariant"};
+                              {{"name", R::Always, &kString},
+                               {"type", R::Always, &kString},
+                               {"predicate", R::Always, &kString},
+                               {"description", R::Never, &kString}},
+                              nullptr,
+                              {},
+                              "a type invariant"};
 const NodeSpec kTypeInvariants{Kind::List, {}, &kTypeInvariant, {}, "the type_invariants list"};
 
-const NodeSpec kCoqDefinition{Kind::Map, {{"name", R::Always, &kString}, {"statement", R::Always, &kString}},
-                              nullptr, {}, "a Coq definition"};
+const NodeSpec kCoqDefinition{
+    Kind::Map, {{"name", R::Always, &kString}, {"statement", R::Always, &kString}}, nullptr, {}, "a Coq definition"};
 const NodeSpec kCoqDefinitions{Kind::List, {}, &kCoqDefinition, {}, "a list of Coq definitions"};
-const NodeSpec kCoqObligation{Kind::Map,
+const NodeSpec kCoqObligation{
+    Kind::Map,
     {{"links_to", R::Always, &kString}, {"coq_lemma", R::Always, &kString}, {"status", R::Never, &kString}},
-    nullptr, {}, "a Coq obligation link"};
+    nullptr,
+    {},
+    "a Coq obligation link"};
 const NodeSpec kCoqObligations{Kind::List, {}, &kCoqObligation, {}, "a list of Coq obligation links"};
 const NodeSpec kCoqSpec{Kind::Map,
-    {{"module", R::Always, &kString},
-     {"imports", R::Never, &kStringList},
-     {"definitions", R::Never, &kCoqDefinitions},
-     {"obligations", R::Never, &kCoqObligations}},
-    nullptr, {}, "the coq_spec block"};
+                        {{"module", R::Always, &kString},
+                         {"imports", R::Never, &kStringList},
+                         {"definitions", R::Never, &kCoqDefinitions},
+                         {"obligations", R::Never, &kCoqObligations}},
+                        nullptr,
+                        {},
+                        "the coq_spec block"};
 
 // pv: a head-to-head benchmark against an incumbent (metadata.kind: beat-benchmark).
 const NodeSpec kBeat{Kind::Map,
-    {{"pillar", R::Never, &kCount},
-     {"incumbent", R::Never, &kString},
-     {"incumbent_pinned", R::Never, &kString},
-     {"canonical_task", R::Never, &kString},
-     {"metric", R::Never, &kString},
-     {"direction", R::Never, &kString},
-     {"baseline_value", R::Never, &kNumber},
-     {"baseline_floor", R::Never, &kNumber},
-     {"beat_threshold", R::Never, &kNumber},
-     {"baseline_sourced_date", R::Never, &kString},
-     {"approved_compute", R::Never, &kString},
-     {"ci_gate_name", R::Never, &kString}},
-    nullptr, {}, "the beat block"};
+                     {{"pillar", R::Never, &kCount},
+                      {"incumbent", R::Never, &kString},
+                      {"incumbent_pinned", R::Never, &kString},
+                      {"canonical_task", R::Never, &kString},
+                      {"metric", R::Never, &kString},
+                      {"direction", R::Never, &kString},
+                      {"baseline_value", R::Never, &kNumber},
+                      {"baseline_floor", R::Never, &kNumber},
+                      {"beat_threshold", R::Never, &kNumber},
+                      {"baseline_sourced_date", R::Never, &kString},
+                      {"approved_compute", R::Never, &kString},
+                      {"ci_gate_name", R::Never, &kString}},
+                     nullptr,
+                     {},
+                     "the beat block"};
 const NodeSpec kStories{Kind::List, {}, &kAny, {}, "the stories list"};
 
 const NodeSpec kBenchmark{Kind::Map,
-    {{"id", R::Always, &kString},
-     {"claim", R::Always, &kString},
-     {"family", R::Always, &kString},
-     {"metric", R::Always, &kMetric},
-     {"numerator", R::Always, &kTier},
-     {"numerator_backend", R::Never, &kString},
-     {"denominator", R::Never, &kTier},
-     {"denominator_precision", R::Never, &kString},
-     {"denominator_backend", R::Never, &kString},
-     {"op", R::Always, &kOp},
-     {"threshold", R::Always, &kNumber},
-     {"shapes", R::Never, &kStringOrList},
-     {"precision", R::Never, &kString},
-     {"threads", R::Never, &kCount},
-     {"applies_to", R::Never, &kString}},
-    nullptr, {}, "a benchmark claim", {}, true};
+                          {{"id", R::Always, &kString},
+                           {"claim", R::Always, &kString},
+                           {"family", R::Always, &kString},
+                           {"metric", R::Always, &kMetric},
+                           {"numerator", R::Always, &kTier},
+                           {"numerator_backend", R::Never, &kString},
+                           {"denominator", R::Never, &kTier},
+                           {"denominator_precision", R::Never, &kString},
+                           {"denominator_backend", R::Never, &kString},
+                           {"op", R::Always, &kOp},
+                           {"threshold", R::Always, &kNumber},
+                           {"shapes", R::Never, &kStringOrList},
+                           {"precision", R::Never, &kString},
+                           {"threads", R::Never, &kCount},
+                           {"applies_to", R::Never, &kString}},
+                          nullptr,
+                          {},
+                          "a benchmark claim",
+                          {},
+                          true};
 const NodeSpec kBenchmarks{Kind::List, {}, &kBenchmark, {}, "the benchmarks list"};
 
 const NodeSpec kRoot{Kind::Map,
-    {{"metadata", R::Always, &kMetadata},
-     {"equations", R::Never, &kEquations},
-     {"proof_obligations", R::Never, &kObligations},
-     {"kernel_structure", R::Never, &kKernelStructure},
-     {"simd_dispatch", R::Never, &kSimdDispatch},
-     {"enforcement", R::Never, &kEnforcement},
-     {"falsification_tests", R::Never, &kFalsificationTests},
-     {"kani_harnesses", R::Never, &kKaniHarnesses},
-     {"qa_gate", R::Never, &kQaGate},
-     {"verification_summary", R::Never, &kVerificationSummary},
-     {"type_invariants", R::Never, &kTypeInvariants},
-     {"coq_spec", R::Never, &kCoqSpec},
-     {"beat", R::Never, &kBeat},
-     {"stories", R::Never, &kStories},
-     {"parity", R::Never, &kAny},
-     {"benchmarks", R::Never, &kBenchmarks, true}},
-    nullptr, {}, "a contract", {}, true};
+                     {{"metadata", R::Always, &kMetadata},
+                      {"equations", R::Never, &kEquations},
+                      {"proof_obligations", R::Never, &kObligations},
+                      {"kernel_structure", R::Never, &kKernelStructure},
+                      {"simd_dispatch", R::Never, &kSimdDispatch},
+                      {"enforcement", R::Never, &kEnforcement},
+                      {"falsification_tests", R::Never, &kFalsificationTests},
+                      {"kani_harnesses", R::Never, &kKaniHarnesses},
+                      {"qa_gate", R::Never, &kQaGate},
+                      {"verification_summary", R::Never, &kVerificationSummary},
+                      {"type_invariants", R::Never, &kTypeInvariants},
+                      {"coq_spec", R::Never, &kCoqSpec},
+                      {"beat", R::Never, &kBeat},
+                      {"stories", R::Never, &kStories},
+                      {"parity", R::Never, &kAny},
+                      {"benchmarks", R::Never, &kBenchmarks, true}},
+                     nullptr,
+                     {},
+                     "a contract",
+                     {},
+                     true};
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -291,7 +351,8 @@ std::size_t osa_distance(const std::string& a, const std::string& b) {
   for (std::size_t i = 1; i <= n; ++i)
     for (std::size_t j = 1; j <= m; ++j) {
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[n][m];
 }
@@ -372,9 +433,9 @@ struct Walker {
   }
 
   void wrong_type(const YAML::Node& n, const std::string& path, const NodeSpec& spec) {
-    diags.error("POP-V012", pos_of(n, file),
-                fmt::format("'{}' must be {}, but is {}; see contracts/SCHEMA.md for its form", path, spec.what,
-                            kind_of(n)));
+    diags.error(
+        "POP-V012", pos_of(n, file),
+        fmt::format("'{}' must be {}, but is {}; see contracts/SCHEMA.md for its form", path, spec.what, kind_of(n)));
   }
 
   void scalar_string(const YAML::Node& n, const std::string& path, bool required) {
@@ -435,7 +496,8 @@ struct Walker {
       case Kind::Any: walk_any(n, depth); return;
       case Kind::List:
         if (!n.IsSequence()) return wrong_type(n, path, spec);
-        for (std::size_t i = 0; i < n.size(); ++i) walk(n[i], *spec.element, fmt::format("{}[{}]", path, i), depth + 1, true);
+        for (std::size_t i = 0; i < n.size(); ++i)
+          walk(n[i], *spec.element, fmt::format("{}[{}]", path, i), depth + 1, true);
         return;
       case Kind::NamedMap:
         if (!n.IsMap()) return wrong_type(n, path, spec);
@@ -519,8 +581,8 @@ struct Walker {
       const std::string written = key;
       if (const std::string target = alias_target(spec, key); !target.empty()) {
         rules::report(diags, profile, rules::Rule::PvAliasKey, pos_of(it->first, file),
-                      fmt::format("'{}' is pv's legacy spelling of '{}'; write '{}' (popper migrate renames it)",
-                                  key, target, target));
+                      fmt::format("'{}' is pv's legacy spelling of '{}'; write '{}' (popper migrate renames it)", key,
+                                  target, target));
         via_alias.emplace_back(target, it->first);
         key = target;
       }
@@ -556,7 +618,8 @@ struct Walker {
     for (const auto& f : spec.fields) {
       const bool required = f.req == Req::Always || (f.req == Req::Strict && profile == Profile::Strict);
       if (required && !present.count(f.key))
-        diags.error("POP-V011", pos_of(n, file), fmt::format("{} is missing required key '{}'; add it", spec.what, f.key));
+        diags.error("POP-V011", pos_of(n, file),
+                    fmt::format("{} is missing required key '{}'; add it", spec.what, f.key));
     }
   }
 };

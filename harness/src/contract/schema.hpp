@@ -14,18 +14,18 @@
 namespace popper::schema {
 
 enum class Kind {
-  String,          // a scalar
-  Number,          // a plain scalar that parses as a finite double
-  Integer,         // a plain scalar that parses as an integer
-  Count,           // a plain scalar that parses as an integer in [0, 2^32-1] (pv: u32)
-  Bool,            // true / false
-  Enum,            // a scalar from `values`
-  StringList,      // a sequence of scalars
-  StringOrList,    // one scalar or a sequence of scalars (benchmarks.shapes)
-  Map,             // a mapping with the keys in `fields`
-  List,            // a sequence of `element`
-  NamedMap,        // a mapping from free names to `element`
-  Any,             // anything (popper `params`): only depth-checked
+  String,        // a scalar
+  Number,        // a plain scalar that parses as a finite double
+  Integer,       // a plain scalar that parses as an integer
+  Count,         // a plain scalar that parses as an integer in [0, 2^32-1] (pv: u32)
+  Bool,          // true / false
+  Enum,          // a scalar from `values`
+  StringList,    // a sequence of scalars
+  StringOrList,  // one scalar or a sequence of scalars (benchmarks.shapes)
+  Map,           // a mapping with the keys in `fields`
+  List,          // a sequence of `element`
+  NamedMap,      // a mapping from free names to `element`
+  Any,           // anything (popper `params`): only depth-checked
 };
 
 // Required in which profile. Strict: required under strict; under pv the key
@@ -42,10 +42,10 @@ struct Field {
 
 struct NodeSpec {
   Kind kind;
-  std::vector<Field> fields;        // Map
+  std::vector<Field> fields;          // Map
   const NodeSpec* element = nullptr;  // List, NamedMap
-  std::vector<std::string> values;  // Enum
-  std::string what;                 // human name, e.g. "a proof obligation"
+  std::vector<std::string> values;    // Enum
+  std::string what;                   // human name, e.g. "a proof obligation"
   // Map: pv legacy spellings, alias → key. Accepted under pv, POP-V017 under strict.
   std::vector<std::pair<std::string, std::string>> pv_aliases = {};
   // Map: popper reads these items, so under pv an unknown key that looks like

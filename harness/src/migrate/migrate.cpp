@@ -23,7 +23,7 @@ namespace {
 struct Edit {
   std::size_t begin, end;  // byte range replaced
   std::string text;
-  std::string what;        // "line:col what" for the summary
+  std::string what;  // "line:col what" for the summary
 };
 
 // What the parsed result must look like: the original JSON with these changes.
@@ -146,9 +146,7 @@ class Planner {
   std::vector<Expect> expects_;
   bool ok_ = true;
 
-  std::string where(const YAML::Node& n) const {
-    return fmt::format("{}:{}", n.Mark().line + 1, n.Mark().column + 1);
-  }
+  std::string where(const YAML::Node& n) const { return fmt::format("{}:{}", n.Mark().line + 1, n.Mark().column + 1); }
 
   void fail(const YAML::Node& n, const std::string& why) {
     diags_.error("POP-M001", schema::pos_of(n, file_),
@@ -156,9 +154,7 @@ class Planner {
     ok_ = false;
   }
 
-  void keep(const YAML::Node& n, const std::string& why) {
-    diags_.warning("POP-M002", schema::pos_of(n, file_), why);
-  }
+  void keep(const YAML::Node& n, const std::string& why) { diags_.warning("POP-M002", schema::pos_of(n, file_), why); }
 
   // Replaces the scalar `n` (a value, or a key when `key`) with `with`.
   bool replace_scalar(const YAML::Node& n, const std::string& with, bool flow, bool key, const std::string& what) {
@@ -214,8 +210,7 @@ class Planner {
     for (const auto& [k, v] : add) what += (what.empty() ? "add " : ", ") + k + ": " + v;
     if (o.Style() == YAML::EmitterStyle::Flow) {
       if (at >= text_.size() || text_[at] != '{') return fail(o, "a flow mapping without its '{'");
-      for (std::size_t j = 0; j < add.size(); ++j)
-        ins += (j ? ", " : "") + add[j].first + ": " + add[j].second;
+      for (std::size_t j = 0; j < add.size(); ++j) ins += (j ? ", " : "") + add[j].first + ": " + add[j].second;
       if (o.size() > 0) ins += ", ";
       edits_.push_back({at + 1, at + 1, ins, where(o) + " " + what});
     } else {
@@ -233,7 +228,8 @@ class Planner {
       const std::string target = schema::alias_target(spec, alias);
       if (target.empty()) continue;
       if (m[target]) {
-        keep(it->first, fmt::format("'{}' and its alias '{}' are both given; left as they are (keep one)", target, alias));
+        keep(it->first,
+             fmt::format("'{}' and its alias '{}' are both given; left as they are (keep one)", target, alias));
         continue;
       }
       if (replace_scalar(it->first, target, m.Style() == YAML::EmitterStyle::Flow, true,
@@ -262,7 +258,8 @@ class Planner {
         if (replace_scalar(v, id, h.Style() == YAML::EmitterStyle::Flow, false, "obligation → " + id))
           expects_.push_back({Expect::Kind::Set,
                               nlohmann::json::json_pointer("/kani_harnesses/" + std::to_string(i) + "/obligation"),
-                              {}, id});
+                              {},
+                              id});
       } else if (r.how != resolve::How::Id) {
         keep(v, fmt::format("harness obligation '{}' {}; left as it is (name the obligation by its id by hand)",
                             schema::quoted(v.Scalar()),

@@ -56,7 +56,8 @@ std::vector<std::pair<Op, std::size_t>> script(const std::vector<std::string>& a
     const bool down = k == -d || (k != d && at(k - 1) < at(k + 1));
     const long pk = down ? k + 1 : k - 1;
     const long px = at(pk), py = px - pk;
-    while (x > px + (down ? 0 : 1) && y > py + (down ? 1 : 0)) ops.emplace_back(Op::Keep, static_cast<std::size_t>(--x)), --y;
+    while (x > px + (down ? 0 : 1) && y > py + (down ? 1 : 0))
+      ops.emplace_back(Op::Keep, static_cast<std::size_t>(--x)), --y;
     if (down) {
       ops.emplace_back(Op::Add, static_cast<std::size_t>(--y));
     } else {

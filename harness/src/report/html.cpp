@@ -80,8 +80,8 @@ void render_summary(std::ostringstream& o, const json& cov, const std::string& s
   const long code = num(cov, "exit_code");
   // The headline says the exit code and the performance claims beside it (older reports: the exit code alone).
   const bool headline = cov.contains("headline") && cov.at("headline").is_string();
-  o << "<p>From <code>" << esc(source) << "</code> (<code>popper audit</code>). Verdict: "
-    << badge(code == 0 ? "PASS" : "FAIL") << " "
+  o << "<p>From <code>" << esc(source)
+    << "</code> (<code>popper audit</code>). Verdict: " << badge(code == 0 ? "PASS" : "FAIL") << " "
     << (headline ? esc(cov.at("headline").get<std::string>()) : "(exit " + std::to_string(code) + ")")
     << "</p>\n<table class=\"kv\">\n";
   auto row = [&](const std::string& name, const std::string& value, const std::string& cls = "") {
@@ -92,10 +92,14 @@ void render_summary(std::ostringstream& o, const json& cov, const std::string& s
   row("equations with obligations", fraction(t, "equations_with_obligations"));
   row("obligations covered", fraction(t, "obligations_covered"));
   const json& f = obj(t, "falsification_tests");
-  for (const auto& [k, name] : std::vector<std::pair<std::string, std::string>>{
-           {"passed", "passed"}, {"failed", "failed"}, {"skipped", "skipped"}, {"unbound", "UNBOUND"}, {"not_run", "not run"}}) {
+  for (const auto& [k, name] : std::vector<std::pair<std::string, std::string>>{{"passed", "passed"},
+                                                                                {"failed", "failed"},
+                                                                                {"skipped", "skipped"},
+                                                                                {"unbound", "UNBOUND"},
+                                                                                {"not_run", "not run"}}) {
     const long n = num(f, k.c_str());
-    row("falsification tests " + name, fmt::format("{}/{}", n, num(f, "total")), n > 0 && k != "passed" ? outcome_class(k) : "");
+    row("falsification tests " + name, fmt::format("{}/{}", n, num(f, "total")),
+        n > 0 && k != "passed" ? outcome_class(k) : "");
   }
   row("harnesses run", fraction(t, "harnesses_run"));
   const json& m = obj(t, "mutants");
@@ -104,14 +108,15 @@ void render_summary(std::ostringstream& o, const json& cov, const std::string& s
   row("mutants killed (power)",
       ran ? fmt::format("{}/{}", num(m, "killed"), num(m, "declared"))
           : fmt::format("{} declared, not run (audit without --mutants)", num(m, "declared")),
-      !ran ? "warn" : num(m, "killed") < num(m, "declared") ? "bad" : "");
+      !ran                                    ? "warn"
+      : num(m, "killed") < num(m, "declared") ? "bad"
+                                              : "");
   const json& b = obj(t, "benchmarks");
   for (const char* k : {"met", "not_met", "inconclusive", "partially_measured", "not_measured"}) {
     const long n = num(b, k);
     std::string name = std::string("benchmark claims ") + k;
     std::replace(name.begin(), name.end(), '_', ' ');
-    row(name, fmt::format("{}/{}", n, num(b, "total")),
-        n > 0 && k != std::string("met") ? outcome_class(k) : "");
+    row(name, fmt::format("{}/{}", n, num(b, "total")), n > 0 && k != std::string("met") ? outcome_class(k) : "");
   }
   row("orphan bindings", std::to_string(arr(cov, "orphans").size()), arr(cov, "orphans").empty() ? "" : "bad");
   o << "</table>\n";
@@ -132,7 +137,8 @@ std::string evidence(const json& backends, const json& declines) {
   for (const auto& [backend, sites] : backends.items()) {
     std::vector<std::string> where;
     for (const auto& s : sites) where.push_back(str(s, "site") + " " + str(s, "how"));
-    out += fmt::format("<span class=\"ev\">{}</span> <small>{}</small><br>", esc(backend), esc(fmt::format("{}", fmt::join(where, ", "))));
+    out += fmt::format("<span class=\"ev\">{}</span> <small>{}</small><br>", esc(backend),
+                       esc(fmt::format("{}", fmt::join(where, ", "))));
   }
   for (const auto& d : declines)
     out += "<span class=\"b warn\">declined</span> <small>" + esc(text(d)) + "</small><br>";
@@ -161,25 +167,24 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
         killed += str(mu, "outcome") == "killed";
         not_run += str(mu, "outcome") == "not_run";
         std::string sites;
-        for (const auto& [site, out] : obj(mu, "by_site").items())
-          sites += esc(site) + ": " + badge(text(out)) + " ";
-        mut_out << "<tr class=\"row-" << outcome_class(str(mu, "outcome")) << "\"><td>" << esc(name) << "</td><td>" << esc(id)
-                << "</td><td>" << esc(str(mu, "id")) << "</td><td>" << (str(mu, "path").empty() ? "any" : esc(str(mu, "path")))
-                << "</td><td>" << badge(str(mu, "outcome")) << "</td><td>" << (sites.empty() ? "—" : sites) << "</td><td>"
-                << esc(str(mu, "description")) << "<br><small>" << esc(str(mu, "detail")) << "</small></td></tr>\n";
+        for (const auto& [site, out] : obj(mu, "by_site").items()) sites += esc(site) + ": " + badge(text(out)) + " ";
+        mut_out << "<tr class=\"row-" << outcome_class(str(mu, "outcome")) << "\"><td>" << esc(name) << "</td><td>"
+                << esc(id) << "</td><td>" << esc(str(mu, "id")) << "</td><td>"
+                << (str(mu, "path").empty() ? "any" : esc(str(mu, "path"))) << "</td><td>" << badge(str(mu, "outcome"))
+                << "</td><td>" << (sites.empty() ? "—" : sites) << "</td><td>" << esc(str(mu, "description"))
+                << "<br><small>" << esc(str(mu, "detail")) << "</small></td></tr>\n";
       }
       std::string power = "<span class=\"b bad\">none declared</span>";
       if (declared > 0 && mutants_ran)
         power = fmt::format("<span class=\"b {}\">{}/{}</span>{}", killed == declared ? "ok" : "bad", killed, declared,
                             not_run ? fmt::format(" <small>{} not run</small>", not_run) : "");
-      else if (declared > 0)
-        power = fmt::format("<span class=\"b warn\">{} declared, not run</span>", declared);
+      else if (declared > 0) power = fmt::format("<span class=\"b warn\">{} declared, not run</span>", declared);
       std::string sites;
       for (const auto& s : arr(r, "sites")) sites += (sites.empty() ? "" : ", ") + esc(text(s));
-      rows << "<tr class=\"id " << (outcome == "passed" ? "pass" : "problem") << "\"><td>" << esc(id) << "</td><td>" << esc(kind)
-           << "</td><td>" << badge(outcome) << "</td><td>" << esc(str(r, "reason")) << "</td><td>"
-           << evidence(obj(r, "backends"), arr(r, "declines")) << (sites.empty() ? "" : "<small>ran at: " + sites + "</small>")
-           << "</td><td>" << power << "</td></tr>\n";
+      rows << "<tr class=\"id " << (outcome == "passed" ? "pass" : "problem") << "\"><td>" << esc(id) << "</td><td>"
+           << esc(kind) << "</td><td>" << badge(outcome) << "</td><td>" << esc(str(r, "reason")) << "</td><td>"
+           << evidence(obj(r, "backends"), arr(r, "declines"))
+           << (sites.empty() ? "" : "<small>ran at: " + sites + "</small>") << "</td><td>" << power << "</td></tr>\n";
     }
     std::ostringstream obs;
     bool uncovered = false;
@@ -193,20 +198,24 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
           << badge(covered ? "covered" : "not covered") << "</td><td>"
           << (required.empty() ? "any" : esc(fmt::format("{}", fmt::join(required, ", ")))) << "</td><td>"
           << evidence(obj(ob, "evidence"), json::array()) << "</td><td>"
-          << (covered ? "passed: " + esc(fmt::format("{}", fmt::join(backed, ", "))) : esc(str(ob, "why_not"))) << "</td></tr>\n";
+          << (covered ? "passed: " + esc(fmt::format("{}", fmt::join(backed, ", "))) : esc(str(ob, "why_not")))
+          << "</td></tr>\n";
     }
     trouble = trouble || uncovered;
     const json& ft = obj(c, "falsification_tests");
     const json& cm = obj(c, "mutants");
-    cov_out << "<details class=\"contract\"" << (trouble ? " open" : "") << "><summary><b>" << esc(name) << "</b> — obligations "
-            << fraction(c, "obligations_covered") << ", tests passed " << num(ft, "passed") << "/" << num(ft, "total")
-            << ", power " << num(cm, "killed") << "/" << num(cm, "declared") << ", qa gate "
-            << (c.contains("qa_gate") ? badge(str(obj(c, "qa_gate"), "verdict")) : "—") << " <small>" << esc(str(c, "file"))
+    cov_out << "<details class=\"contract\"" << (trouble ? " open" : "") << "><summary><b>" << esc(name)
+            << "</b> — obligations " << fraction(c, "obligations_covered") << ", tests passed " << num(ft, "passed")
+            << "/" << num(ft, "total") << ", power " << num(cm, "killed") << "/" << num(cm, "declared") << ", qa gate "
+            << (c.contains("qa_gate") ? badge(str(obj(c, "qa_gate"), "verdict")) : "—") << " <small>"
+            << esc(str(c, "file"))
             << "</small></summary>\n<table class=\"ids\"><tr><th>id</th><th>kind</th><th>outcome</th><th>reason</th>"
-               "<th>evidence: backend, where it ran (site, how chosen); declines</th><th>power (mutants killed/declared)</th></tr>\n"
+               "<th>evidence: backend, where it ran (site, how chosen); declines</th><th>power (mutants "
+               "killed/declared)</th></tr>\n"
             << rows.str() << "</table>\n";
     if (!obs.str().empty())
-      cov_out << "<details class=\"obligations\"" << (uncovered ? " open" : "") << "><summary>obligations</summary><table><tr><th>obligation</th><th>applies to</th>"
+      cov_out << "<details class=\"obligations\"" << (uncovered ? " open" : "")
+              << "><summary>obligations</summary><table><tr><th>obligation</th><th>applies to</th>"
                  "<th>covered</th><th>backends required</th><th>evidence</th><th>covered by / why not</th></tr>\n"
               << obs.str() << "</table></details>\n";
     const json& open_checks = arr(obj(c, "qa_gate"), "open_checks");
@@ -222,7 +231,9 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
 // ---- #bench ----
 
 std::string verdict_badge(const std::string& verdict) {
-  const std::string cls = verdict.rfind("verified", 0) == 0 ? "ok" : verdict.rfind("incorrect", 0) == 0 ? "bad" : "warn";
+  const std::string cls = verdict.rfind("verified", 0) == 0    ? "ok"
+                          : verdict.rfind("incorrect", 0) == 0 ? "bad"
+                                                               : "warn";
   return fmt::format("<span class=\"b {}\">{}</span>", cls, esc(verdict));
 }
 
@@ -239,26 +250,32 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
   const std::string& unit = scale.unit;
   const auto groups = bench::table_figures(t);
   for (const auto& g : groups) {
-    o << "<h4>" << esc(g.precision) << ", threads " << g.threads << "</h4>\n<table class=\"num\"><tr><th>shape</th><th>ceiling "
-      << unit << " (best configuration)</th><th>wrapped " << unit << "</th><th>hand " << unit
+    o << "<h4>" << esc(g.precision) << ", threads " << g.threads
+      << "</h4>\n<table class=\"num\"><tr><th>shape</th><th>ceiling " << unit
+      << " (best configuration)</th><th>wrapped " << unit << "</th><th>hand " << unit
       << "</th><th>hand ÷ best ceiling</th><th>hand % of peak</th><th>roofline bound " << unit
-      << " (limit)</th><th>hand % of bound</th><th>ceiling % of bound</th><th>FFI overhead</th><th>wrapped ÷ ceiling</th>"
+      << " (limit)</th><th>hand % of bound</th><th>ceiling % of bound</th><th>FFI overhead</th><th>wrapped ÷ "
+         "ceiling</th>"
          "<th>cv c / w / h</th><th>verdict wrapped / hand</th></tr>\n";
     for (const auto& f : g.shapes) {
-      auto tput = [&](const bench::BenchRow* r) { return r ? bench::figure(r->throughput() * scale.factor, "%.2f") : std::string("—"); };
+      auto tput = [&](const bench::BenchRow* r) {
+        return r ? bench::figure(r->throughput() * scale.factor, "%.2f") : std::string("—");
+      };
       o << "<tr><td>" << esc(f.shape) << "</td><td>" << tput(f.ceiling)
         << (f.ceiling ? " <small>" + esc(f.ceiling->key.backend) + "</small>" : "")
-        << (f.invalid_ceilings.empty() ? std::string()
-                                       : " <small>(left out: " + esc(f.invalid_ceilings.front()->key.backend) +
-                                             " invalid: " + esc(f.invalid_ceilings.front()->invalid_reason) +
-                                             (f.invalid_ceilings.size() > 1 ? " and " + std::to_string(f.invalid_ceilings.size() - 1) + " more" : "") +
-                                             ")</small>")
-        << "</td><td>" << tput(f.wrapped)
-        << "</td><td>" << tput(f.hand) << "</td><td><b>" << bench::figure(f.hand_vs_ceiling, "%.3f×") << "</b></td><td>"
-        << bench::figure(f.hand_pct_of_peak, "%.1f%%") << "</td><td>" << esc(bench::bound_cell(f)) << "</td><td>"
-        << bench::figure(f.hand_pct_of_bound, "%.1f%%") << "</td><td>" << bench::figure(f.ceiling_pct_of_bound, "%.1f%%")
-        << "</td><td>" << bench::figure(f.ffi, "%.3f×") << "</td><td>" << bench::figure(f.wrapped_vs_ceiling, "%.3f×")
-        << "</td><td>" << bench::figure(f.cv_pct[0], "%.1f%%") << " / " << bench::figure(f.cv_pct[1], "%.1f%%") << " / "
+        << (f.invalid_ceilings.empty()
+                ? std::string()
+                : " <small>(left out: " + esc(f.invalid_ceilings.front()->key.backend) +
+                      " invalid: " + esc(f.invalid_ceilings.front()->invalid_reason) +
+                      (f.invalid_ceilings.size() > 1 ? " and " + std::to_string(f.invalid_ceilings.size() - 1) + " more"
+                                                     : "") +
+                      ")</small>")
+        << "</td><td>" << tput(f.wrapped) << "</td><td>" << tput(f.hand) << "</td><td><b>"
+        << bench::figure(f.hand_vs_ceiling, "%.3f×") << "</b></td><td>" << bench::figure(f.hand_pct_of_peak, "%.1f%%")
+        << "</td><td>" << esc(bench::bound_cell(f)) << "</td><td>" << bench::figure(f.hand_pct_of_bound, "%.1f%%")
+        << "</td><td>" << bench::figure(f.ceiling_pct_of_bound, "%.1f%%") << "</td><td>"
+        << bench::figure(f.ffi, "%.3f×") << "</td><td>" << bench::figure(f.wrapped_vs_ceiling, "%.3f×") << "</td><td>"
+        << bench::figure(f.cv_pct[0], "%.1f%%") << " / " << bench::figure(f.cv_pct[1], "%.1f%%") << " / "
         << bench::figure(f.cv_pct[2], "%.1f%%") << "</td><td>" << verdict_badge(f.verdict_wrapped) << " "
         << verdict_badge(f.verdict_hand) << "</td></tr>\n";
     }
@@ -318,43 +335,54 @@ std::string trend_svg(const BaselineSeries& s) {
   hi = std::max(hi, 1.05);
   const double left = 60, right = 250, top = 16, bottom = 44;
   const std::size_t n = std::max<std::size_t>(s.versions.size(), 2);
-  const double pw = std::max(300.0, std::min(900.0, 70.0 * double(n))), ph = 200, w = left + pw + right, h = top + ph + bottom;
+  const double pw = std::max(300.0, std::min(900.0, 70.0 * double(n))), ph = 200, w = left + pw + right,
+               h = top + ph + bottom;
   auto x = [&](std::size_t v) { return left + pw * double(v) / double(n - 1); };
   auto y = [&](double r) { return top + ph * (hi - r) / (hi - lo); };
   std::ostringstream o;
-  o << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" role=\"img\">", w, h);
-  o << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ccc\"/>", left, top, pw, ph);
-  o << fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>", left,
-                   y(1.0), left + pw);
+  o << fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" role=\"img\">",
+      w, h);
+  o << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#ccc\"/>", left, top, pw,
+                   ph);
+  o << fmt::format(
+      "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>", left,
+      y(1.0), left + pw);
   for (double r : {lo, 1.0, hi})
-    o << fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{:.3f}×</text>", left - 4, y(r) + 4, r);
+    o << fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{:.3f}×</text>", left - 4,
+                     y(r) + 4, r);
   const std::size_t every = std::max<std::size_t>(1, (s.versions.size() + 11) / 12);  // at most ~12 labels
   for (std::size_t v = 0; v < s.versions.size(); ++v) {
     if (v > 0 && s.versions[v].key != s.versions[v - 1].key)
-      o << fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e15759\" stroke-dasharray=\"3 3\">"
-                       "<title>key changed: {3}</title></line><text x=\"{0:.1f}\" y=\"{4}\" font-size=\"9\" fill=\"#e15759\" "
-                       "text-anchor=\"middle\">key</text>",
-                       x(v), top, top + ph, esc(s.versions[v].key), top - 4);
+      o << fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e15759\" stroke-dasharray=\"3 3\">"
+          "<title>key changed: {3}</title></line><text x=\"{0:.1f}\" y=\"{4}\" font-size=\"9\" fill=\"#e15759\" "
+          "text-anchor=\"middle\">key</text>",
+          x(v), top, top + ph, esc(s.versions[v].key), top - 4);
     if (v % every != 0 && v + 1 != s.versions.size()) continue;
-    o << fmt::format("<text x=\"{0:.1f}\" y=\"{1}\" font-size=\"10\" text-anchor=\"middle\">{2}</text>"
-                     "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"9\" fill=\"#666\" text-anchor=\"middle\">{4}</text>",
-                     x(v), top + ph + 14, esc(short_sha(s.versions[v].commit)), top + ph + 26, esc(s.versions[v].date));
+    o << fmt::format(
+        "<text x=\"{0:.1f}\" y=\"{1}\" font-size=\"10\" text-anchor=\"middle\">{2}</text>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"9\" fill=\"#666\" text-anchor=\"middle\">{4}</text>",
+        x(v), top + ph + 14, esc(short_sha(s.versions[v].commit)), top + ph + 26, esc(s.versions[v].date));
   }
-  static const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  static const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
   std::size_t k = 0, legend = 0;
   for (const auto& [row, pts] : lines) {
     const char* c = colors[k++ % 10];
     std::string poly;
     for (const auto& [v, value] : pts) poly += fmt::format("{:.1f},{:.1f} ", x(v), y(value / pts.front().second));
-    o << "<polyline class=\"trend\" fill=\"none\" stroke-width=\"1.5\" stroke=\"" << c << "\" points=\"" << poly << "\"><title>"
-      << esc(row) << "</title></polyline>";
+    o << "<polyline class=\"trend\" fill=\"none\" stroke-width=\"1.5\" stroke=\"" << c << "\" points=\"" << poly
+      << "\"><title>" << esc(row) << "</title></polyline>";
     for (const auto& [v, value] : pts)
-      o << fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{} @ {} {}: {:.6g} {} ({})</title></circle>",
-                       x(v), y(value / pts.front().second), c, esc(row), esc(short_sha(s.versions[v].commit)),
-                       esc(s.versions[v].date), value, esc(s.unit), esc(s.versions[v].key));
+      o << fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{} @ {} {}: {:.6g} {} "
+          "({})</title></circle>",
+          x(v), y(value / pts.front().second), c, esc(row), esc(short_sha(s.versions[v].commit)),
+          esc(s.versions[v].date), value, esc(s.unit), esc(s.versions[v].key));
     if (legend < 14)
-      o << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\">{}</text>", left + pw + 10, top + 12 * double(++legend), c,
-                       esc(row));
+      o << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\">{}</text>", left + pw + 10,
+                       top + 12 * double(++legend), c, esc(row));
   }
   if (lines.size() > 14)
     o << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\">… {} more (the table below)</text>", left + pw + 10,
@@ -366,7 +394,8 @@ std::string trend_svg(const BaselineSeries& s) {
 void render_history(std::ostringstream& o, const History& h) {
   if (!h.note.empty()) o << "<p class=\"missing\">" << esc(h.note) << "</p>\n";
   if (h.series.empty() && h.note.empty())
-    o << "<p class=\"missing\">No baseline CSV was ever committed: <code>make bench-gate-baseline</code> records the gate "
+    o << "<p class=\"missing\">No baseline CSV was ever committed: <code>make bench-gate-baseline</code> records the "
+         "gate "
          "baselines, <code>make bench-baseline</code> a timed one.</p>\n";
   for (const auto& s : h.series) {
     o << "<details open class=\"series\"><summary><b>" << esc(s.family) << "</b> — " << esc(s.kind) << " baselines ("
@@ -375,8 +404,9 @@ void render_history(std::ostringstream& o, const History& h) {
       << trend_svg(s) << "\n<table><tr><th>#</th><th>commit</th><th>date</th><th>key (folder)</th></tr>";
     for (std::size_t v = 0; v < s.versions.size(); ++v) {
       const auto& ver = s.versions[v];
-      o << "<tr><td>" << v + 1 << "</td><td><code>" << esc(short_sha(ver.commit)) << "</code></td><td>" << esc(ver.date) << "</td><td>"
-        << esc(ver.key) << (v > 0 && ver.key != s.versions[v - 1].key ? " <span class=\"b warn\">key changed</span>" : "")
+      o << "<tr><td>" << v + 1 << "</td><td><code>" << esc(short_sha(ver.commit)) << "</code></td><td>" << esc(ver.date)
+        << "</td><td>" << esc(ver.key)
+        << (v > 0 && ver.key != s.versions[v - 1].key ? " <span class=\"b warn\">key changed</span>" : "")
         << "</td></tr>";
     }
     o << "</table>\n<div class=\"wide\"><table class=\"num\"><tr><th>hand row</th>";
@@ -385,7 +415,8 @@ void render_history(std::ostringstream& o, const History& h) {
       for (const auto& [row, value] : ver.hand)
         if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
     std::sort(rows.begin(), rows.end());
-    for (std::size_t v = 0; v < s.versions.size(); ++v) o << "<th>" << v + 1 << " <code>" << esc(short_sha(s.versions[v].commit)) << "</code></th>";
+    for (std::size_t v = 0; v < s.versions.size(); ++v)
+      o << "<th>" << v + 1 << " <code>" << esc(short_sha(s.versions[v].commit)) << "</code></th>";
     o << "</tr>\n";
     for (const auto& row : rows) {
       o << "<tr><td>" << esc(row) << "</td>";
@@ -397,7 +428,8 @@ void render_history(std::ostringstream& o, const History& h) {
           continue;
         }
         o << "<td>" << (it->second >= 1000 ? fmt::format("{:.0f}", it->second) : fmt::format("{:.4g}", it->second));
-        if (prev > 0 && it->second != prev) o << fmt::format(" <small>({:+.1f}%)</small>", 100.0 * (it->second / prev - 1.0));
+        if (prev > 0 && it->second != prev)
+          o << fmt::format(" <small>({:+.1f}%)</small>", 100.0 * (it->second / prev - 1.0));
         o << "</td>";
         prev = it->second;
       }
@@ -459,17 +491,19 @@ History read_history(const std::string& baselines_dir, int max_commits) {
   if (ec || rel.empty()) rel = ".";
   // The branch's own line (--first-parent): a merged branch's commits arrive with its merge, so
   // versions never alternate between two lines of history.
-  const auto log = git(root, {"log", "--first-parent", "--format=%H %cs", "-n", std::to_string(std::max(1, max_commits)), "--", rel});
+  const auto log = git(
+      root, {"log", "--first-parent", "--format=%H %cs", "-n", std::to_string(std::max(1, max_commits)), "--", rel});
   std::vector<std::pair<std::string, std::string>> commits;
   for (const auto& l : split_nonempty(log.out, '\n'))
     if (const auto sp = l.find(' '); sp != std::string::npos) commits.push_back({l.substr(0, sp), l.substr(sp + 1)});
   std::reverse(commits.begin(), commits.end());  // oldest first
   if (commits.empty()) {
-    h.note = "No history: no commit touches " + baselines_dir + (log.exit_code != 0 ? " (git: " + first_line(log.err) + ")." : ".");
+    h.note = "No history: no commit touches " + baselines_dir +
+             (log.exit_code != 0 ? " (git: " + first_line(log.err) + ")." : ".");
     return h;
   }
   std::map<std::pair<std::string, std::string>, BaselineSeries> series;  // (family, kind)
-  std::map<std::string, std::string> blob_of;                           // path -> blob at the previous commit
+  std::map<std::string, std::string> blob_of;                            // path -> blob at the previous commit
   std::vector<std::string> unreadable;
   for (const auto& [sha, date] : commits) {
     const auto tree = git(root, {"ls-tree", "-r", "-z", sha, "--", rel});
@@ -529,47 +563,52 @@ std::string render_html(const std::optional<json>& coverage, const std::string& 
   render_history(hist, history);
 
   const std::string no_audit = "<p class=\"missing\">No audit results: <code>" + esc(coverage_source) +
-                               "</code> not found. Run <code>make audit</code> (<code>popper audit ... -o " + esc(reports_dir) +
-                               "</code>).</p>\n";
+                               "</code> not found. Run <code>make audit</code> (<code>popper audit ... -o " +
+                               esc(reports_dir) + "</code>).</p>\n";
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>popper report</title><style>" << kStyle
-    << "</style></head><body>\n<h1>popper report</h1>\n<nav><a href=\"#summary\">summary</a><a href=\"#coverage\">coverage</a>"
-       "<a href=\"#mutants\">mutants</a><a href=\"#claims\">claims</a><a href=\"#bench\">bench</a><a href=\"#history\">history</a></nav>\n";
+    << "</style></head><body>\n<h1>popper report</h1>\n<nav><a href=\"#summary\">summary</a><a "
+       "href=\"#coverage\">coverage</a>"
+       "<a href=\"#mutants\">mutants</a><a href=\"#claims\">claims</a><a href=\"#bench\">bench</a><a "
+       "href=\"#history\">history</a></nav>\n";
   o << "<section id=\"summary\"><h2>Summary</h2>\n" << (coverage ? summary.str() : no_audit) << "</section>\n";
   o << "<section id=\"coverage\"><h2>Coverage</h2>\n";
   if (coverage)
-    o << "<p>Per contract, each test and harness: its outcome (a skipped, UNBOUND, not-run or declined item is shown as such, "
-         "never as passed), the reason, the backends its passing runs recorded as evidence with where they ran and how the "
-         "path was chosen, and its power: the mutants it killed of those it declares. Contracts with an item not passed "
+    o << "<p>Per contract, each test and harness: its outcome (a skipped, UNBOUND, not-run or declined item is shown "
+         "as such, "
+         "never as passed), the reason, the backends its passing runs recorded as evidence with where they ran and how "
+         "the "
+         "path was chosen, and its power: the mutants it killed of those it declares. Contracts with an item not "
+         "passed "
          "are open.</p>\n<p><input id=\"filter\" placeholder=\"filter ids\"> <label><input type=\"checkbox\" "
          "id=\"only-problems\"> only items not passed</label> <span id=\"filter-count\"></span></p>\n"
       << cov.str();
-  else
-    o << no_audit;
+  else o << no_audit;
   o << "</section>\n";
   o << "<section id=\"mutants\"><h2>Mutants</h2>\n";
   if (coverage)
-    o << "<p>Every declared mutant: a deliberately broken kernel or input the test must fail on. Survived or not reached "
-         "means the test cannot see that fault.</p>\n<table><tr><th>contract</th><th>test</th><th>mutant</th><th>path</th>"
+    o << "<p>Every declared mutant: a deliberately broken kernel or input the test must fail on. Survived or not "
+         "reached "
+         "means the test cannot see that "
+         "fault.</p>\n<table><tr><th>contract</th><th>test</th><th>mutant</th><th>path</th>"
          "<th>outcome</th><th>by site</th><th>what it breaks</th></tr>\n"
       << mut.str() << "</table>\n";
-  else
-    o << no_audit;
+  else o << no_audit;
   o << "</section>\n";
   o << "<section id=\"claims\"><h2>Benchmark claims</h2>\n";
   if (coverage)
-    o << "<table><tr><th>contract</th><th>claim</th><th>verdict</th><th>why</th></tr>\n" << claims.str()
-      << "</table>\n<p><small>Claims are measured by <code>make bench-compare</code> (<code>reports/bench-claims.json</code>) "
+    o << "<table><tr><th>contract</th><th>claim</th><th>verdict</th><th>why</th></tr>\n"
+      << claims.str()
+      << "</table>\n<p><small>Claims are measured by <code>make bench-compare</code> "
+         "(<code>reports/bench-claims.json</code>) "
          "and judged by the audit.</small></p>\n";
-  else
-    o << no_audit;
+  else o << no_audit;
   o << "</section>\n";
   o << "<section id=\"bench\"><h2>Benchmarks</h2>\n";
   if (bench.empty())
     o << "<p class=\"missing\">No bench tables: no <code>" << esc(reports_dir)
       << "/bench-&lt;family&gt;.csv</code>. Run <code>make bench-compare FAMILY=gemm</code> (or another family).</p>\n";
-  else
-    o << benchs.str();
+  else o << benchs.str();
   o << "</section>\n";
   o << "<section id=\"history\"><h2>Committed baselines over time</h2>\n" << hist.str() << "</section>\n";
   o << "<script>" << kScript << "</script>\n</body></html>\n";

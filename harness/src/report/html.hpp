@@ -43,8 +43,8 @@ struct BenchPage {
 
 // One committed version of one baseline CSV: the hand tier's median per row.
 struct BaselineVersion {
-  std::string commit, date;  // full sha, committer date (YYYY-MM-DD)
-  std::string key;           // the folder: gate key or machine fingerprint
+  std::string commit, date;                          // full sha, committer date (YYYY-MM-DD)
+  std::string key;                                   // the folder: gate key or machine fingerprint
   std::vector<std::pair<std::string, double>> hand;  // "shape/precision/threads:N" -> median
 };
 struct BaselineSeries {

@@ -47,9 +47,9 @@ __device__ void solve_atom_block(const DeviceArgs& p, int a, double* S, double* 
   // 1. rows in parallel
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
     bool ok = true;
-    arrow_row_factor<ScalarLane, DF>(d, k, p.D + at.D + i * d * d, p.B + at.B + i * d * k, p.g + at.g + i * d,
-                                     p.rho_t, true, p.L + at.D + i * d * d, p.Y + at.B + i * d * k,
-                                     p.u + at.g + i * d, p.piv + at.g + i * d, ok);
+    arrow_row_factor<ScalarLane, DF>(d, k, p.D + at.D + i * d * d, p.B + at.B + i * d * k, p.g + at.g + i * d, p.rho_t,
+                                     true, p.L + at.D + i * d * d, p.Y + at.B + i * d * k, p.u + at.g + i * d,
+                                     p.piv + at.g + i * d, ok);
     p.rowok[at.row0 + static_cast<std::int64_t>(i)] = ok ? 1.0 : 0.0;
   }
   if (threadIdx.x == 0) arrow_border_init<ScalarLane>(k, p.C + at.C, p.gb + at.gb, p.rho_beta, S, r);
@@ -77,8 +77,7 @@ __device__ void solve_atom_block(const DeviceArgs& p, int a, double* S, double* 
   if (threadIdx.x == 0) {
     double mant = 1.0, expo = 0.0, fail_row = -1.0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (fail_row < 0.0 && p.rowok[at.row0 + static_cast<std::int64_t>(i)] == 0.0)
-        fail_row = static_cast<double>(i);
+      if (fail_row < 0.0 && p.rowok[at.row0 + static_cast<std::int64_t>(i)] == 0.0) fail_row = static_cast<double>(i);
       for (std::size_t j = 0; j < d; ++j) arrow_fold_pivot<ScalarLane>(p.piv[at.g + i * d + j], mant, expo);
     }
     bool sok = true;
@@ -123,9 +122,15 @@ struct DeviceBuffer {
     n = count;
     return cudaMalloc(reinterpret_cast<void**>(&ptr), sizeof(T) * (count > 0 ? count : 1)) == cudaSuccess;
   }
-  bool upload(const T* src) { return n == 0 || cudaMemcpy(ptr, src, sizeof(T) * n, cudaMemcpyHostToDevice) == cudaSuccess; }
-  bool download(T* dst) const { return n == 0 || cudaMemcpy(dst, ptr, sizeof(T) * n, cudaMemcpyDeviceToHost) == cudaSuccess; }
-  ~DeviceBuffer() { if (ptr) cudaFree(ptr); }
+  bool upload(const T* src) {
+    return n == 0 || cudaMemcpy(ptr, src, sizeof(T) * n, cudaMemcpyHostToDevice) == cudaSuccess;
+  }
+  bool download(T* dst) const {
+    return n == 0 || cudaMemcpy(dst, ptr, sizeof(T) * n, cudaMemcpyDeviceToHost) == cudaSuccess;
+  }
+  ~DeviceBuffer() {
+    if (ptr) cudaFree(ptr);
+  }
 };
 
 }  // namespace
@@ -140,9 +145,9 @@ bool run_cuda(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, doub
   for (std::size_t a = 0; a < B; ++a) {
     const AtomSlice& s = slices[a];
     atoms[a] = DeviceAtom{static_cast<std::int64_t>(s.rows), static_cast<std::int64_t>(s.d),
-                          static_cast<std::int64_t>(s.k), static_cast<std::int64_t>(s.D),
-                          static_cast<std::int64_t>(s.B), static_cast<std::int64_t>(s.g_t),
-                          static_cast<std::int64_t>(s.hbb), static_cast<std::int64_t>(s.g_b),
+                          static_cast<std::int64_t>(s.k),    static_cast<std::int64_t>(s.D),
+                          static_cast<std::int64_t>(s.B),    static_cast<std::int64_t>(s.g_t),
+                          static_cast<std::int64_t>(s.hbb),  static_cast<std::int64_t>(s.g_b),
                           static_cast<std::int64_t>(s.beta), static_cast<std::int64_t>(s.row_begin)};
     (static_cast<std::int64_t>(s.rows) >= kStreamPerAtomRows ? large_ids : small_ids).push_back(static_cast<int>(a));
   }
@@ -160,8 +165,12 @@ bool run_cuda(const BatchedK1Pack& pack, std::span<const AtomSlice> slices, doub
             du.alloc(pack.g_t.size()) && dpiv.alloc(pack.g_t.size()) && drowok.alloc(total_rows) &&
             ddt.alloc(pack.g_t.size()) && ddbeta.alloc(pack.g_b.size()) && dstatus.alloc(4 * B);
   if (!ok) return false;
-  DeviceArgs args{d_atoms.ptr, d_ids.ptr, static_cast<int>(small_ids.size()), dD.ptr, dB.ptr, dg.ptr, dC.ptr, dgb.ptr,
-                  dL.ptr, dY.ptr, du.ptr, dpiv.ptr, drowok.ptr, ddt.ptr, ddbeta.ptr, dstatus.ptr, rho_t, rho_beta};
+  DeviceArgs args{d_atoms.ptr, d_ids.ptr, static_cast<int>(small_ids.size()),
+                  dD.ptr,      dB.ptr,    dg.ptr,
+                  dC.ptr,      dgb.ptr,   dL.ptr,
+                  dY.ptr,      du.ptr,    dpiv.ptr,
+                  drowok.ptr,  ddt.ptr,   ddbeta.ptr,
+                  dstatus.ptr, rho_t,     rho_beta};
   if (!small_ids.empty()) {
     const int grid = static_cast<int>(small_ids.size() < 65535 ? small_ids.size() : 65535);
     batched_k1_kernel<<<grid, kThreads>>>(args);

@@ -97,7 +97,8 @@ __global__ void gemv_acc(Buffers b, Args a) {
   for (unsigned blk = 0; blk < nb; ++blk) {
     const Q4kLane v(block_of(b.w[0], r, nb, blk), lane_id());
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc = __fadd_rn(acc, __fmul_rn(v.weight(j), b.act[a.in + 256 * blk + 32 * j + lane_id()]));
+    for (int j = 0; j < 8; ++j)
+      acc = __fadd_rn(acc, __fmul_rn(v.weight(j), b.act[a.in + 256 * blk + 32 * j + lane_id()]));
   }
   const float y = tree_sum(acc);
   if (lane_id() == 0) b.act[a.out + r] = (a.flags & resident::kAccumulate) ? __fadd_rn(b.act[a.out + r], y) : y;
@@ -112,7 +113,8 @@ __global__ void head(Buffers b, Args a) {
   for (unsigned blk = 0; blk < nb; ++blk) {
     const Q4kLane v(block_of(b.w[0], r, nb, blk), lane_id());
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc = __fadd_rn(acc, __fmul_rn(v.weight(j), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
+    for (int j = 0; j < 8; ++j)
+      acc = __fadd_rn(acc, __fmul_rn(v.weight(j), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
   }
   const float y = tree_sum(acc);
   if (lane_id() == 0) b.act[a.out + r] = y;
@@ -171,7 +173,8 @@ __global__ void qkv(Buffers b, Args a) {
       }
     }
     const unsigned at = is_q ? 0 : a.q_width;
-    const float2 o = rotate(b, a, biased(b, a, tree_sum(acc0), at + r0), biased(b, a, tree_sum(acc1), at + r1), r0, pos);
+    const float2 o =
+        rotate(b, a, biased(b, a, tree_sum(acc0), at + r0), biased(b, a, tree_sum(acc1), at + r1), r0, pos);
     if (lane_id() != 0) return;
     float* dst = is_q ? b.act + a.out : b.kv + a.kv_k + static_cast<unsigned long long>(pos) * a.kv_width;
     dst[r0] = o.x;
@@ -182,7 +185,8 @@ __global__ void qkv(Buffers b, Args a) {
     for (unsigned blk = 0; blk < nb; ++blk) {
       const Q4kLane v(block_of(b.w[2], r, nb, blk), lane_id());
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc = __fadd_rn(acc, __fmul_rn(v.weight(j), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
+      for (int j = 0; j < 8; ++j)
+        acc = __fadd_rn(acc, __fmul_rn(v.weight(j), normed(b, a, inv, 256 * blk + 32 * j + lane_id())));
     }
     const float y = biased(b, a, tree_sum(acc), a.q_width + a.kv_width + r);
     if (lane_id() == 0) b.kv[a.kv_v + static_cast<unsigned long long>(pos) * a.kv_width + r] = y;

@@ -38,7 +38,8 @@ __device__ float block_reduce(float v, float* sh, bool is_max) {
   sh[threadIdx.x] = v;
   __syncthreads();
   for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) sh[threadIdx.x] = is_max ? fmaxf(sh[threadIdx.x], sh[threadIdx.x + w]) : sh[threadIdx.x] + sh[threadIdx.x + w];
+    if (threadIdx.x < w)
+      sh[threadIdx.x] = is_max ? fmaxf(sh[threadIdx.x], sh[threadIdx.x + w]) : sh[threadIdx.x] + sh[threadIdx.x + w];
     __syncthreads();
   }
   const float r = sh[0];
@@ -116,9 +117,9 @@ __global__ void rope_kernel(const float* cs, const float* sn, float* x, std::int
 
 constexpr int kMaxD = 256;
 
-__global__ void attention_kernel(const float* q, const float* k, const float* v, float* o, float* lse,
-                                 std::int64_t B, std::int64_t Sq, std::int64_t Skv, std::int64_t Hq, std::int64_t Hkv,
-                                 std::int64_t D, bool causal, float scale) {
+__global__ void attention_kernel(const float* q, const float* k, const float* v, float* o, float* lse, std::int64_t B,
+                                 std::int64_t Sq, std::int64_t Skv, std::int64_t Hq, std::int64_t Hkv, std::int64_t D,
+                                 bool causal, float scale) {
   const std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (t >= B * Hq * Sq) return;
   const std::int64_t i = t % Sq, h = (t / Sq) % Hq, b = t / Sq / Hq, hk = h / (Hq / Hkv);
@@ -189,10 +190,14 @@ bool rope_forward(const float* cos_table, const float* sin_table, std::int64_t p
                   std::int64_t batch, std::int64_t seq, std::int64_t q_heads, std::int64_t kv_heads,
                   std::int64_t head_dim, std::int64_t pos_offset) {
   const std::int64_t tokens = batch * seq, half = head_dim / 2;
-  Dev<float> c(positions * half), s(positions * half), dq(tokens * q_heads * head_dim), dk(tokens * kv_heads * head_dim);
-  if (!c.ok || !s.ok || !dq.ok || !dk.ok || !c.up(cos_table) || !s.up(sin_table) || !dq.up(q) || !dk.up(k)) return false;
-  rope_kernel<<<blocks_for(tokens * q_heads * half), kThreads>>>(c.p, s.p, dq.p, tokens, seq, q_heads, head_dim, pos_offset);
-  rope_kernel<<<blocks_for(tokens * kv_heads * half), kThreads>>>(c.p, s.p, dk.p, tokens, seq, kv_heads, head_dim, pos_offset);
+  Dev<float> c(positions * half), s(positions * half), dq(tokens * q_heads * head_dim),
+      dk(tokens * kv_heads * head_dim);
+  if (!c.ok || !s.ok || !dq.ok || !dk.ok || !c.up(cos_table) || !s.up(sin_table) || !dq.up(q) || !dk.up(k))
+    return false;
+  rope_kernel<<<blocks_for(tokens * q_heads * half), kThreads>>>(c.p, s.p, dq.p, tokens, seq, q_heads, head_dim,
+                                                                 pos_offset);
+  rope_kernel<<<blocks_for(tokens * kv_heads * half), kThreads>>>(c.p, s.p, dk.p, tokens, seq, kv_heads, head_dim,
+                                                                  pos_offset);
   return finish() && dq.down(q) && dk.down(k);
 }
 
@@ -204,8 +209,8 @@ bool attention_forward(const float* q, const float* k, const float* v, float* o,
   const std::size_t nk = static_cast<std::size_t>(batch * kv_len * kv_heads * head_dim);
   Dev<float> dq(nq), dk(nk), dv(nk), dout(nq), dl(static_cast<std::size_t>(batch * q_heads * q_len));
   if (!dq.ok || !dk.ok || !dv.ok || !dout.ok || !dl.ok || !dq.up(q) || !dk.up(k) || !dv.up(v)) return false;
-  attention_kernel<<<blocks_for(batch * q_heads * q_len), kThreads>>>(dq.p, dk.p, dv.p, dout.p, dl.p, batch, q_len,
-                                                                      kv_len, q_heads, kv_heads, head_dim, causal, scale);
+  attention_kernel<<<blocks_for(batch * q_heads * q_len), kThreads>>>(
+      dq.p, dk.p, dv.p, dout.p, dl.p, batch, q_len, kv_len, q_heads, kv_heads, head_dim, causal, scale);
   return finish() && dout.down(o) && dl.down(lse);
 }
 

@@ -52,10 +52,11 @@ __device__ __noinline__ Quad load_guarded(const float* __restrict__ x, std::int6
 // read from the kernel's parameters where used), to spare registers.
 template <bool C_CONTIG, int WIDE>
 struct TileReader {
-  std::int64_t offset;         // of element (r, c)
-  int rows_left, cols_left;    // from (r, c) to the ends of X; <= 0 in a ragged block's idle part
+  std::int64_t offset;       // of element (r, c)
+  int rows_left, cols_left;  // from (r, c) to the ends of X; <= 0 in a ragged block's idle part
 
-  __device__ TileReader(std::int64_t rs, std::int64_t cs, std::int64_t rows, std::int64_t cols, std::int64_t r0, int tid) {
+  __device__ TileReader(std::int64_t rs, std::int64_t cs, std::int64_t rows, std::int64_t cols, std::int64_t r0,
+                        int tid) {
     const std::int64_t r = r0 + (C_CONTIG ? tid / 2 : (tid % (WIDE / 4)) * 4);
     const std::int64_t c = C_CONTIG ? (tid % 2) * 4 : tid / (WIDE / 4);
     offset = r * rs + c * cs;

@@ -179,7 +179,8 @@ bool run_selection_cuda(const SelectionProblem& p, SelectionOutput out, float sc
   const SpanPack& pack = *p.spans;
   std::vector<int> row_seq(static_cast<std::size_t>(rows));
   for (int b = 0; b < p.batch.sequences(); ++b)
-    for (int t = p.batch.cu_seqlens_q[b]; t < p.batch.cu_seqlens_q[b + 1]; ++t) row_seq[static_cast<std::size_t>(t)] = b;
+    for (int t = p.batch.cu_seqlens_q[b]; t < p.batch.cu_seqlens_q[b + 1]; ++t)
+      row_seq[static_cast<std::size_t>(t)] = b;
   std::vector<long long> lens(static_cast<std::size_t>(items)), base(static_cast<std::size_t>(items));
   long long total = 0;
   for (std::int64_t i = 0; i < items; ++i) {
@@ -200,7 +201,8 @@ bool run_selection_cuda(const SelectionProblem& p, SelectionOutput out, float sc
   const std::size_t nq = static_cast<std::size_t>(rows) * l.heads * l.dim;
   const std::size_t nk = static_cast<std::size_t>(p.batch.keys()) * l.groups * l.dim;
   const std::size_t nv = static_cast<std::size_t>(p.batch.keys()) * l.groups * l.dim_v;
-  const std::size_t no = static_cast<std::size_t>(rows) * l.heads * l.dim_v, nl = static_cast<std::size_t>(rows) * l.heads;
+  const std::size_t no = static_cast<std::size_t>(rows) * l.heads * l.dim_v,
+                    nl = static_cast<std::size_t>(rows) * l.heads;
   cudaError_t e = cudaSuccess;
   auto step = [&](cudaError_t r) {
     if (e == cudaSuccess) e = r;
@@ -218,8 +220,8 @@ bool run_selection_cuda(const SelectionProblem& p, SelectionOutput out, float sc
   step(d_lse.alloc(nl));
   step(d_s.alloc(static_cast<std::size_t>(total)));
   if (e == cudaSuccess) {
-    DeviceArgs a{l.heads, l.groups, hg, l.dim, l.dim_v, scale, d_seq.ptr, d_cuk.ptr, d_off.ptr, d_spans.ptr,
-                 d_lens.ptr, d_base.ptr, d_q.ptr, d_k.ptr, d_v.ptr, d_o.ptr, d_lse.ptr, d_s.ptr};
+    DeviceArgs a{l.heads,     l.groups,   hg,         l.dim,   l.dim_v, scale,   d_seq.ptr, d_cuk.ptr, d_off.ptr,
+                 d_spans.ptr, d_lens.ptr, d_base.ptr, d_q.ptr, d_k.ptr, d_v.ptr, d_o.ptr,   d_lse.ptr, d_s.ptr};
     selection_kernel<<<static_cast<unsigned>(items), kThreads>>>(a);
     step(cudaGetLastError());
     step(cudaDeviceSynchronize());

@@ -97,7 +97,8 @@ extern "C" void* popper_torch_create(const popper_torch_config* c, const float* 
       L.wv = m->take(params, w++, {K, H}), L.bv = m->take(params, w++, {K});
       L.wo = m->take(params, w++, {H, Q});
       L.ffn_norm = m->take(params, w++, {H});
-      L.w_gate = m->take(params, w++, {I, H}), L.w_up = m->take(params, w++, {I, H}), L.w_down = m->take(params, w++, {H, I});
+      L.w_gate = m->take(params, w++, {I, H}), L.w_up = m->take(params, w++, {I, H}),
+      L.w_down = m->take(params, w++, {H, I});
       m->layers.push_back(L);
     }
     m->final_norm = m->take(params, w++, {H});
@@ -108,14 +109,16 @@ extern "C" void* popper_torch_create(const popper_torch_config* c, const float* 
     auto inv = torch::pow(torch::tensor(c->rope_base, torch::kFloat64),
                           -2.0 * torch::arange(half, torch::kFloat64) / static_cast<double>(c->head_dim));
     auto ang = pos * inv.unsqueeze(0);
-    m->cos = torch::cos(ang).to(torch::kFloat32).unsqueeze(1), m->sin = torch::sin(ang).to(torch::kFloat32).unsqueeze(1);
+    m->cos = torch::cos(ang).to(torch::kFloat32).unsqueeze(1),
+    m->sin = torch::sin(ang).to(torch::kFloat32).unsqueeze(1);
     m->mask = torch::ones({c->seq, c->seq}, torch::kBool).triu(1);
     std::vector<torch::Tensor> decay, plain;
     for (auto& t : m->all) (t.dim() == 2 ? decay : plain).push_back(t);
     std::vector<torch::optim::OptimizerParamGroup> groups;
     auto opts = torch::optim::AdamWOptions(c->lr).betas({c->beta1, c->beta2}).eps(c->eps);
     groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(opts.weight_decay(c->weight_decay)));
-    groups.emplace_back(plain, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(opts).weight_decay(0)));
+    groups.emplace_back(plain,
+                        std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(opts).weight_decay(0)));
     m->opt = std::make_unique<torch::optim::AdamW>(groups, opts);
     return m.release();
   } catch (const std::exception& e) {

@@ -22,7 +22,7 @@ struct popper_torch_config {
   float rms_eps;
   double rope_base;
   float lr, beta1, beta2, eps, weight_decay; /* AdamW, decay on the matrices only */
-  int threads;                              /* at::set_num_threads and OpenBLAS's threads */
+  int threads;                               /* at::set_num_threads and OpenBLAS's threads */
 };
 
 /* NULL on failure, with the reason in err. */
@@ -31,8 +31,8 @@ void* popper_torch_create(const struct popper_torch_config* c, const float* para
 /* Forward and backward (and the AdamW update when update != 0) of one batch;
  * gradients copied into grads (flat layout) when grads != NULL. Returns the
  * mean loss, or NaN with the reason in err. */
-double popper_torch_step(void* model, const int64_t* tokens, const int64_t* labels, float* grads, int update,
-                         char* err, size_t err_len);
+double popper_torch_step(void* model, const int64_t* tokens, const int64_t* labels, float* grads, int update, char* err,
+                         size_t err_len);
 /* The library's version, threading and BLAS, e.g. "1.13.0+openmp+openblas" (no commas: a CSV field). */
 const char* popper_torch_describe(void);
 void popper_torch_destroy(void* model);
