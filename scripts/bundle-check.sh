@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The bundle check (CI, no GPU needed): a bundle made by scripts/bundle.sh
 #   - is at most POPPER_BUNDLE_MAX_MB (default 60) MiB;
+#   - carries popper's LICENSE and THIRD_PARTY.md, and the license of every
+#     library it packs (scripts/bundle-licenses-check.sh: a library without
+#     one fails the check, named);
 #   - unpacked in another directory, every program and library in it finds every
 #     library it needs inside the bundle or among the machine's own (glibc,
 #     libstdc++/libgcc, the CUDA driver, runtime and cuBLAS), with
@@ -29,6 +32,9 @@ b="$where/popper-bundle"
 for f in env.sh run.sh gpu-check.sh MANIFEST bin/popper bin/popper_contract_tests share/popper/contracts; do
   [ -e "$b/$f" ] || bad "missing $f"
 done
+
+# Licenses: every packed library has its own beside it (licenses/INDEX).
+"$(dirname "$0")/bundle-licenses-check.sh" "$b" || bad "a packed library has no license in the bundle (named above)"
 
 # Libraries: resolved inside the bundle or among the machine's own, never elsewhere.
 . "$(dirname "$0")/bundle-system-libs.sh"

@@ -55,7 +55,9 @@ fi
 # a cache outside the source tree (cmake/PopperGgml.cmake looks there):
 #   ${POPPER_GGML_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/popper/ggml-3.22.1}/{cpu,vulkan,include}
 # and cuda/ (143 MB, the ggml-cuda parity subject) only where `nvidia-smi -L`
-# lists a GPU, or with POPPER_GGML_CUDA=1.
+# lists a GPU, or with POPPER_GGML_CUDA=1; beside them llama.cpp's LICENSE (MIT)
+# and its licenses/ folder (the notices of the code it vendors), which make
+# bundle packs with the libraries.
 # POPPER_SKIP_GGML=1 skips this block (the ggml tests then report "requires ggml").
 ggml_version=3.22.1
 ggml_commit=de3ff815ea7d559ee917f063901b8986f038abc6
@@ -70,7 +72,7 @@ ggml_home="${POPPER_GGML_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/popper/ggml-$ggml
 fetch_ggml() {
   local want_cuda=0
   [[ " ${ggml_packages[*]} " == *"|cuda|"* ]] && want_cuda=1
-  if [ -f "$ggml_home/STAMP" ] && grep -qx "commit $ggml_commit" "$ggml_home/STAMP" &&
+  if [ -f "$ggml_home/STAMP" ] && grep -qx "commit $ggml_commit" "$ggml_home/STAMP" && [ -s "$ggml_home/LICENSE" ] &&
      { [ "$want_cuda" = 0 ] || [ -f "$ggml_home/cuda/libggml-cuda.so" ]; }; then
     echo "install-deps: ggml $ggml_version already in $ggml_home"
     return 0
@@ -97,6 +99,8 @@ fetch_ggml() {
       rm -rf "$ggml_home/include" && mkdir -p "$ggml_home/include"
       cp "$tmp/llama.cpp"/ggml/include/*.h "$tmp/llama.cpp"/include/llama.h "$ggml_home/include/"
       cp "$tmp/llama.cpp/LICENSE" "$ggml_home/LICENSE"
+      rm -rf "$ggml_home/licenses"
+      if [ -d "$tmp/llama.cpp/licenses" ]; then cp -r "$tmp/llama.cpp/licenses" "$ggml_home/licenses"; fi
     else
       rm -rf "${ggml_home:?}/$dest" && cp -r "$tmp/$dest/package/$inner" "$ggml_home/$dest"
     fi

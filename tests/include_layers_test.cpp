@@ -3,7 +3,7 @@
 // to the room of the header; an edge that no row of kMayInclude allows is a
 // back-arrow and fails the test, naming the file and the line.
 //
-//   common    io, utf8, text, process; the mutation-point macro, errors
+//   common    io, utf8, text, process; the mutation-point macro, errors, the version
 //   contract  the model, parsing, schema, rules and checks, the loader, scaffold, graph
 //   binding   the registry of falsifiers, params, prepare_bound
 //   audit     audit, its inputs and JUnit, the mutant runner
@@ -38,14 +38,15 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
 
 // The room of each public header (harness/include/popper/<name>).
 const std::map<std::string, std::string> kPublicRoom = {
-    {"error.hpp", "common"},          {"io.hpp", "common"},
-    {"result.hpp", "common"},         {"mutant.hpp", "common"},
-    {"runtime_paths.hpp", "common"},  {"contract.hpp", "contract"},
-    {"diagnostics.hpp", "contract"},  {"profile.hpp", "contract"},
-    {"parse_bounds.hpp", "contract"}, {"loader.hpp", "contract"},
-    {"graph.hpp", "contract"},        {"scaffold.hpp", "contract"},
-    {"binding.hpp", "binding"},       {"audit.hpp", "audit"},
-    {"mutant_runner.hpp", "audit"},   {"migrate.hpp", "migrate"},
+    {"error.hpp", "common"},         {"io.hpp", "common"},
+    {"result.hpp", "common"},        {"mutant.hpp", "common"},
+    {"runtime_paths.hpp", "common"}, {"version.hpp", "common"},
+    {"contract.hpp", "contract"},    {"diagnostics.hpp", "contract"},
+    {"profile.hpp", "contract"},     {"parse_bounds.hpp", "contract"},
+    {"loader.hpp", "contract"},      {"graph.hpp", "contract"},
+    {"scaffold.hpp", "contract"},    {"binding.hpp", "binding"},
+    {"audit.hpp", "audit"},          {"mutant_runner.hpp", "audit"},
+    {"migrate.hpp", "migrate"},
 };
 
 // contract/ files that stand above the loader and may include it.

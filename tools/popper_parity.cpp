@@ -18,6 +18,7 @@
 #include "impl/decode/parity.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
+#include "popper/version.hpp"
 
 namespace {
 
@@ -52,7 +53,8 @@ nlohmann::json to_json(const GateResult& g) {
           {"selected", g.selected},
           {"names", g.names},
           {"cosine", g.cosine},
-          {"fp64_seconds", g.fp64_seconds}};
+          {"fp64_seconds", g.fp64_seconds},
+          {"popper", popper::build_json()}};
 }
 
 void print_drift(const std::vector<DriftPoint>& pts, const std::vector<std::string>& series) {

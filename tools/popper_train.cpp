@@ -27,6 +27,7 @@
 #include "impl/train/budget.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
+#include "popper/version.hpp"
 #include "workloads/train/shapes.h"
 
 namespace {
@@ -256,6 +257,7 @@ int run(const Options& o) {
                              {"escalated", stats[i].escalated},
                              {"why", stats[i].why}});
     j["jidoka"] = rep.stop ? rep.stop->text() : "";
+    j["popper"] = popper::build_json();
     popper::write_file_atomic(o.json_out, j.dump(2) + "\n");
   }
   return rep.stop ? 1 : 0;

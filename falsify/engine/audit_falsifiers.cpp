@@ -215,6 +215,12 @@ std::string xml_problem(const std::string& x) {
       continue;
     }
     if (ch != '<') return "text outside a tag " + at(i);
+    if (x.compare(i, 4, "<!--") == 0) {  // a comment: no "--" inside, closed by "-->"
+      const std::size_t end = x.find("--", i + 4);
+      if (end == std::string::npos || x.compare(end, 3, "-->") != 0) return "malformed comment " + at(i);
+      i = end + 3;
+      continue;
+    }
     const bool closing = i + 1 < x.size() && x[i + 1] == '/';
     i += closing ? 2 : 1;
     while (i < x.size() && (std::isalnum(static_cast<unsigned char>(x[i])) || x[i] == '-')) ++i;

@@ -2,12 +2,13 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "popper/version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "popper: write every claim about a kernel as a contract; popper validates it, runs the tests bound "
       "to it, benchmarks it and reports honestly what is covered"};
-  app.set_version_flag("--version", std::string("popper ") + POPPER_VERSION);
+  app.set_version_flag("--version", "popper " + popper::build_id());
   app.require_subcommand(1);
   int exit_code = 0;
   popper::cli::add_validate_command(app, exit_code);

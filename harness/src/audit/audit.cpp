@@ -10,6 +10,7 @@
 
 #include "popper/binding.hpp"
 #include "popper/mutant.hpp"
+#include "popper/version.hpp"
 
 namespace popper {
 
@@ -484,14 +485,14 @@ std::string summary_markdown(const AuditInputs& in, Totals& t, const AuditReport
   const std::string verdict = "**" + rep.json.at("headline").get<std::string>() + "**";
   std::string md = fmt::format(
       "# Contract coverage\n\nComputed by `popper audit` from test results; covered means bound, ran and passed, "
-      "with evidence on every backend the obligation names.\n\nVerdict: {}\n\n"
+      "with evidence on every backend the obligation names.\n\nWritten by popper {}.\n\nVerdict: {}\n\n"
       "| total | figure |\n|---|---|\n| contracts | {} |\n| equations with obligations | {} |\n"
       "| obligations covered | {} |\n| falsification tests passed | {} |\n| falsification tests failed | {} |\n"
       "| falsification tests skipped | {} |\n| falsification tests UNBOUND | {} |\n| falsification tests not run | {} "
       "|\n"
       "| harnesses run | {} |\n| falsification tests declaring mutants | {} |\n| mutants killed (power) | {} |\n"
       "| benchmark claims met | {} |\n| orphan bindings | {} |\n",
-      verdict, in.contracts.contracts.size(), fmt_fraction(t.eq), fmt_fraction(t.ob),
+      build_id(), verdict, in.contracts.contracts.size(), fmt_fraction(t.eq), fmt_fraction(t.ob),
       fmt_fraction({t.tests["passed"], t.test_count}), fmt_fraction({t.tests["failed"], t.test_count}),
       fmt_fraction({t.tests["skipped"], t.test_count}), fmt_fraction({t.tests["unbound"], t.test_count}),
       fmt_fraction({t.tests["not_run"], t.test_count}), fmt_fraction(t.harness_run), fmt_fraction(t.with_mutants),
@@ -529,7 +530,8 @@ AuditReport audit(const AuditInputs& in) {
   rep.json = {{"contracts", contracts_json}, {"total", totals_json(in, auditor.totals)},
               {"orphans", rep.orphans},      {"failures", rep.failures},
               {"waived", rep.waived},        {"waivers", waivers_json},
-              {"warnings", rep.warnings},    {"exit_code", rep.exit_code()}};
+              {"warnings", rep.warnings},    {"exit_code", rep.exit_code()},
+              {"popper", build_json()}};
   rep.json["headline"] = headline(rep.json.at("total"), rep.exit_code(), rep.failures.size());
   rep.markdown = summary_markdown(in, auditor.totals, rep) + md_contracts;
   return rep;

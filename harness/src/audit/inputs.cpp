@@ -11,6 +11,7 @@
 #include "popper/binding.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
+#include "popper/version.hpp"
 
 namespace popper {
 
@@ -131,7 +132,7 @@ nlohmann::json mutant_results_json(const std::vector<MutantResult>& results) {
                    {"outcome", m.outcome},
                    {"detail", m.detail},
                    {"by_site", m.by_site}});
-  return {{"mutants", arr}};
+  return {{"mutants", arr}, {"popper", build_json()}};
 }
 
 void read_mutant_results(const std::string& path, std::vector<MutantResult>& out) {

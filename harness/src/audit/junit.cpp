@@ -16,6 +16,7 @@
 #include "common/text.hpp"
 #include "popper/audit.hpp"
 #include "popper/mutant.hpp"
+#include "popper/version.hpp"
 
 namespace popper {
 
@@ -107,7 +108,10 @@ std::string audit_junit(const nlohmann::json& report) {
   }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      // A comment, not a <properties> element: docs/junit.xsd (what CI test views read) has none on testsuites.
+      "<!-- written by popper {} -->\n"
       "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}</testsuites>\n",
+      build_id(),
       xml("popper audit" +
           (report.contains("headline") ? ": " + report.at("headline").get<std::string>() : std::string())),
       all.tests, all.failures, all.skipped, suites);

@@ -12,6 +12,7 @@
 #include "bench/interval.hpp"
 #include "bench/report.hpp"
 #include "popper/io.hpp"
+#include "popper/version.hpp"
 
 namespace popper::bench {
 namespace {
@@ -206,5 +207,6 @@ void write_claims_json(const std::string& path, const std::string& family, const
         {{"contract", r.contract}, {"id", r.id}, {"family", r.family}, {"verdict", r.verdict}, {"detail", r.detail}});
   write_file_atomic(path, doc.dump(2) + "\n");
 }
+  doc["popper"] = build_json();
 
 }  // namespace popper::bench

@@ -22,6 +22,7 @@
 #include "common/text.hpp"
 #include "popper/error.hpp"
 #include "popper/runtime_paths.hpp"
+#include "popper/version.hpp"
 
 namespace popper::bench {
 namespace {
@@ -142,6 +143,8 @@ std::vector<std::string> select_shapes(const std::vector<std::string>& spec, con
 std::vector<std::pair<std::string, std::string>> run_metadata(const MachineInfo& m, const std::string& source_dir,
                                                               const std::string& build_dir, const PeakResult* peak) {
   auto md = machine_metadata(m, source_dir);
+  // The popper that ran and wrote the table; "commit" above is the source tree's.
+  md.emplace_back("popper", build_id());
   const std::string cxx = cmake_cache_value(build_dir, "CMAKE_CXX_COMPILER");
   std::string version = cxx.empty() ? "" : capture_command("'" + cxx + "' --version | head -n 1");
   md.emplace_back("compiler", cxx + (version.empty() ? "" : " (" + version + ")"));

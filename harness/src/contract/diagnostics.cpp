@@ -7,6 +7,7 @@
 
 #include "common/utf8.hpp"
 #include "popper/mutant.hpp"
+#include "popper/version.hpp"
 
 namespace popper {
 
@@ -97,8 +98,10 @@ std::string format_json(const Diagnostics& ds) {
     if (c.replaced) j["note"] = kReplacedNote;
     arr.push_back(std::move(j));
   }
-  nlohmann::json doc = {
-      {"diagnostics", arr}, {"errors", ds.error_count()}, {"warnings", ds.all().size() - ds.error_count()}};
+  nlohmann::json doc = {{"diagnostics", arr},
+                        {"errors", ds.error_count()},
+                        {"warnings", ds.all().size() - ds.error_count()},
+                        {"popper", build_json()}};
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -122,12 +125,17 @@ std::string format_sarif(const Diagnostics& ds) {
          {{{"physicalLocation", {{"artifactLocation", {{"uri", uri_of(d.pos.file)}}}, {"region", region}}}}}}};
     results.push_back(std::move(result));
   }
-  nlohmann::json doc = {
-      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-      {"version", "2.1.0"},
-      {"runs",
-       {{{"tool", {{"driver", {{"name", "popper"}, {"informationUri", "contracts/SCHEMA.md"}, {"rules", rules}}}}},
-         {"results", results}}}}};
+  nlohmann::json doc = {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+                        {"version", "2.1.0"},
+                        {"runs",
+                         {{{"tool",
+                            {{"driver",
+                              {{"name", "popper"},
+                               {"version", build_id()},
+                               {"semanticVersion", version()},
+                               {"informationUri", "contracts/SCHEMA.md"},
+                               {"rules", rules}}}}},
+                           {"results", results}}}}};
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

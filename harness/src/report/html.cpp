@@ -15,6 +15,7 @@
 #include "bench/report.hpp"
 #include "common/process.hpp"
 #include "common/text.hpp"
+#include "popper/version.hpp"
 
 namespace popper::report {
 
@@ -80,8 +81,12 @@ void render_summary(std::ostringstream& o, const json& cov, const std::string& s
   const long code = num(cov, "exit_code");
   // The headline says the exit code and the performance claims beside it (older reports: the exit code alone).
   const bool headline = cov.contains("headline") && cov.at("headline").is_string();
-  o << "<p>From <code>" << esc(source)
-    << "</code> (<code>popper audit</code>). Verdict: " << badge(code == 0 ? "PASS" : "FAIL") << " "
+  // The audit may come from another build than this page (a GPU machine's bundle): say which.
+  const json& by = obj(cov, "popper");  // empty in audits written before 0.2.0
+  const std::string audit_by =
+      by.empty() ? "" : " " + text(by.value("version", json("?"))) + " (" + text(by.value("commit", json("?"))) + ")";
+  o << "<p>From <code>" << esc(source) << "</code> (<code>popper" << esc(audit_by)
+    << " audit</code>). Verdict: " << badge(code == 0 ? "PASS" : "FAIL") << " "
     << (headline ? esc(cov.at("headline").get<std::string>()) : "(exit " + std::to_string(code) + ")")
     << "</p>\n<table class=\"kv\">\n";
   auto row = [&](const std::string& name, const std::string& value, const std::string& cls = "") {
@@ -567,7 +572,8 @@ std::string render_html(const std::optional<json>& coverage, const std::string& 
                                esc(reports_dir) + "</code>).</p>\n";
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>popper report</title><style>" << kStyle
-    << "</style></head><body>\n<h1>popper report</h1>\n<nav><a href=\"#summary\">summary</a><a "
+    << "</style></head><body>\n<h1>popper report</h1>\n<p><small>written by popper " << esc(build_id())
+    << "</small></p>\n<nav><a href=\"#summary\">summary</a><a "
        "href=\"#coverage\">coverage</a>"
        "<a href=\"#mutants\">mutants</a><a href=\"#claims\">claims</a><a href=\"#bench\">bench</a><a "
        "href=\"#history\">history</a></nav>\n";
