@@ -2,6 +2,7 @@
 # uses through find_package(popper):
 #   bin/popper                              the CLI (validate, scaffold, audit, mutants, bench)
 #   lib/libpopper_harness.a, libpopper_testing.a   popper::harness, popper::testing
+#   popper::bench                           the bench API (header-only, over Google Benchmark), when found
 #   include/popper/                         their public headers
 #   lib/cmake/popper/                       popperConfig.cmake (+ version), the export set,
 #                                           PopperContracts.cmake (popper_add_contract_tests, popper_add_audit)
@@ -9,7 +10,13 @@
 include(CMakePackageConfigHelpers)
 
 set(POPPER_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/popper)
-install(TARGETS popper popper_core popper_harness popper_testing
+set(_popper_installed_targets popper popper_core popper_harness popper_testing)
+set(POPPER_INSTALLS_BENCH_API OFF)  # read by popperConfig.cmake.in
+if(TARGET popper_bench)
+  list(APPEND _popper_installed_targets popper_bench)
+  set(POPPER_INSTALLS_BENCH_API ON)
+endif()
+install(TARGETS ${_popper_installed_targets}
         EXPORT popperTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -18,12 +18,12 @@ pb::BenchRow row(const std::string& tier, const std::string& backend, std::vecto
                  std::vector<int> trials = {}, const std::string& unit = pb::kUnitSeconds,
                  const std::string& shape = "small_64") {
   pb::BenchRow r;
-  r.key = {"gemm", tier, backend, shape, "f32", 1, "warm"};
+  r.key = {"gemm", pb::tier_from(tier, "test"), backend, shape, "f32", 1, "warm"};
   r.unit = unit;
   r.samples = std::move(samples);
   r.trials = std::move(trials);
   r.work_per_iter = 1e6;
-  r.verdict = "verified";
+  r.verdict = pb::Verdict::parse("verified");
   return r;
 }
 
@@ -66,7 +66,7 @@ pb::Remeasure fresh_trials(double center, std::vector<double> level, int& calls)
     ++calls;
     std::vector<pb::BenchRow> more;
     for (const auto& k : keys) {
-      auto r = trial_row(k.tier, k.backend, center, level);
+      auto r = trial_row(std::string(pb::to_string(k.tier)), k.backend, center, level);
       r.key = k;
       for (auto& t : r.trials) t += 10 * calls;
       more.push_back(r);
@@ -138,7 +138,7 @@ TEST(BenchCheck, NoisyCeilingRowsAreRemeasuredOnTheirOwn) {
   pb::CheckOptions opt;
   std::vector<std::string> asked;
   opt.remeasure = [&](const std::vector<pb::BenchKey>& keys) {
-    for (const auto& k : keys) asked.push_back(k.tier);
+    for (const auto& k : keys) asked.push_back(std::string(pb::to_string(k.tier)));
     return std::optional<std::vector<pb::BenchRow>>();
   };
   const auto rep = pb::check_tables(base, cur, opt);
@@ -179,7 +179,7 @@ TEST(BenchCheck, MissingRowFailsTheCheck) {
   EXPECT_EQ(rep.count(pb::Change::Unchanged), 1);
   EXPECT_EQ(rep.exit_code(), 1);
   auto empty = row("wrapped", "openblas:Zen", {});
-  empty.verdict = "incorrect: max err";
+  empty.verdict = pb::Verdict::parse("incorrect: max err");
   const auto rep2 = pb::check_tables(base, table("m", {trial_row("hand", "cpu", 1.0, kQuiet), empty}));
   EXPECT_EQ(rep2.count(pb::Change::Missing), 1);
 }
@@ -298,7 +298,7 @@ TEST(BenchCheck, NoisyCeilingRowsDoNotRescaleTheTable) {
   EXPECT_EQ(rep.mode, pb::CheckMode::Absolute) << rep.mode_reason;
   EXPECT_NE(rep.mode_reason.find("not beyond their own scatter"), std::string::npos) << rep.mode_reason;
   for (const auto& r : rep.rows) {
-    if (r.key.tier == "hand") {
+    if (r.key.tier == pb::Tier::Hand) {
       EXPECT_EQ(r.change, pb::Change::Regression) << pb::format_check_report(rep);
     }
   }
@@ -364,7 +364,7 @@ TEST(BenchCheck, VendorRowThatMovedIsTheMachineAndItsWrappedRowIsJudgedRelativeT
   ASSERT_EQ(moved.mode, pb::CheckMode::Absolute) << moved.mode_reason;
   auto verdict = [](const pb::CheckReport& rep, const std::string& tier, const std::string& shape) {
     for (const auto& r : rep.rows)
-      if (r.key.tier == tier && r.key.shape == shape) return r.change;
+      if (r.key.tier == pb::tier_from(tier, "test") && r.key.shape == shape) return r.change;
     ADD_FAILURE() << "no row " << tier << " " << shape;
     return pb::Change::Missing;
   };
@@ -421,7 +421,7 @@ TEST(BenchCheck, InvalidCeilingRowDoesNotRescaleTheTable) {
   const auto rep = pb::check_tables(base, cur, pb::CheckOptions{});
   EXPECT_EQ(rep.mode, pb::CheckMode::Absolute) << rep.mode_reason;
   for (const auto& r : rep.rows) {
-    if (r.key.tier == "hand") {
+    if (r.key.tier == pb::Tier::Hand) {
       EXPECT_EQ(r.change, pb::Change::Regression) << pb::format_check_report(rep);
     }
   }
@@ -504,7 +504,7 @@ TEST(BenchCheck, RowWhoseCeilingsAreAllInvalidIsSkippedNotMissing) {
   cur.rows.push_back(trial_row("ceiling", "ggml-cpu:zen4", 0.5, kQuiet, 3, "small_128"));
   const auto none = pb::check_tables(base, cur);
   for (const auto& r : none.rows) {
-    if (r.key.shape == "small_64" && r.key.tier == "hand") {
+    if (r.key.shape == "small_64" && r.key.tier == pb::Tier::Hand) {
       EXPECT_EQ(r.change, pb::Change::Missing) << pb::format_check_report(none);
     }
   }
@@ -531,7 +531,7 @@ TEST(BenchCheck, NormalizedSamplesAreDividedByTheirOwnTrialsCeiling) {
 // no failure of the current code.
 TEST(BenchCheck, BaselineRowWithoutSamplesIsSkipped) {
   auto empty = row("hand", "cpu", {});
-  empty.verdict = "incorrect: max err 1 > bound 1e-5";
+  empty.verdict = pb::Verdict::parse("incorrect: max err 1 > bound 1e-5");
   const auto rep = pb::check_tables(table("m", {empty}), table("m", {trial_row("hand", "cpu", 1.0, kQuiet)}));
   ASSERT_EQ(rep.rows.size(), 1u);
   EXPECT_EQ(rep.rows[0].change, pb::Change::Skipped) << pb::format_check_report(rep);
@@ -564,7 +564,8 @@ TEST(BenchCheck, RemeasuringStopsAtMaxRoundsAndAtTheBudget) {
     if (++calls > 10) return std::nullopt;  // a broken limit ends here, not never
     std::vector<pb::BenchRow> more;
     for (const auto& k : keys) {
-      auto r = trial_row(k.tier, k.backend, 1.5, kQuiet);  // as slow as before: stays REGRESSION
+      auto r =
+          trial_row(std::string(pb::to_string(k.tier)), k.backend, 1.5, kQuiet);  // as slow as before: stays REGRESSION
       r.key = k;
       for (auto& t : r.trials) t += 10 * calls;
       more.push_back(r);
@@ -647,7 +648,8 @@ pb::Interleave interleaved(double current, double baseline, std::string& sides, 
     asked = keys;
     std::vector<pb::BenchRow> out;
     for (const auto& k : keys) {
-      auto r = trial_row(k.tier, k.backend, base_side ? baseline : current, {kQuiet[n % kQuiet.size()]});
+      auto r = trial_row(std::string(pb::to_string(k.tier)), k.backend, base_side ? baseline : current,
+                         {kQuiet[n % kQuiet.size()]});
       r.key = k;
       for (auto& t : r.trials) t = 100 + n;
       out.push_back(r);
@@ -684,7 +686,7 @@ TEST(BenchCheck, InterleavedRoundsFindWhatADriftedBaselineHides) {
   EXPECT_EQ(rep.rows[1].trials_current, 2);
   EXPECT_EQ(sides, "CBBC") << "one round, decided: no second";
   ASSERT_EQ(asked.size(), 1u);
-  EXPECT_EQ(asked[0].tier, "hand");
+  EXPECT_EQ(asked[0].tier, pb::Tier::Hand);
   EXPECT_EQ(rep.rows[0].change, pb::Change::Unchanged);
   EXPECT_EQ(calls, 0) << "no row was NOISY or REGRESSION on this build alone";
 }

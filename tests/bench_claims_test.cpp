@@ -19,7 +19,7 @@ namespace {
 pb::BenchRow timed(const std::string& tier, const std::string& backend, double seconds,
                    const std::string& precision = "f32", double work = 1e9, double spread = 0.0005) {
   pb::BenchRow r;
-  r.key = {"gemm", tier, backend, "a", precision, 1, "warm"};
+  r.key = {"gemm", pb::tier_from(tier, "test"), backend, "a", precision, 1, "warm"};
   const double level[3] = {1.0, 1.0 + spread, 1.0 - spread};
   for (int t = 0; t < 3; ++t)
     for (int i = 0; i < 2; ++i) {
@@ -27,7 +27,7 @@ pb::BenchRow timed(const std::string& tier, const std::string& backend, double s
       r.trials.push_back(t);
     }
   r.work_per_iter = work;
-  r.verdict = "verified";
+  r.verdict = pb::Verdict::parse("verified");
   return r;
 }
 

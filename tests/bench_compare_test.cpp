@@ -42,7 +42,7 @@ pb::CompareOptions options(const fs::path& build) {
   pb::CompareOptions co;
   co.build_dir = build.string();
   co.shapes = {"quiet", "loud"};
-  co.tiers = {"hand"};
+  co.tiers = {pb::Tier::Hand};
   co.precisions = {"f32"};
   co.threads = {1};
   co.trials = 2;

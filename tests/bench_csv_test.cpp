@@ -19,16 +19,16 @@ pb::BenchTable sample_table() {
   t.set_meta("fingerprint", "amd-epyc-2c-avx2-zen-00000000");
   t.set_meta("peak_fp32_avx2_gflops", "101.5 per core, 203 all cores");
   pb::BenchRow r;
-  r.key = {"gemm", "hand", "cpu:avx2", "square_1k", "f32", 2, "warm"};
+  r.key = {"gemm", pb::Tier::Hand, "cpu:avx2", "square_1k", "f32", 2, "warm"};
   r.samples = {0.0251, 0.0249, 0.0250};
   r.work_per_iter = 2.0 * 1024 * 1024 * 1024;
   r.bytes_per_iter = 12582912;
   r.pct_of_peak = 41.25;
-  r.verdict = "verified(sampled 256)";
+  r.verdict = pb::Verdict::parse("verified(sampled 256)");
   t.rows.push_back(r);
   pb::BenchRow bad;
-  bad.key = {"gemm", "wrapped", "openblas:Zen", "small_64", "f64", 1, "warm"};
-  bad.verdict = "incorrect: max err 1e-3 > bound 1e-12, really";  // comma must not break the row
+  bad.key = {"gemm", pb::Tier::Wrapped, "openblas:Zen", "small_64", "f64", 1, "warm"};
+  bad.verdict = pb::Verdict::parse("incorrect: max err 1e-3 > bound 1e-12, really");  // comma must not break the row
   t.rows.push_back(bad);
   return t;
 }
@@ -58,10 +58,10 @@ TEST(BenchCsv, RoundTripKeepsEveryField) {
   EXPECT_EQ(r.work_per_iter, t.rows[0].work_per_iter);
   EXPECT_EQ(r.bytes_per_iter, t.rows[0].bytes_per_iter);
   EXPECT_DOUBLE_EQ(r.pct_of_peak, 41.25);
-  EXPECT_EQ(r.verdict, "verified(sampled 256)");
+  EXPECT_EQ(r.verdict.label, "verified(sampled 256)");
   EXPECT_DOUBLE_EQ(r.median(), 0.0250);
   EXPECT_TRUE(back.rows[1].samples.empty());
-  EXPECT_EQ(back.rows[1].verdict, "incorrect: max err 1e-3 > bound 1e-12; really");
+  EXPECT_EQ(back.rows[1].verdict.label, "incorrect: max err 1e-3 > bound 1e-12; really");
   EXPECT_LT(back.rows[1].pct_of_peak, 0);
 }
 
@@ -193,7 +193,7 @@ TEST(BenchReport, Q4kRowsGetTheBandwidthBound) {
   popper::bench::BenchTable t;
   t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=32 cores=2");
   popper::bench::BenchRow r;
-  r.key = {"q4k", "hand", "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"};
+  r.key = {"q4k", pb::Tier::Hand, "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"};
   r.work_unit = "flop";
   r.work_per_iter = 2.0 * 32768 * 4096;
   r.bytes_per_iter = 32768.0 * 4096 * 144 / 256;  // Q4_K: 144 bytes a 256-weight block
@@ -215,14 +215,14 @@ TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
   pb::BenchTable t;
   t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
   pb::BenchRow r;
-  r.key = {"q4k", "hand", "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"};
+  r.key = {"q4k", pb::Tier::Hand, "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"};
   r.work_unit = "flop";
   r.work_per_iter = 2.0 * 32768 * 4096;
   r.bytes_per_iter = 32768.0 * 4096 * 144 / 256;
   r.samples = {0.002};
   r.read_bound = 40e9;
   pb::BenchRow slower = r;  // another tier's probe of the same footprint: the fastest counts
-  slower.key.tier = "wrapped";
+  slower.key.tier = pb::Tier::Wrapped;
   slower.read_bound = 35e9;
   t.rows = {r, slower};
   t.set_footprint_reads();

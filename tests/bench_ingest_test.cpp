@@ -14,16 +14,6 @@
 
 namespace pb = popper::bench;
 
-TEST(BenchIngest, BenchNameFollowsProtocol) {
-  const auto n = pb::parse_bench_name("gemm/hand/square_1k/f32/threads:2/real_time");
-  ASSERT_TRUE(n);
-  EXPECT_EQ(n->tier, "hand");
-  EXPECT_EQ(n->shape, "square_1k");
-  EXPECT_EQ(n->threads, 2);
-  EXPECT_FALSE(pb::parse_bench_name("gemm/hand/square_1k/f32"));
-  EXPECT_FALSE(pb::parse_bench_name("gemm/hand/square_1k/f32/threads:x"));
-}
-
 TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
   const std::string json = R"({
     "context": {"popper_backend_hand": "cpu:avx2"},
@@ -50,7 +40,7 @@ TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
   EXPECT_EQ(rows[1].read_bound, 0);
   EXPECT_EQ(rows[1].key.backend, "wrapped");  // no context entry: tier name
   EXPECT_TRUE(rows[1].samples.empty());
-  EXPECT_EQ(rows[1].verdict.rfind("incorrect", 0), 0u);
+  EXPECT_EQ(rows[1].verdict.kind, pb::VerdictKind::Incorrect);
   EXPECT_THROW(pb::rows_from_gbench_json("{not json", "x.json", "flop"), pb::BenchFileError);
 }
 
@@ -63,7 +53,7 @@ TEST(BenchIngest, DeclinedRunIsNotRunNotIncorrect) {
        "flop": 1, "label": "verified"}]})";
   const auto rows = pb::rows_from_gbench_json(json, "x.json", "flop");
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].verdict, "not_run: dense route needs 800 GiB");
+  EXPECT_EQ(rows[0].verdict.label, "not_run: dense route needs 800 GiB");
   EXPECT_TRUE(rows[0].samples.empty()) << "a later repetition must not revive a declined row";
 }
 
@@ -104,7 +94,7 @@ namespace {
 // Three trials of two samples each, within +-0.05% of `seconds` (tight intervals).
 pb::BenchRow timed(const std::string& tier, const std::string& shape, double seconds, double trial_spread = 0.0005) {
   pb::BenchRow r;
-  r.key = {"gemm", tier, tier == "ceiling" ? "openblas:Zen" : tier, shape, "f32", 1, "warm"};
+  r.key = {"gemm", pb::tier_from(tier, "test"), tier == "ceiling" ? "openblas:Zen" : tier, shape, "f32", 1, "warm"};
   const double level[3] = {1.0, 1.0 + trial_spread, 1.0 - trial_spread};
   for (int t = 0; t < 3; ++t)
     for (int i = 0; i < 2; ++i) {
@@ -112,7 +102,7 @@ pb::BenchRow timed(const std::string& tier, const std::string& shape, double sec
       r.trials.push_back(t);
     }
   r.work_per_iter = 1e9;
-  r.verdict = "verified";
+  r.verdict = pb::Verdict::parse("verified");
   return r;
 }
 
@@ -147,7 +137,7 @@ TEST(BenchClaims, TimeRatioMetNotMetNotMeasured) {
   EXPECT_EQ(res[0].verdict, "partially_measured") << res[0].detail;
   // Only verified rows count.
   auto unverified = t;
-  unverified.rows[3].verdict = "not_verified: no oracle";
+  unverified.rows[3].verdict = pb::Verdict::parse("not_verified: no oracle");
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", unverified, nullptr, {}, ab);
   EXPECT_EQ(res[0].verdict, "partially_measured") << res[0].detail;
   // An interval that straddles the threshold decides nothing.
@@ -428,7 +418,7 @@ TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   auto wrapped = timed("wrapped", "s", 1.515);
   wrapped.key.backend = "openblas:Zen";
   t.rows = {zen, haswell, wrapped};
-  EXPECT_EQ(pb::best_row(t, "ceiling", "s", "f32", 1)->key.backend, "openblas:Haswell");
+  EXPECT_EQ(pb::best_row(t, pb::Tier::Ceiling, "s", "f32", 1)->key.backend, "openblas:Haswell");
   const auto md = pb::render_markdown(t, "gemm");
   EXPECT_NE(md.find("(openblas:Haswell) | 0.66 | — | — | 1.010× | 0.660× |"), std::string::npos) << md;
   popper::BenchmarkClaim claim;
@@ -458,7 +448,8 @@ TEST(BenchClaims, AnIncorrectRowMakesTheClaimNotMet) {
   pb::BenchTable t;
   t.rows = {timed("ceiling", "a", 1.0), timed("hand", "a", 1.0), timed("ceiling", "b", 1.0), timed("hand", "b", 0.5)};
   ASSERT_EQ(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b"})[0].verdict, "met");
-  t.rows[3].verdict = "incorrect: max err 1.0e+00 > bound 1.0e-05";  // as ingested: skipped, no samples
+  t.rows[3].verdict =
+      pb::Verdict::parse("incorrect: max err 1.0e+00 > bound 1.0e-05");  // as ingested: skipped, no samples
   t.rows[3].samples.clear();
   t.rows[3].trials.clear();
   const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b"});

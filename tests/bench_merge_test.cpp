@@ -19,7 +19,8 @@ pb::BenchTable table_of(const std::vector<std::string>& shapes, const std::strin
   for (const auto& s : shapes)
     for (const char* tier : {"ceiling", "hand"}) {
       pb::BenchRow r;
-      r.key = {"gemm", tier, tier[0] == 'c' ? "openblas:Haswell" : "cpu:avx2", s, "f32", 1, "warm"};
+      r.key = {"gemm", pb::tier_from(tier, "test"), tier[0] == 'c' ? "openblas:Haswell" : "cpu:avx2", s, "f32", 1,
+               "warm"};
       r.samples = {1.0};
       t.rows.push_back(r);
     }

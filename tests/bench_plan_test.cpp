@@ -26,11 +26,12 @@ namespace {
 pb::BenchRow row(const std::string& tier, const std::string& shape, std::vector<double> samples,
                  std::vector<int> trials) {
   pb::BenchRow r;
-  r.key = {"gemm", tier, tier == "ceiling" ? "openblas:Haswell" : "cpu:avx2", shape, "f32", 1, "warm"};
+  r.key = {"gemm", pb::tier_from(tier, "test"), tier == "ceiling" ? "openblas:Haswell" : "cpu:avx2", shape, "f32", 1,
+           "warm"};
   r.samples = std::move(samples);
   r.trials = std::move(trials);
   r.work_per_iter = 1e6;
-  r.verdict = "verified";
+  r.verdict = pb::Verdict::parse("verified");
   return r;
 }
 
@@ -38,7 +39,7 @@ pb::CompareOptions gemm_options() {
   pb::CompareOptions co;
   co.threads = {1, 2};
   co.precisions = {"f32", "f64"};
-  co.tiers = {"ceiling", "wrapped", "hand"};
+  co.tiers = {pb::Tier::Ceiling, pb::Tier::Wrapped, pb::Tier::Hand};
   co.min_time = 0.2;
   return co;
 }
@@ -137,12 +138,12 @@ TEST(BenchRemeasure, NewSamplesJoinTheRowsTheTableHolds) {
   EXPECT_EQ(pb::next_trial(t), 2);
   pb::BenchTable extra;
   extra.rows = {row("hand", "a", {1.2}, {2}), row("hand", "other", {9}, {2})};
-  extra.rows[0].verdict = "incorrect: max err 1";
+  extra.rows[0].verdict = pb::Verdict::parse("incorrect: max err 1");
   pb::add_samples(t, extra);
   ASSERT_EQ(t.rows.size(), 1u);  // a row the table does not hold stays out
   EXPECT_EQ(t.rows[0].samples, (std::vector<double>{1.0, 1.1, 1.2}));
   EXPECT_EQ(t.rows[0].trials, (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(t.rows[0].verdict, "incorrect: max err 1");  // a wrong answer while re-measuring is kept
+  EXPECT_EQ(t.rows[0].verdict.label, "incorrect: max err 1");  // a wrong answer while re-measuring is kept
   EXPECT_EQ(pb::next_trial(t), 3);
 }
 

@@ -27,9 +27,9 @@ constexpr const char* kShape = "llama_attn_4096x4096";
 pb::BenchRow row_at(const std::string& tier, const std::string& backend, int threads,
                     const std::vector<double>& gflops) {
   pb::BenchRow r;
-  r.key = {"gemv", tier, backend, kShape, "q4k", threads, "warm"};
+  r.key = {"gemv", pb::tier_from(tier, "test"), backend, kShape, "q4k", threads, "warm"};
   r.work_per_iter = kWork;
-  r.verdict = "verified";
+  r.verdict = pb::Verdict::parse("verified");
   for (std::size_t i = 0; i < gflops.size(); ++i) {
     r.samples.push_back(kWork / (gflops[i] * 1e9));
     r.trials.push_back(static_cast<int>(i));
@@ -40,9 +40,9 @@ pb::BenchRow row_at(const std::string& tier, const std::string& backend, int thr
 // Two samples m(1 - a), m(1 + a): median m, cv = a·√2 (stddev over n - 1).
 pb::BenchRow with_cv(const std::string& backend, int threads, double seconds, double cv) {
   pb::BenchRow r;
-  r.key = {"gemv", "ceiling", backend, kShape, "q4k", threads, "warm"};
+  r.key = {"gemv", pb::Tier::Ceiling, backend, kShape, "q4k", threads, "warm"};
   r.work_per_iter = kWork;
-  r.verdict = "verified";
+  r.verdict = pb::Verdict::parse("verified");
   const double a = cv / std::sqrt(2.0);
   r.samples = {seconds * (1 - a), seconds * (1 + a)};
   r.trials = {0, 1};
@@ -159,12 +159,12 @@ TEST(BenchPlausibility, OnlyVendorRowsAreJudged) {
   t.rows = {row_at("hand", "cpu:avx512", 1, {80, 83, 85, 82, 81, 84}),
             row_at("hand", "cpu:avx512", 2, {2.2, 3.1, 4.6, 4.84, 7.9, 12.5})};
   EXPECT_TRUE(pb::implausible_vendor_rows(t).empty());
-  for (auto& r : t.rows) r.key.tier = "ceiling";
+  for (auto& r : t.rows) r.key.tier = pb::Tier::Ceiling;
   EXPECT_EQ(pb::implausible_vendor_rows(t).size(), 1u)
       << "the premise: as ceiling rows, the 2-thread one is implausible";
   // A wrapped tier is popper's code (fused, nsa, train) unless the family names
   // the vendor library it calls (q4k, decode: llama.cpp's CPU backend).
-  for (auto& r : t.rows) r.key.tier = "wrapped", r.key.backend = "ggml-cpu:zen4";
+  for (auto& r : t.rows) r.key.tier = pb::Tier::Wrapped, r.key.backend = "ggml-cpu:zen4";
   EXPECT_TRUE(pb::implausible_vendor_rows(t).empty());
   t.set_meta("wrapped_vendor", "ggml-cpu");
   const auto bad = pb::implausible_vendor_rows(t);
@@ -177,7 +177,7 @@ TEST(BenchPlausibility, OnlyVendorRowsAreJudged) {
   scattered.rows = {with_cv("ggml-cpu:zen4", 2, 1.0, 0.01), with_cv("openblas:Zen", 2, 1.0, 0.01),
                     with_cv("ggml-cpu:avx2", 2, 1.0, 0.60)};
   ASSERT_EQ(pb::implausible_vendor_rows(scattered).size(), 1u) << "the premise: as a ceiling, the third is implausible";
-  scattered.rows[2].key.tier = "wrapped";
+  scattered.rows[2].key.tier = pb::Tier::Wrapped;
   EXPECT_TRUE(pb::implausible_vendor_rows(scattered).empty());
   // Scaling compares a row with its own tier: a fast 1-thread ceiling of the
   // same backend does not condemn a wrapped row that has no 1-thread row.
@@ -206,23 +206,23 @@ TEST(BenchPlausibility, BestRowSkipsAnInvalidRow) {
   pb::BenchTable t;
   t.rows = {with_cv("openblas:Zen", 2, 1.0, 0.03), with_cv("blis:zen3", 2, 1.1, 0.02),
             with_cv("blis:generic", 2, 1.2, 0.04), with_cv("ggml-cpu:avx2", 2, 0.5, 0.6)};
-  const pb::BenchRow* best = pb::best_row(t, "ceiling", kShape, "q4k", 2);
+  const pb::BenchRow* best = pb::best_row(t, pb::Tier::Ceiling, kShape, "q4k", 2);
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best->key.backend, "ggml-cpu:avx2") << "unmarked";
   pb::mark_invalid_vendor_rows(t);
   EXPECT_FALSE(t.rows[3].valid());
-  best = pb::best_row(t, "ceiling", kShape, "q4k", 2);
+  best = pb::best_row(t, pb::Tier::Ceiling, kShape, "q4k", 2);
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best->key.backend, "openblas:Zen");
   // The wrapped tier of the invalid configuration gets no FFI figure from it, nor from another configuration.
-  EXPECT_EQ(pb::matching_row(t, "ceiling", kShape, "q4k", 2, "ggml-cpu:avx2"), nullptr);
+  EXPECT_EQ(pb::matching_row(t, pb::Tier::Ceiling, kShape, "q4k", 2, "ggml-cpu:avx2"), nullptr);
 }
 
 TEST(BenchPlausibility, NoRatioFromAnInvalidRow) {
   auto t = issue_table();
   pb::mark_invalid_vendor_rows(t);
-  EXPECT_EQ(pb::best_row(t, "ceiling", kShape, "q4k", 2), nullptr);
-  EXPECT_EQ(pb::best_row(t, "ceiling", kShape, "q4k", 1), &t.rows[0]);
+  EXPECT_EQ(pb::best_row(t, pb::Tier::Ceiling, kShape, "q4k", 2), nullptr);
+  EXPECT_EQ(pb::best_row(t, pb::Tier::Ceiling, kShape, "q4k", 1), &t.rows[0]);
   const auto f = pb::table_figures(t);
   ASSERT_EQ(f.size(), 2u);
   const auto& two = f[1].shapes[0];

@@ -12,10 +12,16 @@ namespace {
 
 pb::BenchRow row(const std::string& tier, const std::string& shape, std::vector<double> samples, int threads = 1) {
   pb::BenchRow r;
-  r.key = {"nsa", tier, tier == "hand" ? "cpu:avx512bf16" : "openblas:Haswell", shape, "bf16", threads, "warm"};
+  r.key = {"nsa",
+           pb::tier_from(tier, "test"),
+           tier == "hand" ? "cpu:avx512bf16" : "openblas:Haswell",
+           shape,
+           "bf16",
+           threads,
+           "warm"};
   r.samples = std::move(samples);
   r.work_per_iter = 1e6;
-  r.verdict = "verified";
+  r.verdict = pb::Verdict::parse("verified");
   return r;
 }
 
@@ -91,7 +97,7 @@ TEST(BenchThreshold, UnmeasuredRowsNeverWin) {
   pair(t, "few_n256_h4_d64_l64", 2.0);
   pair(t, "few_n256_h4_d64_l128", 2.0);
   t.rows.push_back(row("hand", "few_n256_h4_d64_l256", {}));
-  t.rows.back().verdict = "incorrect: MAE 0.1 > 1e-3";
+  t.rows.back().verdict = pb::Verdict::parse("incorrect: MAE 0.1 > 1e-3");
   t.rows.push_back(row("wrapped", "few_n256_h4_d64_l256", {2e-3, 2e-3, 2e-3}));
   t.rows.push_back(row("wrapped", "few_n256_h4_d64_l512", {2e-3}));  // no hand row at all
   const auto r = pb::derive_thresholds(t, nsa_options());

@@ -40,7 +40,8 @@ const std::map<std::string, std::set<std::string>> kMayInclude = {
 const std::map<std::string, std::string> kPublicRoom = {
     {"error.hpp", "common"},         {"io.hpp", "common"},
     {"result.hpp", "common"},        {"mutant.hpp", "common"},
-    {"runtime_paths.hpp", "common"}, {"version.hpp", "common"},
+    {"runtime_paths.hpp", "common"}, {"bench_protocol.hpp", "common"},
+    {"bench.hpp", "bench"},          {"version.hpp", "common"},
     {"contract.hpp", "contract"},    {"diagnostics.hpp", "contract"},
     {"profile.hpp", "contract"},     {"parse_bounds.hpp", "contract"},
     {"loader.hpp", "contract"},      {"graph.hpp", "contract"},

@@ -7,29 +7,27 @@
 //              register, 4 per AVX2 register)
 // each at threads 1 and 2 (threads across atoms, inside the call; a class too
 // small to pay for a second thread runs on one).
-// Names: arrow/<tier>/<shape>/f64/threads:<n>. Counters per iteration: items
-// (atoms), flop (useful row work, rows x arrow_row_flops), bytes (the
-// compulsory DRAM traffic of the roofline: every input read once, every output
-// written once — the working set; the report marks it "in LLC" when it fits). Before timing, the tier's answer is
-// checked against the dense reference (every atom for small shapes, a fixed stride sample of 128 atoms at SAC scale,
-// where the reference over all atoms would take minutes).
+// Counters per iteration: items (atoms), flop (useful row work, rows x
+// arrow_row_flops), bytes (the compulsory DRAM traffic of the roofline: every
+// input read once, every output written once; the report marks it "in LLC"
+// when it fits).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "arrow/testbed.hpp"
-#include "common/suite.hpp"
 #include "impl/arrow/kernels.hpp"
+#include "popper/bench.hpp"
 #include "workloads/arrow/generate.h"
 #include "workloads/arrow/shapes.h"
 
 namespace {
 using namespace popper::arrow;
+namespace pb = popper::bench;
 
 constexpr double kRhoT = 1e-3, kRhoBeta = 1e-3;
 constexpr double kRelTol = 1e-10;  // ARROW-PO-001
@@ -74,66 +72,42 @@ double verify(const Fixture& f, const std::vector<ArrowResult>& got, std::size_t
   return worst;
 }
 
-void run(benchmark::State& state, std::shared_ptr<Fixture> f, ArrowKernel kernel, unsigned threads, bool all_atoms) {
-  const ArrowSolveOptions opt{kernel, threads};
-  {
-    const auto first = solve_pack(f->pack, kRhoT, kRhoBeta, opt);
-    const double err = verify(*f, first, all_atoms ? first.size() : 128);
-    if (err < 0.0 || !(err <= kRelTol)) {
-      std::ostringstream msg;
-      msg << "incorrect: " << (err < 0.0 ? std::string("an atom failed") : std::to_string(err)) << " > " << kRelTol;
-      state.SkipWithError(msg.str().c_str());
-      return;
-    }
-    state.SetLabel("verified");
-  }
+// The tier's answer is checked against the dense reference before timing
+// (every atom for small shapes, a stride sample of 128 at SAC scale).
+void run(benchmark::State& state, const pb::Case& c, const Fixture& f, bool all_atoms) {
+  const ArrowKernel kernel = c.tier == pb::Tier::Hand      ? ArrowKernel::Hand
+                             : c.tier == pb::Tier::Wrapped ? ArrowKernel::Lapack
+                                                           : ArrowKernel::Reference;
+  const ArrowSolveOptions opt{kernel, static_cast<unsigned>(c.threads)};
+  const auto first = solve_pack(f.pack, kRhoT, kRhoBeta, opt);
+  const double err = verify(f, first, all_atoms ? first.size() : 128);
+  const pb::Verdict v = err < 0.0           ? pb::Verdict::incorrect("an atom failed")
+                        : !(err <= kRelTol) ? pb::Verdict::incorrect("max relative error", err, kRelTol)
+                                            : pb::Verdict::verified();
   auto call = [&] {
-    auto res = solve_pack(f->pack, kRhoT, kRhoBeta, opt);
+    auto res = solve_pack(f.pack, kRhoT, kRhoBeta, opt);
     benchmark::DoNotOptimize(res.data());
   };
-  for (auto _ : state) {
-    if (kernel == ArrowKernel::Hand) popper::suite::popper_bench_call_hand(call);
-    else if (kernel == ArrowKernel::Lapack) popper::suite::popper_bench_call_wrapped(call);
-    else popper::suite::popper_bench_call_reference(call);
-  }
-  state.counters["items"] = benchmark::Counter(static_cast<double>(f->pack.atoms()));
-  state.counters["flop"] = benchmark::Counter(f->flop);
-  state.counters["bytes"] = benchmark::Counter(f->bytes);
+  state.counters["items"] = benchmark::Counter(static_cast<double>(f.pack.atoms()));
+  pb::measure(state, c, v, call, {.work = f.flop, .bytes = f.bytes});
 }
 
-struct Tier {
-  const char* name;
-  ArrowKernel kernel;
-};
-
 void register_all() {
-  const Tier tiers[] = {
-      {"reference", ArrowKernel::Reference}, {"wrapped", ArrowKernel::Lapack}, {"hand", ArrowKernel::Hand}};
-  for (int s = 0; s < arrow_shape_count; ++s) {
-    const arrow_shape& sh = arrow_shapes[s];
-    auto lazy = std::make_shared<std::shared_ptr<Fixture>>();  // built on first use, shared by tiers
-    for (const Tier& t : tiers) {
-      if (t.kernel == ArrowKernel::Reference && !sh.reference) continue;
-      for (unsigned threads : {1u, 2u}) {
-        const std::string name =
-            std::string("arrow/") + t.name + "/" + sh.name + "/f64/threads:" + std::to_string(threads);
-        const ArrowKernel kernel = t.kernel;
-        const bool all_atoms = sh.reference != 0;
-        auto* b = benchmark::RegisterBenchmark(name.c_str(),
-                                               [lazy, &sh, kernel, threads, all_atoms](benchmark::State& st) {
-                                                 if (!*lazy) *lazy = make_fixture(sh);
-                                                 if (!*lazy) {
-                                                   st.SkipWithError("not_run: out of memory building inputs");
-                                                   return;
-                                                 }
-                                                 run(st, *lazy, kernel, threads, all_atoms);
-                                               })
-                      ->UseRealTime()
-                      ->Unit(benchmark::kMillisecond);
-        if (const int n = popper::suite::fixed_iterations()) b->Iterations(n);
-      }
-    }
-  }
+  // Built on first use and shared by the tiers of a shape.
+  auto fixtures = std::make_shared<std::vector<std::shared_ptr<Fixture>>>(arrow_shape_count);
+  pb::Family("arrow")
+      .shapes(arrow_shapes, arrow_shape_count)
+      .precisions({"f64"})
+      .threads({1, 2})
+      .tiers({pb::Tier::Reference, pb::Tier::Wrapped, pb::Tier::Hand})
+      .where([](const pb::Case& c) { return c.tier != pb::Tier::Reference || arrow_shapes[c.shape].reference; })
+      .add([fixtures](benchmark::State& st, const pb::Case& c) {
+        const arrow_shape& sh = arrow_shapes[c.shape];
+        auto& f = (*fixtures)[static_cast<std::size_t>(c.shape)];
+        if (!f) f = make_fixture(sh);
+        if (!f) return pb::skip(st, pb::Verdict::not_run("out of memory building inputs"));
+        run(st, c, *f, sh.reference != 0);
+      });
 }
 }  // namespace
 
@@ -141,8 +115,8 @@ int main(int argc, char** argv) {
   register_all();
   // The wrapped tier in the ceiling's backend naming (vendor:kernels), so FFI
   // overhead compares the same library and core.
-  return popper::suite::run_suite(argc, argv,
-                                  {{"reference", "eigen-llt-dense"},
-                                   {"wrapped", std::string("openblas:") + openblas_get_corename()},
-                                   {"hand", popper::cpu::backend_tag(hand_isa())}});
+  return pb::run_suite(argc, argv,
+                       {{pb::Tier::Reference, "eigen-llt-dense"},
+                        {pb::Tier::Wrapped, std::string("openblas:") + openblas_get_corename()},
+                        {pb::Tier::Hand, popper::cpu::backend_tag(hand_isa())}});
 }

@@ -1,5 +1,5 @@
 // Read bandwidth of a footprint on the workers a kernel uses: the least time
-// any kernel must spend to read those bytes (header-only, as suite.hpp).
+// any kernel must spend to read those bytes (header-only, as fill.hpp).
 // Memory-bound suites (q4k, decode) judge each timed row against it
 // (judge_read_bound): a row faster than this is physically impossible.
 #pragma once

@@ -20,6 +20,7 @@
 // "invalid: ..." (q4k::bandwidth_verdict), as in bench_q4k; not the device
 // tier, which reads device memory.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
@@ -29,7 +30,6 @@
 #include <string>
 #include <vector>
 
-#include "common/suite.hpp"
 #include "common/read_bandwidth.hpp"
 #include "impl/common/cpu_features.hpp"
 #include "impl/common/device.hpp"
@@ -38,26 +38,18 @@
 #include "impl/decode/parity.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/lib_ggml.hpp"
+#include "popper/bench.hpp"
 #include "popper/error.hpp"
 #include "workloads/decode/shapes.h"
 
 namespace {
 
 namespace suite = popper::suite;
+namespace pb = popper::bench;
 namespace dec = popper::decode;
 using Clock = std::chrono::steady_clock;
 
-enum class Tier { Hand, Wrapped, Device, Reference };
-
-const char* tier_name(Tier t) {
-  switch (t) {
-    case Tier::Hand: return "hand";
-    case Tier::Wrapped: return "wrapped";
-    case Tier::Device: return "device";
-    case Tier::Reference: return "reference";
-  }
-  return "?";
-}
+using Tier = pb::Tier;
 
 // The device tier's backend: POPPER_DECODE_DEVICE when set, else the first
 // device in the gate's priority order (cuda, vulkan) that is present.
@@ -72,15 +64,8 @@ std::string backend_for(Tier t) {
     case Tier::Hand: return "cpu-simd";
     case Tier::Wrapped: return "ggml-cpu";
     case Tier::Reference: return "cpu";
-    case Tier::Device: return device_backend();
+    default: return device_backend();
   }
-  return "?";
-}
-
-// The device tier's timed call, its own symbol for callgrind (as bench_nsa's pack tier).
-[[gnu::noinline]] void popper_bench_call_device(const std::function<void()>& f) {
-  f();
-  benchmark::ClobberMemory();
 }
 
 // One model per process and shape (the canary takes about 2 s to generate).
@@ -94,8 +79,11 @@ const dec::Model& model_for(const popper_decode_shape& sh) {
   return *model;
 }
 
-void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, int threads) {
-  std::string label;
+void bench_decode(benchmark::State& state, const pb::Case& c) {
+  const popper_decode_shape& sh = POPPER_DECODE_SHAPES[c.shape];
+  const Tier tier = c.tier;
+  const int threads = c.threads;
+  pb::Verdict v;
   std::unique_ptr<dec::Backend> backend;
   std::vector<std::int32_t> prompt;
   double bytes = 0;
@@ -109,76 +97,51 @@ void bench_decode(benchmark::State& state, Tier tier, popper_decode_shape sh, in
     if (tier != Tier::Reference && tier != Tier::Device)
       read = suite::read_bandwidth(std::size_t(m.bytes_per_token()), threads, 5);
     backend = dec::make_backend(backend_for(tier), m, threads);
-    if (!backend->available()) {
-      state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
-      return;
-    }
+    if (!backend->available()) return pb::skip(state, pb::Verdict::not_run(backend->unavailable_reason()));
     const auto check = dec::canary_tokens(m.config, 2, POPPER_DECODE_SEED + 1);
     const std::vector<float> got = backend->logits(check);
-    if (!backend->available()) {  // a device that declined a call ran the CPU's code under its name
-      state.SkipWithError(("not_run: " + backend->unavailable_reason()).c_str());
-      return;
-    }
+    // A device that declined a call ran the CPU's code under its name.
+    if (!backend->available()) return pb::skip(state, pb::Verdict::not_run(backend->unavailable_reason()));
     if (tier == Tier::Reference) {
-      label = "not_verified: the reference is the oracle";
+      v = pb::Verdict::not_verified("the reference is the oracle");
     } else {
       const auto a = dec::compare_logits(got, dec::make_backend("cpu", m, threads)->logits(check));
-      if (!(a.cosine >= dec::kMinCosine)) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "incorrect: cosine %.6f against the cpu backend (< %.2f)", a.cosine,
-                      dec::kMinCosine);
-        state.SkipWithError(buf);
-        return;
-      }
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "verified(cos %.6f)", a.cosine);
-      label = buf;
+      v = a.cosine >= dec::kMinCosine
+              ? pb::Verdict::verified(fmt::format("cos {:.6f}", a.cosine))
+              : pb::Verdict::incorrect(
+                    fmt::format("cosine {:.6f} against the cpu backend (< {:.2f})", a.cosine, dec::kMinCosine));
+      if (!pb::timeable(v)) return pb::skip(state, v);
     }
   } catch (const popper::Unsupported& e) {
-    state.SkipWithError((std::string("not_run: ") + e.what()).c_str());
-    return;
+    return pb::skip(state, pb::Verdict::not_run(e.what()));
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
-    return;
+    return pb::skip(state, pb::Verdict::incorrect(std::string("threw ") + e.what()));
   }
 
   auto timed = [&] { benchmark::DoNotOptimize(backend->logits(prompt)); };
   const auto t0 = Clock::now();
-  for (auto _ : state) {
-    switch (tier) {
-      case Tier::Hand: suite::popper_bench_call_hand(timed); break;
-      case Tier::Wrapped: suite::popper_bench_call_wrapped(timed); break;
-      case Tier::Device: popper_bench_call_device(timed); break;
-      case Tier::Reference: suite::popper_bench_call_reference(timed); break;
-    }
-  }
+  for (auto _ : state) pb::call_tier(tier, timed);
   const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
   const double sample[1] = {per_iter};
   const auto verdict = suite::judge_read_bound(bytes, sample, read, std::size_t(bytes / sh.tokens), threads);
-  if (!verdict.valid) {
-    state.SkipWithError(verdict.text.c_str());
-    return;
-  }
-  state.SetLabel(label);
+  if (!verdict.valid) return pb::skip(state, pb::Verdict::parse(verdict.text, true));
+  state.SetLabel(v.label);
   state.counters["items"] = benchmark::Counter(double(sh.tokens));
   state.counters["bytes"] = benchmark::Counter(bytes);
 }
 
 void register_all() {
-  const int iters = suite::fixed_iterations();
-  for (const popper_decode_shape& sh : POPPER_DECODE_SHAPES) {
-    const bool gate = std::string(sh.set) == "gate";
-    for (Tier tier : {Tier::Hand, Tier::Wrapped, Tier::Device, Tier::Reference})
-      for (int threads : {1, 2}) {
-        if (tier == Tier::Reference && (!gate || threads != 1)) continue;  // sequential FP32: small model, one thread
-        const std::string name =
-            std::string("decode/") + tier_name(tier) + "/" + sh.name + "/q4k/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(),
-                                               [=](benchmark::State& s) { bench_decode(s, tier, sh, threads); });
-        b->UseRealTime()->Unit(benchmark::kMillisecond);
-        if (iters > 0) b->Iterations(iters);
-      }
-  }
+  pb::Family("decode")
+      .shapes(POPPER_DECODE_SHAPES, static_cast<int>(std::size(POPPER_DECODE_SHAPES)))
+      .tiers({Tier::Hand, Tier::Wrapped, Tier::Device, Tier::Reference})
+      .precisions({"q4k"})
+      .threads({1, 2})
+      // The reference is sequential FP32: the gate's small model, one thread.
+      .where([](const pb::Case& c) {
+        return c.tier != Tier::Reference ||
+               (std::string(POPPER_DECODE_SHAPES[c.shape].set) == "gate" && c.threads == 1);
+      })
+      .add(bench_decode);
 }
 
 }  // namespace
@@ -194,12 +157,12 @@ int main(int argc, char** argv) {
   }
   const auto& cu = popper::device::cuda_status();
   const auto& vk = popper::vulkan::status();
-  return suite::run_suite(
+  return pb::run_suite(
       argc, argv,
-      {{"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)},
-       {"wrapped", popper::q4k::ggml::status().usable() ? popper::q4k::ggml::cpu_backend_tag() : "ggml-cpu"},
-       {"device", device == "cuda" ? (cu.usable() ? cu.backend_tag() : "cuda")
-                  : vk.usable()    ? popper::vulkan::backend_tag()
-                                   : "vulkan"},
-       {"reference", popper::cpu::backend_tag(popper::cpu::Isa::Scalar)}});
+      {{Tier::Hand, popper::cpu::backend_tag(popper::cpu::Isa::Auto)},
+       {Tier::Wrapped, popper::q4k::ggml::status().usable() ? popper::q4k::ggml::cpu_backend_tag() : "ggml-cpu"},
+       {Tier::Device, device == "cuda" ? (cu.usable() ? cu.backend_tag() : "cuda")
+                      : vk.usable()    ? popper::vulkan::backend_tag()
+                                       : "vulkan"},
+       {Tier::Reference, popper::cpu::backend_tag(popper::cpu::Isa::Scalar)}});
 }

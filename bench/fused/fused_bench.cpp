@@ -33,22 +33,23 @@
 #include <tuple>
 #include <vector>
 
-#include "common/suite.hpp"
+#include "common/fill.hpp"
 #include "fused/testbed.hpp"
 #include "impl/common/cpu_features.hpp"
 #include "impl/fused/fused.hpp"
 #include "impl/fused/reference.hpp"
 #include "impl/gemm/lib_blas.hpp"
+#include "popper/bench.hpp"
 #include "workloads/fused/shapes.h"
 
 namespace {
 
 using namespace popper::fused;
 namespace suite = popper::suite;
+namespace pb = popper::bench;
 namespace tb = popper::fused::testbed;
 
-enum class Tier { Wrapped, Hand };
-const char* tier_name(Tier t) { return t == Tier::Wrapped ? "wrapped" : "hand"; }
+using Tier = pb::Tier;
 
 std::vector<float> filled(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
   std::vector<float> v(n);
@@ -384,51 +385,33 @@ std::map<std::string, std::string>& verdicts() {
   return m;
 }
 
-void bench_fused(benchmark::State& state, const popper_fused_shape sh, Tier tier, int threads) {
+void bench_fused(benchmark::State& state, const pb::Case& cs) {
+  const popper_fused_shape& sh = POPPER_FUSED_SHAPES[cs.shape];
   ExecOptions o;
-  o.threads = threads;
+  o.threads = cs.threads;
   o.allocator = &bench_allocator();
   std::unique_ptr<Case> c;
-  const std::string key = std::string(sh.name) + "/" + tier_name(tier) + "/" + std::to_string(threads);
+  const std::string key = format_bench_name(cs.name());
   try {
-    c = make_case(sh, tier, o);
+    c = make_case(sh, cs.tier, o);
     auto it = verdicts().find(key);
     if (it == verdicts().end()) it = verdicts().emplace(key, c->verify()).first;
-    if (!it->second.empty()) {
-      state.SkipWithError(("incorrect: " + it->second).c_str());
-      return;
-    }
+    if (!it->second.empty()) return pb::skip(state, pb::Verdict::incorrect(it->second));
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
-    return;
+    return pb::skip(state, pb::Verdict::incorrect(std::string("threw ") + e.what()));
   }
-  // Injected slowdown (POPPER_BENCH_INJECT_SLOWDOWN) is applied centrally by popper_bench_call_hand.
-  auto timed = [&] { c->run(); };
-  for (auto _ : state) {
-    if (tier == Tier::Hand) suite::popper_bench_call_hand(timed);
-    else suite::popper_bench_call_wrapped(timed);
-  }
-  state.SetLabel(is_full(sh) && (sh.kernel == POPPER_FUSED_CE || sh.kernel >= POPPER_FUSED_ATTN_FWD)
-                     ? "verified(sampled)"
-                     : "verified");
-  state.counters["flop"] = benchmark::Counter(popper_fused_flop(&sh));
-  state.counters["bytes"] = benchmark::Counter(popper_fused_bytes(&sh));
+  const bool sampled = is_full(sh) && (sh.kernel == POPPER_FUSED_CE || sh.kernel >= POPPER_FUSED_ATTN_FWD);
+  pb::measure(state, cs, sampled ? pb::Verdict::verified("sampled") : pb::Verdict::verified(), [&] { c->run(); },
+              {.work = popper_fused_flop(&sh), .bytes = popper_fused_bytes(&sh)});
 }
 
 void register_all() {
-  const int iters = suite::fixed_iterations();
-  for (int i = 0; i < POPPER_FUSED_SHAPE_COUNT; ++i) {
-    const popper_fused_shape sh = POPPER_FUSED_SHAPES[i];
-    for (const Tier tier : {Tier::Wrapped, Tier::Hand})
-      for (const int threads : {1, 2}) {
-        const std::string name =
-            std::string("fused/") + tier_name(tier) + "/" + sh.name + "/f32/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(),
-                                               [=](benchmark::State& st) { bench_fused(st, sh, tier, threads); });
-        b->UseRealTime()->Unit(benchmark::kMillisecond);
-        if (iters > 0) b->Iterations(iters);
-      }
-  }
+  pb::Family("fused")
+      .shapes(POPPER_FUSED_SHAPES, POPPER_FUSED_SHAPE_COUNT)
+      .tiers({Tier::Wrapped, Tier::Hand})
+      .precisions({"f32"})
+      .threads({1, 2})
+      .add(bench_fused);
 }
 
 }  // namespace
@@ -442,8 +425,8 @@ int main(int argc, char** argv) {
     return probe.core_name();
   }();
   for (auto& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return suite::run_suite(
+  return pb::run_suite(
       argc, argv,
-      {{"wrapped", "cpu:" + std::string(popper::cpu::to_string(popper::cpu::auto_isa())) + "+openblas:" + core},
-       {"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
+      {{Tier::Wrapped, "cpu:" + std::string(popper::cpu::to_string(popper::cpu::auto_isa())) + "+openblas:" + core},
+       {Tier::Hand, popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
 }

@@ -28,10 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "common/suite.hpp"
+#include "common/fill.hpp"
 #include "gemm/testbed.hpp"
 #include "impl/common/device.hpp"
 #include "impl/gemm/cuda_gemm.hpp"
+#include "popper/bench.hpp"
 #include "workloads/gemm/shapes.h"
 
 namespace popper::gemm::bench_device {
@@ -39,13 +40,15 @@ namespace {
 
 namespace cu = popper::gemm::cuda;
 namespace suite = popper::suite;
+namespace pb = popper::bench;
 
 constexpr int kBatch = 8;
 
-enum class Tier { Wrapped, Hand };
 enum class Input { F32, F16, BF16 };
 
-const char* input_name(Input in) { return in == Input::F32 ? "f32" : in == Input::F16 ? "f16" : "bf16"; }
+Input input_of(const std::string& precision) {
+  return precision == "f32" ? Input::F32 : precision == "f16" ? Input::F16 : Input::BF16;
+}
 
 GemmShape row_major(const popper_gemm_shape& sh) {
   GemmShape s;
@@ -77,12 +80,12 @@ struct Operand {
   }
 };
 
-void bench_gemm_device(benchmark::State& state, Tier tier, Input in, popper_gemm_shape sh) {
+void bench_gemm_device(benchmark::State& state, const pb::Case& cs) {
   const auto& status = popper::device::cuda_status();
-  if (!status.usable()) {
-    state.SkipWithError(("not_run: no usable CUDA device: " + status.reason).c_str());
-    return;
-  }
+  if (!status.usable()) return pb::skip(state, pb::Verdict::not_run("no usable CUDA device: " + status.reason));
+  const popper_gemm_shape sh = POPPER_GEMM_SHAPES[cs.shape];
+  const Input in = input_of(cs.precision);
+  const bool wrapped = cs.tier == pb::Tier::Wrapped;
   const GemmShape s = row_major(sh);
   const std::size_t m = std::size_t(sh.m), n = std::size_t(sh.n), k = std::size_t(sh.k);
   std::string label;
@@ -94,15 +97,15 @@ void bench_gemm_device(benchmark::State& state, Tier tier, Input in, popper_gemm
     auto gemm = [&] {
       switch (in) {
         case Input::F32:
-          if (tier == Tier::Wrapped) ctx.gemm_f32_device(s, 1.0f, a.f32->cspan(), b.f32->cspan(), 0.0f, c.span());
+          if (wrapped) ctx.gemm_f32_device(s, 1.0f, a.f32->cspan(), b.f32->cspan(), 0.0f, c.span());
           else cu::hand_gemm_f32_device(s, 1.0f, a.f32->cspan(), b.f32->cspan(), 0.0f, c.span(), stream);
           break;
         case Input::F16:
-          if (tier == Tier::Wrapped) ctx.gemm_f16_device(s, 1.0f, a.bits->cspan(), b.bits->cspan(), 0.0f, c.span());
+          if (wrapped) ctx.gemm_f16_device(s, 1.0f, a.bits->cspan(), b.bits->cspan(), 0.0f, c.span());
           else cu::hand_gemm_f16_device(s, 1.0f, a.bits->cspan(), b.bits->cspan(), 0.0f, c.span(), stream);
           break;
         case Input::BF16:
-          if (tier == Tier::Wrapped) ctx.gemm_bf16_device(s, 1.0f, a.bits->cspan(), b.bits->cspan(), 0.0f, c.span());
+          if (wrapped) ctx.gemm_bf16_device(s, 1.0f, a.bits->cspan(), b.bits->cspan(), 0.0f, c.span());
           else cu::hand_gemm_bf16_device(s, 1.0f, a.bits->cspan(), b.bits->cspan(), 0.0f, c.span(), stream);
           break;
       }
@@ -114,10 +117,7 @@ void bench_gemm_device(benchmark::State& state, Tier tier, Input in, popper_gemm
     const auto chk = popper::gemm::testbed::check_product_entries<float>(sh.m, sh.n, sh.k, a.host, b.host, out,
                                                                          popper_gemm_check_samples(sh.m, sh.n, sh.k),
                                                                          in == Input::F32 ? 1.0 : 2.0);
-    if (!chk.ok) {
-      state.SkipWithError(chk.verdict().c_str());
-      return;
-    }
+    if (!chk.ok) return pb::skip(state, pb::Verdict::parse(chk.verdict()));
     label = chk.verdict();
 
     auto batch = [&] {
@@ -126,13 +126,11 @@ void bench_gemm_device(benchmark::State& state, Tier tier, Input in, popper_gemm
     cu::StreamTimer timer(stream);
     for (auto _ : state) {
       timer.start();
-      if (tier == Tier::Hand) suite::popper_bench_call_hand(batch);
-      else suite::popper_bench_call_wrapped(batch);
+      pb::call_tier(cs.tier, batch);
       state.SetIterationTime(timer.stop_seconds());
     }
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
-    return;
+    return pb::skip(state, pb::Verdict::incorrect(std::string("threw ") + e.what()));
   }
   const double in_bytes = in == Input::F32 ? 4.0 : 2.0;
   state.SetLabel(label + "; batch of " + std::to_string(kBatch) + " GEMMs an iteration");
@@ -147,19 +145,14 @@ std::string requested_device() {
   return v ? std::string(v) : std::string();
 }
 
-void register_device_tiers(int fixed_iterations) {
-  for (int i = 0; i < POPPER_GEMM_SHAPE_COUNT; ++i) {
-    const popper_gemm_shape sh = POPPER_GEMM_SHAPES[i];
-    for (const Tier tier : {Tier::Wrapped, Tier::Hand})
-      for (const Input in : {Input::F32, Input::F16, Input::BF16}) {
-        const std::string name = std::string("gemm/") + (tier == Tier::Hand ? "hand" : "wrapped") + "/" + sh.name +
-                                 "/" + input_name(in) + "/threads:1";
-        auto* b = benchmark::RegisterBenchmark(name.c_str(),
-                                               [=](benchmark::State& st) { bench_gemm_device(st, tier, in, sh); });
-        b->UseManualTime()->Unit(benchmark::kMillisecond);
-        if (fixed_iterations > 0) b->Iterations(fixed_iterations);
-      }
-  }
+void register_device_tiers() {
+  pb::Family("gemm")
+      .shapes(POPPER_GEMM_SHAPES, POPPER_GEMM_SHAPE_COUNT)
+      .tiers({pb::Tier::Wrapped, pb::Tier::Hand})
+      .precisions({"f32", "f16", "bf16"})
+      .threads({1})
+      .manual_time()
+      .add(bench_gemm_device);
 }
 
 std::string hand_backend() { return popper::device::cuda_status().backend_tag(); }

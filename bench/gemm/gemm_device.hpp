@@ -10,7 +10,7 @@ namespace popper::gemm::bench_device {
 std::string requested_device();
 
 // Registers gemm/{wrapped,hand}/<shape>/{f32,f16,bf16}/threads:1 on the device.
-void register_device_tiers(int fixed_iterations);
+void register_device_tiers();
 
 // The backends the device rows are tagged with: cuBLAS and the hand kernels
 // on "cuda:sm_XX" ("cuda" when no device is usable: the rows are then skipped).

@@ -20,34 +20,17 @@
 #include <memory>
 #include <string>
 
-#include "common/suite.hpp"
 #include "impl/nsa/nsa.hpp"
 #include "nsa/testbed.hpp"
+#include "popper/bench.hpp"
 #include "workloads/nsa/generate.h"
 #include "workloads/nsa/shapes.h"
 
 namespace {
 
 using namespace popper::nsa;
-namespace suite = popper::suite;
+namespace pb = popper::bench;
 namespace tb = popper::nsa::testbed;
-
-enum class Tier { Wrapped, Hand, Pack, Reference };
-
-const char* tier_name(Tier t) {
-  switch (t) {
-    case Tier::Wrapped: return "wrapped";
-    case Tier::Hand: return "hand";
-    case Tier::Pack: return "pack";
-    case Tier::Reference: return "reference";
-  }
-  return "?";
-}
-
-[[gnu::noinline]] void popper_bench_call_pack(const std::function<void()>& f) {
-  f();
-  benchmark::ClobberMemory();
-}
 
 struct Fixture {
   std::string name;
@@ -81,20 +64,24 @@ std::shared_ptr<Fixture> fixture_for(const popper_nsa_shape& s) {
   return f;
 }
 
-void bench_nsa(benchmark::State& state, Tier tier, popper_nsa_shape sh, int threads) {
+void bench_nsa(benchmark::State& state, const pb::Case& c) {
+  const popper_nsa_shape& sh = POPPER_NSA_SHAPES[c.shape];
+  const int threads = c.threads;
   const auto f = fixture_for(sh);
   const auto& w = f->w;
   std::vector<float> o(w.o_size()), lse(w.lse_size());
   auto run = [&](const tb::Workload& x, std::span<float> out_o, std::span<float> out_lse) {
-    switch (tier) {
-      case Tier::Wrapped: selection_attention_fallback(x.problem(), {out_o, out_lse}, FallbackOptions{threads}); break;
-      case Tier::Hand: selection_attention_hand(x.problem(), {out_o, out_lse}, HandOptions{threads}); break;
-      case Tier::Reference: {
+    switch (c.tier) {
+      case pb::Tier::Wrapped:
+        selection_attention_fallback(x.problem(), {out_o, out_lse}, FallbackOptions{threads});
+        break;
+      case pb::Tier::Hand: selection_attention_hand(x.problem(), {out_o, out_lse}, HandOptions{threads}); break;
+      case pb::Tier::Reference: {
         const auto r = reference::selection_attention(x.problem());
         for (std::size_t i = 0; i < r.o.size(); ++i) out_o[i] = static_cast<float>(r.o[i]);
         break;
       }
-      case Tier::Pack: break;
+      default: break;
     }
   };
   auto pack = [&] {
@@ -102,68 +89,51 @@ void bench_nsa(benchmark::State& state, Tier tier, popper_nsa_shape sh, int thre
     SpanPack spans = pack_explicit_spans(packed.batch(), 1, f->span_offsets, f->spans);
     return std::make_pair(std::move(packed), std::move(spans));
   };
-  std::string label;
+  pb::Verdict v;
   try {
-    if (tier == Tier::Pack) {
+    if (c.tier == pb::Tier::Pack) {
       const auto [packed, spans] = pack();
       const bool same = packed.cu_seqlens_q == w.cu_q && packed.cu_seqlens_k == w.cu_k && packed.k == w.k &&
                         packed.q == w.q && packed.v == w.v && spans.offsets == w.pack.offsets &&
                         spans.spans.size() == w.pack.spans.size();
-      if (!same) {
-        state.SkipWithError("incorrect: the packed batch differs from the workload");
-        return;
-      }
-      label = "verified";
+      v = same ? pb::Verdict::verified() : pb::Verdict::incorrect("the packed batch differs from the workload");
     } else {
       run(w, o, lse);
-      if (tier == Tier::Reference) {
-        label = "not_verified: the reference is the oracle";
+      if (c.tier == pb::Tier::Reference) {
+        v = pb::Verdict::not_verified("the reference is the oracle");
       } else {
         const auto acc = tb::compare(w.problem(), o, lse, tb::spread_rows(w.cu_q.back(), 8), 2.0);
-        if (!acc.within_bound || acc.mae > 1e-3 || !(acc.out_abs_sum > 0)) {
-          state.SkipWithError(("incorrect: " + acc.describe()).c_str());
-          return;
-        }
-        label = "verified(sampled 8 rows)";
+        const bool ok = acc.within_bound && acc.mae <= 1e-3 && acc.out_abs_sum > 0;
+        v = ok ? pb::Verdict::verified("sampled 8 rows") : pb::Verdict::incorrect(acc.describe());
       }
     }
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
-    return;
+    v = pb::Verdict::incorrect(std::string("threw ") + e.what());
   }
   // Injected slowdown lives in popper_bench_call_hand (whole extra calls), not here.
-  auto timed = [&] { run(w, o, lse); };
-  for (auto _ : state) {
-    switch (tier) {
-      case Tier::Wrapped: suite::popper_bench_call_wrapped(timed); break;
-      case Tier::Hand: suite::popper_bench_call_hand(timed); break;
-      case Tier::Reference: suite::popper_bench_call_reference(timed); break;
-      case Tier::Pack: popper_bench_call_pack([&] { benchmark::DoNotOptimize(pack()); }); break;
-    }
-  }
-  state.SetLabel(label);
+  auto timed = [&] {
+    if (c.tier == pb::Tier::Pack) benchmark::DoNotOptimize(pack());
+    else run(w, o, lse);
+  };
   const double packed_bytes = 2.0 * double(w.q.size() + w.k.size() + w.v.size());
-  state.counters["flop"] = benchmark::Counter(tier == Tier::Pack ? 0.0 : popper_nsa_flop(&sh));
-  state.counters["bytes"] = benchmark::Counter(tier == Tier::Pack ? packed_bytes : popper_nsa_bytes(&sh));
+  const bool pack_tier = c.tier == pb::Tier::Pack;
+  pb::measure(
+      state, c, v, timed,
+      {.work = pack_tier ? 0.0 : popper_nsa_flop(&sh), .bytes = pack_tier ? packed_bytes : popper_nsa_bytes(&sh)});
 }
 
 void register_all() {
-  const int iters = suite::fixed_iterations();
-  for (int i = 0; i < POPPER_NSA_SHAPE_COUNT; ++i) {
-    const popper_nsa_shape sh = POPPER_NSA_SHAPES[i];
-    const bool gate = std::string(sh.set) == "gate";
-    for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Pack, Tier::Reference})
-      for (int threads : {1, 2}) {
-        if (tier == Tier::Reference && (!gate || threads != 1)) continue;  // FP64 scalar: small shapes, one thread
-        if (tier == Tier::Pack && threads != 1) continue;                  // packing is single-threaded
-        const std::string name =
-            std::string("nsa/") + tier_name(tier) + "/" + sh.name + "/bf16/threads:" + std::to_string(threads);
-        auto* b =
-            benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { bench_nsa(s, tier, sh, threads); });
-        b->UseRealTime()->Unit(benchmark::kMillisecond);
-        if (iters > 0) b->Iterations(iters);
-      }
-  }
+  pb::Family("nsa")
+      .shapes(POPPER_NSA_SHAPES, POPPER_NSA_SHAPE_COUNT)
+      .tiers({pb::Tier::Wrapped, pb::Tier::Hand, pb::Tier::Pack, pb::Tier::Reference})
+      .precisions({"bf16"})
+      .threads({1, 2})
+      .where([](const pb::Case& c) {
+        if (c.tier == pb::Tier::Reference)  // FP64 scalar: gate shapes, one thread
+          return std::string(POPPER_NSA_SHAPES[c.shape].set) == "gate" && c.threads == 1;
+        return c.tier != pb::Tier::Pack || c.threads == 1;  // packing is single-threaded
+      })
+      .add(bench_nsa);
 }
 
 }  // namespace
@@ -177,6 +147,9 @@ int main(int argc, char** argv) {
     hand = selection_attention_hand(w.problem(), {o, {}}).backend;
     wrapped = selection_attention_fallback(w.problem(), {o, {}}).backend;
   }
-  return suite::run_suite(argc, argv,
-                          {{"hand", hand}, {"wrapped", wrapped}, {"pack", "cpu:memcpy"}, {"reference", "reference"}});
+  return pb::run_suite(argc, argv,
+                       {{pb::Tier::Hand, hand},
+                        {pb::Tier::Wrapped, wrapped},
+                        {pb::Tier::Pack, "cpu:memcpy"},
+                        {pb::Tier::Reference, "reference"}});
 }

@@ -14,6 +14,7 @@
 // faster than this machine can read the same bytes on the same threads is
 // reported "invalid: ..." (the row then counts as incorrect).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,12 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "common/suite.hpp"
+#include "common/fill.hpp"
 #include "common/read_bandwidth.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/cpu_q4k.hpp"
 #include "impl/q4k/lib_ggml.hpp"
 #include "impl/q4k/reference.hpp"
+#include "popper/bench.hpp"
 #include "popper/error.hpp"
 #include "q4k/testbed.hpp"
 #include "workloads/q4k/shapes.h"
@@ -37,18 +39,14 @@
 namespace {
 
 namespace suite = popper::suite;
+namespace pb = popper::bench;
 namespace q4k = popper::q4k;
 namespace tb = popper::q4k::testbed;
 using Clock = std::chrono::steady_clock;
 
-enum class Tier { Wrapped, Hand, Reference };
-const char* tier_name(Tier t) { return t == Tier::Wrapped ? "wrapped" : t == Tier::Hand ? "hand" : "reference"; }
+using Tier = pb::Tier;
 
 bool is_gate(const popper_q4k_shape& s) { return std::strcmp(s.set, "gate") == 0; }
-
-std::string benchmark_name(Tier tier, const popper_q4k_shape& sh, int threads) {
-  return std::string("q4k/") + tier_name(tier) + "/" + sh.name + "/q4k/threads:" + std::to_string(threads);
-}
 
 struct Inputs {
   q4k::Matrix w;
@@ -78,11 +76,13 @@ struct Fixture {
   std::vector<float> y;  // the tier's output (the reference's in yd)
   std::vector<double> yd;
   std::vector<double> read;  // the bound's probe, taken before the kernel existed
-  std::string label;         // "verified(...)", or why the tier is not timed
-  bool timeable = false;
+  pb::Verdict verdict;
 };
 
-std::unique_ptr<Fixture> build_fixture(const std::string& name, Tier tier, const popper_q4k_shape& sh, int threads) {
+std::unique_ptr<Fixture> build_fixture(const std::string& name, const pb::Case& c) {
+  const Tier tier = c.tier;
+  const int threads = c.threads;
+  const popper_q4k_shape& sh = POPPER_Q4K_SHAPES[c.shape];
   auto f = std::make_unique<Fixture>();
   f->name = name;
   const auto rows = std::int64_t(sh.rows), cols = std::int64_t(sh.cols);
@@ -98,12 +98,11 @@ std::unique_ptr<Fixture> build_fixture(const std::string& name, Tier tier, const
       f->mv = std::make_unique<q4k::ggml::CpuMatVec>(f->in.w.blocks, rows, cols, threads, true);
     if (tier == Tier::Hand) f->packed = q4k::cpu::PackedWeights(f->in.w.blocks, rows, cols);
   } catch (const popper::Unsupported& e) {
-    f->label = std::string("not_run: ") + e.what();
+    f->verdict = pb::Verdict::not_run(e.what());
     return f;
   }
   if (tier == Tier::Reference) {
-    f->label = "not_verified: the reference is the oracle";
-    f->timeable = true;
+    f->verdict = pb::Verdict::not_verified("the reference is the oracle");
     return f;
   }
   try {
@@ -117,62 +116,50 @@ std::unique_ptr<Fixture> build_fixture(const std::string& name, Tier tier, const
     std::vector<float> ys;
     for (auto r : sample) ys.push_back(y[std::size_t(r)]);
     if (tier == Tier::Hand) {
-      const auto c = tb::compare(ys, stats, [&](std::size_t k) { return tb::hand_bound(stats, k, cols); });
-      if (!c.ok) {
-        f->label = "incorrect: " + c.message;
+      const auto cmp = tb::compare(ys, stats, [&](std::size_t k) { return tb::hand_bound(stats, k, cols); });
+      if (!cmp.ok) {
+        f->verdict = pb::Verdict::incorrect(cmp.message);
         return f;
       }
     }
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "verified(err %.2e%s)", tb::scaled_error(ys, stats),
-                  sample.size() < std::size_t(rows) ? " sampled 256 rows" : "");
-    f->label = buf;
-    f->timeable = true;
+    f->verdict = pb::Verdict::verified(fmt::format("err {:.2e}{}", tb::scaled_error(ys, stats),
+                                                   sample.size() < std::size_t(rows) ? " sampled 256 rows" : ""));
   } catch (const std::exception& e) {
-    f->label = std::string("incorrect: threw ") + e.what();
+    f->verdict = pb::Verdict::incorrect(std::string("threw ") + e.what());
   }
   return f;
 }
 
-void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int threads) {
+void bench_q4k(benchmark::State& state, const pb::Case& c) {
   static std::unique_ptr<Fixture> kept;
-  const std::string name = benchmark_name(tier, sh, threads);
+  const popper_q4k_shape& sh = POPPER_Q4K_SHAPES[c.shape];
+  const Tier tier = c.tier;
+  const int threads = c.threads;
+  const std::string name = format_bench_name(c.name());
   if (!kept || kept->name != name) {
     kept.reset();  // the previous benchmark's operands go before this one's are built
-    kept = build_fixture(name, tier, sh, threads);
+    kept = build_fixture(name, c);
   }
   Fixture& f = *kept;
-  if (!f.timeable) {
-    state.SkipWithError(f.label.c_str());
-    return;
-  }
+  if (!pb::timeable(f.verdict)) return pb::skip(state, f.verdict);
   const auto rows = std::int64_t(sh.rows), cols = std::int64_t(sh.cols);
   const q4k::cpu::CpuOptions opts{threads, q4k::cpu::Isa::Auto};
   auto timed = [&] {  // the injected slowdown is popper_bench_call_hand's
     switch (tier) {
       case Tier::Wrapped: f.mv->run(f.in.x, f.y); break;
       case Tier::Hand: q4k::cpu::gemv(f.packed, f.in.x, f.y, opts); break;
-      case Tier::Reference: q4k::reference::gemv(f.in.w.blocks, rows, cols, f.in.x, f.yd); break;
+      default: q4k::reference::gemv(f.in.w.blocks, rows, cols, f.in.x, f.yd); break;
     }
   };
   const auto t0 = Clock::now();
-  for (auto _ : state) {
-    switch (tier) {
-      case Tier::Wrapped: suite::popper_bench_call_wrapped(timed); break;
-      case Tier::Hand: suite::popper_bench_call_hand(timed); break;
-      case Tier::Reference: suite::popper_bench_call_reference(timed); break;
-    }
-  }
+  for (auto _ : state) pb::call_tier(tier, timed);
   const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
   const double sample[1] = {per_iter};
   const double bytes = q4k::gemv_bytes(rows, cols);
   const auto verdict = suite::judge_read_bound(bytes, sample, f.read, std::size_t(bytes), threads,
                                                suite::ProbeAfterTiming::only_above_bound);
-  if (!verdict.valid) {
-    state.SkipWithError(verdict.text.c_str());
-    return;
-  }
-  state.SetLabel(f.label);
+  if (!verdict.valid) return pb::skip(state, pb::Verdict::parse(verdict.text, true));
+  state.SetLabel(f.verdict.label);
   state.counters["flop"] = benchmark::Counter(2.0 * double(rows) * double(cols));
   state.counters["bytes"] = benchmark::Counter(bytes);
   // The fastest this footprint was read on these threads: the report's bound
@@ -181,29 +168,25 @@ void bench_q4k(benchmark::State& state, Tier tier, popper_q4k_shape sh, int thre
 }
 
 void register_all() {
-  const int iters = suite::fixed_iterations();
-  for (int i = 0; i < POPPER_Q4K_SHAPE_COUNT; ++i) {
-    const popper_q4k_shape sh = POPPER_Q4K_SHAPES[i];
-    for (Tier tier : {Tier::Wrapped, Tier::Hand, Tier::Reference}) {
-      if (tier == Tier::Reference && !is_gate(sh)) continue;  // FP64 scalar: small shapes only
-      for (int threads : {1, 2}) {
-        if (tier == Tier::Reference && threads != 1) continue;
-        auto* b = benchmark::RegisterBenchmark(benchmark_name(tier, sh, threads).c_str(),
-                                               [=](benchmark::State& s) { bench_q4k(s, tier, sh, threads); });
-        b->UseRealTime()->Unit(benchmark::kMillisecond);
-        if (iters > 0) b->Iterations(iters);
-      }
-    }
-  }
+  pb::Family("q4k")
+      .shapes(POPPER_Q4K_SHAPES, POPPER_Q4K_SHAPE_COUNT)
+      .tiers({Tier::Wrapped, Tier::Hand, Tier::Reference})
+      .precisions({"q4k"})
+      .threads({1, 2})
+      // The reference is FP64 scalar: gate shapes, one thread.
+      .where([](const pb::Case& c) {
+        return c.tier != Tier::Reference || (is_gate(POPPER_Q4K_SHAPES[c.shape]) && c.threads == 1);
+      })
+      .add(bench_q4k);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   register_all();
-  return suite::run_suite(
+  return pb::run_suite(
       argc, argv,
-      {{"wrapped", q4k::ggml::status().usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu"},
-       {"hand", q4k::cpu::backend_tag(q4k::cpu::Isa::Auto)},
-       {"reference", "reference"}});
+      {{Tier::Wrapped, q4k::ggml::status().usable() ? q4k::ggml::cpu_backend_tag() + "+repack" : "ggml-cpu"},
+       {Tier::Hand, q4k::cpu::backend_tag(q4k::cpu::Isa::Auto)},
+       {Tier::Reference, "reference"}});
 }

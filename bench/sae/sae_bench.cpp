@@ -14,6 +14,7 @@
 // which favours the dense route); the dense solve times form + factor + solve.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
@@ -23,16 +24,16 @@
 #include <memory>
 #include <string>
 
-#include "common/suite.hpp"
 #include "impl/common/cpu_features.hpp"
 #include "impl/sae/lib_dense_route.hpp"
 #include "impl/sae/row_pool.hpp"
 #include "impl/sae/schur_pcg.hpp"
+#include "popper/bench.hpp"
 #include "workloads/sae/generate.h"
 #include "workloads/sae/shapes.h"
 
 namespace {
-namespace suite = popper::suite;
+namespace pb = popper::bench;
 using namespace popper::sae;
 
 constexpr double kRho = SAE_RHO;
@@ -126,42 +127,28 @@ dense_route::DenseSchurMatrix* dense_for(const sae_shape& sh, std::string& why) 
   return slot.get();
 }
 
-std::string fmt_err(const char* what, double err, double bound) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%s: %.3e > %.3e", what, err, bound);
-  return buf;
-}
-
-void bench_apply(benchmark::State& state, const sae_shape& sh, bool hand, int threads) {
+void bench_apply(benchmark::State& state, const pb::Case& c) {
+  const sae_shape& sh = sae_shapes[c.shape];
+  const int threads = c.threads;
   Fixture& f = fixture(sh);
   const SaeSchurSystem& sys = *f.sys;
   const double dim = double(sys.dim());
   std::vector<double> y(sys.dim()), y_other(sys.dim());
-  std::string why, label;
+  std::string why;
+  pb::Verdict v;
   state.counters["items"] = benchmark::Counter(double(sh.rows));
-  if (!hand) {
+  if (c.tier == pb::Tier::Wrapped) {
     openblas_set_num_threads(threads);
     dense_route::DenseSchurMatrix* d = dense_for(sh, why);
-    if (!d) {
-      state.SkipWithError(("not_run: " + why).c_str());
-      return;
-    }
+    if (!d) return pb::skip(state, pb::Verdict::not_run(why));
     d->apply(f.x, y);
     sys.apply(f.x, y_other, 1u);                    // the matrix-free route: an independent implementation
     const double bound = 1e-8 * inf_norm(y_other);  // rounding is ~1e-14 relative; this catches wrong math only
     const double err = max_abs_diff(y, y_other);
-    if (!(err <= bound)) {
-      state.SkipWithError(("incorrect: " + fmt_err("|dense - matrix-free|", err, bound)).c_str());
-      return;
-    }
-    for (auto _ : state) {
-      auto call = [&] { d->apply(f.x, y); };
-      suite::popper_bench_call_wrapped(call);
-    }
-    state.SetLabel("verified");
-    state.counters["flop"] = benchmark::Counter(2 * dim * dim);
-    state.counters["bytes"] = benchmark::Counter(4 * dim * dim + 16 * dim);  // lower triangle of A + x, y
+    v = err <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("|dense - matrix-free|", err, bound);
     state.counters["bytes_resident"] = benchmark::Counter(double(d->resident_bytes()));
+    // bytes: the lower triangle of A, x and y.
+    pb::measure(state, c, v, [&] { d->apply(f.x, y); }, {.work = 2 * dim * dim, .bytes = 4 * dim * dim + 16 * dim});
     return;
   }
   RowThreadPool pool(static_cast<unsigned>(threads));
@@ -171,34 +158,24 @@ void bench_apply(benchmark::State& state, const sae_shape& sh, bool hand, int th
     d->apply(f.x, y_other);
     const double bound = 1e-8 * inf_norm(y_other);
     const double err = max_abs_diff(y, y_other);
-    if (!(err <= bound)) {
-      state.SkipWithError(("incorrect: " + fmt_err("|matrix-free - dense|", err, bound)).c_str());
-      return;
-    }
-    label = "verified";
+    v = err <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("|matrix-free - dense|", err, bound);
   } else {
     // No dense oracle fits: check against the serial row-by-row path (schur_row_apply).
     for (std::size_t e = 0; e < sys.dim(); ++e) y_other[e] = sys.rho() * f.x[e];
     SchurScratch scratch;
     for (std::size_t i = 0; i < sys.rows().rows(); ++i)
       schur_row_apply(sys.rows(), *sys.factors(), i, f.x, y_other, scratch);
-    if (std::memcmp(y.data(), y_other.data(), y.size() * sizeof(double)) != 0) {
-      state.SkipWithError("incorrect: threaded apply differs from the serial row path");
-      return;
-    }
-    label = "not_verified: dense oracle over budget; bit-identical to serial schur_row_apply";
+    v = std::memcmp(y.data(), y_other.data(), y.size() * sizeof(double)) == 0
+            ? pb::Verdict::not_verified("dense oracle over budget; bit-identical to serial schur_row_apply")
+            : pb::Verdict::incorrect("threaded apply differs from the serial row path");
   }
-  for (auto _ : state) {
-    auto call = [&] { sys.apply(f.x, y, pool); };
-    suite::popper_bench_call_hand(call);
-  }
-  state.SetLabel(label);
-  state.counters["flop"] = benchmark::Counter(f.apply_flop);
-  state.counters["bytes"] = benchmark::Counter(f.apply_bytes);
   state.counters["bytes_resident"] = benchmark::Counter(f.resident);
+  pb::measure(state, c, v, [&] { sys.apply(f.x, y, pool); }, {.work = f.apply_flop, .bytes = f.apply_bytes});
 }
 
-void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int threads) {
+void bench_solve(benchmark::State& state, const pb::Case& c) {
+  const sae_shape& sh = sae_shapes[c.shape];
+  const int threads = c.threads;
   Fixture& f = fixture(sh);
   const SaeSchurSystem& sys = *f.sys;
   const double dim = double(sys.dim());
@@ -212,15 +189,12 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
     for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = f.b[e] - ax[e];
     return norm2(ax) / norm2(f.b);
   };
-  if (!hand) {
-    if (!dense_fits) {
-      char buf[200];
-      std::snprintf(
-          buf, sizeof buf, "not_run: dense solve would need %.2f GiB and %.3g flop (budgets %.0f GiB, %.0e flop)",
-          gib(dense_route::dense_bytes(sys.dim())), dense_flop, gib(SAE_DENSE_MAX_BYTES), SAE_DENSE_MAX_SOLVE_FLOP);
-      state.SkipWithError(buf);
-      return;
-    }
+  if (c.tier == pb::Tier::Wrapped) {
+    if (!dense_fits)
+      return pb::skip(state, pb::Verdict::not_run(fmt::format(
+                                 "dense solve would need {:.2f} GiB and {:.3g} flop (budgets {:.0f} GiB, {:.0e} flop)",
+                                 gib(dense_route::dense_bytes(sys.dim())), dense_flop, gib(SAE_DENSE_MAX_BYTES),
+                                 SAE_DENSE_MAX_SOLVE_FLOP)));
     openblas_set_num_threads(threads);
     auto run = [&] {
       auto d = dense_route::DenseSchurMatrix::form(sys, SAE_DENSE_MAX_BYTES);
@@ -229,15 +203,11 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
     run();
     // A backward-stable Cholesky leaves a residual ~ dim * eps * kappa-free; 1e-8 is far above it.
     const double res = residual(x);
-    if (!(res <= 1e-8)) {
-      state.SkipWithError(("incorrect: " + fmt_err("dense solve residual (matrix-free apply)", res, 1e-8)).c_str());
-      return;
-    }
-    for (auto _ : state) suite::popper_bench_call_wrapped(run);
-    state.SetLabel("verified");
-    state.counters["flop"] = benchmark::Counter(dense_flop);
-    state.counters["bytes"] = benchmark::Counter(8 * dim * dim * 3);  // form, factor, solve each sweep A
+    const pb::Verdict v = res <= 1e-8 ? pb::Verdict::verified()
+                                      : pb::Verdict::incorrect("dense solve residual (matrix-free apply)", res, 1e-8);
     state.counters["bytes_resident"] = benchmark::Counter(dense_route::dense_bytes(sys.dim()));
+    // bytes: form, factor and solve each sweep A.
+    pb::measure(state, c, v, run, {.work = dense_flop, .bytes = 8 * dim * dim * 3});
     return;
   }
   PcgOptions opt;
@@ -245,11 +215,10 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
   opt.max_iterations = 5000;
   opt.threads = static_cast<unsigned>(threads);
   PcgReport rep = solve_schur_pcg(sys, f.b, x, opt);
-  if (!rep.converged) {
-    state.SkipWithError(("incorrect: PCG did not converge, residual " + std::to_string(rep.rel_residual)).c_str());
-    return;
-  }
-  std::string label;
+  if (!rep.converged)
+    return pb::skip(state,
+                    pb::Verdict::incorrect(fmt::format("PCG did not converge, residual {:.3e}", rep.rel_residual)));
+  pb::Verdict v;
   std::string why;
   if (dense_route::DenseSchurMatrix* d = dense_for(sh, why)) {
     // Independent check: the residual through the dense CBLAS matrix.
@@ -258,57 +227,40 @@ void bench_solve(benchmark::State& state, const sae_shape& sh, bool hand, int th
     for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = f.b[e] - ax[e];
     const double res = norm2(ax) / norm2(f.b);
     const double bound = kSolveTol * (1 + 1e-6) + 4 * dim * kEps;
-    if (!(res <= bound)) {
-      state.SkipWithError(("incorrect: " + fmt_err("PCG residual through dense A", res, bound)).c_str());
-      return;
-    }
-    label = "verified";
+    v = res <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("PCG residual through dense A", res, bound);
   } else {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "not_verified: dense oracle over budget; matrix-free true residual %.3e",
-                  rep.rel_residual);
-    label = buf;
+    v = pb::Verdict::not_verified(
+        fmt::format("dense oracle over budget; matrix-free true residual {:.3e}", rep.rel_residual));
   }
-  for (auto _ : state) {
-    auto call = [&] { rep = solve_schur_pcg(sys, f.b, x, opt); };
-    suite::popper_bench_call_hand(call);
-  }
-  state.SetLabel(label);
-  state.counters["iterations_pcg"] = benchmark::Counter(double(rep.iterations));
-  state.counters["flop"] = benchmark::Counter(double(rep.iterations + 2) * f.apply_flop + f.diag_flop);
+  // The iteration count of the first solve: every timed solve starts from the same x and b.
   const double passes = f.apply_bytes > kLlcFloor ? double(rep.iterations + 2) : 1.0;
-  state.counters["bytes"] = benchmark::Counter(passes * f.apply_bytes);
+  state.counters["iterations_pcg"] = benchmark::Counter(double(rep.iterations));
   state.counters["bytes_resident"] = benchmark::Counter(f.resident);
+  pb::measure(state, c, v, [&] { rep = solve_schur_pcg(sys, f.b, x, opt); },
+              {.work = double(rep.iterations + 2) * f.apply_flop + f.diag_flop, .bytes = passes * f.apply_bytes});
 }
 
 void register_all() {
-  const int iters = suite::fixed_iterations();
-  for (int i = 0; i < sae_shape_count; ++i) {
-    const sae_shape sh = sae_shapes[i];
-    for (bool hand : {false, true}) {
-      for (int threads : {1, 2}) {
-        const std::string name = std::string("sae/") + (hand ? "hand" : "wrapped") + "/" + sh.name +
-                                 "/f64/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-          try {
-            if (sh.op == SAE_OP_APPLY) bench_apply(s, sh, hand, threads);
-            else bench_solve(s, sh, hand, threads);
-          } catch (const std::bad_alloc&) {
-            s.SkipWithError("not_run: out of memory");
-          }
-        });
-        b->UseRealTime()->Unit(benchmark::kMillisecond);
-        if (iters > 0) b->Iterations(iters);
-      }
-    }
-  }
+  pb::Family("sae")
+      .shapes(sae_shapes, sae_shape_count)
+      .tiers({pb::Tier::Wrapped, pb::Tier::Hand})
+      .precisions({"f64"})
+      .threads({1, 2})
+      .add([](benchmark::State& st, const pb::Case& c) {
+        try {
+          if (sae_shapes[c.shape].op == SAE_OP_APPLY) bench_apply(st, c);
+          else bench_solve(st, c);
+        } catch (const std::bad_alloc&) {
+          pb::skip(st, pb::Verdict::not_run("out of memory"));
+        }
+      });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   register_all();
-  return suite::run_suite(argc, argv,
-                          {{"wrapped", std::string("openblas:") + openblas_get_corename()},
-                           {"hand", popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
+  return pb::run_suite(argc, argv,
+                       {{pb::Tier::Wrapped, std::string("openblas:") + openblas_get_corename()},
+                        {pb::Tier::Hand, popper::cpu::backend_tag(popper::cpu::Isa::Auto)}});
 }

@@ -22,18 +22,16 @@
 #include <memory>
 #include <string>
 
-#include "common/suite.hpp"
 #include "impl/train/train.hpp"
-#include "workloads/train/shapes.h"
+#include "popper/bench.hpp"
 #include "train/testbed.hpp"
+#include "workloads/train/shapes.h"
 
 namespace {
 
 using namespace popper::train;
-namespace suite = popper::suite;
+namespace pb = popper::bench;
 namespace trace = popper::trace;
-
-const char* tier_name(Backend b) { return b == Backend::Hand ? "hand" : "wrapped"; }
 
 // "" when the tier's step is right on tiny (FP64 oracle) and finite on the timed shape.
 std::string verify(const popper_train_shape& sh, const StepOptions& o) {
@@ -62,26 +60,23 @@ std::map<std::string, std::string>& verdicts() {
   return m;
 }
 
-void bench_step(benchmark::State& state, const popper_train_shape sh, Backend backend, int threads) {
-  const StepOptions o{backend, threads, popper::cpu::Isa::Auto};
-  const std::string key = std::string(sh.name) + "/" + tier_name(backend) + "/" + std::to_string(threads);
+void bench_step(benchmark::State& state, const pb::Case& cs) {
+  const popper_train_shape& sh = POPPER_TRAIN_SHAPES[cs.shape];
+  const Backend backend = cs.tier == pb::Tier::Hand ? Backend::Hand : Backend::Wrapped;
+  const StepOptions o{backend, cs.threads, popper::cpu::Isa::Auto};
+  const std::string key = format_bench_name(cs.name());
   std::unique_ptr<Trainer> tr;
   Batch batch;
   try {
     auto it = verdicts().find(key);
     if (it == verdicts().end()) it = verdicts().emplace(key, verify(sh, o)).first;
-    if (!it->second.empty()) {
-      state.SkipWithError(("incorrect: " + it->second).c_str());
-      return;
-    }
+    if (!it->second.empty()) return pb::skip(state, pb::Verdict::incorrect(it->second));
     const Config c = popper_train_config(sh);
     tr = std::make_unique<Trainer>(c, o, AdamWConfig{}, 1);
     batch = copy_task_batch(c, 1, 0);
     tr->train_step(batch.tokens, batch.labels);  // warm-up: first touch of the workspace, as the ceiling's
-
   } catch (const std::exception& e) {
-    state.SkipWithError((std::string("incorrect: threw ") + e.what()).c_str());
-    return;
+    return pb::skip(state, pb::Verdict::incorrect(std::string("threw ") + e.what()));
   }
   trace::Tracer tracer(brick_names());
   std::int64_t n = 0;
@@ -90,12 +85,8 @@ void bench_step(benchmark::State& state, const popper_train_shape sh, Backend ba
     tr->train_step(batch.tokens, batch.labels, &tracer);
     tracer.end_step();
   };
-  for (auto _ : state) {
-    if (backend == Backend::Hand) suite::popper_bench_call_hand(timed);
-    else suite::popper_bench_call_wrapped(timed);
-  }
-  state.SetLabel("verified(tiny against FP64; this shape: finite loss and gradients)");
-  state.counters["flop"] = benchmark::Counter(popper_train_flop(&sh));
+  pb::measure(state, cs, pb::Verdict::verified("tiny against FP64; this shape: finite loss and gradients"), timed,
+              {.work = popper_train_flop(&sh)});
 }
 
 void bench_span(benchmark::State& state) {
@@ -115,20 +106,13 @@ void bench_span(benchmark::State& state) {
 }
 
 void register_all() {
-  const int iters = suite::fixed_iterations();
-  for (int i = 0; i < POPPER_TRAIN_SHAPE_COUNT; ++i) {
-    const popper_train_shape sh = POPPER_TRAIN_SHAPES[i];
-    if (std::strcmp(sh.set, "none") == 0) continue;
-    for (const Backend backend : {Backend::Wrapped, Backend::Hand})
-      for (const int threads : {1, 2}) {
-        const std::string name =
-            std::string("train/") + tier_name(backend) + "/" + sh.name + "/f32/threads:" + std::to_string(threads);
-        auto* b = benchmark::RegisterBenchmark(name.c_str(),
-                                               [=](benchmark::State& st) { bench_step(st, sh, backend, threads); });
-        b->UseRealTime()->Unit(benchmark::kMillisecond);
-        if (iters > 0) b->Iterations(iters);
-      }
-  }
+  pb::Family("train")
+      .shapes(POPPER_TRAIN_SHAPES, POPPER_TRAIN_SHAPE_COUNT)
+      .tiers({pb::Tier::Wrapped, pb::Tier::Hand})
+      .precisions({"f32"})
+      .threads({1, 2})
+      .where([](const pb::Case& c) { return std::strcmp(POPPER_TRAIN_SHAPES[c.shape].set, "none") != 0; })
+      .add(bench_step);
   benchmark::RegisterBenchmark("train_trace/span", bench_span)->Unit(benchmark::kNanosecond);
 }
 
@@ -137,7 +121,7 @@ void register_all() {
 int main(int argc, char** argv) {
   register_all();
   const Config c = popper_train_config(*popper_train_find_shape("tiny"));
-  return suite::run_suite(
-      argc, argv,
-      {{"hand", Step(c, {Backend::Hand, 1}).backend_tag()}, {"wrapped", Step(c, {Backend::Wrapped, 1}).backend_tag()}});
+  return pb::run_suite(argc, argv,
+                       {{pb::Tier::Hand, Step(c, {Backend::Hand, 1}).backend_tag()},
+                        {pb::Tier::Wrapped, Step(c, {Backend::Wrapped, 1}).backend_tag()}});
 }

@@ -50,7 +50,7 @@ bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyD
     if (co.shapes.empty()) throw Error("--shard " + a.shard + ": this shard has no shapes (fewer shapes than shards)");
     std::cerr << "shard " << a.shard << ": " << co.shapes.size() << " shape(s)\n";
   }
-  co.tiers = split_list(a.tiers);
+  co.tiers = bench::tiers_from(split_list(a.tiers), "--tiers");
   co.precisions = split_list(a.precisions);
   // Without --precision: the precisions the family measures (its peak map), so
   // a bf16-only family (nsa) is not silently reduced to its ceiling rows.
@@ -150,16 +150,17 @@ int compare(const CompareArgs& a, bool precision_given) {
   const std::string name = a.device ? fam.family + "-device" : fam.family;
   write_reports(a.out, name, table, fam, peak);
   report_claims(a.out + "/bench-claims" + (a.device ? "-device" : "") + ".json", fam.family, claims);
-  // A kernel that computed a wrong answer is a failure of the run, whatever its speed.
+  // A kernel that computed a wrong answer, or a timing no kernel can have, is a failure of the run.
   // So is a row that did not run where a device is required.
   int failed = 0;
   for (const auto& r : table.rows)
-    if (r.verdict.rfind("incorrect", 0) == 0) {
-      std::cerr << "popper bench compare: INCORRECT " << r.key.to_string() << ": " << r.verdict << "\n";
+    if (r.verdict.failed()) {
+      std::cerr << "popper bench compare: " << (r.verdict.is_incorrect() ? "INCORRECT " : "INVALID ")
+                << r.key.to_string() << ": " << r.verdict.label << "\n";
       ++failed;
-    } else if (a.require_device && r.verdict.rfind("not_run", 0) == 0) {
-      std::cerr << "popper bench compare: NOT RUN under --require-device " << r.key.to_string() << ": " << r.verdict
-                << "\n";
+    } else if (a.require_device && r.verdict.kind == bench::VerdictKind::NotRun) {
+      std::cerr << "popper bench compare: NOT RUN under --require-device " << r.key.to_string() << ": "
+                << r.verdict.label << "\n";
       ++failed;
     }
   return failed > 0 ? 1 : 0;

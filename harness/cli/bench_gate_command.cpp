@@ -4,6 +4,7 @@
 #include <memory>
 #include <thread>
 
+#include "bench/csv.hpp"
 #include "bench/family.hpp"
 #include "bench/gate_check.hpp"
 #include "bench_cli.hpp"
@@ -16,6 +17,7 @@ void add_bench_gate_command(CLI::App& bench, int& exit_code) {
     BenchDirs dirs;
     std::string family = "gemm";
     bench::GateCheckOptions opt;
+    std::vector<std::string> tiers;
   };
   auto a = std::make_shared<GateArgs>();
   add_dir_options(cmd, a->dirs);
@@ -29,7 +31,7 @@ void add_bench_gate_command(CLI::App& bench, int& exit_code) {
   a->opt.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cmd->add_option("--jobs", a->opt.jobs, "callgrind runs at once, and build jobs for --against (default: the cores)");
   cmd->add_option("--shapes", a->opt.only_shapes, "restrict to these gate shapes (baseline rows filtered alike)");
-  cmd->add_option("--tiers", a->opt.only_tiers, "restrict to these tiers, e.g. hand");
+  cmd->add_option("--tiers", a->tiers, "restrict to these tiers, e.g. hand");
   cmd->add_option("--precision", a->opt.only_precisions, "restrict to these precisions, e.g. f32");
   cmd->callback([a, &exit_code] {
     try {
@@ -38,7 +40,7 @@ void add_bench_gate_command(CLI::App& bench, int& exit_code) {
       opt.build_dir = a->dirs.build();
       opt.families = a->family == "all" ? bench::list_families(opt.source_dir) : std::vector<std::string>{a->family};
       opt.only_shapes = split_list(opt.only_shapes);
-      opt.only_tiers = split_list(opt.only_tiers);
+      opt.only_tiers = bench::tiers_from(split_list(a->tiers), "--tiers");
       opt.only_precisions = split_list(opt.only_precisions);
       opt.progress = progress;
       exit_code = bench::run_gate_check(opt, std::cout);

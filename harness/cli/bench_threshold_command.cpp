@@ -41,8 +41,8 @@ void add_bench_threshold_command(CLI::App& bench, int& exit_code) {
       t.family = o->family;
       t.margin = o->margin;
       t.axis = o->axis;
-      t.fast_tier = o->fast;
-      t.slow_tier = o->slow;
+      t.fast_tier = bench::tier_from(o->fast, "--fast");
+      t.slow_tier = bench::tier_from(o->slow, "--slow");
       t.by = split_list({o->by});
       t.threads = split_ints({o->threads});
       const std::string family_yaml = o->source_dir + "/bench/" + o->family + "/family.yaml";

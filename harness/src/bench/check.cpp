@@ -64,7 +64,7 @@ BenchKey without_backend(BenchKey k) {
 // The (shape, precision, threads, cache mode) group of a key: its ceiling key.
 std::string group_of(const BenchKey& k) {
   BenchKey g = without_backend(k);
-  g.tier = "ceiling";
+  g.tier = Tier::Ceiling;
   return g.to_string();
 }
 
@@ -78,7 +78,7 @@ std::map<std::string, double> ceiling_medians(const BenchTable& t) {
   };
   for (const auto& r : t.rows) {
     // An implausible ceiling (plausibility.hpp) normalizes nothing.
-    if (r.key.tier != "ceiling" || r.samples.empty() || r.unit != kUnitSeconds || !r.valid()) continue;
+    if (r.key.tier != Tier::Ceiling || r.samples.empty() || r.unit != kUnitSeconds || !r.valid()) continue;
     const std::string g = group_of(r.key);
     keep(g, r.median());
     std::map<int, std::vector<double>> per;
@@ -115,7 +115,7 @@ std::optional<Drift> ceiling_drift(const BenchTable& baseline, const BenchTable&
   std::vector<double> logs;
   const BenchRow *last_base = nullptr, *last_cur = nullptr;  // the pair that decides when it is the only one
   for (const auto& b : baseline.rows) {
-    if (b.key.tier != "ceiling" || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0 || !b.valid())
+    if (b.key.tier != Tier::Ceiling || b.unit != kUnitSeconds || b.samples.empty() || b.median() <= 0 || !b.valid())
       continue;
     for (const auto& c : current.rows)
       if (c.key == b.key && c.unit == b.unit && !c.samples.empty() && c.median() > 0 && c.valid()) {
@@ -204,7 +204,7 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
     std::vector<std::size_t> in;
     std::vector<double> pr, pw, pi;
     for (std::size_t j = 0; j < timed.size(); ++j)
-      if ((pairs[timed[j]].rc.key.tier == "ceiling") == vendor) {
+      if ((pairs[timed[j]].rc.key.tier == Tier::Ceiling) == vendor) {
         in.push_back(j);
         pr.push_back(p_reg[j]), pw.push_back(p_warn[j]), pi.push_back(p_imp[j]);
       }
@@ -233,7 +233,7 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
     return;
   }
   std::size_t vendor_rows = 0;
-  for (std::size_t j : timed) vendor_rows += pairs[j].rc.key.tier == "ceiling";
+  for (std::size_t j : timed) vendor_rows += pairs[j].rc.key.tier == Tier::Ceiling;
   char what[48];
   if (t.quantile == 0.5) std::snprintf(what, sizeof what, "medians");
   else std::snprintf(what, sizeof what, "%.2f-quantiles", t.quantile);
@@ -255,7 +255,7 @@ void judge_moved_groups(std::vector<Pair>& pairs, const std::map<std::string, do
                         const std::map<std::string, double>& nc, const Thresholds& t, std::string& method) {
   std::map<std::string, double> moved;  // group -> the ceiling's ratio
   for (auto& p : pairs)
-    if (p.timed && p.rc.key.tier == "ceiling" && p.rc.change == Change::Regression) {
+    if (p.timed && p.rc.key.tier == Tier::Ceiling && p.rc.change == Change::Regression) {
       p.rc.change = Change::Moved;
       p.rc.note += "; the vendor's own time moved: the machine, not this repository's code";
       auto& r = moved[group_of(p.rc.key)];
@@ -265,7 +265,7 @@ void judge_moved_groups(std::vector<Pair>& pairs, const std::map<std::string, do
   std::vector<std::size_t> relative;
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     auto& p = pairs[i];
-    if (!p.timed || p.interleaved || p.rc.key.tier != "wrapped" || !moved.count(group_of(p.rc.key))) continue;
+    if (!p.timed || p.interleaved || p.rc.key.tier != Tier::Wrapped || !moved.count(group_of(p.rc.key))) continue;
     const auto nbase = normalized(nb, p.base), ncur = normalized(nc, p.cur);
     if (!nbase || !ncur) continue;
     p.base = *nbase;
@@ -341,7 +341,7 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
       pr.rc.key = b.key;
       pr.rc.ratio = std::nan("");
       const bool normalize = report.mode == CheckMode::Normalized && b.unit == kUnitSeconds;
-      if (normalize && b.key.tier == "ceiling") continue;  // the normalizers themselves
+      if (normalize && b.key.tier == Tier::Ceiling) continue;  // the normalizers themselves
       // A vendor library broken on this machine in both runs (plausibility.hpp)
       // says nothing of either: skipped, said so. Broken in one run only, it is
       // judged: that may be this code's doing (a wrapped tier's threading).
@@ -364,16 +364,16 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
         if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
       // A configuration near the vendor screen's cut-off runs in one run and
       // not the next: the vendor set changing, not this code.
-      const auto why = c || b.key.tier != "ceiling" ? std::nullopt : not_run_reason(current, b.key.backend);
+      const auto why = c || b.key.tier != Tier::Ceiling ? std::nullopt : not_run_reason(current, b.key.backend);
       if (why) {
         pr.rc.change = Change::Skipped;
         pr.rc.note = "ceiling configuration not run in current: " + *why;
       } else if (!c || c->samples.empty()) {
         pr.rc.change = Change::Missing;
-        pr.rc.note = c ? "no samples in current (" + c->verdict + ")" : "row absent from current";
+        pr.rc.note = c ? "no samples in current (" + c->verdict.label + ")" : "row absent from current";
       } else if (b.samples.empty()) {
         pr.rc.change = Change::Skipped;
-        pr.rc.note = "no samples in the baseline (" + b.verdict + ")";
+        pr.rc.note = "no samples in the baseline (" + b.verdict.label + ")";
       } else if (normalize) {
         const auto nbase = normalized(nb, b), ncur = normalized(nc, *c);
         if (!nbase || !ncur) {
@@ -382,7 +382,7 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
           const BenchTable& lacking = !nbase ? baseline : cur_table;
           const BenchRow* broken = nullptr;
           for (const auto& r : lacking.rows)
-            if (r.key.tier == "ceiling" && group_of(r.key) == group_of(b.key) && !r.valid()) broken = &r;
+            if (r.key.tier == Tier::Ceiling && group_of(r.key) == group_of(b.key) && !r.valid()) broken = &r;
           const std::string side = !nbase ? "the baseline" : "current";
           pr.rc.change = broken ? Change::Skipped : Change::Missing;
           pr.rc.note = broken ? "cannot be normalized: every ceiling row of its group is invalid in " + side + " (" +
@@ -402,7 +402,7 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     }
     for (const auto& c : cur_table.rows) {
       const bool normalize = report.mode == CheckMode::Normalized && c.unit == kUnitSeconds;
-      if (normalize && c.key.tier == "ceiling") continue;
+      if (normalize && c.key.tier == Tier::Ceiling) continue;
       bool in_base = false;
       for (const auto& b : baseline.rows)
         in_base = in_base || (normalize ? without_backend(b.key) == without_backend(c.key) : b.key == c.key);
@@ -452,7 +452,7 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     };
     std::vector<BenchKey> both, again;
     for (const auto& p : pairs) {
-      if (interleave && p.timed && p.rc.key.tier != "ceiling") {
+      if (interleave && p.timed && p.rc.key.tier != Tier::Ceiling) {
         if (!p.interleaved || p.rc.change == Change::Noisy) rows_of(p.rc.key, both);
       } else if (!p.interleaved && (p.rc.change == Change::Regression || p.rc.change == Change::Noisy)) {
         rows_of(p.rc.key, again);
@@ -486,7 +486,7 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     const auto asked = again;
     for (const auto& k : asked)
       for (const auto& c : cur_table.rows)
-        if (c.key.tier == "ceiling" && c.key.shape == k.shape && c.key.precision == k.precision &&
+        if (c.key.tier == Tier::Ceiling && c.key.shape == k.shape && c.key.precision == k.precision &&
             c.key.threads == k.threads && std::find(again.begin(), again.end(), c.key) == again.end())
           again.push_back(c.key);
     const auto more = opt.remeasure(again);

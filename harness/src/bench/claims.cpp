@@ -26,13 +26,12 @@ bool holds(double v, const std::string& op, double threshold) {
 }
 
 // Verified, and not an implausible vendor row (plausibility.hpp): no claim is judged from one.
-bool verified(const BenchRow& r) { return r.verdict.rfind("verified", 0) == 0 && r.valid(); }
+bool verified(const BenchRow& r) { return r.verdict.is_verified() && r.valid(); }
 
 // The best verified row of a tier for a group (lowest median), optionally on a
 // backend (that one when present), or only among backends starting with `prefix`.
-const BenchRow* best_verified(const BenchTable& t, const std::string& tier, const std::string& shape,
-                              const std::string& precision, int threads, const std::string& backend = "",
-                              const std::string& prefix = "") {
+const BenchRow* best_verified(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
+                              int threads, const std::string& backend = "", const std::string& prefix = "") {
   const BenchRow* best = nullptr;
   for (const auto& r : t.rows) {
     if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
@@ -71,6 +70,10 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
     for (const auto& claim : c.benchmarks) {
       if (claim.family != family) continue;
       ClaimResult res{c.stem, claim.id, family, "not_measured", "", {}};
+      const Tier numerator = tier_from(claim.numerator, c.stem + ": " + claim.id + ": numerator");
+      const Tier denominator = claim.denominator.empty()
+                                   ? numerator
+                                   : tier_from(claim.denominator, c.stem + ": " + claim.id + ": denominator");
       const std::vector<std::string> shapes = claim.shapes.empty() ? family_shapes : claim.shapes;
       std::vector<std::string> missing, failures, inconclusive;
       std::string worst_text;
@@ -84,10 +87,9 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             const Group g{shape, prec, th};
             for (const auto& r : table.rows)
               if (r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
-                  (r.key.tier == claim.numerator || r.key.tier == claim.denominator) &&
-                  r.verdict.rfind("incorrect", 0) == 0)
-                failures.push_back(g.name() + ": " + r.key.tier + " " + r.verdict);
-            const BenchRow* num = best_verified(table, claim.numerator, shape, prec, th, "", claim.numerator_backend);
+                  (r.key.tier == numerator || r.key.tier == denominator) && r.verdict.failed())
+                failures.push_back(g.name() + ": " + std::string(to_string(r.key.tier)) + " " + r.verdict.label);
+            const BenchRow* num = best_verified(table, numerator, shape, prec, th, "", claim.numerator_backend);
             // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
             // unless the claim names the denominator's precision or backend (q4k vs an f32 SGEMV):
             // then the best verified row of that precision whose backend starts with the name.
@@ -95,11 +97,11 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             const bool ratio = claim.metric == "time_ratio" || claim.metric == "throughput_ratio";
             if (ratio && num) {
               if (claim.denominator_backend.empty() && claim.denominator_precision.empty()) {
-                den = best_verified(table, claim.denominator, shape, prec, th, num->key.backend);
+                den = best_verified(table, denominator, shape, prec, th, num->key.backend);
               } else {
                 const std::string den_prec = claim.denominator_precision.empty() ? prec : claim.denominator_precision;
                 for (const auto& r : table.rows)
-                  if (r.key.tier == claim.denominator && r.key.shape == shape && r.key.precision == den_prec &&
+                  if (r.key.tier == denominator && r.key.shape == shape && r.key.precision == den_prec &&
                       r.key.threads == th && !r.samples.empty() && r.unit == kUnitSeconds && verified(r) &&
                       r.key.backend.rfind(claim.denominator_backend, 0) == 0 && (!den || r.median() < den->median()))
                     den = &r;
@@ -118,7 +120,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               std::string why;
               for (const auto& r : table.rows)
                 if (!r.valid() && r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
-                    (r.key.tier == claim.numerator || r.key.tier == claim.denominator) && why.empty())
+                    (r.key.tier == numerator || r.key.tier == denominator) && why.empty())
                   why = " (" + r.key.backend + " invalid: " + r.invalid_reason + ")";
               missing.push_back(g.name() + why);
               continue;
@@ -205,8 +207,8 @@ void write_claims_json(const std::string& path, const std::string& family, const
   for (const auto& r : results)
     doc["claims"].push_back(
         {{"contract", r.contract}, {"id", r.id}, {"family", r.family}, {"verdict", r.verdict}, {"detail", r.detail}});
+  doc["popper"] = build_json();
   write_file_atomic(path, doc.dump(2) + "\n");
 }
-  doc["popper"] = build_json();
 
 }  // namespace popper::bench

@@ -86,7 +86,7 @@ void restrict_to_rows(CompareOptions& o, const std::vector<BenchKey>& keys) {
     add(o.tiers, k.tier);
     add(o.precisions, k.precision);
     add(o.threads, k.threads);
-    if (k.tier == "ceiling") add(o.ceiling_backends, k.backend);  // those configurations only, unscreened
+    if (k.tier == Tier::Ceiling) add(o.ceiling_backends, k.backend);  // those configurations only, unscreened
   }
 }
 
@@ -207,10 +207,10 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   const std::string bin = opt.build_dir + "/bin/";
   const auto all_shapes = list_family_shapes(opt.build_dir, fam);
   const auto shapes = select_shapes(opt.shapes, all_shapes, fam);
-  const bool want_ceiling = std::find(opt.tiers.begin(), opt.tiers.end(), "ceiling") != opt.tiers.end();
-  std::vector<std::string> suite_tiers;
-  for (const auto& t : opt.tiers)
-    if (t != "ceiling") suite_tiers.push_back(t);
+  const bool want_ceiling = std::find(opt.tiers.begin(), opt.tiers.end(), Tier::Ceiling) != opt.tiers.end();
+  std::vector<Tier> suite_tiers;
+  for (Tier t : opt.tiers)
+    if (t != Tier::Ceiling) suite_tiers.push_back(t);
 
   // Which suite rows exist (e.g. the reference tier only for small shapes).
   std::set<std::string> listed;
@@ -223,7 +223,9 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   }
 
   struct Step {
-    std::string shape, tier, precision;
+    std::string shape;
+    Tier tier;
+    std::string precision;
     int threads;
     std::string ceiling;
   };
@@ -231,9 +233,9 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   for (const auto& shape : shapes)
     for (int threads : opt.threads) {
       if (want_ceiling)
-        for (const auto& c : fam.ceilings) steps.push_back({shape, "ceiling", "", threads, c});
+        for (const auto& c : fam.ceilings) steps.push_back({shape, Tier::Ceiling, "", threads, c});
       for (const auto& prec : opt.precisions)
-        for (const auto& tier : suite_tiers)
+        for (Tier tier : suite_tiers)
           if (listed.count(format_bench_name({fam.family, tier, shape, prec, threads})))
             steps.push_back({shape, tier, prec, threads, ""});
     }
@@ -322,7 +324,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     auto got = rows_from_gbench_json(ss.str(), fam.executable + " " + name, fam.work_unit);
     if (got.empty()) say("warning: " + fam.executable + " produced no row for " + name);
     for (const auto& g : got)
-      if (g.verdict.rfind("incorrect", 0) == 0) say("warning: " + name + ": " + g.verdict);
+      if (g.verdict.failed()) say("warning: " + name + ": " + g.verdict.label);
     add(std::move(got), trial);
   };
 
@@ -343,10 +345,10 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
                : "";
       say("[" + label + ", " + std::to_string(done + 1) + "/" + std::to_string(total) + "] " + fam.family + " " +
           s.shape + " " + (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) +
-          " " + s.tier + (s.tier == "ceiling" ? " (" + s.ceiling + ")" : "") + " — elapsed " + duration_text(now) +
-          eta);
+          " " + std::string(to_string(s.tier)) + (s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : "") +
+          " — elapsed " + duration_text(now) + eta);
       current_step = i;
-      if (s.tier == "ceiling") {
+      if (s.tier == Tier::Ceiling) {
         for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);
       } else {
         run_suite(s, trial);

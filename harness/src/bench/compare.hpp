@@ -24,7 +24,7 @@ struct CompareOptions {
   std::string source_dir = ".";
   std::string build_dir;                    // holds bin/
   std::vector<std::string> shapes{"gate"};  // gate | full | all | shape names
-  std::vector<std::string> tiers{"ceiling", "wrapped", "hand"};
+  std::vector<Tier> tiers{Tier::Ceiling, Tier::Wrapped, Tier::Hand};
   std::vector<std::string> precisions{"f32", "f64"};
   std::vector<int> threads{1, 2};
   int trials = 3;                                        // processes per step (>= 2 for a testable verdict)

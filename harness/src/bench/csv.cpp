@@ -71,9 +71,20 @@ double parse_number(const std::string& text, const std::string& file, std::size_
 
 }  // namespace
 
+Tier tier_from(const std::string& name, const std::string& where) {
+  if (const auto t = parse_tier(name)) return *t;
+  throw InvalidArgument(where + ": '" + name + "' is not a tier (" + tier_names() + ")");
+}
+
+std::vector<Tier> tiers_from(const std::vector<std::string>& names, const std::string& where) {
+  std::vector<Tier> out;
+  for (const auto& n : names) out.push_back(tier_from(n, where));
+  return out;
+}
+
 std::string BenchKey::to_string() const {
-  return family + "/" + tier + "/" + backend + "/" + shape + "/" + precision + "/threads:" + std::to_string(threads) +
-         "/" + cache_mode;
+  return family + "/" + std::string(bench::to_string(tier)) + "/" + backend + "/" + shape + "/" + precision +
+         "/threads:" + std::to_string(threads) + "/" + cache_mode;
 }
 
 double BenchRow::median() const { return samples.empty() ? std::nan("") : bench::median(samples); }
@@ -228,7 +239,6 @@ std::string format_bench_csv(const BenchTable& table) {
   for (const auto& r : table.rows) {
     const auto& k = r.key;
     check_key_field("family", k.family);
-    check_key_field("tier", k.tier);
     check_key_field("backend", k.backend);
     check_key_field("shape", k.shape);
     check_key_field("precision", k.precision);
@@ -242,15 +252,15 @@ std::string format_bench_csv(const BenchTable& table) {
       mn = r.samples[0];
       for (double s : r.samples) mn = std::min(mn, s);
     }
-    out << k.family << ',' << k.tier << ',' << k.backend << ',' << k.shape << ',' << k.precision << ',' << k.threads
-        << ',' << k.cache_mode << ',' << r.unit << ',' << r.samples.size() << ',' << fmt_double(mn) << ','
-        << fmt_double(has ? r.median() : nan) << ',' << fmt_double(has ? mean(r.samples) : nan) << ','
+    out << k.family << ',' << bench::to_string(k.tier) << ',' << k.backend << ',' << k.shape << ',' << k.precision
+        << ',' << k.threads << ',' << k.cache_mode << ',' << r.unit << ',' << r.samples.size() << ',' << fmt_double(mn)
+        << ',' << fmt_double(has ? r.median() : nan) << ',' << fmt_double(has ? mean(r.samples) : nan) << ','
         << fmt_double(has ? stddev(r.samples) : nan) << ','
         << fmt_double(has ? coefficient_of_variation(r.samples) : nan) << ',' << fmt_double(r.work_per_iter) << ','
         << r.work_unit << ',' << fmt_double(r.bytes_per_iter) << ','
         << fmt_double(has && r.unit == kUnitSeconds ? r.throughput() : nan) << ','
         << fmt_double(r.pct_of_peak >= 0 ? r.pct_of_peak : nan) << ','
-        << (r.verdict.empty() ? std::string("not_verified") : clean_text(r.verdict)) << ',';
+        << (r.verdict.label.empty() ? std::string("not_verified") : clean_text(r.verdict.label)) << ',';
     for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << fmt_double(r.samples[i]);
     out << ',';
     for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << r.trial_of(i);
@@ -308,7 +318,9 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
       fail(file, lineno, "expected " + std::to_string(ncols) + " columns, found " + std::to_string(fields.size()));
     BenchRow r;
     r.key.family = fields[0];
-    r.key.tier = fields[1];
+    const auto tier = parse_tier(fields[1]);
+    if (!tier) fail(file, lineno, "column 'tier' holds '" + fields[1] + "', not a tier (" + tier_names() + ")");
+    r.key.tier = *tier;
     r.key.backend = fields[2];
     r.key.shape = fields[3];
     r.key.precision = fields[4];
@@ -330,7 +342,7 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     parse_number(fields[17], file, lineno, "throughput", true);
     const double pct = parse_number(fields[18], file, lineno, "pct_of_peak", true);
     r.pct_of_peak = std::isnan(pct) ? -1 : pct;
-    r.verdict = fields[19];
+    r.verdict = Verdict::parse(fields[19]);
     if (!fields[20].empty())
       for (const auto& s : split(fields[20], ';')) r.samples.push_back(parse_number(s, file, lineno, "samples", false));
     if (static_cast<double>(r.samples.size()) != n)

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "popper/bench_protocol.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -29,8 +30,15 @@ class BenchFileError : public Error {
 inline constexpr const char* kUnitSeconds = "seconds";
 inline constexpr const char* kUnitInstructions = "instructions";
 
+// A tier named in a file or on the command line; throws InvalidArgument
+// naming `where` and the tiers there are.
+Tier tier_from(const std::string& name, const std::string& where);
+std::vector<Tier> tiers_from(const std::vector<std::string>& names, const std::string& where);
+
 struct BenchKey {
-  std::string family, tier, backend, shape, precision;
+  std::string family;
+  Tier tier = Tier::Hand;
+  std::string backend, shape, precision;
   int threads = 1;
   std::string cache_mode = "warm";
   bool operator==(const BenchKey&) const = default;
@@ -47,7 +55,7 @@ struct BenchRow {
   std::string work_unit = "flop";  // flop | items
   double bytes_per_iter = 0;
   double pct_of_peak = -1;  // < 0: not applicable / peak unknown
-  std::string verdict = "not_verified";
+  Verdict verdict;          // the CSV's verdict column, typed
   // Non-empty: an implausible vendor row (plausibility.hpp), never the operand
   // of a ratio. Not a CSV column: recomputed from the rows when a table is
   // read, and listed in its `invalid_vendor_rows` metadata.

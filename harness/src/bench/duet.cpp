@@ -49,7 +49,7 @@ Duet run_duet(const DuetOptions& opt) {
   CompareOptions co;
   co.source_dir = opt.source_dir;
   co.shapes = opt.shapes;
-  co.tiers = {"wrapped", "hand"};
+  co.tiers = {Tier::Wrapped, Tier::Hand};
   co.precisions = opt.precisions;
   co.threads = opt.threads;
   co.trials = 1;

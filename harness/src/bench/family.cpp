@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench/csv.hpp"
 #include "popper/error.hpp"
 
 namespace popper::bench {
@@ -78,7 +79,7 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
     }
     if (const auto g = root["gate"]) {
       if (g["shapes"]) f.gate.shapes = string_list(g["shapes"], "gate.shapes", path);
-      if (g["tiers"]) f.gate.tiers = string_list(g["tiers"], "gate.tiers", path);
+      if (g["tiers"]) f.gate.tiers = tiers_from(string_list(g["tiers"], "gate.tiers", path), path + ": gate.tiers");
       if (g["precisions"]) f.gate.precisions = string_list(g["precisions"], "gate.precisions", path);
       if (g["iterations"]) f.gate.iterations = g["iterations"].as<int>();
       if (f.gate.iterations < 1) throw Error(path + ": gate.iterations must be >= 1");

@@ -25,11 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "popper/bench_protocol.hpp"
+
 namespace popper::bench {
 
 struct GateSpec {
   std::vector<std::string> shapes;
-  std::vector<std::string> tiers{"hand", "wrapped"};
+  std::vector<Tier> tiers{Tier::Hand, Tier::Wrapped};
   std::vector<std::string> precisions{"f32"};
   int iterations = 5;
 };

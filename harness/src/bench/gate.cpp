@@ -187,7 +187,8 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
   if (!pinned) unset.push_back("OPENBLAS_CORETYPE");
   const auto r =
       run_process({opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + out_path,
-                   "--toggle-collect=*popper_bench_call_" + key.tier + "*", opt.build_dir + "/bin/" + fam.executable,
+                   "--toggle-collect=*popper_bench_call_" + std::string(to_string(key.tier)) + "*",
+                   opt.build_dir + "/bin/" + fam.executable,
                    "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
                    "--benchmark_repetitions=1", "--benchmark_out=" + json_path, "--benchmark_out_format=json"},
                   env, unset);
@@ -208,7 +209,7 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
   if (rows.empty()) return std::nullopt;
   BenchRow row = rows.front();
   const double ir = callgrind_total_ir(cg);
-  if (row.verdict.rfind("incorrect", 0) == 0 || ir <= 0) {
+  if (row.verdict.failed() || ir <= 0) {
     row.samples.clear();
     if (ir <= 0 && opt.progress) opt.progress("warning: no instructions collected for " + name);
     return row;
@@ -230,7 +231,7 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   for (const auto& shape : fam.gate.shapes)
     for (const auto& prec : fam.gate.precisions)
       for (const auto& tier : fam.gate.tiers)
-        keys.push_back(BenchKey{fam.family, tier, tier, shape, prec, 1, "callgrind"});
+        keys.push_back(BenchKey{fam.family, tier, std::string(to_string(tier)), shape, prec, 1, "callgrind"});
   // Rows are measured by up to opt.jobs workers and stored in plan order.
   std::vector<std::optional<BenchRow>> rows(keys.size());
   std::vector<FunctionCounts> counts(keys.size());
@@ -249,7 +250,7 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
         if (opt.progress) {
           std::lock_guard<std::mutex> lock(progress_mutex);
           opt.progress("[" + std::to_string(++started) + "/" + std::to_string(keys.size()) + "] callgrind " +
-                       fam.family + "/" + keys[i].tier + "/" + keys[i].shape + "/" + keys[i].precision + "/threads:1");
+                       format_bench_name({fam.family, keys[i].tier, keys[i].shape, keys[i].precision, 1}));
         }
         rows[i] = measure_gate_row(locked, fam, keys[i], &counts[i]);
       } catch (...) {
@@ -271,7 +272,7 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
       BenchRow empty;
       empty.key = keys[i];
       empty.unit = kUnitInstructions;
-      empty.verdict = "not_run: callgrind failed";
+      empty.verdict = Verdict::not_run("callgrind failed");
       run.table.rows.push_back(empty);
     } else {
       run.functions[rows[i]->key.to_string()] = counts[i];

@@ -1,5 +1,5 @@
 // The CI regression gate: callgrind instruction counts of the timed call
-// (popper_bench_call_<tier>, bench/common/suite.hpp) on the family's
+// (popper_bench_call_<tier>, popper/bench.hpp) on the family's
 // gate shapes. Counts do not depend on machine load, so a 2-core shared CI
 // box gives repeatable numbers; unit = instructions per iteration.
 //

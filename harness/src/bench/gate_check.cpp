@@ -19,16 +19,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool kept(const std::vector<std::string>& only, const std::string& v) {
+template <class T>
+bool kept(const std::vector<T>& only, const T& v) {
   return only.empty() || std::find(only.begin(), only.end(), v) != only.end();
 }
 
-void restrict_to(std::vector<std::string>& list, const std::vector<std::string>& only, const char* what,
-                 const FamilyDescriptor& fam) {
+std::string text(const std::string& s) { return s; }
+std::string text(Tier t) { return std::string(to_string(t)); }
+
+template <class T>
+void restrict_to(std::vector<T>& list, const std::vector<T>& only, const char* what, const FamilyDescriptor& fam) {
   for (const auto& f : only)
     if (std::find(list.begin(), list.end(), f) == list.end())
-      throw Error(std::string("--") + what + " " + f + " is not in " + fam.path + " gate");
-  std::erase_if(list, [&](const std::string& v) { return !kept(only, v); });
+      throw Error(std::string("--") + what + " " + text(f) + " is not in " + fam.path + " gate");
+  std::erase_if(list, [&](const T& v) { return !kept(only, v); });
 }
 
 // The base commit, built once for every family that needs it.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "popper/bench_protocol.hpp"
+
 namespace popper::bench {
 
 struct GateCheckOptions {
@@ -21,7 +23,8 @@ struct GateCheckOptions {
   bool no_check = false;  // only measure and write the CSV
   int jobs = 2;           // build jobs for `against`, and callgrind runs at once
   // Non-empty: only these gate shapes, tiers, precisions (baseline rows filtered alike).
-  std::vector<std::string> only_shapes, only_tiers, only_precisions;
+  std::vector<std::string> only_shapes, only_precisions;
+  std::vector<Tier> only_tiers;
   std::function<void(const std::string&)> progress;
 };
 

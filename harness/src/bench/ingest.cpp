@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -34,28 +35,6 @@ BenchRow* find_row(std::vector<BenchRow>& rows, const BenchKey& k) {
 
 }  // namespace
 
-std::optional<BenchName> parse_bench_name(const std::string& name) {
-  auto parts = split(name, '/');
-  while (!parts.empty() &&
-         (parts.back() == "real_time" || parts.back() == "manual_time" || parts.back().rfind("repeats:", 0) == 0 ||
-          parts.back().rfind("min_time:", 0) == 0 || parts.back().rfind("iterations:", 0) == 0))
-    parts.pop_back();
-  if (parts.size() != 5 || parts[4].rfind("threads:", 0) != 0) return std::nullopt;
-  BenchName n{parts[0], parts[1], parts[2], parts[3], 1};
-  const std::string t = parts[4].substr(8);
-  int threads = 0;
-  auto res = std::from_chars(t.data(), t.data() + t.size(), threads);
-  if (res.ec != std::errc() || res.ptr != t.data() + t.size() || threads < 1) return std::nullopt;
-  n.threads = threads;
-  for (const auto* p : {&n.family, &n.tier, &n.shape, &n.precision})
-    if (p->empty()) return std::nullopt;
-  return n;
-}
-
-std::string format_bench_name(const BenchName& n) {
-  return n.family + "/" + n.tier + "/" + n.shape + "/" + n.precision + "/threads:" + std::to_string(n.threads);
-}
-
 std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::string& file,
                                             const std::string& work_unit) {
   nlohmann::json j;
@@ -72,8 +51,9 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
     if (b.value("run_type", "iteration") != "iteration") continue;  // aggregates are recomputed from samples
     const auto name = parse_bench_name(b.value("run_name", b.value("name", "")));
     if (!name) continue;  // not a protocol row
-    BenchKey key{name->family, name->tier, name->tier, name->shape, name->precision, name->threads, "warm"};
-    const std::string ctx_key = "popper_backend_" + name->tier;
+    const std::string tier(to_string(name->tier));
+    BenchKey key{name->family, name->tier, tier, name->shape, name->precision, name->threads, "warm"};
+    const std::string ctx_key = "popper_backend_" + tier;
     if (context.contains(ctx_key) && context[ctx_key].is_string()) key.backend = context[ctx_key].get<std::string>();
     BenchRow* row = find_row(rows, key);
     if (!row) {
@@ -81,21 +61,15 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
       row = &rows.back();
       row->key = key;
       row->work_unit = work_unit;
-      row->verdict = "not_verified";
     }
     if (b.value("error_occurred", false)) {
-      // A kernel that declined (CUTLASS's not_run / not_supported / invalid_problem)
-      // is not a wrong answer; anything else that skipped with an error is.
-      const std::string msg = b.value("error_message", std::string("error"));
-      const bool declined =
-          msg.rfind("not_run", 0) == 0 || msg.rfind("not_supported", 0) == 0 || msg.rfind("invalid_problem", 0) == 0;
-      row->verdict = declined ? msg : "incorrect: " + msg;
+      row->verdict = Verdict::parse(b.value("error_message", std::string("error")), true);
       row->samples.clear();
       continue;
     }
-    if (row->samples.empty() && row->verdict != "not_verified") continue;  // an earlier repetition errored
+    if (row->samples.empty() && row->verdict != Verdict{}) continue;  // an earlier repetition errored
     const std::string label = b.value("label", "");
-    row->verdict = label.empty() ? "not_verified: no label" : label;
+    row->verdict = label.empty() ? Verdict::not_verified("no label") : Verdict::parse(label);
     row->samples.push_back(to_seconds(b.value("real_time", 0.0), b.value("time_unit", "ns")));
     if (b.contains(work_unit) && b[work_unit].is_number()) row->work_per_iter = b[work_unit].get<double>();
     if (b.contains("bytes") && b["bytes"].is_number()) row->bytes_per_iter = b["bytes"].get<double>();
@@ -134,7 +108,10 @@ std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::
     if (f.size() != 12)
       throw BenchFileError(file + ":" + std::to_string(lineno) + ": expected 12 columns, found " +
                            std::to_string(f.size()));
-    BenchKey key{f[0], f[1], f[2], f[3], f[4], static_cast<int>(num(f[5], "threads")), "warm"};
+    const auto tier = parse_tier(f[1]);
+    if (!tier)
+      throw BenchFileError(file + ":" + std::to_string(lineno) + ": tier '" + f[1] + "' is not one of " + tier_names());
+    BenchKey key{f[0], *tier, f[2], f[3], f[4], static_cast<int>(num(f[5], "threads")), "warm"};
     BenchRow* row = find_row(rows, key);
     if (!row) {
       rows.emplace_back();
@@ -142,7 +119,7 @@ std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::
       row->key = key;
       row->work_per_iter = num(f[9], "flop_per_iter");
       row->bytes_per_iter = num(f[10], "bytes_per_iter");
-      row->verdict = f[11];
+      row->verdict = Verdict::parse(f[11]);
     }
     row->samples.push_back(num(f[8], "seconds_per_iter"));
   }
@@ -163,7 +140,7 @@ void merge_rows(std::vector<BenchRow>& dst, const std::vector<BenchRow>& src) {
         d->samples.push_back(r.samples[i]);
         d->trials.push_back(r.trial_of(i));
       }
-      if (r.verdict.rfind("incorrect", 0) == 0) d->verdict = r.verdict;
+      if (r.verdict.failed()) d->verdict = r.verdict;
     }
   }
 }

@@ -109,7 +109,7 @@ std::string describe(const TrialPlan& plan) {
 bool record_noise(BenchTable& table, const CompareOptions& co, double planned_sigma) {
   std::vector<double> sd, trials;  // trials: the planned ones and any top-up (compare.hpp)
   for (const auto& r : table.rows)
-    if (r.unit == kUnitSeconds && r.key.tier != "ceiling" && trial_count({&r.samples, &r.trials}) >= 2) {
+    if (r.unit == kUnitSeconds && r.key.tier != Tier::Ceiling && trial_count({&r.samples, &r.trials}) >= 2) {
       sd.push_back(between_trial_log_sd({&r.samples, &r.trials}));
       trials.push_back(trial_count({&r.samples, &r.trials}));
     }

@@ -34,10 +34,10 @@ std::string scaling_reason(const BenchTable& t, const BenchRow& r, const Plausib
 }
 
 std::string scatter_reason(const BenchTable& t, const BenchRow& r, const PlausibilityRule& rule) {
-  if (r.samples.size() < 2 || r.key.tier != "ceiling") return "";
+  if (r.samples.size() < 2 || r.key.tier != Tier::Ceiling) return "";
   std::vector<double> others;
   for (const auto& q : t.rows)
-    if (&q != &r && q.key.tier == "ceiling" && timed(q) && q.samples.size() > 1 && same_work(q.key, r.key) &&
+    if (&q != &r && q.key.tier == Tier::Ceiling && timed(q) && q.samples.size() > 1 && same_work(q.key, r.key) &&
         q.key.threads == r.key.threads)
       others.push_back(coefficient_of_variation(q.samples));
   if (others.empty()) return "";
@@ -57,7 +57,7 @@ std::vector<ImplausibleRow> implausible_vendor_rows(const BenchTable& t, const P
   const bool wrapped_rows_too = wrapped_vendor && !wrapped_vendor->empty();
   std::vector<ImplausibleRow> out;
   for (const auto& r : t.rows) {
-    const bool vendor = r.key.tier == "ceiling" || (wrapped_rows_too && r.key.tier == "wrapped");
+    const bool vendor = r.key.tier == Tier::Ceiling || (wrapped_rows_too && r.key.tier == Tier::Wrapped);
     if (!vendor || !timed(r)) continue;
     std::string reason = scaling_reason(t, r, rule);
     const std::string scatter = scatter_reason(t, r, rule);

@@ -46,8 +46,8 @@ std::string num(double v, const char* fmt) {
 
 }  // namespace
 
-const BenchRow* best_row(const BenchTable& t, const std::string& tier, const std::string& shape,
-                         const std::string& precision, int threads) {
+const BenchRow* best_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
+                         int threads) {
   const BenchRow* best = nullptr;
   for (const auto& r : t.rows) {
     if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
@@ -58,8 +58,8 @@ const BenchRow* best_row(const BenchTable& t, const std::string& tier, const std
   return best;
 }
 
-const BenchRow* matching_row(const BenchTable& t, const std::string& tier, const std::string& shape,
-                             const std::string& precision, int threads, const std::string& backend) {
+const BenchRow* matching_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
+                             int threads, const std::string& backend) {
   for (const auto& r : t.rows)
     if (r.key.tier == tier && r.key.shape == shape && r.key.precision == precision && r.key.threads == threads &&
         r.key.backend == backend && !r.samples.empty() && r.unit == kUnitSeconds)
@@ -187,11 +187,11 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
     for (const auto& shape : shapes_in_order(t)) {
       ShapeFigures f{};
       f.shape = shape;
-      f.ceiling = best_row(t, "ceiling", shape, g.precision, g.threads);
-      f.wrapped = best_row(t, "wrapped", shape, g.precision, g.threads);
-      f.hand = best_row(t, "hand", shape, g.precision, g.threads);
+      f.ceiling = best_row(t, Tier::Ceiling, shape, g.precision, g.threads);
+      f.wrapped = best_row(t, Tier::Wrapped, shape, g.precision, g.threads);
+      f.hand = best_row(t, Tier::Hand, shape, g.precision, g.threads);
       for (const auto& r : t.rows)
-        if (!r.valid() && r.key.tier == "ceiling" && r.key.shape == shape && r.key.precision == g.precision &&
+        if (!r.valid() && r.key.tier == Tier::Ceiling && r.key.shape == shape && r.key.precision == g.precision &&
             r.key.threads == g.threads)
           f.invalid_ceilings.push_back(&r);
       if (!f.ceiling && !f.wrapped && !f.hand) {
@@ -202,7 +202,7 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
         if (!any) continue;
       }
       const BenchRow* c_same =
-          f.wrapped ? matching_row(t, "ceiling", shape, g.precision, g.threads, f.wrapped->key.backend) : nullptr;
+          f.wrapped ? matching_row(t, Tier::Ceiling, shape, g.precision, g.threads, f.wrapped->key.backend) : nullptr;
       f.ffi = (c_same && f.wrapped) ? f.wrapped->median() / c_same->median() : nan;
       f.hand_vs_ceiling = (f.ceiling && f.hand) ? f.ceiling->median() / f.hand->median() : nan;
       f.wrapped_vs_ceiling = (f.ceiling && f.wrapped) ? f.ceiling->median() / f.wrapped->median() : nan;
@@ -235,15 +235,15 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
         f.cv_pct[i] = !tiers[i]                      ? nan
                       : tiers[i]->samples.size() > 1 ? 100.0 * coefficient_of_variation(tiers[i]->samples)
                                                      : 0.0;
-      auto verdict = [&](const std::string& tier) {
+      auto verdict = [&](Tier tier) {
         for (const auto& r : t.rows)
           if (r.key.tier == tier && r.key.shape == shape && r.key.precision == g.precision &&
               r.key.threads == g.threads)
             return r.verdict;
-        return std::string("not run");
+        return Verdict::not_run("no row");
       };
-      f.verdict_wrapped = verdict("wrapped");
-      f.verdict_hand = verdict("hand");
+      f.verdict_wrapped = verdict(Tier::Wrapped);
+      f.verdict_hand = verdict(Tier::Hand);
       gf.shapes.push_back(std::move(f));
     }
     out.push_back(std::move(gf));
@@ -316,13 +316,13 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
           << num(f.hand_vs_ceiling, "%.3f×") << " | " << num(f.ffi, "%.3f×") << " | "
           << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f) << " | " << num(f.hand_pct_of_bound, "%.1f%%")
           << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | " << num(f.cv_pct[0], "%.1f%%") << " / "
-          << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%") << " | " << f.verdict_wrapped << " / "
-          << f.verdict_hand << " |\n";
+          << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%") << " | " << f.verdict_wrapped.label
+          << " / " << f.verdict_hand.label << " |\n";
     }
   }
   // Tiers beside the three above (a device backend, the reference, packing): every row, as measured.
   auto other = [](const BenchRow& r) {
-    return r.key.tier != "ceiling" && r.key.tier != "wrapped" && r.key.tier != "hand";
+    return r.key.tier != Tier::Ceiling && r.key.tier != Tier::Wrapped && r.key.tier != Tier::Hand;
   };
   if (std::any_of(t.rows.begin(), t.rows.end(), other)) {
     out << "\n## Other tiers\n\n| tier | backend | shape | precision | threads | " << unit
@@ -330,23 +330,24 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
     for (const auto& r : t.rows) {
       if (!other(r)) continue;
       const bool timed = !r.samples.empty() && r.unit == kUnitSeconds;
-      out << "| " << r.key.tier << " | " << r.key.backend << " | " << r.key.shape << " | " << r.key.precision << " | "
-          << r.key.threads << " | " << (timed ? num(r.throughput() * scale.factor, "%.3g") : "—") << " | "
+      out << "| " << to_string(r.key.tier) << " | " << r.key.backend << " | " << r.key.shape << " | " << r.key.precision
+          << " | " << r.key.threads << " | " << (timed ? num(r.throughput() * scale.factor, "%.3g") : "—") << " | "
           << (timed && r.pct_of_peak >= 0 ? num(r.pct_of_peak, "%.1f%%") : "—") << " | "
           << (timed ? num(r.median(), "%.4g") : "—") << " | "
-          << (timed ? num(100 * coefficient_of_variation(r.samples), "%.1f%%") : "—") << " | " << r.verdict << " |\n";
+          << (timed ? num(100 * coefficient_of_variation(r.samples), "%.1f%%") : "—") << " | " << r.verdict.label
+          << " |\n";
     }
   }
   // Every ceiling configuration, so the vendor comparison is visible.
   bool any_ceiling = false;
-  for (const auto& r : t.rows) any_ceiling |= r.key.tier == "ceiling";
+  for (const auto& r : t.rows) any_ceiling |= r.key.tier == Tier::Ceiling;
   if (any_ceiling) {
     out << "\n## Ceiling per vendor configuration\n\n| shape | precision | threads | backend | " << unit
         << " | ÷ best | median s | cv |\n|---|---|---:|---|---:|---:|---:|---:|\n";
     for (const auto& r : t.rows) {
-      if (r.key.tier != "ceiling" || r.samples.empty()) continue;
+      if (r.key.tier != Tier::Ceiling || r.samples.empty()) continue;
       const double cvv = coefficient_of_variation(r.samples);
-      const BenchRow* best = best_row(t, "ceiling", r.key.shape, r.key.precision, r.key.threads);
+      const BenchRow* best = best_row(t, Tier::Ceiling, r.key.shape, r.key.precision, r.key.threads);
       // An invalid row keeps its measurement on show, but no ratio is taken from it.
       out << "| " << r.key.shape << " | " << r.key.precision << " | " << r.key.threads << " | " << r.key.backend
           << (best == &r ? " **best**" : "") << " | " << num(r.throughput() * scale.factor, "%.2f") << " | "
@@ -368,8 +369,8 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
   std::ostringstream o;
   height = 0;
   if (!pk.ok) return "";
-  const std::map<std::string, std::string> color = {
-      {"ceiling", "#4e79a7"}, {"wrapped", "#f28e2b"}, {"hand", "#59a14f"}, {"reference", "#999999"}};
+  const std::map<Tier, std::string> color = {
+      {Tier::Ceiling, "#4e79a7"}, {Tier::Wrapped, "#f28e2b"}, {Tier::Hand, "#59a14f"}, {Tier::Reference, "#999999"}};
   std::set<std::string> precisions;
   for (const auto& r : t.rows)
     if (roofline_bound(t, r)) precisions.insert(r.key.precision);
@@ -431,8 +432,8 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
       const std::string fill = b.in_llc ? "white" : c;
       char lab[64];
       std::snprintf(lab, sizeof lab, "%.1f", r->throughput() * 1e-9);
-      const std::string title = r->key.tier + " " + r->key.backend + " " + r->key.shape + " threads " +
-                                std::to_string(r->key.threads) + ": " + lab + " GFLOP/s, " +
+      const std::string title = std::string(to_string(r->key.tier)) + " " + r->key.backend + " " + r->key.shape +
+                                " threads " + std::to_string(r->key.threads) + ": " + lab + " GFLOP/s, " +
                                 num(100.0 * r->throughput() / b.flops, "%.1f%%") + " of bound (" + b.limit + ")";
       if (r->key.threads <= 1)
         o << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"5\" fill=\"" << fill << "\" stroke=\"" << c
@@ -440,14 +441,14 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
       else
         o << "<rect x=\"" << x - 5 << "\" y=\"" << y - 5 << "\" width=\"10\" height=\"10\" fill=\"" << fill
           << "\" stroke=\"" << c << "\" stroke-width=\"2\"><title>" << markup_escape(title) << "</title></rect>\n";
-      if (r->key.tier == "hand")
+      if (r->key.tier == Tier::Hand)
         o << "<text x=\"" << x + 7 << "\" y=\"" << y - 6 << "\" font-size=\"9\" fill=\"#333\">"
           << markup_escape(r->key.shape) << "</text>\n";
     }
     double ly = py0 + 60;
     for (const auto& [tier, c] : color) {
       o << "<circle cx=\"" << px1 + 26 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << c << "\"/><text x=\"" << px1 + 36
-        << "\" y=\"" << ly + 4 << "\">" << tier << "</text>\n";
+        << "\" y=\"" << ly + 4 << "\">" << to_string(tier) << "</text>\n";
       ly += 16;
     }
     o << "<text x=\"" << px1 + 20 << "\" y=\"" << ly + 8 << "\" font-size=\"10\">circle 1 thread, square more</text>\n"
@@ -542,8 +543,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
                        const std::string& peak_kind_f32, const std::string& peak_kind_f64) {
   const auto gs = groups(t);
   const auto shapes = shapes_by_size(t);
-  const std::vector<std::pair<std::string, std::string>> tiers = {
-      {"ceiling", "#4e79a7"}, {"wrapped", "#f28e2b"}, {"hand", "#59a14f"}};
+  const std::vector<std::pair<Tier, std::string>> tiers = {
+      {Tier::Ceiling, "#4e79a7"}, {Tier::Wrapped, "#f28e2b"}, {Tier::Hand, "#59a14f"}};
   const double plot_h = 280, top = 60, left = 80, bar_w = kBarWidth, gap = 26, margin = 10;
   const double panel_h = 20 + kValueLabelRoom + plot_h;  // header, value label room, plot
   const double group_w = bar_w * double(tiers.size()) + gap;
@@ -608,7 +609,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
           char lab[32];
           std::snprintf(lab, sizeof lab, "%.1f", v);
           o << "<rect x=\"" << bx << "\" y=\"" << y << "\" width=\"" << bar_w - 2 << "\" height=\"" << plot_bottom - y
-            << "\" fill=\"" << color << "\"><title>" << tier << " " << shape << " " << lab << " " << unit
+            << "\" fill=\"" << color << "\"><title>" << to_string(tier) << " " << shape << " " << lab << " " << unit
             << "</title></rect>\n";
           // Error bar: the 95% interval of the median over trials (two-level bootstrap).
           double label_y = y - 3;
@@ -643,7 +644,8 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     double ly = plot_top + 10;
     for (const auto& [tier, color] : tiers) {
       o << "<rect x=\"" << width - right + 20 << "\" y=\"" << ly + 20 << "\" width=\"12\" height=\"12\" fill=\""
-        << color << "\"/><text x=\"" << width - right + 38 << "\" y=\"" << ly + 30 << "\">" << tier << "</text>\n";
+        << color << "\"/><text x=\"" << width - right + 38 << "\" y=\"" << ly + 30 << "\">" << to_string(tier)
+        << "</text>\n";
       ly += 18;
     }
     y0 += panel_h + 90;

@@ -28,14 +28,14 @@ namespace popper::bench {
 // Picks the row of `tier` for (shape, precision, threads) with the lowest
 // median among the valid ones with samples (an invalid ceiling, plausibility.hpp,
 // is never best); nullptr when none.
-const BenchRow* best_row(const BenchTable& t, const std::string& tier, const std::string& shape,
-                         const std::string& precision, int threads);
+const BenchRow* best_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
+                         int threads);
 
 // The `tier` row with the given backend when there is one (so wrapped/ceiling
 // compares the same OpenBLAS core: FFI overhead, not core choice): nullptr
 // when that row is invalid; else best_row.
-const BenchRow* matching_row(const BenchTable& t, const std::string& tier, const std::string& shape,
-                             const std::string& precision, int threads, const std::string& backend);
+const BenchRow* matching_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
+                             int threads, const std::string& backend);
 
 // The roofline bound of a row; nullopt without measured peaks, flop work or bytes.
 struct RooflineBound {
@@ -65,7 +65,7 @@ struct ShapeFigures {
   const BenchRow* bound_row = nullptr;
   double hand_pct_of_bound, ceiling_pct_of_bound;  // throughput / bound, %
   double cv_pct[3];                                // ceiling, wrapped, hand: 100 * stddev / mean (0 with one sample)
-  std::string verdict_wrapped, verdict_hand;       // the tier's verdict column, "not run" without a row
+  Verdict verdict_wrapped, verdict_hand;           // the tier's verdict column, not run without a row
 };
 struct GroupFigures {
   std::string precision;

@@ -16,9 +16,9 @@ namespace popper::bench {
 
 namespace {
 
-bool usable(const BenchRow& r) {
-  return r.unit == kUnitSeconds && !r.samples.empty() && r.verdict.rfind("incorrect", 0) != 0;
-}
+std::string tier_text(Tier t) { return std::string(to_string(t)); }
+
+bool usable(const BenchRow& r) { return r.unit == kUnitSeconds && !r.samples.empty() && !r.verdict.failed(); }
 
 std::string key_text(const std::map<std::string, long>& key, const std::vector<std::string>& order) {
   std::string s;
@@ -27,7 +27,7 @@ std::string key_text(const std::map<std::string, long>& key, const std::vector<s
 }
 
 // The fastest usable row of `tier` for the key (the fallback's best backend: a conservative comparison).
-const BenchRow* best(const BenchTable& t, const std::string& family, const std::string& tier, const std::string& shape,
+const BenchRow* best(const BenchTable& t, const std::string& family, Tier tier, const std::string& shape,
                      const std::string& precision, int threads) {
   const BenchRow* out = nullptr;
   for (const auto& r : t.rows) {
@@ -86,10 +86,11 @@ ThresholdResult derive_thresholds(const BenchTable& table, const ThresholdOption
     const BenchRow* fast = best(table, o.family, o.fast_tier, e.shape, e.precision, e.threads);
     const BenchRow* slow = best(table, o.family, o.slow_tier, e.shape, e.precision, e.threads);
     if (!fast || !slow) {
-      e.note = "no " + (fast ? o.slow_tier : o.fast_tier) + " row";
+      e.note = "no " + (fast ? tier_text(o.slow_tier) : tier_text(o.fast_tier)) + " row";
     } else if (!usable(*fast) || !usable(*slow)) {
       const BenchRow& bad = usable(*fast) ? *slow : *fast;
-      e.note = bad.key.tier + " " + (bad.samples.empty() ? "unmeasured" : "") + " (" + bad.verdict + ")";
+      e.note =
+          tier_text(bad.key.tier) + " " + (bad.samples.empty() ? "unmeasured" : "") + " (" + bad.verdict.label + ")";
     } else {
       e.measured = true;
       e.fast_median = fast->median();
@@ -106,8 +107,8 @@ ThresholdResult derive_thresholds(const BenchTable& table, const ThresholdOption
     g.rows.push_back(std::move(e));
   }
   if (groups.empty())
-    throw Error("bench threshold: no " + o.fast_tier + "/" + o.slow_tier + " rows of family " + o.family +
-                " whose shape names carry " + o.axis + " and every --by parameter");
+    throw Error("bench threshold: no " + tier_text(o.fast_tier) + "/" + tier_text(o.slow_tier) + " rows of family " +
+                o.family + " whose shape names carry " + o.axis + " and every --by parameter");
   for (auto& [key, g] : groups) {
     std::sort(g.rows.begin(), g.rows.end(), [](const ThresholdEvidence& a, const ThresholdEvidence& b) {
       return std::tie(a.axis_value, a.shape, a.threads) < std::tie(b.axis_value, b.shape, b.threads);
@@ -131,18 +132,19 @@ ThresholdResult derive_thresholds(const BenchTable& table, const ThresholdOption
     for (const auto& e : g.rows) from += min_axis && e.axis_value >= *min_axis;
     const std::string ax = o.axis;
     if (!min_axis) {
-      g.reason = fmt::format(
-          "never: at the largest {} = {}, {} threads {} {}", ax, values.back(), blocker->shape, blocker->threads,
-          blocker->measured ? fmt::format("has {}/{} = {:.3f} < {}", o.slow_tier, o.fast_tier, blocker->ratio, o.margin)
-                            : "is not measured: " + blocker->note);
+      g.reason = fmt::format("never: at the largest {} = {}, {} threads {} {}", ax, values.back(), blocker->shape,
+                             blocker->threads,
+                             blocker->measured ? fmt::format("has {}/{} = {:.3f} < {}", tier_text(o.slow_tier),
+                                                             tier_text(o.fast_tier), blocker->ratio, o.margin)
+                                               : "is not measured: " + blocker->note);
     } else if (blocker) {
       g.reason = fmt::format(
-          "{} >= {} x {} on all {} rows with {} >= {}; at {} = {}, {} threads {} {}", o.fast_tier, o.margin,
-          o.slow_tier, from, ax, *min_axis, ax, blocker->axis_value, blocker->shape, blocker->threads,
+          "{} >= {} x {} on all {} rows with {} >= {}; at {} = {}, {} threads {} {}", tier_text(o.fast_tier), o.margin,
+          tier_text(o.slow_tier), from, ax, *min_axis, ax, blocker->axis_value, blocker->shape, blocker->threads,
           blocker->measured ? fmt::format("has {:.3f}", blocker->ratio) : "is not measured: " + blocker->note);
     } else {
-      g.reason =
-          fmt::format("{} >= {} x {} on all {} rows (every {} measured)", o.fast_tier, o.margin, o.slow_tier, from, ax);
+      g.reason = fmt::format("{} >= {} x {} on all {} rows (every {} measured)", tier_text(o.fast_tier), o.margin,
+                             tier_text(o.slow_tier), from, ax);
     }
     result.groups.push_back(std::move(g));
   }
@@ -153,15 +155,15 @@ std::string render_threshold_report(const ThresholdResult& r) {
   const auto& o = r.options;
   std::ostringstream os;
   os << fmt::format("{} threshold: smallest {} from which median time({}) / median time({}) >= {} on every larger {}\n",
-                    o.family, o.axis, o.slow_tier, o.fast_tier, o.margin, o.axis);
+                    o.family, o.axis, tier_text(o.slow_tier), tier_text(o.fast_tier), o.margin, o.axis);
   for (const auto& g : r.groups)
     os << fmt::format("  {}: min {} = {}  ({})\n", key_text(g.key, o.by), o.axis,
                       g.min_axis ? std::to_string(*g.min_axis) : "never", g.reason);
   for (const auto& g : r.groups) {
     os << fmt::format("\nevidence {} (ratio = {}/{} median time; spread = q25/q75 .. q75/q25 over repetitions)\n",
-                      key_text(g.key, o.by), o.slow_tier, o.fast_tier);
+                      key_text(g.key, o.by), tier_text(o.slow_tier), tier_text(o.fast_tier));
     os << fmt::format("  {:<30} {:>3} {:>6} {:>12} {:>12} {:>7} {:>17}  {}\n", "shape", "thr", o.axis,
-                      o.fast_tier + " ms", o.slow_tier + " ms", "ratio", "spread", "wins");
+                      tier_text(o.fast_tier) + " ms", tier_text(o.slow_tier) + " ms", "ratio", "spread", "wins");
     for (const auto& e : g.rows) {
       if (!e.measured) {
         os << fmt::format("  {:<30} {:>3} {:>6} {:>12} {:>12} {:>7} {:>17}  no ({})\n", e.shape, e.threads,
@@ -186,17 +188,18 @@ std::string render_router_config(const ThresholdResult& r, const BenchTable& sou
   os << "# " << o.family << " router thresholds for one machine, derived from a bench CSV; do not edit by hand.\n"
      << "# Written by: popper bench threshold --family " << o.family << " --margin " << o.margin << "\n"
      << "# Rule: for each (" << fmt::format("{}", fmt::join(o.by, ", ")) << "), min_" << o.axis << " = the smallest "
-     << o.axis << " from which median time(" << o.slow_tier << ") / median time(" << o.fast_tier << ") >= margin\n"
-     << "# on every bench row with a larger or equal " << o.axis << "; never = " << o.fast_tier
+     << o.axis << " from which median time(" << tier_text(o.slow_tier) << ") / median time(" << tier_text(o.fast_tier)
+     << ") >= margin\n"
+     << "# on every bench row with a larger or equal " << o.axis << "; never = " << tier_text(o.fast_tier)
      << " does not win at the largest " << o.axis << ".\n"
-     << "# The router runs " << o.fast_tier << " iff an entry exists, is not never, and the mean selected " << o.axis
-     << " >= min_" << o.axis << ".\n";
+     << "# The router runs " << tier_text(o.fast_tier) << " iff an entry exists, is not never, and the mean selected "
+     << o.axis << " >= min_" << o.axis << ".\n";
   os << "family: " << o.family << "\n"
      << "margin: " << o.margin << "\n"
      << "axis: " << o.axis << "\n"
      << "by: [" << fmt::format("{}", fmt::join(o.by, ", ")) << "]\n"
-     << "fast_tier: " << o.fast_tier << "\n"
-     << "slow_tier: " << o.slow_tier << "\n"
+     << "fast_tier: " << tier_text(o.fast_tier) << "\n"
+     << "slow_tier: " << tier_text(o.slow_tier) << "\n"
      << "source:\n"
      << "  csv: \"" << csv_path << "\"\n"
      << "  commit: \"" << meta("commit") << "\"\n"

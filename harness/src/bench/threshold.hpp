@@ -33,8 +33,8 @@ struct ThresholdOptions {
   double margin = 1.2;
   std::string axis = "l";
   std::vector<std::string> by{"h", "d"};
-  std::string fast_tier = "hand";
-  std::string slow_tier = "wrapped";
+  Tier fast_tier = Tier::Hand;
+  Tier slow_tier = Tier::Wrapped;
   std::vector<int> threads;                 // empty: every thread count in the table
   std::vector<std::string> exclude_shapes;  // e.g. the family's gate shapes
 };

@@ -12,6 +12,7 @@
 
 #include "common/utf8.hpp"
 #include "contract/rules.hpp"
+#include "popper/bench_protocol.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::schema {
@@ -55,7 +56,13 @@ const NodeSpec kIntakeStatus{
 const NodeSpec kLeanStatus{Kind::Enum, {}, nullptr, {"proved", "sorry", "wip", "not-applicable"}, "a Lean status"};
 const NodeSpec kMetric{
     Kind::Enum, {}, nullptr, {"time_ratio", "throughput_ratio", "peak_fraction", "throughput"}, "a benchmark metric"};
-const NodeSpec kTier{Kind::Enum, {}, nullptr, {"ceiling", "wrapped", "hand", "reference", "device"}, "a bench tier"};
+std::vector<std::string> tier_values() {
+  std::vector<std::string> out;
+  for (bench::Tier t : bench::kTiers) out.emplace_back(bench::to_string(t));
+  return out;
+}
+// The bench protocol's tiers (popper/bench_protocol.hpp), so a claim can name every tier a suite registers.
+const NodeSpec kTier{Kind::Enum, {}, nullptr, tier_values(), "a bench tier"};
 const NodeSpec kOp{Kind::Enum, {}, nullptr, {"<", "<=", ">", ">="}, "a comparison"};
 
 const NodeSpec kMetadata{Kind::Map,

@@ -235,11 +235,9 @@ void render_coverage(std::ostringstream& cov_out, std::ostringstream& mut_out, s
 
 // ---- #bench ----
 
-std::string verdict_badge(const std::string& verdict) {
-  const std::string cls = verdict.rfind("verified", 0) == 0    ? "ok"
-                          : verdict.rfind("incorrect", 0) == 0 ? "bad"
-                                                               : "warn";
-  return fmt::format("<span class=\"b {}\">{}</span>", cls, esc(verdict));
+std::string verdict_badge(const bench::Verdict& v) {
+  const char* cls = v.is_verified() ? "ok" : v.failed() ? "bad" : "warn";
+  return fmt::format("<span class=\"b {}\">{}</span>", cls, esc(v.label));
 }
 
 void render_bench(std::ostringstream& o, const BenchPage& b) {
@@ -291,9 +289,9 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
   for (const auto& r : t.rows)
     if (r.unit != bench::kUnitSeconds)
       counts << "<tr><td>" << esc(r.key.shape) << "</td><td>" << esc(r.key.precision) << "</td><td>" << r.key.threads
-             << "</td><td>" << esc(r.key.tier) << "</td><td>" << esc(r.key.backend) << "</td><td>"
-             << (r.samples.empty() ? std::string("—") : fmt::format("{:.6g}", r.median())) << " " << esc(r.unit)
-             << "</td><td>" << verdict_badge(r.verdict) << "</td></tr>\n";
+             << "</td><td>" << esc(std::string(bench::to_string(r.key.tier))) << "</td><td>" << esc(r.key.backend)
+             << "</td><td>" << (r.samples.empty() ? std::string("—") : fmt::format("{:.6g}", r.median())) << " "
+             << esc(r.unit) << "</td><td>" << verdict_badge(r.verdict) << "</td></tr>\n";
   if (!counts.str().empty())
     o << "<h4>counted rows</h4><table class=\"num\"><tr><th>shape</th><th>precision</th><th>threads</th><th>tier</th>"
          "<th>backend</th><th>median per iteration</th><th>verdict</th></tr>\n"
@@ -534,7 +532,7 @@ History read_history(const std::string& baselines_dir, int max_commits) {
       BaselineVersion v{sha, date, p.parent_path().filename().string(), {}};
       std::string unit;
       for (const auto& r : t.rows)
-        if (r.key.tier == "hand" && !r.samples.empty()) {
+        if (r.key.tier == bench::Tier::Hand && !r.samples.empty()) {
           v.hand.push_back({fmt::format("{}/{}/threads:{}", r.key.shape, r.key.precision, r.key.threads), r.median()});
           unit = r.unit;
         }

@@ -1,0 +1,110 @@
+// The bench protocol (popper/bench_protocol.hpp) and the suite API's cross
+// product (popper/bench.hpp): names and verdicts written and read in one place.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "popper/bench.hpp"
+#include "popper/bench_protocol.hpp"
+
+namespace pb = popper::bench;
+
+TEST(BenchProtocol, EveryTierNameRoundTrips) {
+  std::set<std::string> names;
+  for (pb::Tier t : pb::kTiers) {
+    const std::string_view name = pb::to_string(t);
+    EXPECT_NE(name, "?");
+    EXPECT_TRUE(names.insert(std::string(name)).second) << name << " names two tiers";
+    EXPECT_EQ(pb::parse_tier(name), t);
+  }
+  EXPECT_FALSE(pb::parse_tier("Hand"));
+  EXPECT_FALSE(pb::parse_tier(""));
+  EXPECT_EQ(pb::tier_names(), "ceiling, wrapped, hand, reference, pack, device");
+}
+
+TEST(BenchProtocol, BenchNamesRoundTripForEveryTier) {
+  for (pb::Tier t : pb::kTiers)
+    for (int threads : {1, 2, 16}) {
+      const pb::BenchName n{"gemm", t, "small_64", "f32", threads};
+      const std::string text = pb::format_bench_name(n);
+      const auto back = pb::parse_bench_name(text);
+      ASSERT_TRUE(back) << text;
+      EXPECT_EQ(*back, n) << text;
+      // Google Benchmark appends its own parts; they are not the protocol's.
+      EXPECT_EQ(pb::parse_bench_name(text + "/iterations:4/real_time"), n);
+      EXPECT_EQ(pb::parse_bench_name(text + "/manual_time"), n);
+    }
+  EXPECT_EQ(pb::format_bench_name({"q4k", pb::Tier::Hand, "big_32768x4096", "q4k", 2}),
+            "q4k/hand/big_32768x4096/q4k/threads:2");
+}
+
+TEST(BenchProtocol, MalformedNamesAreNotProtocolRows) {
+  for (const char* bad :
+       {"gemm/hand/square_1k/f32", "gemm/hand/square_1k/f32/threads:x", "gemm/hand/square_1k/f32/threads:0",
+        "gemm/hand/square_1k/f32/threads:-1", "gemm/hand/square_1k/f32/threads:2x",
+        "gemm/turbo/square_1k/f32/threads:1", "gemm//square_1k/f32/threads:1", "/hand/square_1k/f32/threads:1",
+        "gemm/hand/square_1k/f32/extra/threads:1", "train_trace/span", ""})
+    EXPECT_FALSE(pb::parse_bench_name(bad)) << bad;
+}
+
+TEST(BenchProtocol, VerdictLabelsReadBackAsTheirKind) {
+  const pb::Verdict made[] = {pb::Verdict::verified(),
+                              pb::Verdict::verified("sampled 256"),
+                              pb::Verdict::incorrect("max err 1e-3 > bound 1e-6"),
+                              pb::Verdict::incorrect("max relative error", 2e-9, 1e-10),
+                              pb::Verdict::invalid("read at 150% of the bound"),
+                              pb::Verdict::not_run("no usable CUDA device"),
+                              pb::Verdict::not_verified("the reference is the oracle")};
+  for (const pb::Verdict& v : made) EXPECT_EQ(pb::Verdict::parse(v.label), v) << v.label;
+  EXPECT_EQ(pb::Verdict::verified("sampled 256").label, "verified(sampled 256)");
+  EXPECT_EQ(pb::Verdict::incorrect("max relative error", 2e-9, 1e-10).label,
+            "incorrect: max relative error 2e-09 > 1e-10");
+  EXPECT_TRUE(pb::Verdict::parse("incorrect: x").failed());
+  EXPECT_TRUE(pb::Verdict::parse("invalid: x").failed());
+  EXPECT_FALSE(pb::Verdict::parse("not_run: x").failed());
+  EXPECT_EQ(pb::Verdict::parse("not_verified: no oracle").kind, pb::VerdictKind::NotVerified);
+}
+
+TEST(BenchProtocol, ErrorMessagesReadAsNotRunOnlyWhenTheySaySo) {
+  // CUTLASS's declines are not wrong answers.
+  for (const char* declined : {"not_run: no device", "not_supported: sm_70", "invalid_problem: k = 0"})
+    EXPECT_EQ(pb::Verdict::parse(declined, true).kind, pb::VerdictKind::NotRun) << declined;
+  // Any other skip message is a wrong answer, prefixed once.
+  EXPECT_EQ(pb::Verdict::parse("threw bad_alloc", true).label, "incorrect: threw bad_alloc");
+  EXPECT_EQ(pb::Verdict::parse("incorrect: cosine 0.2", true).label, "incorrect: cosine 0.2");
+  EXPECT_EQ(pb::Verdict::parse("verified", true).kind, pb::VerdictKind::Incorrect);
+}
+
+TEST(BenchApi, FamilyRegistersTheCrossProductItKeeps) {
+  const auto cases = pb::Family("dot")
+                         .shapes({"n_4k", "n_1m"})
+                         .precisions({"f32", "f64"})
+                         .threads({1, 2})
+                         .tiers({pb::Tier::Wrapped, pb::Tier::Hand, pb::Tier::Reference})
+                         .where([](const pb::Case& c) { return c.tier != pb::Tier::Reference || c.threads == 1; })
+                         .cases();
+  // 2 shapes x (2 tiers x 2 precisions x 2 threads + the reference's 2 precisions x 1 thread).
+  ASSERT_EQ(cases.size(), 2u * (2 * 2 * 2 + 2));
+  std::set<std::string> names;
+  for (const auto& c : cases) {
+    const std::string name = pb::format_bench_name(c.name());
+    EXPECT_TRUE(names.insert(name).second) << name << " registered twice";
+    EXPECT_EQ(pb::parse_bench_name(name), c.name());
+  }
+  // Shape-major: every case of the first shape before the second's.
+  EXPECT_EQ(cases.front().shape_name, "n_4k");
+  EXPECT_EQ(cases.front().shape, 0);
+  EXPECT_EQ(cases.back().shape_name, "n_1m");
+  EXPECT_EQ(cases.back().shape, 1);
+  EXPECT_TRUE(names.count("dot/reference/n_1m/f64/threads:1"));
+  EXPECT_FALSE(names.count("dot/reference/n_1m/f64/threads:2"));
+}
+
+TEST(BenchApi, TimeableVerdicts) {
+  EXPECT_TRUE(pb::timeable(pb::Verdict::verified()));
+  EXPECT_TRUE(pb::timeable(pb::Verdict::not_verified("oracle")));
+  EXPECT_FALSE(pb::timeable(pb::Verdict::incorrect("x")));
+  EXPECT_FALSE(pb::timeable(pb::Verdict::invalid("x")));
+  EXPECT_FALSE(pb::timeable(pb::Verdict::not_run("x")));
+}
