@@ -61,6 +61,10 @@ bool mutant_short_tile_row() {
   static const bool on = POPPER_MUTANT("gemm-short-tile-row");
   return on;
 }
+bool mutant_b_in_place_stride() {
+  static const bool on = POPPER_MUTANT("gemm-b-in-place-stride");
+  return on;
+}
 bool mutant_scalar_edge_row() {
   static const bool on = POPPER_MUTANT("gemm-scalar-edge-row");
   return on;
@@ -68,15 +72,15 @@ bool mutant_scalar_edge_row() {
 
 // Portable fallback: 4 x 4 register tile in plain C++, packed A only.
 template <class T>
-void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, T* c, std::int64_t ldc, T alpha, T beta,
-                   int nrows, int ncols) {
+void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, std::int64_t ldb, T* c, std::int64_t ldc,
+                   T alpha, T beta, int nrows, int ncols) {
   constexpr int MR = 4, NR = 4;
   T acc[MR][NR] = {};
   for (std::int64_t p = 0; p < kc; ++p) {
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];
     ap += MR;
-    bp += NR;
+    bp += ldb;
   }
   // The mutant: an edge tile loses its last row.
   if (nrows < MR && nrows > 1 && mutant_scalar_edge_row()) nrows -= 1;
@@ -236,12 +240,23 @@ DirectRows direct_rows(std::int64_t m, std::int64_t mr, std::int64_t ms) {
   return best;
 }
 
+// Whether the full NR-wide slivers of a B block are read in place, unpacked:
+// when op(B)'s rows are n-contiguous and the block fits the L1, where a row
+// stride costs the micro-kernel nothing and the copy is pure overhead
+// (small_64 f32: packing B was 13% of the product's time). The edge sliver
+// is packed, zero-padded, as before.
+template <class T>
+bool b_in_place(const Problem<T>& pr, const KernelSpec<T>& ks, std::int64_t kcur, std::int64_t ncur) {
+  return pr.b.cs == 1 && ncur >= ks.nr && static_cast<std::size_t>(kcur * ncur) * sizeof(T) <= blocking_caches().l1d;
+}
+
 // The loops below the B packing: C[0:m, jc:jc+ncur] of `pr` gets
-// op(A)[0:m, pc:pc+kcur] times the packed block `bpack` of op(B), A packed
-// (or read in place) by the calling worker.
+// op(A)[0:m, pc:pc+kcur] times the block of op(B), A packed (or read in place)
+// by the calling worker. B's slivers are in `bpack`, packed, except full ones
+// read in place when `in_place` (b_in_place).
 template <class T>
 void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl, std::int64_t jc,
-                       std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {
+                       std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack, bool in_place) {
   const std::int64_t mr = ks.mr, nr = ks.nr;
   const std::int64_t mc = std::min<std::int64_t>(bl.mc, (pr.m + mr - 1) / mr * mr);
   const bool direct =
@@ -256,16 +271,20 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
     if (rows.packed > 0) pack_a(pr.a, ic + m_direct, rows.packed, pc, kcur, ks.mr, apack);
     for (std::int64_t jr = 0; jr < ncur; jr += nr) {
       const int ncols = static_cast<int>(std::min(nr, ncur - jr));
-      const T* bs = bpack + jr * kcur;
+      const bool unpacked = in_place && ncols == nr;
+      const T* bs = unpacked ? &pr.b(pc, jc + jr) : bpack + jr * kcur;
+      // The mutant: an in-place sliver read with the packed stride.
+      const std::int64_t ldb = unpacked && !mutant_b_in_place_stride() ? pr.b.rs : nr;
       auto c_at = [&](std::int64_t ir) { return pr.c + (ic + ir) * pr.ldc + (jc + jr); };
       std::int64_t ir = 0;
       for (; ir < rows.full; ir += mr)
-        ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, c_at(ir), pr.ldc, pr.alpha, beta, static_cast<int>(mr), ncols);
+        ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta, static_cast<int>(mr),
+                  ncols);
       for (; ir < m_direct; ir += ms)
-        ks.direct_short(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, c_at(ir), pr.ldc, pr.alpha, beta,
+        ks.direct_short(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta,
                         static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols);
       for (; ir < mcur; ir += mr)
-        ks.packed(kcur, apack + (ir - m_direct) * kcur, 0, bs, c_at(ir), pr.ldc, pr.alpha, beta,
+        ks.packed(kcur, apack + (ir - m_direct) * kcur, 0, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta,
                   static_cast<int>(std::min(mr, mcur - ir)), ncols);
     }
   }
@@ -332,10 +351,12 @@ void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& b
   for_each_b_block(
       pr, ks, bl,
       [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, T* bpack) {
-        pack_b(pr.b, pc, kcur, jc, ncur, ks.nr, bpack);
+        // In place, only the edge sliver is packed (at its packed offset).
+        const std::int64_t j0 = b_in_place(pr, ks, kcur, ncur) ? ncur / ks.nr * ks.nr : 0;
+        if (j0 < ncur) pack_b(pr.b, pc, kcur, jc + j0, ncur - j0, ks.nr, bpack + j0 * kcur);
       },
       [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {
-        multiply_packed_b(pr, ks, bl, jc, ncur, pc, kcur, bpack);
+        multiply_packed_b(pr, ks, bl, jc, ncur, pc, kcur, bpack, b_in_place(pr, ks, kcur, ncur));
       });
 }
 
@@ -383,7 +404,7 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
         popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
           for (std::size_t w = w0; w < w1; ++w) {
             const Problem<T> part = row_part(pr, ks.mr, w, threads);
-            if (part.m > 0) multiply_packed_b(part, ks, bl, jc, ncur, pc, kcur, bpack);
+            if (part.m > 0) multiply_packed_b(part, ks, bl, jc, ncur, pc, kcur, bpack, false);
           }
         });
       });

@@ -17,7 +17,6 @@ struct VecF32 {
   using mask = __m256i;
   static constexpr int width = 8;
   static reg zero() { return _mm256_setzero_ps(); }
-  static reg load(const float* p) { return _mm256_load_ps(p); }
   static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
   static reg bcast(const float* p) { return _mm256_broadcast_ss(p); }
@@ -36,7 +35,6 @@ struct VecF64 {
   using mask = __m256i;
   static constexpr int width = 4;
   static reg zero() { return _mm256_setzero_pd(); }
-  static reg load(const double* p) { return _mm256_load_pd(p); }
   static reg loadu(const double* p) { return _mm256_loadu_pd(p); }
   static void storeu(double* p, reg v) { _mm256_storeu_pd(p, v); }
   static reg bcast(const double* p) { return _mm256_broadcast_sd(p); }

@@ -20,7 +20,6 @@ struct VecF32 {
   using mask = __mmask16;
   static constexpr int width = 16;
   static reg zero() { return _mm512_setzero_ps(); }
-  static reg load(const float* p) { return _mm512_load_ps(p); }
   static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
   static reg bcast(const float* p) { return _mm512_set1_ps(*p); }
@@ -37,7 +36,6 @@ struct VecF64 {
   using mask = __mmask8;
   static constexpr int width = 8;
   static reg zero() { return _mm512_setzero_pd(); }
-  static reg load(const double* p) { return _mm512_load_pd(p); }
   static reg loadu(const double* p) { return _mm512_loadu_pd(p); }
   static void storeu(double* p, reg v) { _mm512_storeu_pd(p, v); }
   static reg bcast(const double* p) { return _mm512_set1_pd(*p); }

@@ -5,10 +5,12 @@
 // A micro-kernel computes one MR x NR register tile of C and stores its
 // top-left nrows x ncols part (1 <= nrows <= MR, 1 <= ncols <= NR):
 //
-//   C[i*ldc + j] = alpha * sum_{p<kc} A(i, p) * Bp[p*NR + j] + beta * C[i*ldc + j]
+//   C[i*ldc + j] = alpha * sum_{p<kc} A(i, p) * B[p*ldb + j] + beta * C[i*ldc + j]
 //
-// with beta == 0 meaning "C is not read". Bp is packed (NR-wide slivers,
-// zero-padded, 64-byte aligned). A comes in one of two forms:
+// with beta == 0 meaning "C is not read". B is packed (ldb = NR: NR-wide
+// slivers, zero-padded) or, for a full NR-wide sliver, the caller's rows read
+// in place (ldb their stride); it is read with unaligned loads. A comes in
+// one of two forms:
 //   packed: A(i, p) = a[p*MR + i]   (MR-tall slivers, zero-padded rows)
 //   direct: A(i, p) = a[i*lda + p]  (the caller's k-contiguous rows, no copy;
 //                                    only for full MR-row tiles, or full
@@ -27,8 +29,8 @@
 namespace popper::gemm::cpu::detail {
 
 template <class T>
-using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, T* c, std::int64_t ldc,
-                             T alpha, T beta, int nrows, int ncols);
+using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T* c,
+                             std::int64_t ldc, T alpha, T beta, int nrows, int ncols);
 
 template <class T>
 struct KernelSpec {

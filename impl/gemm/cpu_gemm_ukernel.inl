@@ -2,7 +2,7 @@
 // included by each ISA translation unit inside its own anonymous namespace
 // (so each ISA gets its own copy).
 // Requires: a struct Vec with  using reg, mask; static constexpr int width;
-//   zero(), load(const T*), bcast(const T*), fma(a, b, c) = a*b + c, mul(a, b),
+//   zero(), bcast(const T*), fma(a, b, c) = a*b + c, mul(a, b),
 //   set1(T), storeu(T*, reg), loadu(const T*), tail(n) (first n lanes),
 //   maskload(const T*, mask), maskstore(T*, mask, reg);
 // and a constexpr bool kTailMutant naming whether this TU's mutation point is
@@ -54,9 +54,8 @@ inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::re
 
 // A packed: A(i, p) = a[p*MR + i].
 template <class T, class Vec, int MR, int NV>
-void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, const T* bp, T* c, std::int64_t ldc,
-                         T alpha, T beta, int nrows, int ncols) {
-  constexpr int NR = NV * Vec::width;
+void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, const T* bp, std::int64_t ldb, T* c,
+                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols) {
   typename Vec::reg acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -66,7 +65,7 @@ void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, con
   for (std::int64_t p = 0; p < kc; ++p) {
     typename Vec::reg bv[NV];
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; ++j) bv[j] = Vec::load(bp + j * Vec::width);
+    for (int j = 0; j < NV; ++j) bv[j] = Vec::loadu(bp + j * Vec::width);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const typename Vec::reg av = Vec::bcast(ap + i);
@@ -74,7 +73,7 @@ void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, con
       for (int j = 0; j < NV; ++j) acc[i][j] = Vec::fma(av, bv[j], acc[i][j]);
     }
     ap += MR;
-    bp += NR;
+    bp += ldb;
   }
   tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols);
 }
@@ -82,9 +81,8 @@ void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, con
 // A direct: A(i, p) = a[i*lda + p] for the MR full rows. Rows are addressed
 // from two bases with byte strides, so every broadcast is one addressing mode.
 template <class T, class Vec, int MR, int NV>
-void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, T* c, std::int64_t ldc, T alpha,
-                         T beta, int nrows, int ncols) {
-  constexpr int NR = NV * Vec::width;
+void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, std::int64_t ldb, T* c,
+                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols) {
   static_assert(MR % 2 == 0 && MR <= 16, "two bases of MR/2 rows");
   constexpr int H = MR / 2;
   typename Vec::reg acc[MR][NV];
@@ -99,7 +97,7 @@ void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T*
   for (std::int64_t p = 0; p < kc; ++p) {
     typename Vec::reg bv[NV];
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; ++j) bv[j] = Vec::load(bp + j * Vec::width);
+    for (int j = 0; j < NV; ++j) bv[j] = Vec::loadu(bp + j * Vec::width);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const char* row = (i < H ? a0 : a1) + (i % H) * L;
@@ -109,7 +107,7 @@ void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T*
     }
     a0 += sizeof(T);
     a1 += sizeof(T);
-    bp += NR;
+    bp += ldb;
   }
   tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols);
 }
