@@ -6,12 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
-#include <utility>
 #include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "bench/duet.hpp"
 #include "bench/ingest.hpp"
@@ -217,9 +218,7 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
     const auto& iv = ivs[timed[j]];
     rc.p_value = p_reg[j];
     rc.significant = reg[j];
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "trials %d vs %d", rc.trials_current, rc.trials_base);
-    rc.note = buf;
+    rc.note = fmt::format("trials {} vs {}", rc.trials_current, rc.trials_base);
     if (reg[j]) rc.change = Change::Regression;
     else if (p_ratio_below(iv, 1 + t.regression) > t.alpha) rc.change = Change::Noisy;
     else if (warn[j]) rc.change = Change::Warning;
@@ -234,18 +233,13 @@ void judge(std::vector<Pair>& pairs, const Thresholds& t, std::string& method) {
   }
   std::size_t vendor_rows = 0;
   for (std::size_t j : timed) vendor_rows += pairs[j].rc.key.tier == Tier::Ceiling;
-  char what[48];
-  if (t.quantile == 0.5) std::snprintf(what, sizeof what, "medians");
-  else std::snprintf(what, sizeof what, "%.2f-quantiles", t.quantile);
-  char m[480];
-  std::snprintf(
-      m, sizeof m,
-      "timed rows: ratio of the samples' %s with a two-level bootstrap interval (trials, then samples); REGRESSION "
-      "when 'ratio > %.2f' is rejected by Benjamini-Hochberg at alpha %.2f over the %zu testable rows of this "
-      "repository's code (the %zu vendor rows are a family of their own); NOISY when 'ratio < %.2f' cannot be "
-      "shown at alpha %.2f",
+  const std::string what = t.quantile == 0.5 ? "medians" : fmt::format("{:.2f}-quantiles", t.quantile);
+  method = fmt::format(
+      "timed rows: ratio of the samples' {} with a two-level bootstrap interval (trials, then samples); REGRESSION "
+      "when 'ratio > {:.2f}' is rejected by Benjamini-Hochberg at alpha {:.2f} over the {} testable rows of this "
+      "repository's code (the {} vendor rows are a family of their own); NOISY when 'ratio < {:.2f}' cannot be "
+      "shown at alpha {:.2f}",
       what, 1 + t.regression, t.alpha, timed.size() - vendor_rows, vendor_rows, 1 + t.regression, t.alpha);
-  method = m;
 }
 
 // Absolute mode, after judging: ceiling rows judged REGRESSION become MOVED,
@@ -273,12 +267,9 @@ void judge_moved_groups(std::vector<Pair>& pairs, const std::map<std::string, do
     relative.push_back(i);
   }
   judge(pairs, t, method);
-  for (std::size_t i : relative) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "; relative to its trial's ceiling (the vendor rows of this group moved %.3fx)",
-                  moved[group_of(pairs[i].rc.key)]);
-    pairs[i].rc.note += buf;
-  }
+  for (std::size_t i : relative)
+    pairs[i].rc.note += fmt::format("; relative to its trial's ceiling (the vendor rows of this group moved {:.3f}x)",
+                                    moved[group_of(pairs[i].rc.key)]);
 }
 
 }  // namespace
@@ -307,21 +298,17 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     const bool beyond = drift && std::fabs(std::log(drift->ratio)) > std::log1p(t.warning);
     if (beyond && drift->p < t.alpha) {
       report.mode = CheckMode::Normalized;
-      char buf[440];
-      std::snprintf(buf, sizeof buf,
-                    "same machine, but its vendor-library rows (untouched by any change to this repository) are %.3fx "
-                    "their baseline time (geometric mean of %d ceiling rows, beyond the %.0f%% band at p = %.2g): the "
-                    "machine itself is %s than when the baseline was recorded, so each timed sample is divided by its "
-                    "own trial's best ceiling",
-                    drift->ratio, drift->rows, 100 * t.warning, drift->p, drift->ratio > 1 ? "slower" : "faster");
-      report.mode_reason = buf;
+      report.mode_reason = fmt::format(
+          "same machine, but its vendor-library rows (untouched by any change to this repository) are {:.3f}x "
+          "their baseline time (geometric mean of {} ceiling rows, beyond the {:.0f}% band at p = {:.2g}): the "
+          "machine itself is {} than when the baseline was recorded, so each timed sample is divided by its "
+          "own trial's best ceiling",
+          drift->ratio, drift->rows, 100 * t.warning, drift->p, drift->ratio > 1 ? "slower" : "faster");
     } else if (beyond) {
-      char buf[300];
-      std::snprintf(buf, sizeof buf,
-                    "; the vendor-library rows moved %.3fx (%d rows), but not beyond their own scatter (p = %.2g), "
-                    "so nothing is rescaled",
-                    drift->ratio, drift->rows, drift->p);
-      report.mode_reason += buf;
+      report.mode_reason += fmt::format(
+          "; the vendor-library rows moved {:.3f}x ({} rows), but not beyond their own scatter (p = {:.2g}), "
+          "so nothing is rescaled",
+          drift->ratio, drift->rows, drift->p);
     }
   };
   BenchTable cur_table = current;
@@ -525,10 +512,8 @@ CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, 
     if (auto again = rerun(*c); again && !again->samples.empty() && b->median() > 0) {
       const double r2 = again->median() / b->median();
       const Change second = classify_count_ratio(r2, t);
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%s on re-run (ratio %.3f)",
-                    second == Change::Regression ? "confirmed" : "not confirmed", r2);
-      rc.note += std::string("; ") + buf;
+      rc.note += fmt::format("; {} on re-run (ratio {:.3f})",
+                             second == Change::Regression ? "confirmed" : "not confirmed", r2);
       rc.change = second;
       rc.ratio = r2;
     }
@@ -554,21 +539,13 @@ std::string format_check_report(const CheckReport& report) {
   out << "mode: " << (report.mode == CheckMode::Absolute ? "absolute" : "normalized") << " — " << report.mode_reason
       << "\n";
   if (!report.method.empty()) out << "method: " << report.method << "\n";
-  char line[640];
-  std::snprintf(line, sizeof line, "%-12s %-66s %8s %-17s %9s  %s\n", "verdict", "row", "ratio", "interval", "p",
-                "note");
-  out << line;
+  constexpr const char* kLine = "{:<12} {:<66} {:>8} {:<17} {:>9}  {}\n";
+  out << fmt::format(kLine, "verdict", "row", "ratio", "interval", "p", "note");
   for (const auto& r : report.rows) {
-    char ratio[32], iv[48], p[32];
-    if (std::isnan(r.ratio)) std::snprintf(ratio, sizeof ratio, "-");
-    else std::snprintf(ratio, sizeof ratio, "%.3f", r.ratio);
-    if (r.hi > 0) std::snprintf(iv, sizeof iv, "[%.3f, %.3f]", r.lo, r.hi);
-    else std::snprintf(iv, sizeof iv, "-");
-    if (std::isnan(r.p_value)) std::snprintf(p, sizeof p, "-");
-    else std::snprintf(p, sizeof p, "%.3g", r.p_value);
-    std::snprintf(line, sizeof line, "%-12s %-66s %8s %-17s %9s  %s\n", to_string(r.change), r.key.to_string().c_str(),
-                  ratio, iv, p, r.note.c_str());
-    out << line;
+    const std::string ratio = std::isnan(r.ratio) ? "-" : fmt::format("{:.3f}", r.ratio);
+    const std::string iv = r.hi > 0 ? fmt::format("[{:.3f}, {:.3f}]", r.lo, r.hi) : "-";
+    const std::string p = std::isnan(r.p_value) ? "-" : fmt::format("{:.3g}", r.p_value);
+    out << fmt::format(kLine, to_string(r.change), r.key.to_string(), ratio, iv, p, r.note);
   }
   out << "summary: " << report.count(Change::Regression) << " regression, " << report.count(Change::Missing)
       << " missing, " << report.count(Change::Noisy) << " noisy, " << report.count(Change::Warning) << " warning, "

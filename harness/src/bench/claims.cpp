@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "bench/interval.hpp"
 #include "bench/report.hpp"
 #include "popper/io.hpp"
@@ -150,13 +152,11 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             }
             const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
             const bool none_hold = !holds(lo, claim.op, claim.threshold) && !holds(hi, claim.op, claim.threshold);
-            char buf[200];
-            std::snprintf(buf, sizeof buf, "%s: %.4g [%.4g, %.4g]%s", g.name().c_str(), value, lo, hi,
-                          iv.df >= 1 ? "" : " (one trial: within-process noise only)");
-            if (none_hold) failures.push_back(std::string(buf) + " fails");
+            const std::string figure = fmt::format("{}: {:.4g} [{:.4g}, {:.4g}]{}", g.name(), value, lo, hi,
+                                                   iv.df >= 1 ? "" : " (one trial: within-process noise only)");
+            if (none_hold) failures.push_back(figure + " fails");
             else if (!all_hold) {
-              inconclusive.push_back(std::string(buf) + " straddles " + claim.op + " " +
-                                     std::to_string(claim.threshold));
+              inconclusive.push_back(figure + " straddles " + claim.op + " " + std::to_string(claim.threshold));
               // The interval's half-width on the threshold's side shrinks as 1/sqrt(trials).
               const double dist = std::fabs(std::log(value / claim.threshold));
               const double half = value >= claim.threshold ? std::log(value / lo) : std::log(hi / value);
@@ -167,7 +167,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             const bool is_worse = (claim.op == "<" || claim.op == "<=") ? value > worst : value < worst;
             if (!have_worst || is_worse) {
               worst = value;
-              worst_text = buf;
+              worst_text = figure;
               have_worst = true;
             }
           }

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "common/process.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
@@ -124,20 +126,17 @@ double device_peak_for(const DevicePeak& p, const std::string& kind) {
 }
 
 std::string format_device_peak(const DevicePeak& p) {
-  char buf[900];
-  std::snprintf(buf, sizeof buf,
-                "device       %s (%s, %d SMs, %.0f GiB), measured %s\n"
-                "fp32 fma     %.1f TFLOP/s\n"
-                "fp32 gemm    %.1f TFLOP/s (cuBLAS SGEMM, TF32 off)\n"
-                "tf32 gemm    %.1f TFLOP/s\n"
-                "f16 gemm     %.1f TFLOP/s (FP32 accumulation)\n"
-                "bf16 gemm    %.1f TFLOP/s (FP32 accumulation)\n"
-                "copy         %.0f GB/s (read + written)\n"
-                "triad        %.0f GB/s (read + written)\n",
-                p.name.c_str(), p.sm.c_str(), p.multiprocessors, p.memory_bytes / (1u << 30), p.date.c_str(),
-                p.fp32_fma * 1e-12, p.fp32_gemm * 1e-12, p.tf32_gemm * 1e-12, p.f16_gemm * 1e-12, p.bf16_gemm * 1e-12,
-                p.copy_bandwidth * 1e-9, p.triad_bandwidth * 1e-9);
-  return buf;
+  return fmt::format(
+      "device       {} ({}, {} SMs, {:.0f} GiB), measured {}\n"
+      "fp32 fma     {:.1f} TFLOP/s\n"
+      "fp32 gemm    {:.1f} TFLOP/s (cuBLAS SGEMM, TF32 off)\n"
+      "tf32 gemm    {:.1f} TFLOP/s\n"
+      "f16 gemm     {:.1f} TFLOP/s (FP32 accumulation)\n"
+      "bf16 gemm    {:.1f} TFLOP/s (FP32 accumulation)\n"
+      "copy         {:.0f} GB/s (read + written)\n"
+      "triad        {:.0f} GB/s (read + written)\n",
+      p.name, p.sm, p.multiprocessors, p.memory_bytes / (1u << 30), p.date, p.fp32_fma * 1e-12, p.fp32_gemm * 1e-12,
+      p.tf32_gemm * 1e-12, p.f16_gemm * 1e-12, p.bf16_gemm * 1e-12, p.copy_bandwidth * 1e-9, p.triad_bandwidth * 1e-9);
 }
 
 void add_device_peak(PeakResult& host, const DevicePeak& d) {
