@@ -18,7 +18,7 @@ packages=(
   libopenblas-dev liblapacke-dev     # CBLAS + LAPACKE: wrapped and ceiling tiers
   libblis-openmp-dev                 # BLIS: second GEMM ceiling vendor (optional at configure: POPPER_BLIS)
   clang libclang-rt-14-dev           # libFuzzer target and sanitizers
-  clang-format                       # make format-check (.clang-format)
+  clang-format clang-tidy            # make format-check (.clang-format), make tidy (.clang-tidy)
   valgrind                           # instruction-count regression gate
   # --- Vulkan compute backend (issues 13/18): loader + headers, lavapipe (Mesa's
   # CPU Vulkan device, so the shaders run here), GLSL -> SPIR-V compiler, vulkaninfo

@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // usage errors exit 2
+  } catch (const std::exception& e) {
+    // A command that let an error through still exits with a message, never an abort.
+    std::cerr << "popper: " << e.what() << "\n";
+    return 2;
   }
   return exit_code;
 }

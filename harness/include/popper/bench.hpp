@@ -30,7 +30,6 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
