@@ -90,7 +90,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             for (const auto& r : table.rows)
               if (r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
                   (r.key.tier == numerator || r.key.tier == denominator) && r.verdict.failed())
-                failures.push_back(g.name() + ": " + std::string(to_string(r.key.tier)) + " " + r.verdict.label);
+                failures.push_back(g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label);
             const BenchRow* num = best_verified(table, numerator, shape, prec, th, "", claim.numerator_backend);
             // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
             // unless the claim names the denominator's precision or backend (q4k vs an f32 SGEMV):

@@ -345,8 +345,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
                : "";
       say("[" + label + ", " + std::to_string(done + 1) + "/" + std::to_string(total) + "] " + fam.family + " " +
           s.shape + " " + (s.precision.empty() ? "f32+f64" : s.precision) + " threads:" + std::to_string(s.threads) +
-          " " + std::string(to_string(s.tier)) + (s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : "") +
-          " — elapsed " + duration_text(now) + eta);
+          " " + tier_text(s.tier) + (s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : "") + " — elapsed " +
+          duration_text(now) + eta);
       current_step = i;
       if (s.tier == Tier::Ceiling) {
         for (const VendorConfig* cfg : plan.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);

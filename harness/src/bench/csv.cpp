@@ -83,7 +83,7 @@ std::vector<Tier> tiers_from(const std::vector<std::string>& names, const std::s
 }
 
 std::string BenchKey::to_string() const {
-  return family + "/" + std::string(bench::to_string(tier)) + "/" + backend + "/" + shape + "/" + precision +
+  return family + "/" + tier_text(tier) + "/" + backend + "/" + shape + "/" + precision +
          "/threads:" + std::to_string(threads) + "/" + cache_mode;
 }
 

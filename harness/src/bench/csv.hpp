@@ -34,6 +34,8 @@ inline constexpr const char* kUnitInstructions = "instructions";
 // naming `where` and the tiers there are.
 Tier tier_from(const std::string& name, const std::string& where);
 std::vector<Tier> tiers_from(const std::vector<std::string>& names, const std::string& where);
+// The tier's name as a std::string, for messages and keys built by concatenation.
+inline std::string tier_text(Tier t) { return std::string(to_string(t)); }
 
 struct BenchKey {
   std::string family;

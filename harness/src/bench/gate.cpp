@@ -185,13 +185,12 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
   bool pinned = false;
   for (const auto& [k, v] : env) pinned = pinned || k == "OPENBLAS_CORETYPE";
   if (!pinned) unset.push_back("OPENBLAS_CORETYPE");
-  const auto r =
-      run_process({opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + out_path,
-                   "--toggle-collect=*popper_bench_call_" + std::string(to_string(key.tier)) + "*",
-                   opt.build_dir + "/bin/" + fam.executable,
-                   "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$",
-                   "--benchmark_repetitions=1", "--benchmark_out=" + json_path, "--benchmark_out_format=json"},
-                  env, unset);
+  const auto r = run_process(
+      {opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + out_path,
+       "--toggle-collect=*popper_bench_call_" + tier_text(key.tier) + "*", opt.build_dir + "/bin/" + fam.executable,
+       "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time)?$", "--benchmark_repetitions=1",
+       "--benchmark_out=" + json_path, "--benchmark_out_format=json"},
+      env, unset);
   const std::string cg = slurp(out_path), js = slurp(json_path);
   ::unlink(out_path.c_str());
   ::unlink(json_path.c_str());
@@ -231,7 +230,7 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {
   for (const auto& shape : fam.gate.shapes)
     for (const auto& prec : fam.gate.precisions)
       for (const auto& tier : fam.gate.tiers)
-        keys.push_back(BenchKey{fam.family, tier, std::string(to_string(tier)), shape, prec, 1, "callgrind"});
+        keys.push_back(BenchKey{fam.family, tier, tier_text(tier), shape, prec, 1, "callgrind"});
   // Rows are measured by up to opt.jobs workers and stored in plan order.
   std::vector<std::optional<BenchRow>> rows(keys.size());
   std::vector<FunctionCounts> counts(keys.size());

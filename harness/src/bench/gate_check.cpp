@@ -25,7 +25,7 @@ bool kept(const std::vector<T>& only, const T& v) {
 }
 
 std::string text(const std::string& s) { return s; }
-std::string text(Tier t) { return std::string(to_string(t)); }
+std::string text(Tier t) { return tier_text(t); }
 
 template <class T>
 void restrict_to(std::vector<T>& list, const std::vector<T>& only, const char* what, const FamilyDescriptor& fam) {

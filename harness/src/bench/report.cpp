@@ -432,8 +432,8 @@ std::string roofline_panels(const BenchTable& t, double width, double y0, double
       const std::string fill = b.in_llc ? "white" : c;
       char lab[64];
       std::snprintf(lab, sizeof lab, "%.1f", r->throughput() * 1e-9);
-      const std::string title = std::string(to_string(r->key.tier)) + " " + r->key.backend + " " + r->key.shape +
-                                " threads " + std::to_string(r->key.threads) + ": " + lab + " GFLOP/s, " +
+      const std::string title = tier_text(r->key.tier) + " " + r->key.backend + " " + r->key.shape + " threads " +
+                                std::to_string(r->key.threads) + ": " + lab + " GFLOP/s, " +
                                 num(100.0 * r->throughput() / b.flops, "%.1f%%") + " of bound (" + b.limit + ")";
       if (r->key.threads <= 1)
         o << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"5\" fill=\"" << fill << "\" stroke=\"" << c

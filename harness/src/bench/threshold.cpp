@@ -16,8 +16,6 @@ namespace popper::bench {
 
 namespace {
 
-std::string tier_text(Tier t) { return std::string(to_string(t)); }
-
 bool usable(const BenchRow& r) { return r.unit == kUnitSeconds && !r.samples.empty() && !r.verdict.failed(); }
 
 std::string key_text(const std::map<std::string, long>& key, const std::vector<std::string>& order) {

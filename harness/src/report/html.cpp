@@ -289,9 +289,9 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
   for (const auto& r : t.rows)
     if (r.unit != bench::kUnitSeconds)
       counts << "<tr><td>" << esc(r.key.shape) << "</td><td>" << esc(r.key.precision) << "</td><td>" << r.key.threads
-             << "</td><td>" << esc(std::string(bench::to_string(r.key.tier))) << "</td><td>" << esc(r.key.backend)
-             << "</td><td>" << (r.samples.empty() ? std::string("—") : fmt::format("{:.6g}", r.median())) << " "
-             << esc(r.unit) << "</td><td>" << verdict_badge(r.verdict) << "</td></tr>\n";
+             << "</td><td>" << esc(bench::tier_text(r.key.tier)) << "</td><td>" << esc(r.key.backend) << "</td><td>"
+             << (r.samples.empty() ? std::string("—") : fmt::format("{:.6g}", r.median())) << " " << esc(r.unit)
+             << "</td><td>" << verdict_badge(r.verdict) << "</td></tr>\n";
   if (!counts.str().empty())
     o << "<h4>counted rows</h4><table class=\"num\"><tr><th>shape</th><th>precision</th><th>threads</th><th>tier</th>"
          "<th>backend</th><th>median per iteration</th><th>verdict</th></tr>\n"
