@@ -8,8 +8,10 @@
  * CUBLAS_COMPUTE_32F and CUBLAS_DEFAULT_MATH (no TF32), on an explicit
  * non-blocking stream bound with cublasSetStream. Timing uses CUDA events
  * after warm-up; one CSV row per repetition on stdout (bench producer
- * protocol; backend cublas:sm_XX), progress on stderr. Without a device:
- * "# skipped: no CUDA device". */
+ * protocol; backend cublas:sm_XX), progress on stderr. Before timing, C is
+ * copied back and checked as the suites' rows are (product_check.h; the
+ * roundoff scale doubled for 16-bit inputs), so a claim against this ceiling
+ * rests on a verified row. Without a device: "# skipped: no CUDA device". */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "workloads/gemm/product_check.h"
 #include "workloads/gemm/shapes.h"
 
 #define MAX_FILTERS 64
@@ -52,7 +55,9 @@ static void fill_host(float* buf, size_t count, unsigned long long seed) {
 enum { IN_F32 = 0, IN_F16 = 1, IN_BF16 = 2 };
 static const char* const kPrecisions[] = {"f32", "f16", "bf16"};
 
-static void* upload(const float* host, size_t count, int input) {
+/* Uploads host as the input type; a 16-bit input's host values are replaced
+ * by what the device holds (widened exactly), for the product check. */
+static void* upload(float* host, size_t count, int input) {
   void* dev = NULL;
   if (input != IN_F32) {
     unsigned short* tmp = (unsigned short*)malloc(count * sizeof(unsigned short));
@@ -64,9 +69,11 @@ static void* upload(const float* host, size_t count, int input) {
       if (input == IN_F16) {
         const __half h = __float2half(host[i]);
         memcpy(&tmp[i], &h, sizeof tmp[i]);
+        host[i] = __half2float(h);
       } else {
         const __nv_bfloat16 h = __float2bfloat16(host[i]);
         memcpy(&tmp[i], &h, sizeof tmp[i]);
+        host[i] = __bfloat162float(h);
       }
     }
     CHECK_CUDA(cudaMalloc(&dev, count * sizeof(unsigned short)));
@@ -207,11 +214,24 @@ int main(int argc, char** argv) {
       void* db = upload(hb, nb, input);
       float* dc = NULL;
       CHECK_CUDA(cudaMalloc((void**)&dc, nc * sizeof(float)));
-      free(ha);
-      free(hb);
 
       /* Warm-up (also sizes the repetition so one lasts >= min_rep_seconds). */
       for (int w = 0; w < 3; ++w) run_gemm(h, st, input, sh->m, sh->n, sh->k, da, db, dc);
+      float* hc = (float*)malloc(nc * sizeof(float));
+      if (!hc) {
+        fprintf(stderr, "out of memory for shape %s\n", sh->name);
+        return 1;
+      }
+      CHECK_CUDA(cudaStreamSynchronize(st));
+      CHECK_CUDA(cudaMemcpy(hc, dc, nc * sizeof(float), cudaMemcpyDeviceToHost));
+      const int samples = popper_gemm_check_samples(sh->m, sh->n, sh->k);
+      char verdict[96];
+      popper_gemm_check_label(
+          popper_gemm_check_product(0, sh->m, sh->n, sh->k, ha, hb, hc, samples, input == IN_F32 ? 1.0 : 2.0), samples,
+          verdict, sizeof verdict);
+      free(ha);
+      free(hb);
+      free(hc);
       CHECK_CUDA(cudaEventRecord(start, st));
       run_gemm(h, st, input, sh->m, sh->n, sh->k, da, db, dc);
       CHECK_CUDA(cudaEventRecord(stop, st));
@@ -230,8 +250,8 @@ int main(int argc, char** argv) {
         float ms = 0.0f;
         CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
         const double per_iter = (double)ms * 1e-3 / (double)iters;
-        printf("gemm,ceiling,cublas:sm_%d%d,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,not_verified\n", prop.major, prop.minor,
-               sh->name, prec, threads, r, iters, per_iter, flop, bytes);
+        printf("gemm,ceiling,cublas:sm_%d%d,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,%s\n", prop.major, prop.minor, sh->name,
+               prec, threads, r, iters, per_iter, flop, bytes, verdict);
         fflush(stdout);
         fprintf(stderr, "ceiling gemm %s %s rep %d/%d: %.2f TFLOP/s\n", sh->name, prec, r + 1, reps,
                 flop / per_iter * 1e-12);

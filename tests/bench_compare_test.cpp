@@ -1,7 +1,7 @@
 // bench compare's trials (compare.hpp) on a fake suite: a step whose rows were
 // noisier than the plan assumed gets top-up trials, up to the cap, numbered
 // after the planned ones; a quiet step gets none; no top-up when the trial
-// count was given.
+// count was given; a budget stops a trial before a step that would overrun it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -29,6 +29,7 @@ fs::path fake_build() {
 case "$*" in *--benchmark_list_tests*) echo fake/hand/quiet/f32/threads:1; echo fake/hand/loud/f32/threads:1; exit 0;; esac
 for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
 shape=quiet; case $filter in *loud*) shape=loud;; esac
+[ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
 n=$(cat "$0.$shape" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.$shape"
 t=1.0; [ $shape = loud ] && [ $((n % 2)) = 1 ] && t=1.5
 name=fake/hand/$shape/f32/threads:1
@@ -73,6 +74,24 @@ TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
   const auto fixed = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_EQ(trials_of(fixed, "loud"), (std::set<int>{10, 11}));
   EXPECT_FALSE(fixed.meta("top_up"));
+  fs::remove_all(build);
+}
+
+TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRowsMeasured) {
+  // Each step takes about 0.4 s; after the first, a second would pass the 0.6 s budget.
+  const fs::path build = fake_build();
+  const auto fam =
+      pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
+  auto co = options(build);
+  co.env = {{"FAKE_SLEEP", "0.4"}};
+  co.budget_seconds = 0.6;
+  const auto t = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ((std::set<int>{t.rows[0].trials.begin(), t.rows[0].trials.end()}), (std::set<int>{10}));
+
+  co.budget_seconds = 0;  // no budget: every step of both trials
+  const auto all = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  EXPECT_EQ(all.rows.size(), 2u);
   fs::remove_all(build);
 }
 

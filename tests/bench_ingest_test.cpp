@@ -407,6 +407,41 @@ TEST(BenchReport, ItemRatesGetAPrefixThatShowsThemAndOtherTiersAreListed) {
   EXPECT_EQ(pb::throughput_scale(t).unit, "GFLOP/s");
 }
 
+TEST(BenchReport, RatiosCompareTimePerUnitOfWorkSoABatchedRowMeetsASingleCall) {
+  // The device suite times a batch of 8 GEMMs an iteration, the ceiling one:
+  // the hand kernel at 0.8x the ceiling's throughput takes 8 / 0.8 = 10x its time.
+  pb::BenchTable t;
+  auto ceiling = timed("ceiling", "s", 1.0);
+  auto hand = timed("hand", "s", 10.0);
+  auto wrapped = timed("wrapped", "s", 8.0);
+  hand.work_per_iter = wrapped.work_per_iter = 8 * ceiling.work_per_iter;
+  t.rows = {ceiling, hand, wrapped};
+  const auto f = pb::table_figures(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0].shapes[0].hand_vs_ceiling, 0.8, 1e-12);
+  EXPECT_NEAR(f[0].shapes[0].wrapped_vs_ceiling, 1.0, 1e-12);
+  EXPECT_NEAR(f[0].shapes[0].ffi, 1.0, 1e-12);
+}
+
+TEST(BenchReport, WithoutARooflineTheBoundIsTheRowsMeasuredPeak) {
+  // A device table carries no host roofline: the bound is the peak its rows'
+  // pct_of_peak divides by, and % bound is that pct_of_peak.
+  pb::BenchTable t;
+  t.set_meta("device_peaks", "popper peak --device; f32: device_fp32");
+  auto ceiling = timed("ceiling", "s", 1.0);
+  auto hand = timed("hand", "s", 2.0);
+  ceiling.pct_of_peak = 80, hand.pct_of_peak = 40;
+  t.rows = {ceiling, hand};
+  const auto f = pb::table_figures(t);
+  EXPECT_FALSE(f[0].shapes[0].bound);
+  EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 40, 1e-12);
+  EXPECT_NEAR(f[0].shapes[0].ceiling_pct_of_bound, 80, 1e-12);
+  EXPECT_NEAR(f[0].shapes[0].peak, hand.throughput() / 0.4, 1e-6 * f[0].shapes[0].peak);
+  const auto md = pb::render_markdown(t, "gemm");
+  EXPECT_NE(md.find("(measured peak)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Bound = the device's measured peak"), std::string::npos) << md;
+}
+
 TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   // Haswell ceiling is faster, but the wrapped tier ran on Zen: FFI overhead is
   // measured against the Zen ceiling (1.01), not the best core (1.5).

@@ -172,6 +172,7 @@ void apply_peaks(BenchTable& t, const FamilyDescriptor& fam, const PeakResult* p
   for (auto& r : t.rows) {
     r.pct_of_peak = -1;
     if (!peak || r.unit != kUnitSeconds || r.samples.empty()) continue;
+    if (r.key.tier == Tier::Device && !fam.device_tiers) continue;  // the host's peaks do not bound it
     const auto it = fam.peak.find(r.key.precision);
     if (it == fam.peak.end()) continue;
     double denom = row_peak(*peak, it->second, r.key.threads, r.work_per_iter, r.bytes_per_iter);
@@ -332,13 +333,24 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   std::size_t total = steps.size() * static_cast<std::size_t>(opt.trials);
   std::size_t done = 0, topped_up = 0;
+  bool budget_spent = false;
   // One pass over the steps `which` (indices into steps), shuffled by the trial's seed.
+  // Under a budget the pass stops before a step that would overrun it, so
+  // the rows measured so far are still reported (a lent GPU's time is fixed).
   auto run_trial = [&](int trial, const std::string& label, std::vector<std::size_t> which) {
     std::mt19937_64 rng(opt.order_seed + static_cast<std::uint64_t>(trial));
     std::shuffle(which.begin(), which.end(), rng);
-    for (const std::size_t i : which) {
+    for (std::size_t at = 0; at < which.size(); ++at) {
+      const std::size_t i = which[at];
       const Step& s = steps[i];
       const double now = elapsed();
+      if (opt.budget_seconds > 0 && done > 0 && now + now / static_cast<double>(done) > opt.budget_seconds) {
+        say("budget: " + label + " stops after " + std::to_string(at) + " of " + std::to_string(which.size()) +
+            " steps (" + duration_text(now) + " of the " + duration_text(opt.budget_seconds) +
+            " budget spent); the steps left are not run in it");
+        budget_spent = true;
+        return;
+      }
       const std::string eta =
           done ? ", ~" + duration_text(now / static_cast<double>(done) * static_cast<double>(total - done)) +
                      " remaining"
@@ -359,7 +371,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   std::vector<std::size_t> every(steps.size());
   for (std::size_t i = 0; i < every.size(); ++i) every[i] = i;
   int trials_run = 0;
-  for (; trials_run < opt.trials; ++trials_run) {
+  for (; trials_run < opt.trials && !budget_spent; ++trials_run) {
     if (!trial_fits_budget(elapsed(), trials_run, opt.budget_seconds)) {
       say("budget: " + std::to_string(trials_run) + " of " + std::to_string(opt.trials) + " trials took " +
           duration_text(elapsed()) + "; another would pass the " + duration_text(opt.budget_seconds) +
@@ -373,7 +385,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   // Top-up: the steps whose rows were noisier than the plan assumed get more
   // trials (at most opt.top_up_trials), as many as their own noise says power
   // needs, while the budget lasts.
-  if (opt.top_up_trials > 0 && trials_run >= 2) {
+  if (opt.top_up_trials > 0 && trials_run >= 2 && !budget_spent) {
     std::vector<int> extra(steps.size(), 0);
     std::size_t extra_steps = 0;
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -406,6 +418,14 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
 
   BenchTable t;
   t.metadata = run_metadata(machine, opt.source_dir, opt.build_dir, peak);
+  // The host's roofline does not bound device rows: their % of peak is of
+  // the device's measured peaks (the family's device peak kinds).
+  if (fam.device_tiers) {
+    std::erase_if(t.metadata, [](const auto& kv) { return kv.first == "roofline_peaks" || kv.first == "llc"; });
+    std::string kinds;
+    for (const auto& [precision, kind] : fam.peak) kinds += (kinds.empty() ? "" : ", ") + precision + ": " + kind;
+    t.set_meta("device_peaks", "popper peak --device; " + kinds);
+  }
   t.set_meta("family", fam.family);
   t.set_meta("kind", "timing (wall clock, trials of shuffled steps, one process per step)");
   t.set_meta("trials", std::to_string(opt.trials));

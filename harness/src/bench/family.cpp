@@ -110,6 +110,7 @@ FamilyDescriptor on_device(const FamilyDescriptor& f) {
   d.ceilings = f.device->ceilings;
   d.peak = f.device->peak;
   d.blas_core_types = false;
+  d.device_tiers = true;
   return d;
 }
 

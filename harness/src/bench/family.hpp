@@ -55,6 +55,7 @@ struct FamilyDescriptor {
   // ran broken is left out of every ratio, as a ceiling is.
   std::string wrapped_vendor;
   bool blas_core_types = false;
+  bool device_tiers = false;  // on_device(): the rows run on the device, its peaks bound them
   std::string work_unit = "flop";
   std::map<std::string, std::string> peak;  // precision -> fp32 | fp64 | bandwidth
   GateSpec gate;

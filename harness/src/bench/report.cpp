@@ -203,9 +203,12 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       }
       const BenchRow* c_same =
           f.wrapped ? matching_row(t, Tier::Ceiling, shape, g.precision, g.threads, f.wrapped->key.backend) : nullptr;
-      f.ffi = (c_same && f.wrapped) ? f.wrapped->median() / c_same->median() : nan;
-      f.hand_vs_ceiling = (f.ceiling && f.hand) ? f.ceiling->median() / f.hand->median() : nan;
-      f.wrapped_vs_ceiling = (f.ceiling && f.wrapped) ? f.ceiling->median() / f.wrapped->median() : nan;
+      auto per_work = [](const BenchRow* r) {
+        return r->work_per_iter > 0 ? r->median() / r->work_per_iter : r->median();
+      };
+      f.ffi = (c_same && f.wrapped) ? per_work(f.wrapped) / per_work(c_same) : nan;
+      f.hand_vs_ceiling = (f.ceiling && f.hand) ? per_work(f.ceiling) / per_work(f.hand) : nan;
+      f.wrapped_vs_ceiling = (f.ceiling && f.wrapped) ? per_work(f.ceiling) / per_work(f.wrapped) : nan;
       f.hand_pct_of_peak = f.hand && f.hand->pct_of_peak >= 0 ? f.hand->pct_of_peak : nan;
       f.bound_row = f.hand ? f.hand : (f.ceiling ? f.ceiling : f.wrapped);
       f.bound = f.bound_row ? roofline_bound(t, *f.bound_row) : std::nullopt;
@@ -230,6 +233,13 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       };
       f.hand_pct_of_bound = pct(f.hand);
       f.ceiling_pct_of_bound = pct(f.ceiling);
+      if (!f.bound) {
+        auto of_peak = [&](const BenchRow* r) { return r && r->pct_of_peak > 0 ? r->pct_of_peak : nan; };
+        f.hand_pct_of_bound = of_peak(f.hand);
+        f.ceiling_pct_of_bound = of_peak(f.ceiling);
+        if (const BenchRow* r = f.hand && f.hand->pct_of_peak > 0 ? f.hand : f.ceiling; r && r->pct_of_peak > 0)
+          f.peak = r->throughput() / (r->pct_of_peak / 100);
+      }
       const BenchRow* tiers[3] = {f.ceiling, f.wrapped, f.hand};
       for (int i = 0; i < 3; ++i)
         f.cv_pct[i] = !tiers[i]                      ? nan
@@ -252,7 +262,7 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
 }
 
 std::string bound_cell(const ShapeFigures& f) {
-  if (!f.bound) return "—";
+  if (!f.bound) return f.peak > 0 ? gf(f.peak) + " (measured peak)" : "—";
   std::string cell = gf(f.bound->flops) + " (" + f.bound->limit;
   if (f.bound->in_llc) cell += " " + mib(f.bound_row->bytes_per_iter);
   else cell += ", " + num(f.bound->intensity, "%.3g") + " flop/B";
@@ -290,15 +300,17 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
   const bool roof = parse_peaks(t).ok;
   out << "\nCeiling = the best ceiling run over every vendor configuration (raw C), its winner in brackets. "
          "hand ÷ ceiling and wrapped ÷ ceiling are throughput ratios against that best ceiling (> 1: faster than "
-         "the best library). FFI overhead = wrapped/ceiling median time against the ceiling of the same library and "
-         "configuration as the wrapped tier. "
+         "the best library). FFI overhead = wrapped/ceiling median time per unit of work against the ceiling of the "
+         "same library and configuration as the wrapped tier. "
       << (roof ? "Bound = roofline min(P, BW × flop/byte) from the measured peaks for the thread count; a working set "
                  "within the measured LLC is bounded by P alone and marked \"in LLC\" (its traffic is not DRAM "
                  "traffic); so is a working set up to twice the measured LLC that some tier ran faster than its DRAM "
                  "term allows, marked \"cache-resident\" (the probe doubles its sizes, so the real LLC may be larger). "
                  "A q4k row whose suite read its own footprint on its threads takes that read as BW (\"read of N "
                  "MiB\"). "
-               : "Roofline: no measured peaks in this table (run `popper peak`). ")
+          : t.meta("device_peaks")
+              ? "Bound = the device's measured peak for the precision (" + *t.meta("device_peaks") + "). "
+              : std::string("Roofline: no measured peaks in this table (run `popper peak`). "))
       << "Medians over the repetitions; cv = stddev/mean.\n";
   for (const auto& g : table_figures(t)) {
     out << "\n## " << g.precision << ", threads " << g.threads << "\n\n";

@@ -57,15 +57,17 @@ struct ShapeFigures {
   const BenchRow* wrapped = nullptr;  // the best wrapped row
   const BenchRow* hand = nullptr;     // the best hand row
   std::vector<const BenchRow*> invalid_ceilings;  // ceiling rows left out as implausible (plausibility.hpp)
-  double hand_vs_ceiling;                         // median time(best ceiling) / median time(hand)
-  double ffi;                          // median time(wrapped) / median time(ceiling of the same configuration)
-  double wrapped_vs_ceiling;           // median time(best ceiling) / median time(wrapped)
+  // Ratios of time per unit of work, so a row timing a batch compares with one timing a single call.
+  double hand_vs_ceiling;              // time(best ceiling) / time(hand)
+  double ffi;                          // time(wrapped) / time(ceiling of the same configuration)
+  double wrapped_vs_ceiling;           // time(best ceiling) / time(wrapped)
   double hand_pct_of_peak;             // the hand row's pct_of_peak (throughput / measured peak, %)
   std::optional<RooflineBound> bound;  // of the hand row (else the ceiling's, else the wrapped's)
   const BenchRow* bound_row = nullptr;
-  double hand_pct_of_bound, ceiling_pct_of_bound;  // throughput / bound, %
-  double cv_pct[3];                                // ceiling, wrapped, hand: 100 * stddev / mean (0 with one sample)
-  Verdict verdict_wrapped, verdict_hand;           // the tier's verdict column, not run without a row
+  double hand_pct_of_bound, ceiling_pct_of_bound;  // throughput / bound (without a roofline: / measured peak), %
+  double peak = 0;   // without a roofline (device rows): the measured peak the rows' pct_of_peak divides by
+  double cv_pct[3];  // ceiling, wrapped, hand: 100 * stddev / mean (0 with one sample)
+  Verdict verdict_wrapped, verdict_hand;  // the tier's verdict column, not run without a row
 };
 struct GroupFigures {
   std::string precision;
