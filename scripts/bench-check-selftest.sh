@@ -2,8 +2,8 @@
 # Self-test of the timed check (popper bench check), the twin of the gate
 # self-test, for every family at its gate shapes:
 #   1. a baseline run, then RUNS clean runs each checked against it: no pair
-#      may exit 1, and at most 5% of the pairs' rows may be left NOISY (issue
-#      40's target; the rows flagged REGRESSION or WARNING are printed too);
+#      may exit 1, and at most 5% of the pairs' rows may be left NOISY (the
+#      rows flagged REGRESSION or WARNING are printed too);
 #   2. a run with POPPER_BENCH_INJECT_SLOWDOWN=0.25: at least 95% of the hand
 #      rows must be flagged REGRESSION, and no ceiling or wrapped row;
 #   3. the same with 0.10: the detection rate at the default budget;

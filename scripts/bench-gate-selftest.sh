@@ -67,8 +67,8 @@ for fam in "${FAMILIES[@]}"; do
     echo "$fam: injected 25% slowdown: REGRESSION on $flagged of $hand_rows hand rows (exit 1)"
   fi
 done
-# A gate with nothing to compare with is no pass (issue 40 item 9: no test
-# failed without these two rules): in a source folder holding no baseline for
+# A gate with nothing to compare with is no pass (these two rules have no
+# other test): in a source folder holding no baseline for
 # this gate key, the gate exits 2; a baseline there whose gate_key names
 # another machine (copied, not recorded) is refused, exit 2, never compared.
 fam="${FAMILIES[0]}"

@@ -86,10 +86,9 @@ if [ "$rc" -ne 0 ]; then
 fi
 [ "${passed:-0}" -gt 0 ] || bad "no contract test passed"
 
-# popper peak --device finds its probe beside popper, wherever the cache is
-# (it once looked under the cache's folder: "bin/popper_peak_device not found"
-# on the first GPU run). The build's CPU peak is valid here: only the device
-# part runs, and declines without a device.
+# popper peak --device finds its probe beside popper, not under the cache's
+# folder, wherever the cache is. The build's CPU peak is valid here: only the
+# device part runs, and declines without a device.
 if [ -x "$b/bin/popper_peak_device" ]; then
   mkdir -p "$where/elsewhere"
   if [ -f "$build/peak.json" ]; then cp "$build/peak.json" "$where/elsewhere/"; fi

@@ -31,8 +31,8 @@ ENV=(env -u OPENBLAS_CORETYPE -u POPPER_ISA_MAX POPPER_DISPATCH=auto)
 # has FMA (Haswell), each fused multiply-add is a call per lane (perf on the
 # leg: float32_muladd and fmaf half the time), 100 to 1000 times slower than
 # native: on a 2-core Xeon host the whole leg ran past 40 minutes. The Haswell
-# leg therefore leaves the tests that took 20 s or more there
-# (`qemu -cpu Haswell`, 2026-11-28, beside a build) to the native runs (make
+# leg therefore leaves the tests that take 20 s or more there
+# (`qemu -cpu Haswell` beside a build) to the native runs (make
 # test, the native leg, whose AVX-512 CPU runs the AVX2 paths where tests
 # force them): the decode canary's parity tests (10-78 s each),
 # FALSIFY-GEMM-002 (143 s), -005 (29 s), -013 (over 3 minutes),
@@ -54,10 +54,10 @@ echo "== $SITE: contract tests"
 "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 "${FILTER[@]}" \
     --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json"
 tests_rc=$?
-# Under qemu-user the whole run has died of SIGSEGV now and then (2 of 5 full
-# Haswell runs, in FALSIFY-TRAIN-001, which passes alone, 40 repetitions, and
-# natively, also under valgrind): not understood yet. Such a death is said here
-# and the run repeated once; a test that fails, or a second death, fails the leg.
+# Under qemu-user the whole run can die of SIGSEGV (2 of 5 full Haswell runs,
+# in FALSIFY-TRAIN-001, which passes alone, repeated, natively and under
+# valgrind; the cause is unknown). Such a death is said here and the run
+# repeated once; a test that fails, or a second death, fails the leg.
 if [ "$tests_rc" -gt 128 ] && [ "$MODEL" != native ]; then
   echo "== $SITE: WARNING: popper_contract_tests died of signal $((tests_rc - 128)) under qemu-user; running it again"
   "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 "${FILTER[@]}" \

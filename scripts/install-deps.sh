@@ -20,7 +20,7 @@ packages=(
   clang libclang-rt-14-dev           # libFuzzer target and sanitizers
   clang-format clang-tidy            # make format-check (.clang-format), make tidy (.clang-tidy)
   valgrind                           # instruction-count regression gate
-  # --- Vulkan compute backend (issues 13/18): loader + headers, lavapipe (Mesa's
+  # --- Vulkan compute backend: loader + headers, lavapipe (Mesa's
   # CPU Vulkan device, so the shaders run here), GLSL -> SPIR-V compiler, vulkaninfo
   libvulkan-dev mesa-vulkan-drivers glslc vulkan-tools
   curl ca-certificates               # llama.cpp (ggml) packages from the npm registry, below

@@ -1,4 +1,4 @@
-// The audit's headline (issue 40 item 6): a correctness PASS is printed beside
+// The audit's headline: a correctness PASS is printed beside
 // how many performance claims were measured and how they came out, in
 // coverage.json, coverage.md and the JUnit XML alike, so a run whose claims
 // were never measured does not read as a performance pass.

@@ -1,7 +1,7 @@
-// The audit's verdict rules one at a time (issue 40 item 9: each rule here was
-// one no test of this binary failed without; the engine's falsifiers,
-// FALSIFY-ENGINE-007/008/009/012/013, check several of them at random in
-// popper_contract_tests). Every test names the rule it pins.
+// The audit's verdict rules one at a time, so removing any one fails a test
+// here (the engine's falsifiers, FALSIFY-ENGINE-007/008/009/012/013, check
+// several of them at random in popper_contract_tests). Every test names the
+// rule it pins.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -284,8 +284,8 @@ TEST(BenchCheck, WholeMachineSlowdownIsJudgedAgainstTheSameRunCeiling) {
 }
 
 TEST(BenchCheck, NoisyCeilingRowsDoNotRescaleTheTable) {
-  // Two ceiling rows whose medians came out 1.3x and 1.5x (found on the arrow
-  // gate shape: 2 tiny LAPACK rows): two rows that disagree are not evidence
+  // Two ceiling rows whose medians came out 1.3x and 1.5x (as two tiny LAPACK
+  // rows of the arrow gate shape can): two rows that disagree are not evidence
   // that the machine moved. Rescaling by them would hide the hand
   // kernel's real 40% slowdown, so the table stays absolute and says why.
   const auto base = table(
@@ -382,7 +382,7 @@ TEST(BenchCheck, VendorRowThatMovedIsTheMachineAndItsWrappedRowIsJudgedRelativeT
   EXPECT_NE(pb::format_check_report(only_machine).find("1 moved"), std::string::npos);
 }
 
-// The verdict rules below had no test that failed without them (issue 40 item 9).
+// The verdict rules below, one test each: removing a rule fails its test.
 
 // Rule: a count row whose baseline count is not positive has no ratio: SKIPPED, not judged.
 TEST(BenchCheck, CountRowWithoutAPositiveBaselineIsSkipped) {

@@ -1,5 +1,5 @@
-// The claims evaluator's verdict rules (bench/claims.hpp) that no test failed
-// without (issue 40 item 9); the other claims tests are in
+// The claims evaluator's verdict rules (bench/claims.hpp) that no other test
+// pins; the other claims tests are in
 // bench_ingest_test.cpp and bench_plausibility_test.cpp. Every test names the
 // rule it pins.
 #include <gtest/gtest.h>

@@ -187,7 +187,7 @@ TEST(BenchCsvMeta, ListsAndCeilingSkipsRoundTrip) {
 }
 
 // A Q4_K GEMV row has no compute peak of its precision, yet its weights' bytes
-// over the measured bandwidth bound it (issue 40 item 4); in the LLC nothing
+// over the measured bandwidth bound it; in the LLC nothing
 // measured does.
 TEST(BenchReport, Q4kRowsGetTheBandwidthBound) {
   popper::bench::BenchTable t;

@@ -469,8 +469,7 @@ TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
 }
 
 // A tier whose result failed verification makes its claim not_met, however
-// fast it was, and the detail says which row (issue 40 item 9: no test failed
-// when this rule was removed).
+// fast it was, and the detail says which row.
 TEST(BenchClaims, AnIncorrectRowMakesTheClaimNotMet) {
   popper::BenchmarkClaim claim;
   claim.id = "BENCH-GEMM-001";

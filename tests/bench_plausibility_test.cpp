@@ -1,8 +1,8 @@
 // The plausibility rule of vendor rows (bench/plausibility.hpp) on the
-// figures of issue 40 (q4k, llama_attn_4096x4096, a 2-core Zen 4: ggml at
-// 1 thread 80-85 GFLOP/s, at 2 threads 4.72-4.77 GFLOP/s with cv 41-69%, so
-// hand ÷ ceiling read 23.560× and the wrapped tier's FFI overhead 0.040×),
-// and what every ratio does with a row it marks invalid.
+// figures of a broken vendor run (q4k, llama_attn_4096x4096, a 2-core Zen 4:
+// ggml at 1 thread 80-85 GFLOP/s, at 2 threads 4.72-4.77 GFLOP/s with cv
+// 41-69%, so hand ÷ ceiling read 23.560× and the wrapped tier's FFI overhead
+// 0.040×), and what every ratio does with a row it marks invalid.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,10 +52,10 @@ pb::BenchRow with_cv(const std::string& backend, int threads, double seconds, do
 double gflops(const pb::BenchRow& r) { return r.throughput() * 1e-9; }
 double cv_of(const pb::BenchRow& r) { return pb::coefficient_of_variation(r.samples); }
 
-// The issue's table: two ggml configurations, each 80-85 GFLOP/s at one
+// The broken run's table: two ggml configurations, each 80-85 GFLOP/s at one
 // thread and about 4.7 GFLOP/s at two with cv 41-69%; hand and wrapped at two
-// threads as fast as the issue's ratios say (23.560× and FFI 0.040×).
-pb::BenchTable issue_table() {
+// threads as fast as its ratios say (23.560× and FFI 0.040×).
+pb::BenchTable broken_run_table() {
   pb::BenchTable t;
   t.rows = {
       row_at("ceiling", "ggml-cpu:avx2", 1, {80, 83, 85, 82, 81, 84}),
@@ -71,9 +71,9 @@ pb::BenchTable issue_table() {
 
 }  // namespace
 
-// The fixture is the issue's figures, or the tests below prove nothing about it.
-TEST(BenchPlausibility, FixtureHoldsTheIssueFigures) {
-  const auto t = issue_table();
+// The fixture is the broken run's figures, or the tests below prove nothing about it.
+TEST(BenchPlausibility, FixtureHoldsTheBrokenRunFigures) {
+  const auto t = broken_run_table();
   for (int i : {0, 2}) {
     EXPECT_GE(gflops(t.rows[i]), 80);
     EXPECT_LE(gflops(t.rows[i]), 85);
@@ -83,7 +83,7 @@ TEST(BenchPlausibility, FixtureHoldsTheIssueFigures) {
     EXPECT_GE(cv_of(t.rows[i]), 0.41) << t.rows[i].key.to_string();
     EXPECT_LE(cv_of(t.rows[i]), 0.69) << t.rows[i].key.to_string();
   }
-  // Unmarked, the report takes its ratios from the broken rows: the issue's 23.560× and 0.040×.
+  // Unmarked, the report takes its ratios from the broken rows: 23.560× and 0.040×.
   const auto f = pb::table_figures(t);
   ASSERT_EQ(f.size(), 2u);
   EXPECT_NEAR(f[1].shapes[0].hand_vs_ceiling, 23.56, 0.01);
@@ -91,7 +91,7 @@ TEST(BenchPlausibility, FixtureHoldsTheIssueFigures) {
 }
 
 TEST(BenchPlausibility, FiresOnTheIssueFigures) {
-  const auto t = issue_table();
+  const auto t = broken_run_table();
   const auto bad = pb::implausible_vendor_rows(t);
   ASSERT_EQ(bad.size(), 2u);
   EXPECT_EQ(bad[0].key, t.rows[1].key);
@@ -170,7 +170,7 @@ TEST(BenchPlausibility, OnlyVendorRowsAreJudged) {
   const auto bad = pb::implausible_vendor_rows(t);
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(bad[0].key.threads, 2);
-  // Scatter judges ceilings only: a wrapped row as scattered as the issue's
+  // Scatter judges ceilings only: a wrapped row as scattered as the broken run's
   // beside quiet ceilings of its shape is no evidence against the library.
   pb::BenchTable scattered;
   scattered.set_meta("wrapped_vendor", "ggml-cpu");
@@ -219,7 +219,7 @@ TEST(BenchPlausibility, BestRowSkipsAnInvalidRow) {
 }
 
 TEST(BenchPlausibility, NoRatioFromAnInvalidRow) {
-  auto t = issue_table();
+  auto t = broken_run_table();
   pb::mark_invalid_vendor_rows(t);
   EXPECT_EQ(pb::best_row(t, pb::Tier::Ceiling, kShape, "q4k", 2), nullptr);
   EXPECT_EQ(pb::best_row(t, pb::Tier::Ceiling, kShape, "q4k", 1), &t.rows[0]);
@@ -251,7 +251,7 @@ TEST(BenchPlausibility, NoClaimFromAnInvalidRow) {
   popper::Contract c;
   c.stem = "gemv-v1";
   c.benchmarks.push_back(claim);
-  auto t = issue_table();
+  auto t = broken_run_table();
   auto res = pb::evaluate_claims({c}, "gemv", t, nullptr, {}, {kShape});
   ASSERT_EQ(res.size(), 1u);
   EXPECT_EQ(res[0].verdict, "met") << "unmarked, judged from the broken ceiling: " << res[0].detail;
@@ -263,7 +263,7 @@ TEST(BenchPlausibility, NoClaimFromAnInvalidRow) {
 }
 
 TEST(BenchPlausibility, InvalidSurvivesTheCsv) {
-  auto t = issue_table();
+  auto t = broken_run_table();
   pb::mark_invalid_vendor_rows(t);
   const auto text = pb::format_bench_csv(t);
   EXPECT_NE(text.find("# invalid_vendor_rows: gemv/ceiling/ggml-cpu:avx2/" + std::string(kShape) +
@@ -275,13 +275,13 @@ TEST(BenchPlausibility, InvalidSurvivesTheCsv) {
   for (std::size_t i = 0; i < t.rows.size(); ++i)
     EXPECT_EQ(back.rows[i].invalid_reason, t.rows[i].invalid_reason) << t.rows[i].key.to_string();
   // Recomputed from the rows, not read back: a file written unmarked is marked on load.
-  auto unmarked = issue_table();
+  auto unmarked = broken_run_table();
   const auto again = pb::parse_bench_csv(pb::format_bench_csv(unmarked), "old.csv");
   EXPECT_FALSE(again.rows[1].valid());
   EXPECT_FALSE(again.rows[3].valid());
   EXPECT_TRUE(again.rows[0].valid());
   // Whether wrapped rows are vendor rows travels with the table.
-  auto wrapped = issue_table();
+  auto wrapped = broken_run_table();
   wrapped.set_meta("wrapped_vendor", "ggml-cpu");
   // A 1-thread wrapped row at 300 GFLOP/s: the 2-thread one (118) at 0.39× it.
   wrapped.rows.push_back(row_at("wrapped", "ggml-cpu:avx2", 1, {300, 310, 305, 295}));

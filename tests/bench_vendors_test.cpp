@@ -1,7 +1,7 @@
 // The vendor check's mis-detection finding (bench/vendors.hpp): a library whose
 // own CPU detection picks slower kernels than one it can run here is reported
-// with the factor and the fix, whichever library it is. The case that prompted
-// it: Debian's OpenBLAS 0.3.21 takes a Sapphire Rapids Xeon for a Prescott.
+// with the factor and the fix, whichever library it is (Debian's OpenBLAS
+// 0.3.21, for one, takes a Sapphire Rapids Xeon for a Prescott).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -63,10 +63,10 @@ TEST(BenchVendors, AnEnvironmentSettingIsNamedAsTheCause) {
 
 // Screening keeps the configurations that can win a row (vendors.hpp step 4):
 // the wrapped tier's inherited one, each vendor's fastest, and any other more
-// than the margin faster than all of those somewhere. The case that prompted
-// it: on an AVX-512 Xeon nine configurations passed the old 1.5x screen, four
-// of them BLIS builds within 2% of each other, and the default gemm run took
-// 5-6 minutes, three quarters of it in ceiling processes.
+// than the margin faster than all of those somewhere: on an AVX-512 Xeon a
+// plain 1.5x screen keeps nine configurations, four of them BLIS builds within
+// 2% of each other, and the default gemm run spends three quarters of its 5-6
+// minutes in ceiling processes.
 namespace {
 
 pb::VendorConfig screened(const std::string& vendor, const std::string& name, bool inherited,

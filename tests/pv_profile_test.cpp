@@ -63,8 +63,8 @@ TEST(Utf8, MakeValidReplacesBadBytes) {
   EXPECT_FALSE(popper::utf8::make_valid(good));
 }
 
-// The issue's repro: a 40-byte quote used to end inside '∈', and
-// nlohmann::json threw type_error.316 from the json and sarif writers (abort).
+// A 40-byte quote cut inside '∈' is invalid UTF-8, on which nlohmann::json
+// throws type_error.316 from the json and sarif writers (an abort).
 TEST(ReportWriters, ValueCutAtFortyBytesDoesNotThrow) {
   const std::string text = "metadata:\n  version: \"1.0.0\"\n  description: \"d\"\n  references: \"" +
                            std::string(39, 'a') + "\xE2\x88\x88\"\nequations:\n  e:\n    formula: \"y = x\"\n";

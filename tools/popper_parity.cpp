@@ -97,7 +97,8 @@ void print_drift(const std::vector<DriftPoint>& pts, const std::vector<std::stri
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Every error, the setup's too, is a message and exit 2, never an abort.
+int main(int argc, char** argv) try {
   CLI::App app{
       "popper parity: run the multi-backend parity gate (one canary forward per backend against the cpu "
       "reference; keep the first backend in priority order with cosine >= threshold) and measure "
@@ -139,66 +140,63 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // usage errors exit 2, as every popper command
   }
-  try {
-    check_drift_series(drift_names);  // before minutes of work, not after
-    Model m;
-    if (!model_path.empty()) {
-      if (layers || !write_model.empty())
-        throw popper::InvalidArgument("--layers and --write-model apply to a generated model, not --model");
-      m = load_gguf(model_path);
-    } else {
-      Config c = preset == "small" ? small_config() : canary_config();
-      if (layers) c.layers = layers;
-      std::fprintf(stderr, "generating the %s model (%lld layers, seed %llu) ...\n", preset.c_str(),
-                   static_cast<long long>(c.layers), static_cast<unsigned long long>(seed));
-      m = make_canary(c, seed, threads);
-      if (!write_model.empty()) {
-        write_gguf(m, write_model);
-        m = load_gguf(write_model);  // run on what was written, so the file is what was checked
-        std::fprintf(stderr, "wrote %s\n", write_model.c_str());
-      }
+  check_drift_series(drift_names);  // before minutes of work, not after
+  Model m;
+  if (!model_path.empty()) {
+    if (layers || !write_model.empty())
+      throw popper::InvalidArgument("--layers and --write-model apply to a generated model, not --model");
+    m = load_gguf(model_path);
+  } else {
+    Config c = preset == "small" ? small_config() : canary_config();
+    if (layers) c.layers = layers;
+    std::fprintf(stderr, "generating the %s model (%lld layers, seed %llu) ...\n", preset.c_str(),
+                 static_cast<long long>(c.layers), static_cast<unsigned long long>(seed));
+    m = make_canary(c, seed, threads);
+    if (!write_model.empty()) {
+      write_gguf(m, write_model);
+      m = load_gguf(write_model);  // run on what was written, so the file is what was checked
+      std::fprintf(stderr, "wrote %s\n", write_model.c_str());
     }
-    GateOptions o;
-    o.candidates = candidates;
-    o.min_cosine = min_cosine;
-    o.threads = threads;
-    o.tokens = tokens;
-    o.fp64 = !no_fp64;
-    for (const auto& f : faults) {
-      const auto colon = f.find(':');
-      if (colon == std::string::npos)
-        throw popper::InvalidArgument("--inject-fault '" + f + "': expected BACKEND:KIND");
-      o.faults.emplace_back(f.substr(0, colon), parse_fault(f.substr(colon + 1)));
-    }
-    std::fprintf(stderr, "running the gate: cpu reference, then %zu candidates (%.1f MB of weights per token) ...\n",
-                 candidates.size(), static_cast<double>(m.bytes_per_token()) / 1e6);
-    const GateResult g = run_gate(m, o);
-    std::cout << format_gate(g);
-    if (!json_out.empty()) popper::write_file_atomic(json_out, to_json(g).dump(2) + "\n");
-    if (drift) {
-      auto series = drift_names;
-      if (series.empty()) {
-        series = drift_series();
-        for (auto d : {llama::Device::Cpu, llama::Device::Vulkan})
-          if (llama::unavailable_reason(d).empty()) series.emplace_back(llama::to_string(d));
-      }
-      std::fprintf(stderr, "measuring drift: one FP64 and %zu FP32 forwards ...\n", series.size());
-      const auto pts = measure_drift(m, canary_tokens(m.config, tokens), series, threads);
-      print_drift(pts, series);
-      if (!drift_dir.empty()) {
-        std::filesystem::create_directories(drift_dir);
-        popper::write_file_atomic(drift_dir + "/parity-drift.csv", drift_csv(pts));
-        popper::write_file_atomic(drift_dir + "/parity-drift.svg",
-                                  drift_svg(pts, "FP32 logits against FP64 by depth, " +
-                                                     std::to_string(m.config.layers) + "-layer " + preset));
-        std::printf("wrote %s/parity-drift.csv and parity-drift.svg\n", drift_dir.c_str());
-      }
-    }
-    for (const auto& r : g.runs)
-      if (r.available && !r.passed) return 1;
-    return 0;
-  } catch (const popper::Error& e) {
-    std::cerr << "popper parity: " << e.what() << "\n";
-    return 2;
   }
+  GateOptions o;
+  o.candidates = candidates;
+  o.min_cosine = min_cosine;
+  o.threads = threads;
+  o.tokens = tokens;
+  o.fp64 = !no_fp64;
+  for (const auto& f : faults) {
+    const auto colon = f.find(':');
+    if (colon == std::string::npos) throw popper::InvalidArgument("--inject-fault '" + f + "': expected BACKEND:KIND");
+    o.faults.emplace_back(f.substr(0, colon), parse_fault(f.substr(colon + 1)));
+  }
+  std::fprintf(stderr, "running the gate: cpu reference, then %zu candidates (%.1f MB of weights per token) ...\n",
+               candidates.size(), static_cast<double>(m.bytes_per_token()) / 1e6);
+  const GateResult g = run_gate(m, o);
+  std::cout << format_gate(g);
+  if (!json_out.empty()) popper::write_file_atomic(json_out, to_json(g).dump(2) + "\n");
+  if (drift) {
+    auto series = drift_names;
+    if (series.empty()) {
+      series = drift_series();
+      for (auto d : {llama::Device::Cpu, llama::Device::Vulkan})
+        if (llama::unavailable_reason(d).empty()) series.emplace_back(llama::to_string(d));
+    }
+    std::fprintf(stderr, "measuring drift: one FP64 and %zu FP32 forwards ...\n", series.size());
+    const auto pts = measure_drift(m, canary_tokens(m.config, tokens), series, threads);
+    print_drift(pts, series);
+    if (!drift_dir.empty()) {
+      std::filesystem::create_directories(drift_dir);
+      popper::write_file_atomic(drift_dir + "/parity-drift.csv", drift_csv(pts));
+      popper::write_file_atomic(
+          drift_dir + "/parity-drift.svg",
+          drift_svg(pts, "FP32 logits against FP64 by depth, " + std::to_string(m.config.layers) + "-layer " + preset));
+      std::printf("wrote %s/parity-drift.csv and parity-drift.svg\n", drift_dir.c_str());
+    }
+  }
+  for (const auto& r : g.runs)
+    if (r.available && !r.passed) return 1;
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "popper parity: " << e.what() << "\n";
+  return 2;
 }

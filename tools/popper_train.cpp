@@ -94,7 +94,7 @@ void progress_bar(std::int64_t i, std::int64_t n, double loss, double seconds) {
   const int width = 30, done = static_cast<int>(width * (i + 1) / n);
   std::fprintf(stderr, "\r[%s%s] step %lld/%lld  loss %.4f  %.3f s/step ",
                std::string(static_cast<std::size_t>(done), '#').c_str(),
-               std::string(static_cast<std::size_t>(width - done), '-').c_str(), static_cast<long long>(i + 1),
+               std::string(static_cast<std::size_t>(width - done), '-').c_str(), static_cast<long long>(i) + 1,
                static_cast<long long>(n), loss, seconds);
   if (i + 1 == n) std::fputc('\n', stderr);
 }
@@ -316,7 +316,8 @@ void add_common(CLI::App* cmd, Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Every error, the setup's too, is a message and exit 2, never an abort.
+int main(int argc, char** argv) try {
   CLI::App app{
       "popper_train: training steps of a preset under popper::trace and the Jidoka gate "
       "(contracts/train/training-step-budget-v1.yaml)"};
@@ -338,11 +339,9 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  try {
-    if (o.warmup >= o.steps) throw popper::InvalidArgument("--warmup must be below --steps");
-    return run_cmd->parsed() ? run(o) : baseline(o);
-  } catch (const std::exception& e) {
-    std::cerr << "\npopper train: " << e.what() << "\n";
-    return 2;
-  }
+  if (o.warmup >= o.steps) throw popper::InvalidArgument("--warmup must be below --steps");
+  return run_cmd->parsed() ? run(o) : baseline(o);
+} catch (const std::exception& e) {
+  std::cerr << "\npopper train: " << e.what() << "\n";
+  return 2;
 }

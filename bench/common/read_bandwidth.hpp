@@ -24,8 +24,8 @@ namespace popper::suite {
 // and keeps the fastest. A timing counts only if its ranges ran on as many
 // distinct threads as asked: parallel::run lets the caller take the range of
 // a worker that wakes late, and a "2-thread" read done by one thread is half
-// the bound (seen: 27.1 GB/s at 2 threads against 27.8 at one, in a run whose
-// other 2-thread probes read 56-57). Such a timing is retried up to 3 times.
+// the bound (27.1 GB/s at 2 threads against 27.8 at one, where other 2-thread
+// probes read 56-57). Such a timing is retried up to 3 times.
 inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int reps) {
   const std::size_t n = std::max<std::size_t>(bytes / sizeof(std::uint64_t), 1024);
   // On huge pages, as the hand kernels' packed weights: a probe on small pages is no bound for them.

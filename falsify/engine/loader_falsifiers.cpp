@@ -233,7 +233,7 @@ POPPER_FALSIFIER("FALSIFY-ENGINE-006", [](const popper::Params& p) {
 });
 
 POPPER_FALSIFIER("FALSIFY-ENGINE-016", [](const popper::Params&) {
-  // Each of these once sent yaml-cpp's LoadAll round its document loop for ever.
+  // Each of these sends yaml-cpp 0.7's LoadAll round its document loop for ever (parse.cpp).
   auto expect_stop = [](const std::string& what, const std::string& text, int line, int col) {
     Diagnostics d;
     LoadResult r;

@@ -4,7 +4,7 @@
 #include "commands.hpp"
 #include "popper/version.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   CLI::App app{
       "popper: write every claim about a kernel as a contract; popper validates it, runs the tests bound "
       "to it, benchmarks it and reports honestly what is covered"};
@@ -26,10 +26,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;  // usage errors exit 2
-  } catch (const std::exception& e) {
-    // A command that let an error through still exits with a message, never an abort.
-    std::cerr << "popper: " << e.what() << "\n";
-    return 2;
   }
   return exit_code;
+} catch (const std::exception& e) {
+  // A command that let an error through still exits with a message, never an abort.
+  std::cerr << "popper: " << e.what() << "\n";
+  return 2;
 }

@@ -24,6 +24,7 @@ void exec_tool(const std::string& command, const std::string& tool, const std::v
   std::vector<std::string> all{exe};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(all.size() + 1);
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::cout.flush();

@@ -90,10 +90,10 @@ RunResult run_loaded(const Loaded& loaded, const std::string& contract_name, con
     for (int i = 0; i < info->result()->total_part_count(); ++i)
       if (info->result()->GetTestPartResult(i).skipped()) reason = info->result()->GetTestPartResult(i).message();
   const Evidence ev = take_evidence();
-  const RunResult judged = judge_evidence(failed    ? Outcome::Failed
-                                          : skipped ? Outcome::Skipped
-                                                    : Outcome::Passed,
-                                          reason, call.requires_, ev, rule);
+  RunResult judged = judge_evidence(failed    ? Outcome::Failed
+                                    : skipped ? Outcome::Skipped
+                                              : Outcome::Passed,
+                                    reason, call.requires_, ev, rule);
   record(id, judged.outcome, judged.reason, ev);
   if (!failed && judged.outcome == Outcome::Failed) ADD_FAILURE() << judged.reason;
   if (!skipped && judged.outcome == Outcome::Skipped) skip_with(judged.reason);

@@ -2,14 +2,14 @@
 //
 // Why not an OpenMP parallel region: its join barrier waits for every team
 // thread, including one the OS has not scheduled yet. On a machine shared
-// with other work (2 cores, load 4-8 while this was written) a 2-thread
-// apply of 2.5 ms then took 18 ms of CPU and 100 ms of wall time, spinning
-// for a descheduled worker. Here the work is split the same static way, but
-// the ranges ("slots") are claimed by whichever thread is free: the caller
-// claims slots too, and waits only for slots that a running thread claimed.
-// A worker that wakes late finds nothing left and goes back to sleep. Which
-// thread runs a slot never changes its numbers: the split and the slot index
-// (passed as `worker`, the key of per-worker scratch) are fixed.
+// with other work (2 cores, load 4-8) a 2-thread apply of 2.5 ms can take
+// 18 ms of CPU and 100 ms of wall time, spinning for a descheduled worker.
+// Here the work is split the same static way, but the ranges ("slots") are
+// claimed by whichever thread is free: the caller claims slots too, and
+// waits only for slots that a running thread claimed. A worker that wakes
+// late finds nothing left and goes back to sleep. Which thread runs a slot
+// never changes its numbers: the split and the slot index (passed as
+// `worker`, the key of per-worker scratch) are fixed.
 //
 // Protocol: `state` packs (generation << 24 | next slot); the caller publishes
 // a job by storing (generation + 1, 0), workers claim with a CAS that also

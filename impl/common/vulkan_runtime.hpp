@@ -55,7 +55,7 @@ const Status& status();
 // POPPER_CPU_MODEL when the CPU is emulated (the CPU-matrix legs set it) and
 // POPPER_VULKAN_DEVICE forces no device, else nullptr. A CPU Vulkan device
 // (lavapipe) JIT-compiles shaders for the CPU it detects, and under qemu-user
-// that code was seen to fault (SIGILL on -cpu Nehalem); those legs exist for
+// that code can fault (SIGILL on -cpu Nehalem); those legs exist for
 // the CPU paths, so there every Vulkan runtime (popper's, ggml-vulkan)
 // declines a CPU device.
 const char* emulated_cpu_model();

@@ -148,13 +148,13 @@ void gemv_packed_avx512_vnni(const PackedRows&, std::size_t g0, std::size_t g1);
 // helpers, so the linker never hands another path an AVX-512 build of them.
 namespace {
 // The vector kernels' software prefetch. They do enough arithmetic per line
-// that the hardware prefetchers alone fell behind (on the Zen 4 of stop 47,
+// that the hardware prefetchers alone fall behind (on a Zen 4,
 // big_32768x4096 at one thread: AVX-512 2.9-4.6 ms without, 1.7-2.5 ms with
 // the block 4 ahead requested; AVX2 6.8 -> 3.2 ms). The requests are spread
 // over the block's loop, one or two 64-byte lines per chunk step, rather than
-// issued as one burst of 36 per block: on the Intel Xeon of stop 52, at one
-// thread on llama_ffn_11008x4096, AVX2 1.46-1.51 ms with the burst and
-// 1.22-1.23 ms spread; AVX-512 with VNNI 0.93-0.94 -> 0.89-0.92 ms.
+// issued as one burst of 36 per block: on an Intel Xeon, at one thread on
+// llama_ffn_11008x4096, AVX2 1.46-1.51 ms with the burst and 1.22-1.23 ms
+// spread; AVX-512 with VNNI 0.93-0.94 -> 0.89-0.92 ms.
 // While block i of the group-major stream is computed, the 64 lines (4 KiB:
 // that block and most of the next) from the start of block i + kAheadBlocks
 // are requested; near the end, from the last block's (a prefetch is a hint

@@ -1,11 +1,11 @@
 /* Reading a footprint as fast as this CPU can: the loops the read-bandwidth
  * probes time (bench/common/read_bandwidth.hpp for the C++ tiers,
  * ceiling/read_bound.h for the C ceilings). A probe is a bound only if no
- * kernel reads faster, and no one loop is fastest on every CPU: on the AMD
- * EPYC (Zen 4) these were written on, one core read 64 MiB at 33-44 GB/s with
- * 256-bit loads in one stream and at 23-25 GB/s with 512-bit loads in four,
- * while four streams beat one on Intel cores. So a probe times every way this
- * CPU supports and keeps the fastest.
+ * kernel reads faster, and no one loop is fastest on every CPU: on an AMD
+ * EPYC (Zen 4), one core reads 64 MiB at 33-44 GB/s with 256-bit loads in
+ * one stream and at 23-25 GB/s with 512-bit loads in four, while four
+ * streams beat one on Intel cores. So a probe times every way this CPU
+ * supports and keeps the fastest.
  *
  * Each way returns the wrapping sum of p[0 .. n - n % 32) as 64-bit words
  * (the same sum for every way), so the reads cannot be optimised away.

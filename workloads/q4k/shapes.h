@@ -2,8 +2,9 @@
  * ceilings ceiling/ggml_q4k_raw.c and ceiling/cblas_q4k_raw.c (C11).
  * y = W x, W rows x cols in Q4_K (0.5625 B/weight), x and y FP32.
  * "gate" shapes are small enough for the callgrind gate; "full" shapes are
- * decode-sized: Llama-7B attention and FFN rows, issue 18's 16384 x 4096
- * (37.7 MB of weights) and twice that, both above a 32 MiB last-level cache. */
+ * decode-sized: Llama-7B attention and FFN rows, 16384 x 4096 (37.7 MB of
+ * weights) and twice that, both above a 32 MiB last-level cache. The names are
+ * the rows' keys in stored baselines: renaming one orphans its history. */
 #ifndef POPPER_WORKLOADS_Q4K_SHAPES_H
 #define POPPER_WORKLOADS_Q4K_SHAPES_H
 
@@ -21,7 +22,7 @@ static const struct popper_q4k_shape POPPER_Q4K_SHAPES[] = {
     {"gate_256x1024", 256, 1024, "gate"},          {"gate_512x2048", 512, 2048, "gate"},
     {"llama_attn_4096x4096", 4096, 4096, "full"},  /* 9.4 MB of weights */
     {"llama_ffn_11008x4096", 11008, 4096, "full"}, /* 25.4 MB */
-    {"issue_16384x4096", 16384, 4096, "full"},     /* 37.7 MB: issue 18's measurement */
+    {"issue_16384x4096", 16384, 4096, "full"},     /* 37.7 MB */
     {"big_32768x4096", 32768, 4096, "full"},       /* 75.5 MB */
 };
 

@@ -2,7 +2,7 @@
  * ceiling (ceiling/torch_train_raw.cpp), the falsifiers (falsify/train) and
  * popper train (tools/popper_train.cpp).
  *   tiny        the contract tests' model (a step in milliseconds)
- *   small       the bench model: hidden 512, 8 layers, 8:2 heads of 64, as issue 38 asks, with
+ *   small       the bench model: hidden 512, 8 layers, 8:2 heads of 64, with
  *               S = 512 and B = 1 so that a step is about a second on this project's 2-core machine
  *   albor-350m  the seed's shapes (hidden 1024, 24 layers, intermediate 4096, vocabulary 32768,
  *               seq 1024, batch 4; 16:4 heads of 64): run by popper train where the machine allows,

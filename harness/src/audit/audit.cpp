@@ -303,7 +303,7 @@ class Auditor {
       if (state == "failed") any_fail = true;
       if (state != "passed") {
         all_pass = false;
-        a.gate_notes.push_back(chk + ": " + state);
+        a.gate_notes.push_back(fmt::format("{}: {}", chk, state));
       }
     }
     a.gate = any_fail ? "FAIL" : all_pass ? "PASS" : "INCOMPLETE";

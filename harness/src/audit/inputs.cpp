@@ -1,5 +1,6 @@
 // What `popper audit` reads: test results, bindings, bench claims, mutant
 // runs, waivers; and how several runs of one id merge (audit.hpp).
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -176,7 +177,7 @@ std::vector<Waiver> read_waivers(const std::string& path) {
     for (const auto& kv : w) {
       const auto key = kv.first.as<std::string>();
       if (key != "id" && key != "reason" && key != "expires")
-        throw Error(where + ": unknown key '" + key + "' in a waiver (keys: id, reason, expires)");
+        throw Error(fmt::format("{}: unknown key '{}' in a waiver (keys: id, reason, expires)", where, key));
     }
     Waiver x;
     x.pos = {path, line, w.Mark().column + 1};

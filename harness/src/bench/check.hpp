@@ -4,14 +4,13 @@
 // cache_mode). For a timed row, R = Q(current) / Q(baseline), Q the lower
 // quartile of the samples, with a trial-aware bootstrap interval and t-based
 // p-values (interval.hpp). Why not the median: what a shared machine adds to a
-// time only ever slows it (a neighbour on the host core, found here as whole
-// processes 1.35x slower on one vCPU for minutes), so a run's times are its
+// time only ever slows it (a neighbour on the host core can make a whole
+// process 1.35x slower on one vCPU for minutes), so a run's times are its
 // kernel's time plus a one-sided, often bimodal, delay. Two slow trials of six
-// then move the median and widen its bootstrap interval (so every row came out
-// NOISY), while a change to the code moves every sample, the fast ones too.
-// The lower quartile is what the slow trials leave alone; a lower quantile
-// still (the minimum) was tried on the same runs and flagged rows whose whole
-// run was slower, its bootstrap too narrow.
+// then move the median and widen its bootstrap interval until rows are NOISY,
+// while a change to the code moves every sample, the fast ones too. The lower
+// quartile is what the slow trials leave alone; not the minimum: its bootstrap
+// interval is too narrow, and it flags rows whose whole run was slower.
 //   REGRESSION   R > 1 + regression, shown beyond doubt: rejected by
 //                Benjamini-Hochberg at alpha across the rows of its family
 //                (a clean check flags any row with probability at most
@@ -26,14 +25,14 @@
 //   MISSING      in the baseline, not measured in current (exit 1)
 //   NEW          in current, not in the baseline
 //   MOVED        a ceiling row that would be a REGRESSION (same machine,
-//                absolute mode): the vendor library's own
-//                time, which no change to this repository touches, moved, so
-//                the machine moved for that configuration (found: the 2-thread
-//                vendor rows 1.2x slower for minutes while the 1-thread ones
-//                stayed). Exit 0. The wrapped rows of its group (shape,
-//                precision, threads) are then judged relative to their trial's
-//                best ceiling, since they run the same library; hand and
-//                reference rows stay absolute: the vendor's move is no
+//                absolute mode): the vendor library's own time, which no
+//                change to this repository touches, moved, so the machine
+//                moved for that configuration (it can for one thread count
+//                alone: 2-thread vendor rows 1.2x slower for minutes, the
+//                1-thread ones not). Exit 0. The wrapped rows of its group
+//                (shape, precision, threads) are then judged relative to their
+//                trial's best ceiling, since they run the same library; hand
+//                and reference rows stay absolute: the vendor's move is no
 //                evidence about this repository's own kernels.
 // A row with a single trial on a side has no estimate of the between-trial
 // noise: its verdict comes from the effect size alone, and the note says so.
@@ -104,9 +103,9 @@ using Rerun = std::function<std::optional<BenchRow>(const BenchRow&)>;
 // drifts steadily through a round moves both sides alike; a row so measured is
 // judged on those samples alone, never against the stored baseline, which a
 // machine that moved between the two runs can make look slower or faster by
-// more than the change sought (found: a host whose suite rows moved 11-15% in
-// 30 minutes while its vendor rows moved 4-9%, so no normalization could tell
-// it from a 25% regression).
+// more than the change sought (a host's suite rows can move 11-15% in 30
+// minutes while its vendor rows move 4-9%, which no normalization by the
+// vendor rows tells from a regression).
 struct Interleave {
   std::function<std::optional<std::vector<BenchRow>>(const std::vector<BenchKey>&, bool baseline_side)> measure;
   std::string baseline;  // what runs the baseline's side, for the notes (e.g. "commit 1a2b3c4d5e6f, built here")
@@ -122,8 +121,8 @@ struct CheckOptions {
   double budget_seconds = 0;  // re-measuring stops when this is spent
   // Re-measuring rounds: the first measures every suite row, the others only
   // the rows still NOISY (two trials a side each, seconds for a small kernel):
-  // a 2-thread row of a 15 us kernel scatters 12-15% between trials and needs
-  // about 16 a side to leave NOISY (issue 40 item 8, fused swiglu_gate).
+  // a 2-thread row of a 15 us kernel (fused swiglu_gate) scatters 12-15%
+  // between trials and needs about 16 a side to leave NOISY.
   int max_rounds = 6;
   // Same machine, but the vendor library's own rows (which no change to this
   // repository touches) moved beyond the warning threshold: the machine itself

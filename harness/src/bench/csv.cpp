@@ -78,6 +78,7 @@ Tier tier_from(const std::string& name, const std::string& where) {
 
 std::vector<Tier> tiers_from(const std::vector<std::string>& names, const std::string& where) {
   std::vector<Tier> out;
+  out.reserve(names.size());
   for (const auto& n : names) out.push_back(tier_from(n, where));
   return out;
 }
@@ -128,7 +129,12 @@ Environment BenchTable::environment(const std::string& key) const {
 
 void BenchTable::set_environment(const Environment& env, const std::string& key) {
   std::string text;
-  for (const auto& [k, v] : env) text += (text.empty() ? "" : " ") + k + "=" + v;
+  for (const auto& [k, v] : env) {
+    if (!text.empty()) text += ' ';
+    text += k;
+    text += '=';
+    text += v;
+  }
   set_meta(key, text.empty() ? "none" : text);
 }
 
@@ -185,6 +191,7 @@ std::vector<CeilingSkip> BenchTable::ceiling_not_run() const {
 
 void BenchTable::set_ceiling_not_run(const std::vector<CeilingSkip>& skips) {
   std::vector<std::string> entries;
+  entries.reserve(skips.size());
   for (const auto& s : skips) entries.push_back(s.to_string());
   set_meta_list("ceiling_not_run", entries);
 }

@@ -230,6 +230,7 @@ double between_trial_log_sd(const TrialSamples& s) {
   const auto g = by_trial(s);
   if (g.size() < 2) return 0;
   std::vector<double> logs;
+  logs.reserve(g.size());
   for (const auto& [t, v] : g) logs.push_back(std::log(median(v)));
   return stddev(logs);
 }

@@ -138,6 +138,7 @@ double fma_rate(ChainFn fn, int lanes, int threads, int trials) {
     std::atomic<bool> go{false};
     std::vector<double> rates(static_cast<std::size_t>(threads));
     std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i)
       pool.emplace_back([&, i] {
         ready.fetch_add(1);
@@ -253,7 +254,7 @@ std::size_t l3_bytes() {
   if (in >> s && !s.empty()) {
     std::size_t mult = 1;
     if (s.back() == 'K') mult = 1024;
-    if (s.back() == 'M') mult = 1024 * 1024;
+    if (s.back() == 'M') mult = std::size_t{1024} * 1024;
     try {
       const std::size_t v = std::stoul(s) * mult;
       if (v > 0) return v;

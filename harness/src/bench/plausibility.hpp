@@ -1,8 +1,8 @@
 // Which vendor rows are implausible, decided from the rows alone (never from
 // the machine): a vendor library that ran broken (fighting another process for
 // cores, a thread pool that spins) must not become the "best ceiling" every
-// ratio is taken against (issue 40: ggml at 2 threads ran at 4.7 GFLOP/s
-// against 80-85 at 1 thread, and hand ÷ ceiling read 23.56×), nor the
+// ratio is taken against (ggml at 2 threads can run at 4.7 GFLOP/s against
+// 80-85 at 1 thread, and hand ÷ ceiling then reads 23.56×), nor the
 // yardstick of a claim or a row `bench check` judges.
 //
 // Vendor rows: every ceiling row, and the wrapped rows of a family whose

@@ -69,7 +69,7 @@ std::vector<double> u_counts(int m, int n) {
   for (int i = 0; i <= m; ++i)
     for (int j = 0; j <= n; ++j) {
       auto& cur = t[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-      cur.assign(static_cast<std::size_t>(i * j + 1), 0.0);
+      cur.assign(static_cast<std::size_t>(i) * static_cast<std::size_t>(j) + 1, 0.0);
       if (i == 0 || j == 0) {
         cur[0] = 1;
         continue;

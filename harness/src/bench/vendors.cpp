@@ -2,6 +2,8 @@
 // check (vendors.hpp).
 #include "bench/vendors.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -215,10 +217,7 @@ std::vector<VendorConfig> candidate_configs(const std::string& program, bool enu
   if (!enumerate || variable.empty()) return out;
 
   // 2. The library's own detection, when the inherited environment overrides it.
-  if (inh.value) {
-    VendorConfig det = base;
-    out.push_back(det);
-  }
+  if (inh.value) out.push_back(base);
   // 3. Every kernel set of the table.
   const auto& table = vendor == "blis" ? blis_subconfigs() : openblas_core_types();
   for (const auto& k : table) {
@@ -277,11 +276,11 @@ std::vector<std::string> CeilingPlan::tried_lines() const {
       program = c.program;
       if (c.status != ConfigStatus::Run && c.status != ConfigStatus::ScreenedOut) continue;
       std::string p = c.selected.empty() ? c.requested : c.selected;
-      p += " (" + c.setting() + (c.inherited ? ", inherited" : "") +
-           (c.status == ConfigStatus::ScreenedOut ? ", screened out" : "") + ")";
+      p += fmt::format(" ({}{}{})", c.setting(), c.inherited ? ", inherited" : "",
+                       c.status == ConfigStatus::ScreenedOut ? ", screened out" : "");
       parts.push_back(p);
     }
-    lines.push_back(vendor + " [" + program + "]: " + (parts.empty() ? "none runnable" : join(parts, "; ")));
+    lines.push_back(fmt::format("{} [{}]: {}", vendor, program, parts.empty() ? "none runnable" : join(parts, "; ")));
   }
   return lines;
 }
@@ -342,10 +341,10 @@ std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& co
     std::string faster = fmt_factor(factor[w]) + " faster in " + kPrec[w];
     if (factor[1 - w] > 0 && best[1 - w]) faster += " (" + fmt_factor(factor[1 - w]) + " in " + kPrec[1 - w] + ")";
     std::string fix;
-    if (!best[w]->value) fix = "unset " + md.variable + " (" + title + " then picks " + md.best + " itself)";
+    if (!best[w]->value) fix = fmt::format("unset {} ({} then picks {} itself)", md.variable, title, md.best);
     else fix = "export " + best[w]->setting() + (md.vendor == "blis" ? " (" + md.best + ")" : std::string());
-    md.message = "warning: " + why + "; its " + md.best + " kernels run gemm " + shape + " " + faster +
-                 " on this machine. Fix: " + fix + ".";
+    md.message = fmt::format("warning: {}; its {} kernels run gemm {} {} on this machine. Fix: {}.", why, md.best,
+                             shape, faster, fix);
     out.push_back(md);
   }
   return out;
@@ -369,7 +368,7 @@ void time_screening(CeilingPlan& plan, const std::string& bin,
                                        "--threads",     std::to_string(t), "--min-time",
                                        min_time};
       for (const auto& sh : shapes.at(c.program)) {
-        argv.push_back("--shape");
+        argv.emplace_back("--shape");
         argv.push_back(sh);
       }
       const auto r = run_process(argv, c.env_set(t), c.env_unset());

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include "popper/binding.hpp"
 #include "popper/contract.hpp"
 #include "popper/mutant.hpp"
@@ -63,9 +65,9 @@ RunResult judge_evidence(Outcome body_outcome, const std::string& body_reason,
     for (const auto& b : ev.backends)
       seen = seen || device_ran(cap, b.tag) || POPPER_MUTANT("evidence-any-tag-satisfies");
     if (seen) continue;
-    std::string why = "requires " + cap + ": the " + cap + " path did not run";
+    std::string why = fmt::format("requires {0}: the {0} path did not run", cap);
     for (const auto& d : ev.declines)
-      if (d.rfind(cap + ":", 0) == 0) why = "requires " + cap + ": declined (" + d.substr(cap.size() + 2) + ")";
+      if (d.rfind(cap + ":", 0) == 0) why = fmt::format("requires {}: declined ({})", cap, d.substr(cap.size() + 2));
     if (ev.backends.empty()) why += "; no backend evidence was recorded";
     return {device_required ? Outcome::Failed : Outcome::Skipped, why};
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,7 +34,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
       const std::string why = std::strerror(errno);
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw Error("cannot write " + path + ": " + why);
+      throw Error(fmt::format("cannot write {}: {}", path, why));
     }
     done += static_cast<std::size_t>(n);
   }

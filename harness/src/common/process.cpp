@@ -5,6 +5,7 @@
 #include "popper/runtime_paths.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -44,7 +45,9 @@ std::string resolve_program(const std::string& program) {
     std::size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
-    const std::string candidate = dir + "/" + program;
+    std::string candidate = dir;
+    candidate += '/';
+    candidate += program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;
   }
@@ -75,12 +78,15 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   for (const auto& name : env_unset) env.erase(name);
   for (const auto& [k, v] : env_set) env[k] = v;
   std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  env_strings.reserve(env.size());
+  for (const auto& [k, v] : env) env_strings.push_back(fmt::format("{}={}", k, v));
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   const std::string program = resolve_program(argv[0]);
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 

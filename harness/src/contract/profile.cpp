@@ -46,7 +46,7 @@ std::optional<ProjectConfig> load_project_config(const std::string& config_path,
   std::ostringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  if (text.size() > 64 * 1024)
+  if (text.size() > std::size_t{64} * 1024)
     return fail(0, 0, "the project configuration is over 64 KiB; it holds one line: 'profile: pv'");
   YAML::Node root;
   try {

@@ -43,9 +43,9 @@ void pv_rules(const Contract& c, Diagnostics& diags) {
   }
   if (kernel || c.kind == "competitive-parity") {
     std::vector<std::string> missing;
-    if (c.obligations.empty()) missing.push_back("proof_obligations");
-    if (c.falsification_tests.empty()) missing.push_back("falsification_tests");
-    if (c.kani_harnesses.empty()) missing.push_back("kani_harnesses");
+    if (c.obligations.empty()) missing.emplace_back("proof_obligations");
+    if (c.falsification_tests.empty()) missing.emplace_back("falsification_tests");
+    if (c.kani_harnesses.empty()) missing.emplace_back("kani_harnesses");
     if (!missing.empty()) {
       std::string list;
       for (std::size_t i = 0; i < missing.size(); ++i) list += (i ? ", " : "") + missing[i];

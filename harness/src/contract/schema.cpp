@@ -58,6 +58,7 @@ const NodeSpec kMetric{
     Kind::Enum, {}, nullptr, {"time_ratio", "throughput_ratio", "peak_fraction", "throughput"}, "a benchmark metric"};
 std::vector<std::string> tier_values() {
   std::vector<std::string> out;
+  out.reserve(bench::kTiers.size());
   for (bench::Tier t : bench::kTiers) out.emplace_back(bench::to_string(t));
   return out;
 }
@@ -593,7 +594,7 @@ struct Walker {
         via_alias.emplace_back(target, it->first);
         key = target;
       }
-      const std::string sub = path.empty() ? key : path + "." + key;
+      const std::string sub = path.empty() ? key : fmt::format("{}.{}", path, key);
       auto f = std::find_if(spec.fields.begin(), spec.fields.end(), [&](const Field& x) { return x.key == key; });
       if (f == spec.fields.end()) {
         if (POPPER_MUTANT("schema-metadata-free-keys") && spec.what == "the metadata block") continue;
@@ -608,8 +609,8 @@ struct Walker {
         continue;
       }
       if (it->second.IsNull()) continue;  // an optional key left empty
-      walk(it->second, *f->spec, written == key ? sub : (path.empty() ? written : path + "." + written), depth + 1,
-           required);
+      walk(it->second, *f->spec, written == key ? sub : (path.empty() ? written : fmt::format("{}.{}", path, written)),
+           depth + 1, required);
     }
     for (const auto& [target, alias_node] : via_alias) {
       int count = 0;

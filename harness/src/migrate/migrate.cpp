@@ -207,15 +207,16 @@ class Planner {
     if (o.Mark().pos < 0) return fail(o, "no position for this obligation");
     const auto at = static_cast<std::size_t>(o.Mark().pos);
     std::string ins, what;
-    for (const auto& [k, v] : add) what += (what.empty() ? "add " : ", ") + k + ": " + v;
+    for (const auto& [k, v] : add) what += fmt::format("{}{}: {}", what.empty() ? "add " : ", ", k, v);
     if (o.Style() == YAML::EmitterStyle::Flow) {
       if (at >= text_.size() || text_[at] != '{') return fail(o, "a flow mapping without its '{'");
-      for (std::size_t j = 0; j < add.size(); ++j) ins += (j ? ", " : "") + add[j].first + ": " + add[j].second;
+      for (std::size_t j = 0; j < add.size(); ++j)
+        ins += fmt::format("{}{}: {}", j ? ", " : "", add[j].first, add[j].second);
       if (o.size() > 0) ins += ", ";
       edits_.push_back({at + 1, at + 1, ins, where(o) + " " + what});
     } else {
       const std::string indent(static_cast<std::size_t>(o.Mark().column), ' ');
-      for (const auto& [k, v] : add) ins += k + ": " + v + "\n" + indent;
+      for (const auto& [k, v] : add) ins += fmt::format("{}: {}\n{}", k, v, indent);
       edits_.push_back({at, at, ins, where(o) + " " + what});
     }
     for (const auto& [k, v] : add) expects_.push_back({Expect::Kind::Set, ptr / k, {}, v});
@@ -233,7 +234,7 @@ class Planner {
         continue;
       }
       if (replace_scalar(it->first, target, m.Style() == YAML::EmitterStyle::Flow, true,
-                         "rename " + alias + " → " + target))
+                         fmt::format("rename {} → {}", alias, target)))
         expects_.push_back({Expect::Kind::Rename, ptr, alias, target});
     }
   }

@@ -498,7 +498,7 @@ History read_history(const std::string& baselines_dir, int max_commits) {
       root, {"log", "--first-parent", "--format=%H %cs", "-n", std::to_string(std::max(1, max_commits)), "--", rel});
   std::vector<std::pair<std::string, std::string>> commits;
   for (const auto& l : split_nonempty(log.out, '\n'))
-    if (const auto sp = l.find(' '); sp != std::string::npos) commits.push_back({l.substr(0, sp), l.substr(sp + 1)});
+    if (const auto sp = l.find(' '); sp != std::string::npos) commits.emplace_back(l.substr(0, sp), l.substr(sp + 1));
   std::reverse(commits.begin(), commits.end());  // oldest first
   if (commits.empty()) {
     h.note = "No history: no commit touches " + baselines_dir +
@@ -533,7 +533,7 @@ History read_history(const std::string& baselines_dir, int max_commits) {
       std::string unit;
       for (const auto& r : t.rows)
         if (r.key.tier == bench::Tier::Hand && !r.samples.empty()) {
-          v.hand.push_back({fmt::format("{}/{}/threads:{}", r.key.shape, r.key.precision, r.key.threads), r.median()});
+          v.hand.emplace_back(fmt::format("{}/{}/threads:{}", r.key.shape, r.key.precision, r.key.threads), r.median());
           unit = r.unit;
         }
       bool counts = path.ends_with("-gate.csv");
