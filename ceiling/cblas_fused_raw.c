@@ -9,8 +9,8 @@
  *             backward dP = dO V^T, dS = P (dP - D), dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO
  * Shapes from workloads/fused/shapes.h; flop and bytes per call from the same header, so
  * rows compare with the bench tiers. --threads sets OpenBLAS threads (the loops are serial).
- * Output: the CSV rows of ceiling_cli.h, verdict not_verified (the tiers verify). */
-#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+ * Output: the CSV rows of popper/ceiling_cli.h, verdict not_verified (the tiers verify). */
+#include "popper/ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
 
 #include <cblas.h>
 #include <math.h>

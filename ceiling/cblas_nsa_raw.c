@@ -12,8 +12,8 @@
  * the rows over T pthreads, OpenBLAS single-threaded inside each (as the
  * wrapped tier does). Before timing, rows 0 and N-1 are checked against an
  * FP64 evaluation (MAE <= 1e-3, the contract's target). One CSV row per
- * repetition (ceiling/ceiling_cli.h). */
-#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+ * repetition (popper/ceiling_cli.h). */
+#include "popper/ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
 
 #include <cblas.h>
 #include <math.h>

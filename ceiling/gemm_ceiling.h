@@ -14,7 +14,7 @@
 #ifndef POPPER_GEMM_CEILING_H
 #define POPPER_GEMM_CEILING_H
 
-#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+#include "popper/ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
 
 #include "workloads/gemm/product_check.h"
 #include "workloads/gemm/shapes.h"

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ceiling_cli.h"
+#include "popper/ceiling_cli.h"
 #include "read_bound.h"
 #include "workloads/q4k/shapes.h"
 

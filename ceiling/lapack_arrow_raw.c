@@ -6,11 +6,11 @@
  * user would: OpenBLAS runs single-threaded inside each tiny factorization and
  * --threads OpenMP threads split the atoms (a static contiguous split).
  *
- * Arguments, timing and CSV rows: ceiling_cli.h (one row per repetition).
+ * Arguments, timing and CSV rows: popper/ceiling_cli.h (one row per repetition).
  * flop_per_iter counts the useful row work (rows x arrow_row_flops), the same
  * count every arrow tier reports, so ratios compare atoms/s; bytes_per_iter is
  * the compulsory traffic (inputs once, outputs once). */
-#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+#include "popper/ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
 
 #include <cblas.h>
 #include <lapacke.h>

@@ -8,10 +8,10 @@
  *
  * Same shapes (workloads/sae/shapes.h) and inputs (workloads/sae/generate.h) as
  * bench_sae; declines a shape above the same memory/flop budgets (stderr).
- * Arguments, timing and CSV rows: ceiling_cli.h. The dense matrix is one
+ * Arguments, timing and CSV rows: popper/ceiling_cli.h. The dense matrix is one
  * problem, so OpenBLAS itself runs --threads threads. The backend column
  * names the OpenBLAS core ("openblas:Cooperlake"). */
-#include "ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
+#include "popper/ceiling_cli.h" /* first: it sets _POSIX_C_SOURCE */
 
 #include <cblas.h>
 #include <lapacke.h>

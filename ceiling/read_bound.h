@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ceiling_cli.h"
+#include "popper/ceiling_cli.h"
 #include "impl/common/huge_pages.h"
 #include "impl/q4k/read_bound_rule.h"
 #include "workloads/common/read_sum.h"

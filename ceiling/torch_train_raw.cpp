@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "ceiling_cli.h"
+#include "popper/ceiling_cli.h"
 #include "workloads/train/shapes.h"
 #include "falsify/train/testbed.hpp"
 #if POPPER_HAVE_TORCH

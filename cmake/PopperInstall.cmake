@@ -3,9 +3,11 @@
 #   bin/popper                              the CLI (validate, scaffold, audit, mutants, bench)
 #   lib/libpopper_harness.a, libpopper_testing.a   popper::harness, popper::testing
 #   popper::bench                           the bench API (header-only, over Google Benchmark), when found
+#   include/popper/ceiling_cli.h            the C header a raw-C ceiling program is written against
 #   include/popper/                         their public headers
 #   lib/cmake/popper/                       popperConfig.cmake (+ version), the export set,
-#                                           PopperContracts.cmake (popper_add_contract_tests, popper_add_audit)
+#                                           PopperContracts.cmake (popper_add_contract_tests, popper_add_audit),
+#                                           PopperBench.cmake (popper_add_bench_family)
 # The kernels, falsifiers and benchmarks of popper's own families are not installed.
 include(CMakePackageConfigHelpers)
 
@@ -31,5 +33,5 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/popperConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/popperConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/popperConfig.cmake ${PROJECT_BINARY_DIR}/popperConfigVersion.cmake
-              ${CMAKE_CURRENT_LIST_DIR}/PopperContracts.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/PopperContracts.cmake ${CMAKE_CURRENT_LIST_DIR}/PopperBench.cmake
         DESTINATION ${POPPER_INSTALL_CMAKEDIR})

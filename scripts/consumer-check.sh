@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# popper as a package, end to end (issue 15), from this checkout:
+# popper as a package, end to end, from this checkout:
 #   1. configure and build popper harness-only (POPPER_HARNESS_ONLY: only the
 #      harness's dependencies), install it to a temporary prefix;
 #   2. build examples/consumer against the installed package (find_package(popper));
@@ -7,7 +7,15 @@
 #   4. a deliberately broken kernel (POPPER_MUTANT=dot-drop-last) fails ctest,
 #      and the failing ids show by name;
 #   5. the audit target runs every mutant, writes JUnit XML, and the XML
-#      validates against docs/junit.xsd.
+#      validates against docs/junit.xsd;
+#   6. the bench (popper_add_bench_family): bench compare with the contract's
+#      claim judged, the audit with that claim, a baseline recorded and a timed
+#      check against it (re-measured interleaved with the baseline's commit,
+#      built against the installed popper), the same check with an injected
+#      slowdown that must fail, a bench mutant that must fail, and the
+#      instruction gate against a gate baseline recorded in the consumer's tree.
+# The consumer is copied into a git repository of its own first, as a
+# project using popper has one (the reference builds check out its commits).
 # usage: scripts/consumer-check.sh [WORK_DIR]   (default: a temporary directory, removed after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +38,12 @@ cmake --build "$harness_build" -j"$jobs" > "$work/popper-build.log" || { tail -4
 cmake --install "$harness_build" --prefix "$work/prefix" > "$work/popper-install.log"
 test -x "$work/prefix/bin/popper" && test -f "$work/prefix/lib/cmake/popper/popperConfig.cmake"
 
-step "examples/consumer against the installed package"
-cmake -S "$src/examples/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/consumer-configure.log"
+step "examples/consumer, as a git repository of its own, against the installed package"
+proj="$work/dotkit"
+cp -r "$src/examples/consumer" "$proj"
+git -C "$proj" init -q && git -C "$proj" add -A &&
+  git -C "$proj" -c user.name=consumer-check -c user.email=ci@localhost commit -qm "dotkit" > /dev/null
+cmake -S "$proj" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/consumer-configure.log"
 cmake --build "$work/consumer" -j"$jobs" > "$work/consumer-build.log" || { tail -40 "$work/consumer-build.log"; exit 1; }
 
 step "ctest -N: one test per contract id"
@@ -61,4 +73,59 @@ ctest --test-dir "$work/consumer" --output-on-failure
 cmake --build "$work/consumer" --target dot_audit
 xmllint --noout --schema "$src/docs/junit.xsd" "$work/consumer/dot-junit.xml"
 grep -c "<testcase" "$work/consumer/dot-junit.xml" | sed 's/^/consumer-check: JUnit testcases: /'
+
+# The bench runs in the consumer's build directory, where popper finds the
+# family popper_add_bench_family() wrote (popper-bench/dot/family.yaml).
+popper="$work/prefix/bin/popper"
+short=(--threads 1 --trials 2 --min-time 0.05)
+cd "$work/consumer"
+step "bench compare --family dot, every shape, the claim judged"
+"$popper" bench compare --family dot --shapes all "${short[@]}" --out reports > "$work/compare.log" 2>&1 ||
+  { tail -30 "$work/compare.log"; exit 1; }
+grep -E '^\| n_' "$work/compare.log" | head -3
+grep -q '"id": *"BENCH-DOT-001"' reports/bench-claims.json &&
+  grep -A3 '"id": *"BENCH-DOT-001"' reports/bench-claims.json | grep -q '"verdict": *"met"' ||
+  { echo "consumer-check: BENCH-DOT-001 is not met" >&2; grep BENCH-DOT "$work/compare.log" >&2; exit 1; }
+grep BENCH-DOT "$work/compare.log"
+
+step "the audit judges the claim from the bench's verdicts"
+"$popper" audit --contracts "$proj/contracts" --results popper_results/dot_contract_tests \
+  --test-binary ./dot_contract_tests --bench-claims reports/bench-claims.json -o audit-bench \
+  > "$work/audit-bench.log" 2>&1 ||
+  { tail -20 "$work/audit-bench.log"; exit 1; }
+grep -E 'BENCH-DOT-001 .*\| met' audit-bench/coverage.md
+
+step "a baseline, then the timed check against it, re-measured interleaved with the baseline's commit"
+"$popper" bench compare --family dot --shapes gate "${short[@]}" --out reports-base > "$work/compare-base.log" 2>&1
+"$popper" bench baseline save --from reports-base/bench-dot.csv --dir "$proj/baselines" | tee "$work/baseline.log"
+base=$(sed -n 's/^saved \([^ ]*\) .*/\1/p' "$work/baseline.log")
+"$popper" bench compare --family dot --shapes gate "${short[@]}" --out reports-again > "$work/compare-again.log" 2>&1
+if ! "$popper" bench check --baseline "$base" --current reports-again/bench-dot.csv --rerun > "$work/check.log" 2>&1; then
+  echo "consumer-check: the clean check failed" >&2; tail -30 "$work/check.log" >&2; exit 1
+fi
+tail -4 "$work/check.log"
+
+step "the same check with a 50% slowdown injected into the hand tier must fail"
+POPPER_BENCH_INJECT_SLOWDOWN=0.5 "$popper" bench compare --family dot --shapes gate "${short[@]}" \
+  --out reports-slow > "$work/compare-slow.log" 2>&1
+set +e
+"$popper" bench check --baseline "$base" --current reports-slow/bench-dot.csv > "$work/check-slow.log" 2>&1
+rc=$?
+set -e
+grep -E 'REGRESSION' "$work/check-slow.log" | head -3
+[ "$rc" -eq 1 ] || { echo "consumer-check: the injected slowdown's check exited $rc, not 1" >&2; exit 1; }
+
+step "a bench mutant (the hand tier returns its first call's result) fails the compare"
+if POPPER_BENCH_MUTANT=cached-result "$popper" bench compare --family dot --shapes n_1k --tiers hand "${short[@]}" \
+  --out reports-mutant > "$work/compare-mutant.log" 2>&1; then
+  echo "consumer-check: bench compare passed with the cached-result bench mutant" >&2; exit 1
+fi
+grep -m1 'INCORRECT' "$work/compare-mutant.log"
+
+step "the instruction gate against a gate baseline recorded in the consumer's tree"
+"$popper" bench gate --family dot --no-check --jobs "$jobs" --out reports/bench-dot-gate.csv > "$work/gate-record.log" 2>&1 ||
+  { tail -20 "$work/gate-record.log"; exit 1; }
+"$popper" bench baseline save --from reports/bench-dot-gate.csv --dir "$proj/baselines"
+"$popper" bench gate --family dot --jobs "$jobs" > "$work/gate.log" 2>&1 || { tail -30 "$work/gate.log"; exit 1; }
+grep -E 'UNCHANGED|REGRESSION|family dot' "$work/gate.log" | head -4
 step "PASS"

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -72,19 +73,29 @@ void bench_gemm(benchmark::State& state, const pb::Case& c) {
     }
   };
 
+  auto verify = [&] {
+    const auto chk = popper::gemm::testbed::check_product_entries<T>(sh.m, sh.n, sh.k, a, b, out,
+                                                                     popper_gemm_check_samples(sh.m, sh.n, sh.k));
+    return pb::Verdict::parse(chk.verdict());
+  };
   pb::Verdict v = pb::Verdict::not_verified("the reference is the oracle");
   try {
     call();
-    if (c.tier != pb::Tier::Reference) {
-      const auto chk = popper::gemm::testbed::check_product_entries<T>(sh.m, sh.n, sh.k, a, b, out,
-                                                                       popper_gemm_check_samples(sh.m, sh.n, sh.k));
-      v = pb::Verdict::parse(chk.verdict());
-    }
+    if (c.tier != pb::Tier::Reference) v = verify();
   } catch (const std::exception& e) {
     v = pb::Verdict::incorrect(std::string("threw ") + e.what());
   }
+  pb::Recheck recheck;
+  if (c.tier != pb::Tier::Reference) {
+    recheck.refill = [&](std::uint64_t seed) {
+      suite::fill_uniform(a, seed);
+      suite::fill_uniform(b, seed + 1);
+    };
+    recheck.verify = verify;
+  }
   pb::measure(state, c, v, call,
-              {.work = 2.0 * double(m) * double(n) * double(k), .bytes = double(m * k + k * n + m * n) * sizeof(T)});
+              {.work = 2.0 * double(m) * double(n) * double(k), .bytes = double(m * k + k * n + m * n) * sizeof(T)},
+              recheck);
 }
 
 void register_all() {

@@ -40,7 +40,7 @@ struct Problem {
   std::int64_t cols() const { return w.cols; }
 };
 
-// Deterministic fill in [-1, 1): the LCG of bench/common/fill.hpp and ceiling/ceiling_cli.h.
+// Deterministic fill in [-1, 1): the LCG of bench/common/fill.hpp and popper/ceiling_cli.h.
 inline void fill_lcg(std::vector<float>& v, std::uint64_t seed) {
   std::uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   for (auto& e : v) {

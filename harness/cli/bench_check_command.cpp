@@ -3,6 +3,8 @@
 // trials (--against, bench/duet.hpp); --rerun measures rows again under the
 // baseline's environment, the suite rows alternately with the baseline's own
 // build (bench/remeasure.hpp, CheckOptions::interleave).
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -31,18 +33,19 @@ struct CheckArgs {
 void say_rerun_environment(const bench::BenchTable& base, const bench::BenchTable& cur) {
   const auto recorded = base.environment();
   std::string text;
-  for (const auto& [k, v] : recorded) text += " " + k + "=" + v;
+  for (const auto& [k, v] : recorded) text += fmt::format(" {}={}", k, v);
   std::cerr << "re-measuring with the baseline's environment:" << (text.empty() ? " (none recorded)" : text);
   if (const auto injected = cur.meta("injected_slowdown").value_or(""); !injected.empty())
     std::cerr << ", and the current run's POPPER_BENCH_INJECT_SLOWDOWN=" << injected;
   std::cerr << "\n";
 }
 
-int check(const CheckArgs& a) {
-  const std::string build = a.dirs.build();
+int check(CheckArgs a) {
   bench::BenchTable base, cur;
   if (!a.against.empty()) {
     if (a.family.empty()) throw Error("--against needs --family");
+    a.family = a.dirs.family(a.family).family;  // a project's family brings its tree
+    const std::string build = a.dirs.build();
     bench::DuetOptions d;
     d.source_dir = a.dirs.source_dir;
     d.build_dir = build;
@@ -74,6 +77,8 @@ int check(const CheckArgs& a) {
   copt.thresholds = a.th;
   copt.budget_seconds = a.budget;
   copt.normalize_on_drift = !a.absolute;
+  if (a.rerun && a.against.empty() && !cur.rows.empty()) a.dirs.family(cur.rows.front().key.family);
+  const std::string build = a.dirs.build();
   if (a.rerun) {
     say_rerun_environment(base, cur);
     const auto env = bench::rerun_environment(base, cur);

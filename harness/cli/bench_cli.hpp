@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/claims.hpp"
+#include "bench/family.hpp"
 #include "commands.hpp"
 
 namespace popper::cli {
@@ -15,7 +16,16 @@ namespace popper::cli {
 struct BenchDirs {
   std::string source_dir = ".";
   std::string build_dir;
-  std::string build() const;  // build_dir, else the build tree this popper lives in
+  bool source_given = false;  // --source-dir on the command line
+  // build_dir; else the working directory when it is a project's build tree
+  // (it holds popper-bench/, written by popper_add_bench_family); else the
+  // build tree this popper lives in.
+  std::string build() const;
+  // The family named by --family (bench/family.hpp load_family), found in
+  // build() or source_dir. A project's family brings its tree: its source
+  // folder replaces source_dir unless --source-dir was given, and `contracts`
+  // (when not null and still the default) becomes its contract folder.
+  bench::FamilyDescriptor family(const std::string& name, std::string* contracts = nullptr);
 };
 void add_dir_options(CLI::App* cmd, BenchDirs& dirs);  // --source-dir, --build-dir
 

@@ -1,4 +1,5 @@
 // `popper bench`: its subcommands (bench_<name>_command.cpp) and what they share.
+#include <filesystem>
 #include <iostream>
 
 #include "bench_cli.hpp"
@@ -7,11 +8,26 @@
 
 namespace popper::cli {
 
-std::string BenchDirs::build() const { return build_dir.empty() ? default_build_dir() : build_dir; }
+std::string BenchDirs::build() const {
+  if (!build_dir.empty()) return build_dir;
+  if (std::filesystem::is_directory("popper-bench")) return std::filesystem::current_path().string();
+  return default_build_dir();
+}
+
+bench::FamilyDescriptor BenchDirs::family(const std::string& name, std::string* contracts) {
+  auto fam = bench::load_family(source_dir, name, build());
+  if (!fam.source_dir.empty() && !source_given) source_dir = fam.source_dir;
+  if (!fam.build_dir.empty() && build_dir.empty()) build_dir = fam.build_dir;
+  if (contracts && !fam.contracts.empty() && *contracts == "contracts") *contracts = fam.contracts;
+  return fam;
+}
 
 void add_dir_options(CLI::App* cmd, BenchDirs& dirs) {
-  cmd->add_option("--source-dir", dirs.source_dir, "repository root (holds bench/ and contracts/)");
-  cmd->add_option("--build-dir", dirs.build_dir, "build tree holding bin/ (default: the one this popper lives in)");
+  cmd->add_option("--source-dir", dirs.source_dir, "repository root (holds bench/ and contracts/)")
+      ->each([&dirs](const std::string&) { dirs.source_given = true; });
+  cmd->add_option("--build-dir", dirs.build_dir,
+                  "build tree holding bin/ (default: this directory when it holds popper-bench/, else the one this "
+                  "popper lives in)");
 }
 
 std::vector<std::string> split_list(const std::vector<std::string>& in) {

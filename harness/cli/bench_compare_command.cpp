@@ -2,6 +2,7 @@
 // tiers (bench/compare.hpp), judge the contracts' claims, measuring the
 // inconclusive ones again while the budget lasts (bench/remeasure.hpp), and
 // write the CSV, Markdown, SVG and bench-claims.json.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -94,11 +95,11 @@ void write_reports(const std::string& out, const std::string& name, const bench:
   std::cerr << "wrote " << stem << ".csv, .md, .svg\n";
 }
 
-int compare(const CompareArgs& a, bool precision_given) {
+int compare(CompareArgs a, bool precision_given) {
   const auto started = std::chrono::steady_clock::now();
+  const auto found = a.dirs.family(a.family, &a.contracts);
+  const auto fam = a.device ? bench::on_device(found) : found;
   const std::string build = a.dirs.build();
-  const auto fam = a.device ? bench::on_device(bench::load_family(a.dirs.source_dir, a.family))
-                            : bench::load_family(a.dirs.source_dir, a.family);
   const auto machine = bench::probe_machine();
   auto peak = bench::cached_or_measured_peak(build + "/peak.json", machine, a.refresh_peak, progress);
   if (a.device) {
@@ -120,8 +121,15 @@ int compare(const CompareArgs& a, bool precision_given) {
   auto table = bench::run_compare(co, fam, machine, &peak);
 
   // Contract claims, judged with their uncertainty; inconclusive groups are
-  // measured again (more trials) while the budget lasts.
+  // measured again (more trials) while the budget lasts. A claim about a
+  // family nobody can bench would never be measured: that is an error.
   const auto contracts = claim_contracts(a.contracts);
+  const auto families = bench::list_families(a.dirs.source_dir, build);
+  for (const auto& c : contracts)
+    for (const auto& b : c.benchmarks)
+      if (std::find(families.begin(), families.end(), b.family) == families.end() && b.family != fam.family)
+        throw Error(c.stem + ": claim " + b.id + " names bench family '" + b.family + "', which is neither in " +
+                    a.dirs.source_dir + "/bench nor in " + build + "/popper-bench");
   const auto family_shapes = bench::list_family_shapes(build, fam);
   bench::ClaimRemeasure how;
   how.judge = [&](const bench::BenchTable& t) {
@@ -173,7 +181,9 @@ void add_bench_compare_command(CLI::App& bench, int& exit_code) {
       "compare", "Run ceiling, wrapped and hand tiers in shuffled trials; write reports and claim verdicts");
   auto a = std::make_shared<CompareArgs>();
   add_dir_options(cmd, a->dirs);
-  cmd->add_option("--family", a->family, "bench family (bench/<family>/family.yaml)");
+  cmd->add_option("--family", a->family,
+                  "bench family (<build>/popper-bench/<family>/family.yaml, bench/<family>/family.yaml), or a "
+                  "descriptor's path");
   cmd->add_option("--shapes", a->shapes, "gate | full | all | shape names (default gate)");
   cmd->add_option("--reps", a->request.reps,
                   "repetitions per step in all, split over the trials (auto: from the noise)");

@@ -36,9 +36,12 @@ void add_bench_gate_command(CLI::App& bench, int& exit_code) {
   cmd->callback([a, &exit_code] {
     try {
       bench::GateCheckOptions opt = a->opt;
-      opt.source_dir = a->dirs.source_dir;
-      opt.build_dir = a->dirs.build();
-      opt.families = a->family == "all" ? bench::list_families(opt.source_dir) : std::vector<std::string>{a->family};
+      auto dirs = a->dirs;
+      // A project's family brings its tree (its baselines are under its source folder).
+      if (a->family != "all") opt.families = {dirs.family(a->family).family};
+      opt.source_dir = dirs.source_dir;
+      opt.build_dir = dirs.build();
+      if (a->family == "all") opt.families = bench::list_families(opt.source_dir, opt.build_dir);
       opt.only_shapes = split_list(opt.only_shapes);
       opt.only_tiers = bench::tiers_from(split_list(a->tiers), "--tiers");
       opt.only_precisions = split_list(opt.only_precisions);

@@ -20,16 +20,22 @@
 //
 // Environment read here: POPPER_BENCH_ITERATIONS=N pins the iteration count
 // (the gate), POPPER_BENCH_INJECT_SLOWDOWN=f makes the hand tier do (1 + f)
-// times its work (the check's self-test).
+// times its work (the check's self-test). `--popper_machine_probe` prints what
+// the instruction gate keys its baselines on and exits (machine_probe_json).
 #pragma once
 #include <benchmark/benchmark.h>
 
 #include <malloc.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -135,12 +141,50 @@ inline void skip(benchmark::State& state, const Verdict& v) { state.SkipWithErro
 // oracle itself, or a check over budget that says what it did instead).
 inline bool timeable(const Verdict& v) { return v.kind == VerdictKind::Verified || v.kind == VerdictKind::NotVerified; }
 
+// Verification after timing: `refill(seed)` draws fresh operands into the
+// buffers the timed call reads, `verify()` checks what the call then wrote.
+// measure() runs both around one more call through the timed path, so a tier
+// that returns a result cached from its first call, or a stale buffer, is
+// caught, and the row is reported with that verdict instead of a time.
+struct Recheck {
+  std::function<void(std::uint64_t seed)> refill;
+  std::function<Verdict()> verify;
+  explicit operator bool() const { return refill && verify; }
+};
+
+// The bench mutant POPPER_BENCH_MUTANT names ("" when none): a fault in the
+// bench path itself, which a family's bench self-test must see caught.
+//   cached-result: the hand tier computes on its first call only and keeps
+//                  that output afterwards (caught by verification after timing)
+inline std::string bench_mutant() {
+  const char* m = std::getenv("POPPER_BENCH_MUTANT");
+  return m ? std::string(m) : std::string();
+}
+
 // Times `call` as the case's tier when the verdict allows, else skips the
-// row with the verdict.
+// row with the verdict; then, given a recheck, verifies the tier again on
+// fresh operands (one call more a row).
 template <class F>
-void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call, const Work& w) {
+void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call, const Work& w,
+             const Recheck& recheck = {}) {
   if (!timeable(v)) return skip(state, v);
-  for (auto _ : state) call_tier(c.tier, call);
+  const bool cached = c.tier == Tier::Hand && bench_mutant() == "cached-result";
+  bool computed = false;
+  auto timed = [&] {
+    if (cached && computed) return;
+    computed = true;
+    call();
+  };
+  for (auto _ : state) call_tier(c.tier, timed);
+  if (recheck) {
+    recheck.refill(0x9e3779b97f4a7c15ULL);
+    timed();
+    if (const Verdict after = recheck.verify(); !after.is_verified()) {
+      // A check that passed before timing and fails after it is a wrong answer the timing was taken from.
+      const std::string_view why = std::string_view(after.label).substr(after.is_incorrect() ? 11 : 0);
+      return skip(state, Verdict::incorrect("after timing, on fresh operands: " + std::string(why)));
+    }
+  }
   state.SetLabel(v.label);
   if (w.work > 0) state.counters[w.unit] = benchmark::Counter(w.work);
   if (w.bytes > 0) state.counters["bytes"] = benchmark::Counter(w.bytes);
@@ -247,7 +291,47 @@ struct TierBackend {
 // The end of every suite's main: each tier's backend goes into the JSON
 // context as popper_backend_<tier>, then Google Benchmark runs what the suite
 // registered. Returns main's exit code.
+}  // namespace popper::bench
+
+// OpenBLAS's kernel set when the suite links OpenBLAS (weak: null otherwise).
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+extern "C" char* openblas_get_config(void) __attribute__((weak));
+
+namespace popper::bench {
+
+// One JSON line: the widest x86 vector path this CPU (under valgrind, the one
+// valgrind presents) runs, the cache sizes, and OpenBLAS's kernel set when
+// linked. The gate's key for a project's family (popper's own tree asks its
+// dispatch probe, which adds its kernels' own dispatch).
+inline std::string machine_probe_json() {
+  const char* isa = "scalar";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    isa = "avx512";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isa = "avx2";
+#endif
+  auto quoted = [](const char* s) {
+    std::string out = "\"";
+    for (const char* p = s ? s : ""; *p; ++p) {
+      if (*p == '"' || *p == '\\') out += '\\';
+      if (static_cast<unsigned char>(*p) >= 0x20) out += *p;
+    }
+    return out + "\"";
+  };
+  auto cache = [](int name) { return std::to_string(std::max(0L, ::sysconf(name))); };
+  return std::string("{\"cpu_isa\":\"") + isa + "\",\"caches\":\"l1d=" + cache(_SC_LEVEL1_DCACHE_SIZE) +
+         ",l2=" + cache(_SC_LEVEL2_CACHE_SIZE) + ",l3=" + cache(_SC_LEVEL3_CACHE_SIZE) +
+         "\",\"openblas_core\":" + quoted(openblas_get_corename ? openblas_get_corename() : "none") +
+         ",\"openblas_config\":" + quoted(openblas_get_config ? openblas_get_config() : "") + "}";
+}
+
 inline int run_suite(int argc, char** argv, std::initializer_list<TierBackend> backends) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--popper_machine_probe") {
+      std::printf("%s\n", machine_probe_json().c_str());
+      return 0;
+    }
   for (const TierBackend& b : backends)
     benchmark::AddCustomContext(std::string("popper_backend_").append(to_string(b.tier)), b.backend);
   keep_freed_memory();

@@ -1,5 +1,6 @@
 // The bench protocol between a family's suite and popper's harness: the tier
-// set, the benchmark name and the verdict label. Each is written and read
+// set, the benchmark name, the verdict label, and the operand fill a suite
+// shares with its raw-C ceiling (popper/ceiling_cli.h). Each is written and read
 // here only: a suite formats names and verdicts with these functions (through
 // popper/bench.hpp), and `popper bench` parses them back with the same ones.
 // Header-only and free of Google Benchmark, so the harness, a suite and a
@@ -7,10 +8,12 @@
 #pragma once
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace popper::bench {
@@ -155,5 +158,17 @@ struct Verdict {
     return {VerdictKind::NotVerified, std::string(label)};
   }
 };
+
+// Uniform in [-1, 1) from a 64-bit LCG: ceiling_fill in popper/ceiling_cli.h
+// draws the same values, so every tier of a row sees the same operands.
+template <class Range>
+void fill_uniform(Range& values, std::uint64_t seed) {
+  std::uint64_t x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (auto& e : values) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    e = static_cast<std::remove_reference_t<decltype(e)>>(static_cast<double>(x >> 11) / 9007199254740992.0 * 2.0 -
+                                                          1.0);
+  }
+}
 
 }  // namespace popper::bench

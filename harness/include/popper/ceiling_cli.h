@@ -59,7 +59,8 @@ static long ceiling_iterations(double one_call_seconds) {
 }
 
 /* Deterministic fill in [-1, 1): the 64-bit LCG the bench suites also use
- * (bench/common/suite.hpp fill_uniform), so every tier sees the same data. */
+ * (popper::bench::fill_uniform, popper/bench_protocol.hpp), so every tier
+ * sees the same data. */
 static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long seed) {
   unsigned long long x = seed * 6364136223846793005ULL + 1442695040888963407ULL;
   for (size_t i = 0; i < count; ++i) {
@@ -133,8 +134,8 @@ static int ceiling_precision_selected(const struct ceiling_args* a, const char* 
  * NULL). Returns -1 when the program goes on to run, else main's exit code:
  * 0 after --help or --list-shapes, 2 on a bad argument or an unknown shape.
  * Freed memory stays in the process from here on, as in the suites
- * (bench/common/suite.hpp keep_freed_memory: a VM that hands freed pages back
- * to its host slows the next ~130 ms of calls). */
+ * (popper::bench::keep_freed_memory, popper/bench.hpp: a VM that hands freed
+ * pages back to its host slows the next ~130 ms of calls). */
 static int ceiling_open(int argc, char** argv, const char* program, int count, const char* (*shape_name)(int),
                         void (*list_line)(int), struct ceiling_args* a) {
   mallopt(M_MMAP_MAX, 0);

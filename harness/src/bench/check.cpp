@@ -274,225 +274,261 @@ void judge_moved_groups(std::vector<Pair>& pairs, const std::map<std::string, do
 
 }  // namespace
 
-CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const CheckOptions& opt) {
+namespace {
+
+using CeilingMedians = std::map<std::string, double>;
+
+// Stage "mode": absolute or normalized, decided again after every
+// re-measuring round: re-measured trials are taken later, and if the machine
+// moved meanwhile, the ceiling rows re-measured with them show it.
+void decide_mode(CheckReport& report, const BenchTable& baseline, const BenchTable& cur, const CheckOptions& opt) {
   const Thresholds& t = opt.thresholds;
-  CheckReport report;
-  const auto fb = baseline.meta("fingerprint"), fc = current.meta("fingerprint");
+  const auto fb = baseline.meta("fingerprint"), fc = cur.meta("fingerprint");
   const bool same_machine = fb && fc && *fb == *fc;
-  // Absolute or normalized, decided again after every re-measuring round:
-  // re-measured trials are taken later, and if the machine moved meanwhile,
-  // the ceiling rows re-measured with them show it.
-  auto decide_mode = [&](const BenchTable& cur) {
-    report.mode = same_machine ? CheckMode::Absolute : CheckMode::Normalized;
-    report.mode_reason = same_machine
-                             ? "same machine fingerprint (" + *fb + "): absolute per-iteration values compared"
-                             : "machine fingerprints differ (baseline " + fb.value_or("none") + ", current " +
-                                   fc.value_or("none") +
-                                   "): each timed sample is divided by its own trial's best ceiling and those ratios "
-                                   "are compared, never absolute times";
-    if (!same_machine || !opt.normalize_on_drift) return;
-    // The machine moved only when the vendor rows show it beyond the warning
-    // band at the check's alpha: a couple of noisy ceiling rows must not
-    // rescale, and so hide, a real change.
-    const auto drift = ceiling_drift(baseline, cur, t);
-    const bool beyond = drift && std::fabs(std::log(drift->ratio)) > std::log1p(t.warning);
-    if (beyond && drift->p < t.alpha) {
-      report.mode = CheckMode::Normalized;
-      report.mode_reason = fmt::format(
-          "same machine, but its vendor-library rows (untouched by any change to this repository) are {:.3f}x "
-          "their baseline time (geometric mean of {} ceiling rows, beyond the {:.0f}% band at p = {:.2g}): the "
-          "machine itself is {} than when the baseline was recorded, so each timed sample is divided by its "
-          "own trial's best ceiling",
-          drift->ratio, drift->rows, 100 * t.warning, drift->p, drift->ratio > 1 ? "slower" : "faster");
-    } else if (beyond) {
-      report.mode_reason += fmt::format(
-          "; the vendor-library rows moved {:.3f}x ({} rows), but not beyond their own scatter (p = {:.2g}), "
-          "so nothing is rescaled",
-          drift->ratio, drift->rows, drift->p);
-    }
-  };
-  BenchTable cur_table = current;
-  // Suite rows measured in interleaved rounds, each side's samples only.
+  report.mode = same_machine ? CheckMode::Absolute : CheckMode::Normalized;
+  report.mode_reason = same_machine
+                           ? "same machine fingerprint (" + *fb + "): absolute per-iteration values compared"
+                           : "machine fingerprints differ (baseline " + fb.value_or("none") + ", current " +
+                                 fc.value_or("none") +
+                                 "): each timed sample is divided by its own trial's best ceiling and those ratios "
+                                 "are compared, never absolute times";
+  if (!same_machine || !opt.normalize_on_drift) return;
+  // The machine moved only when the vendor rows show it beyond the warning
+  // band at the check's alpha: a couple of noisy ceiling rows must not
+  // rescale, and so hide, a real change.
+  const auto drift = ceiling_drift(baseline, cur, t);
+  const bool beyond = drift && std::fabs(std::log(drift->ratio)) > std::log1p(t.warning);
+  if (beyond && drift->p < t.alpha) {
+    report.mode = CheckMode::Normalized;
+    report.mode_reason = fmt::format(
+        "same machine, but its vendor-library rows (untouched by any change to this repository) are {:.3f}x "
+        "their baseline time (geometric mean of {} ceiling rows, beyond the {:.0f}% band at p = {:.2g}): the "
+        "machine itself is {} than when the baseline was recorded, so each timed sample is divided by its "
+        "own trial's best ceiling",
+        drift->ratio, drift->rows, 100 * t.warning, drift->p, drift->ratio > 1 ? "slower" : "faster");
+  } else if (beyond) {
+    report.mode_reason += fmt::format(
+        "; the vendor-library rows moved {:.3f}x ({} rows), but not beyond their own scatter (p = {:.2g}), "
+        "so nothing is rescaled",
+        drift->ratio, drift->rows, drift->p);
+  }
+}
+
+// The tables a round pairs: the stored ones, and the rows measured again
+// in interleaved trials (each side's samples only).
+struct Sides {
+  const BenchTable& baseline;
+  const BenchTable& current;  // as given (the vendor plan's not-run reasons)
+  BenchTable cur_table;       // with re-measured samples added
   BenchTable fresh_base, fresh_cur;
-  bool interleave = static_cast<bool>(opt.interleave.measure);
-  int interleaved_trials = 0;  // per side
-  std::string interleave_failed;
-  const auto started = std::chrono::steady_clock::now();
-  for (int round = 0;; ++round) {
-    decide_mode(cur_table);
-    if (round > 0) report.mode_reason += " (after " + std::to_string(round) + " re-measuring round(s))";
-    const auto nb = ceiling_medians(baseline), nc = ceiling_medians(cur_table);
-    std::vector<Pair> pairs;
-    for (const auto& b : baseline.rows) {
+};
+
+// Stage "pair", one baseline row: its current counterpart, interleaved,
+// normalized or as stored, or the reason it cannot be compared.
+Pair pair_row(const BenchRow& b, const Sides& sd, CheckMode mode, const CeilingMedians& nb, const CeilingMedians& nc) {
+  Pair pr;
+  pr.rc.key = b.key;
+  pr.rc.ratio = std::nan("");
+  const bool normalize = mode == CheckMode::Normalized && b.unit == kUnitSeconds;
+  // A vendor library broken on this machine in both runs (plausibility.hpp)
+  // says nothing of either: skipped, said so. Broken in one run only, it is
+  // judged: that may be this code's doing (a wrapped tier's threading).
+  if (const BenchRow* stored = sd.cur_table.find(b.key); !b.valid() && stored && !stored->valid()) {
+    pr.rc.change = Change::Skipped;
+    pr.rc.note = "invalid in both tables: " + stored->invalid_reason + " (a vendor row, plausibility.hpp)";
+    return pr;
+  }
+  const BenchRow *now_base = sd.fresh_base.find(b.key), *now_cur = sd.fresh_cur.find(b.key);
+  if (now_base && now_cur && !now_base->samples.empty() && !now_cur->samples.empty()) {
+    pr.base = *now_base;
+    pr.cur = *now_cur;
+    pr.timed = pr.interleaved = true;
+    return pr;
+  }
+  const BenchRow* c = nullptr;
+  for (const auto& r : sd.cur_table.rows)
+    if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
+  // A configuration near the vendor screen's cut-off runs in one run and
+  // not the next: the vendor set changing, not this code.
+  const auto why = c || b.key.tier != Tier::Ceiling ? std::nullopt : not_run_reason(sd.current, b.key.backend);
+  if (why) {
+    pr.rc.change = Change::Skipped;
+    pr.rc.note = "ceiling configuration not run in current: " + *why;
+  } else if (!c || c->samples.empty()) {
+    pr.rc.change = Change::Missing;
+    pr.rc.note = c ? "no samples in current (" + c->verdict.label + ")" : "row absent from current";
+  } else if (b.samples.empty()) {
+    pr.rc.change = Change::Skipped;
+    pr.rc.note = "no samples in the baseline (" + b.verdict.label + ")";
+  } else if (normalize) {
+    const auto nbase = normalized(nb, b), ncur = normalized(nc, *c);
+    if (!nbase || !ncur) {
+      // Its group's ceilings all invalid (a vendor broken on that machine):
+      // nothing to scale by, and nothing this code did. None at all: missing.
+      const BenchTable& lacking = !nbase ? sd.baseline : sd.cur_table;
+      const BenchRow* broken = nullptr;
+      for (const auto& r : lacking.rows)
+        if (r.key.tier == Tier::Ceiling && group_of(r.key) == group_of(b.key) && !r.valid()) broken = &r;
+      const std::string side = !nbase ? "the baseline" : "current";
+      pr.rc.change = broken ? Change::Skipped : Change::Missing;
+      pr.rc.note = broken ? "cannot be normalized: every ceiling row of its group is invalid in " + side + " (" +
+                                broken->key.backend + ": " + broken->invalid_reason + ")"
+                          : "cannot be normalized: no ceiling row in " + side;
+    } else {
+      pr.base = *nbase;
+      pr.cur = *ncur;
+      pr.timed = true;
+    }
+  } else {
+    pr.base = b;
+    pr.cur = *c;
+    pr.timed = b.unit == kUnitSeconds;
+  }
+  return pr;
+}
+
+// Stage "pair": every baseline row, then the current rows the baseline lacks.
+std::vector<Pair> pair_rows(const Sides& sd, CheckMode mode, const CeilingMedians& nb, const CeilingMedians& nc) {
+  std::vector<Pair> pairs;
+  for (const auto& b : sd.baseline.rows) {
+    if (mode == CheckMode::Normalized && b.unit == kUnitSeconds && b.key.tier == Tier::Ceiling)
+      continue;  // the normalizers themselves
+    pairs.push_back(pair_row(b, sd, mode, nb, nc));
+  }
+  for (const auto& c : sd.cur_table.rows) {
+    const bool normalize = mode == CheckMode::Normalized && c.unit == kUnitSeconds;
+    if (normalize && c.key.tier == Tier::Ceiling) continue;
+    bool in_base = false;
+    for (const auto& b : sd.baseline.rows)
+      in_base = in_base || (normalize ? without_backend(b.key) == without_backend(c.key) : b.key == c.key);
+    if (!in_base) {
       Pair pr;
-      pr.rc.key = b.key;
+      pr.rc.key = c.key;
       pr.rc.ratio = std::nan("");
-      const bool normalize = report.mode == CheckMode::Normalized && b.unit == kUnitSeconds;
-      if (normalize && b.key.tier == Tier::Ceiling) continue;  // the normalizers themselves
-      // A vendor library broken on this machine in both runs (plausibility.hpp)
-      // says nothing of either: skipped, said so. Broken in one run only, it is
-      // judged: that may be this code's doing (a wrapped tier's threading).
-      if (const BenchRow* stored = cur_table.find(b.key); !b.valid() && stored && !stored->valid()) {
-        pr.rc.change = Change::Skipped;
-        pr.rc.note = "invalid in both tables: " + stored->invalid_reason + " (a vendor row, plausibility.hpp)";
-        pairs.push_back(std::move(pr));
-        continue;
-      }
-      const BenchRow *now_base = fresh_base.find(b.key), *now_cur = fresh_cur.find(b.key);
-      if (now_base && now_cur && !now_base->samples.empty() && !now_cur->samples.empty()) {
-        pr.base = *now_base;
-        pr.cur = *now_cur;
-        pr.timed = pr.interleaved = true;
-        pairs.push_back(std::move(pr));
-        continue;
-      }
-      const BenchRow* c = nullptr;
-      for (const auto& r : cur_table.rows)
-        if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
-      // A configuration near the vendor screen's cut-off runs in one run and
-      // not the next: the vendor set changing, not this code.
-      const auto why = c || b.key.tier != Tier::Ceiling ? std::nullopt : not_run_reason(current, b.key.backend);
-      if (why) {
-        pr.rc.change = Change::Skipped;
-        pr.rc.note = "ceiling configuration not run in current: " + *why;
-      } else if (!c || c->samples.empty()) {
-        pr.rc.change = Change::Missing;
-        pr.rc.note = c ? "no samples in current (" + c->verdict.label + ")" : "row absent from current";
-      } else if (b.samples.empty()) {
-        pr.rc.change = Change::Skipped;
-        pr.rc.note = "no samples in the baseline (" + b.verdict.label + ")";
-      } else if (normalize) {
-        const auto nbase = normalized(nb, b), ncur = normalized(nc, *c);
-        if (!nbase || !ncur) {
-          // Its group's ceilings all invalid (a vendor broken on that machine):
-          // nothing to scale by, and nothing this code did. None at all: missing.
-          const BenchTable& lacking = !nbase ? baseline : cur_table;
-          const BenchRow* broken = nullptr;
-          for (const auto& r : lacking.rows)
-            if (r.key.tier == Tier::Ceiling && group_of(r.key) == group_of(b.key) && !r.valid()) broken = &r;
-          const std::string side = !nbase ? "the baseline" : "current";
-          pr.rc.change = broken ? Change::Skipped : Change::Missing;
-          pr.rc.note = broken ? "cannot be normalized: every ceiling row of its group is invalid in " + side + " (" +
-                                    broken->key.backend + ": " + broken->invalid_reason + ")"
-                              : "cannot be normalized: no ceiling row in " + side;
-        } else {
-          pr.base = *nbase;
-          pr.cur = *ncur;
-          pr.timed = true;
-        }
-      } else {
-        pr.base = b;
-        pr.cur = *c;
-        pr.timed = b.unit == kUnitSeconds;
-      }
+      pr.rc.change = Change::New;
+      pr.rc.note = "not in the baseline";
       pairs.push_back(std::move(pr));
     }
-    for (const auto& c : cur_table.rows) {
-      const bool normalize = report.mode == CheckMode::Normalized && c.unit == kUnitSeconds;
-      if (normalize && c.key.tier == Tier::Ceiling) continue;
-      bool in_base = false;
-      for (const auto& b : baseline.rows)
-        in_base = in_base || (normalize ? without_backend(b.key) == without_backend(c.key) : b.key == c.key);
-      if (!in_base) {
-        Pair pr;
-        pr.rc.key = c.key;
-        pr.rc.ratio = std::nan("");
-        pr.rc.change = Change::New;
-        pr.rc.note = "not in the baseline";
-        pairs.push_back(std::move(pr));
-      }
-    }
-    judge(pairs, t, report.method);
-    if (report.mode == CheckMode::Absolute && opt.normalize_on_drift)
-      judge_moved_groups(pairs, nb, nc, t, report.method);
-    report.rows.clear();
-    bool any_interleaved = false;
-    for (auto& p : pairs) {
-      if (p.interleaved) {
-        p.rc.note += "; interleaved now with the baseline's side (" + opt.interleave.baseline +
-                     "), the stored samples set aside";
-        any_interleaved = true;
-      }
-      report.rows.push_back(p.rc);
-    }
-    if (any_interleaved)
-      report.method +=
-          "; rows noted 'interleaved' were measured again on both sides in alternating trials (ABBA: "
-          "current, baseline, baseline, current, then baseline first) and judged on those trials alone";
-    if (!interleave_failed.empty()) report.method += "; " + interleave_failed;
+  }
+  return pairs;
+}
 
+// The report's rows from the judged pairs, interleaved ones noted.
+void publish(CheckReport& report, std::vector<Pair>& pairs, const CheckOptions& opt,
+             const std::string& interleave_failed) {
+  report.rows.clear();
+  bool any_interleaved = false;
+  for (auto& p : pairs) {
+    if (p.interleaved) {
+      p.rc.note +=
+          "; interleaved now with the baseline's side (" + opt.interleave.baseline + "), the stored samples set aside";
+      any_interleaved = true;
+    }
+    report.rows.push_back(p.rc);
+  }
+  if (any_interleaved)
+    report.method +=
+        "; rows noted 'interleaved' were measured again on both sides in alternating trials (ABBA: "
+        "current, baseline, baseline, current, then baseline first) and judged on those trials alone";
+  if (!interleave_failed.empty()) report.method += "; " + interleave_failed;
+}
+
+// Stage "re-measure": one round. Interleaved: every timed suite row once (a
+// machine that moved since the baseline can hide a change as well as fake
+// one, so a row that looks unchanged against the stored baseline proves
+// nothing), then the ones still NOISY. The rest (ceiling rows; every row when
+// there is no interleaving) as before: NOISY and REGRESSION rows on this
+// build alone (a NOISY vendor row says nothing of this code, but --strict
+// fails on it, and a few more trials of a vendor program cost seconds).
+// Returns whether anything was measured.
+struct Remeasuring {
+  bool interleave;
+  int interleaved_trials = 0;  // per side
+  std::string failed;
+};
+
+bool remeasure_round(Sides& sd, const std::vector<Pair>& pairs, CheckMode mode, const CheckOptions& opt,
+                     Remeasuring& state) {
+  auto rows_of = [&](const BenchKey& k, std::vector<BenchKey>& into) {
+    for (const auto& c : sd.cur_table.rows)
+      if (c.unit == kUnitSeconds &&
+          (c.key == k || (mode == CheckMode::Normalized && without_backend(c.key) == without_backend(k))) &&
+          std::find(into.begin(), into.end(), c.key) == into.end())
+        into.push_back(c.key);
+  };
+  std::vector<BenchKey> both, again;
+  for (const auto& p : pairs) {
+    if (state.interleave && p.timed && p.rc.key.tier != Tier::Ceiling) {
+      if (!p.interleaved || p.rc.change == Change::Noisy) rows_of(p.rc.key, both);
+    } else if (!p.interleaved && (p.rc.change == Change::Regression || p.rc.change == Change::Noisy)) {
+      rows_of(p.rc.key, again);
+    }
+  }
+  std::erase_if(both, [&](const BenchKey& k) { return !sd.baseline.find(k); });
+  bool measured = false;
+  if (!both.empty()) {
+    for (int k = 0; k < 4 && state.interleave; ++k) {  // two trials a side, in --against's ABBA order
+      const bool base_side = (k % 2 == 0) != current_first(state.interleaved_trials + k / 2);
+      const auto got = opt.interleave.measure(both, base_side);
+      if (!got || got->empty()) state.interleave = false;  // measured on this build alone from here on
+      else merge_rows((base_side ? sd.fresh_base : sd.fresh_cur).rows, *got);
+    }
+    state.interleaved_trials += 2;
+    measured = state.interleave;
+    if (!state.interleave) {
+      sd.fresh_base.rows.clear(), sd.fresh_cur.rows.clear();
+      state.failed = "interleaving with the baseline's side (" + opt.interleave.baseline +
+                     ") failed, so NOISY and REGRESSION rows were measured again on this build alone";
+      for (const auto& p : pairs)
+        if (p.rc.change == Change::Regression || p.rc.change == Change::Noisy) rows_of(p.rc.key, again);
+    }
+  }
+  if (again.empty() || !opt.remeasure) return measured;
+  // The normalizers of re-measured rows are re-measured in the same trials,
+  // whatever the mode: they are what shows the machine moved in between.
+  const auto asked = again;
+  for (const auto& k : asked)
+    for (const auto& c : sd.cur_table.rows)
+      if (c.key.tier == Tier::Ceiling && c.key.shape == k.shape && c.key.precision == k.precision &&
+          c.key.threads == k.threads && std::find(again.begin(), again.end(), c.key) == again.end())
+        again.push_back(c.key);
+  const auto more = opt.remeasure(again);
+  if (!more || more->empty()) return measured;
+  for (const auto& m : *more)
+    for (auto& c : sd.cur_table.rows)
+      if (c.key == m.key)
+        for (std::size_t i = 0; i < m.samples.size(); ++i) {
+          c.trials.resize(c.samples.size(), 0);
+          c.samples.push_back(m.samples[i]);
+          c.trials.push_back(m.trial_of(i));
+        }
+  mark_invalid_vendor_rows(sd.cur_table);  // the new samples may make a vendor row plausible, or not
+  return true;
+}
+
+}  // namespace
+
+// mode, pair, judge, publish, then re-measure and again, rounds and budget permitting.
+CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const CheckOptions& opt) {
+  CheckReport report;
+  Sides sd{baseline, current, current, {}, {}};
+  Remeasuring state{static_cast<bool>(opt.interleave.measure), 0, {}};
+  const auto started = std::chrono::steady_clock::now();
+  for (int round = 0;; ++round) {
+    decide_mode(report, baseline, sd.cur_table, opt);
+    if (round > 0) report.mode_reason += " (after " + std::to_string(round) + " re-measuring round(s))";
+    const auto nb = ceiling_medians(baseline), nc = ceiling_medians(sd.cur_table);
+    auto pairs = pair_rows(sd, report.mode, nb, nc);
+    judge(pairs, opt.thresholds, report.method);
+    if (report.mode == CheckMode::Absolute && opt.normalize_on_drift)
+      judge_moved_groups(pairs, nb, nc, opt.thresholds, report.method);
+    publish(report, pairs, opt, state.failed);
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (round >= opt.max_rounds || (opt.budget_seconds > 0 && spent >= opt.budget_seconds)) break;
-    // Interleaved: every timed suite row once (a machine that moved since the
-    // baseline can hide a change as well as fake one, so a row that looks
-    // unchanged against the stored baseline proves nothing), then the ones
-    // still NOISY. The rest (ceiling rows; every row when there is no
-    // interleaving) as before: NOISY and REGRESSION rows on this build alone
-    // (a NOISY vendor row says nothing of this code, but --strict fails on it,
-    // and a few more trials of a vendor program cost seconds).
-    auto rows_of = [&](const BenchKey& k, std::vector<BenchKey>& into) {
-      for (const auto& c : cur_table.rows)
-        if (c.unit == kUnitSeconds &&
-            (c.key == k || (report.mode == CheckMode::Normalized && without_backend(c.key) == without_backend(k))) &&
-            std::find(into.begin(), into.end(), c.key) == into.end())
-          into.push_back(c.key);
-    };
-    std::vector<BenchKey> both, again;
-    for (const auto& p : pairs) {
-      if (interleave && p.timed && p.rc.key.tier != Tier::Ceiling) {
-        if (!p.interleaved || p.rc.change == Change::Noisy) rows_of(p.rc.key, both);
-      } else if (!p.interleaved && (p.rc.change == Change::Regression || p.rc.change == Change::Noisy)) {
-        rows_of(p.rc.key, again);
-      }
-    }
-    std::erase_if(both, [&](const BenchKey& k) { return !baseline.find(k); });
-    bool measured = false;
-    if (!both.empty()) {
-      for (int k = 0; k < 4 && interleave; ++k) {  // two trials a side, in --against's ABBA order
-        const bool base_side = (k % 2 == 0) != current_first(interleaved_trials + k / 2);
-        const auto got = opt.interleave.measure(both, base_side);
-        if (!got || got->empty()) interleave = false;  // measured on this build alone from here on
-        else merge_rows((base_side ? fresh_base : fresh_cur).rows, *got);
-      }
-      interleaved_trials += 2;
-      measured = interleave;
-      if (!interleave) {
-        fresh_base.rows.clear(), fresh_cur.rows.clear();
-        interleave_failed = "interleaving with the baseline's side (" + opt.interleave.baseline +
-                            ") failed, so NOISY and REGRESSION rows were measured again on this build alone";
-        for (const auto& p : pairs)
-          if (p.rc.change == Change::Regression || p.rc.change == Change::Noisy) rows_of(p.rc.key, again);
-      }
-    }
-    if (again.empty() || !opt.remeasure) {
-      if (measured) continue;
-      break;
-    }
-    // The normalizers of re-measured rows are re-measured in the same trials,
-    // whatever the mode: they are what shows the machine moved in between.
-    const auto asked = again;
-    for (const auto& k : asked)
-      for (const auto& c : cur_table.rows)
-        if (c.key.tier == Tier::Ceiling && c.key.shape == k.shape && c.key.precision == k.precision &&
-            c.key.threads == k.threads && std::find(again.begin(), again.end(), c.key) == again.end())
-          again.push_back(c.key);
-    const auto more = opt.remeasure(again);
-    if (!more || more->empty()) {
-      if (measured) continue;
-      break;
-    }
-    for (const auto& m : *more)
-      for (auto& c : cur_table.rows)
-        if (c.key == m.key)
-          for (std::size_t i = 0; i < m.samples.size(); ++i) {
-            c.trials.resize(c.samples.size(), 0);
-            c.samples.push_back(m.samples[i]);
-            c.trials.push_back(m.trial_of(i));
-          }
-    mark_invalid_vendor_rows(cur_table);  // the new samples may make a vendor row plausible, or not
+    if (!remeasure_round(sd, pairs, report.mode, opt, state)) break;
   }
-  report.interleaved_baseline = std::move(fresh_base);
-  report.interleaved_current = std::move(fresh_cur);
+  report.interleaved_baseline = std::move(sd.fresh_base);
+  report.interleaved_current = std::move(sd.fresh_cur);
   return report;
 }
 

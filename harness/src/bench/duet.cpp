@@ -32,7 +32,7 @@ Duet alternate(int trials, const std::function<BenchTable(bool current, int tria
 
 Duet run_duet(const DuetOptions& opt) {
   if (opt.trials < 2) throw Error("--trials must be >= 2 for a testable comparison");
-  const auto fam = load_family(opt.source_dir, opt.family);
+  const auto fam = load_family(opt.source_dir, opt.family, opt.build_dir);
   RefBuildOptions rb;
   rb.source_dir = opt.source_dir;
   rb.build_dir = opt.build_dir;

@@ -1,6 +1,8 @@
 // family.yaml reader (schema in family.hpp and baselines/README.md).
 #include "bench/family.hpp"
 
+#include <fmt/format.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -34,9 +36,7 @@ std::map<std::string, std::string> peak_map(const YAML::Node& n, const std::stri
   for (const auto& kv : n) {
     const auto v = kv.second.as<std::string>();
     if (!peak_kinds().count(v))
-      throw Error(path + ": " + what + " '" + v +
-                  "' must be one of fp32, fp64, bandwidth, roofline, device_fp32, "
-                  "device_f16, device_bf16, device_bandwidth");
+      throw Error(fmt::format("{}: {} '{}' must be one of {}", path, what, v, fmt::join(peak_kinds(), ", ")));
     out[kv.first.as<std::string>()] = v;
   }
   return out;
@@ -50,12 +50,12 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
   try {
     const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) throw Error(path + ": a family descriptor is a mapping");
-    static const std::set<std::string> known = {
-        "family", "executable", "ceilings", "blas_core_types", "wrapped_vendor", "work_unit", "peak", "gate", "device"};
+    static const std::set<std::string> known = {"family",         "executable", "ceilings",  "blas_core_types",
+                                                "wrapped_vendor", "work_unit",  "peak",      "gate",
+                                                "device",         "source_dir", "build_dir", "contracts"};
     for (const auto& kv : root) {
       const auto key = kv.first.as<std::string>();
-      if (!known.count(key))
-        throw Error(path + ":" + std::to_string(kv.first.Mark().line + 1) + ": unknown key '" + key + "'");
+      if (!known.count(key)) throw Error(fmt::format("{}:{}: unknown key '{}'", path, kv.first.Mark().line + 1, key));
     }
     if (!root["family"]) throw Error(path + ": missing 'family'");
     f.family = root["family"].as<std::string>();
@@ -84,24 +84,45 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
       if (g["iterations"]) f.gate.iterations = g["iterations"].as<int>();
       if (f.gate.iterations < 1) throw Error(path + ": gate.iterations must be >= 1");
     }
+    for (auto [key, field] :
+         {std::pair{"source_dir", &f.source_dir}, {"build_dir", &f.build_dir}, {"contracts", &f.contracts}})
+      if (root[key]) *field = root[key].as<std::string>();
   } catch (const YAML::Exception& e) {
     throw Error(path + ": " + e.what());
   }
   return f;
 }
 
-FamilyDescriptor load_family(const std::string& source_dir, const std::string& family) {
+FamilyDescriptor load_family(const std::string& source_dir, const std::string& family, const std::string& build_dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> looked;
+  auto read = [&](const std::string& path, bool named_by_path) {
+    std::ifstream in(path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    auto f = parse_family_yaml(ss.str(), path);
+    if (!named_by_path && f.family != family)
+      throw Error(path + ": 'family' says '" + f.family + "' but the folder is '" + family + "'");
+    return f;
+  };
+  if (family.size() > 5 && family.ends_with(".yaml")) {
+    if (!fs::is_regular_file(family)) throw Error("no family descriptor " + family);
+    return read(family, true);
+  }
+  if (!build_dir.empty()) {
+    const std::string path = build_dir + "/popper-bench/" + family + "/family.yaml";
+    if (fs::is_regular_file(path)) return read(path, false);
+    looked.push_back(path);
+  }
   const std::string path = source_dir + "/bench/" + family + "/family.yaml";
-  std::ifstream in(path);
-  if (!in)
-    throw Error(path +
-                ": no family descriptor; every bench family needs bench/<family>/family.yaml "
-                "(see baselines/README.md)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto f = parse_family_yaml(ss.str(), path);
-  if (f.family != family) throw Error(path + ": 'family' says '" + f.family + "' but the folder is '" + family + "'");
-  return f;
+  if (fs::is_regular_file(path)) return read(path, false);
+  looked.push_back(path);
+  const auto known = list_families(source_dir, build_dir);
+  throw Error(fmt::format(
+      "unknown bench family '{}': no descriptor at {} (families there: {}; a project's family is written into its "
+      "build tree by popper_add_bench_family(), see baselines/README.md)",
+      family, fmt::join(looked, ", "),
+      known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
 }
 
 FamilyDescriptor on_device(const FamilyDescriptor& f) {
@@ -114,12 +135,16 @@ FamilyDescriptor on_device(const FamilyDescriptor& f) {
   return d;
 }
 
-std::vector<std::string> list_families(const std::string& source_dir) {
+std::vector<std::string> list_families(const std::string& source_dir, const std::string& build_dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(source_dir + "/bench", ec))
-    if (e.is_directory() && std::filesystem::exists(e.path() / "family.yaml")) out.push_back(e.path().filename());
+  for (const auto& dir : {source_dir + "/bench", build_dir.empty() ? std::string() : build_dir + "/popper-bench"}) {
+    if (dir.empty()) continue;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.is_directory() && std::filesystem::exists(e.path() / "family.yaml")) out.push_back(e.path().filename());
+  }
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -19,6 +19,9 @@
 //     tiers: [hand, wrapped]
 //     precisions: [f32]
 //     iterations: 5
+//   source_dir: /src/dotkit           # a project's family (popper_add_bench_family() writes these
+//   build_dir: /src/dotkit/build      # three into its build tree): where its sources, programs
+//   contracts: /src/dotkit/contracts  # and contracts are; popper's own families have none
 #pragma once
 #include <map>
 #include <optional>
@@ -61,17 +64,25 @@ struct FamilyDescriptor {
   GateSpec gate;
   std::optional<DeviceSpec> device;
   std::string path;  // the yaml it came from
+  // A project's family (popper_add_bench_family): its tree; empty for popper's own.
+  std::string source_dir, build_dir, contracts;
 };
 
-// Reads <source_dir>/bench/<family>/family.yaml; throws Error naming the file.
-FamilyDescriptor load_family(const std::string& source_dir, const std::string& family);
+// A family's descriptor, looked for in order:
+//   `family` itself, when it names a .yaml file;
+//   <build_dir>/popper-bench/<family>/family.yaml (a project's build tree);
+//   <source_dir>/bench/<family>/family.yaml (popper's own tree).
+// Throws Error naming every place it looked and the families found there.
+FamilyDescriptor load_family(const std::string& source_dir, const std::string& family,
+                             const std::string& build_dir = "");
 FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& path);
 
 // The descriptor `bench compare --device` runs: ceilings and peak from the
 // device block, no vendor core types. Throws Error when the family has none.
 FamilyDescriptor on_device(const FamilyDescriptor& f);
 
-// Families with a family.yaml under <source_dir>/bench.
-std::vector<std::string> list_families(const std::string& source_dir);
+// Families with a family.yaml under <source_dir>/bench, and under
+// <build_dir>/popper-bench when a build directory is given.
+std::vector<std::string> list_families(const std::string& source_dir, const std::string& build_dir = "");
 
 }  // namespace popper::bench

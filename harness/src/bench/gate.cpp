@@ -81,27 +81,37 @@ std::vector<std::pair<std::string, std::string>> GateKey::metadata() const {
           {"gate_flags", flags}};
 }
 
+std::vector<std::string> machine_probe_command(const std::string& build_dir, const std::string& suite) {
+  const std::string probe = build_dir + "/bin/popper_dispatch_probe";
+  if (fs::exists(probe)) return {probe};
+  return {build_dir + "/bin/" + suite, "--popper_machine_probe"};
+}
+
 std::vector<std::pair<std::string, std::string>> gate_environment(const std::string& valgrind,
-                                                                  const std::string& build_dir) {
+                                                                  const std::vector<std::string>& probe) {
   std::vector<std::pair<std::string, std::string>> env{{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}};
   // Ask valgrind's CPU (not ours) whether it has AVX2: it never has AVX-512.
-  const auto r = run_process({valgrind, "--tool=none", "-q", build_dir + "/bin/popper_dispatch_probe"},
-                             {{"OPENBLAS_CORETYPE", "Haswell"}}, {}, 120);
+  std::vector<std::string> argv{valgrind, "--tool=none", "-q"};
+  argv.insert(argv.end(), probe.begin(), probe.end());
+  const auto r = run_process(argv, {{"OPENBLAS_CORETYPE", "Haswell"}}, {}, 120);
   if (r.ok() && r.out.find("\"cpu_isa\":\"scalar\"") == std::string::npos)
     env.emplace_back("OPENBLAS_CORETYPE", "Haswell");
   return env;
 }
 
 GateKey probe_gate_key(const GateOptions& opt) {
-  const std::string probe = opt.build_dir + "/bin/popper_dispatch_probe";
+  const std::string probe = opt.probe.empty() ? std::string("(no probe)") : opt.probe.front();
   std::vector<std::string> unset;
   bool pinned = false;
   for (const auto& [k, v] : opt.env) pinned = pinned || k == "OPENBLAS_CORETYPE";
-  if (!pinned) unset.push_back("OPENBLAS_CORETYPE");
-  const auto r = run_process({opt.valgrind, "--tool=none", "-q", probe}, opt.env, unset, 120);
+  if (!pinned) unset.emplace_back("OPENBLAS_CORETYPE");
+  std::vector<std::string> argv{opt.valgrind, "--tool=none", "-q"};
+  argv.insert(argv.end(), opt.probe.begin(), opt.probe.end());
+  const auto r = run_process(argv, opt.env, unset, 120);
   if (!r.ok())
     throw Error("cannot run " + probe + " under " + opt.valgrind + " (" + r.describe() + "): " + r.err +
-                "; build it (target popper_dispatch_probe) and install valgrind");
+                "; build it (popper_dispatch_probe in popper's tree, the family's suite in a project's) and "
+                "install valgrind");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
@@ -184,7 +194,7 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
   std::vector<std::string> unset;
   bool pinned = false;
   for (const auto& [k, v] : env) pinned = pinned || k == "OPENBLAS_CORETYPE";
-  if (!pinned) unset.push_back("OPENBLAS_CORETYPE");
+  if (!pinned) unset.emplace_back("OPENBLAS_CORETYPE");
   const auto r = run_process(
       {opt.valgrind, "--tool=callgrind", "--callgrind-out-file=" + out_path,
        "--toggle-collect=*popper_bench_call_" + tier_text(key.tier) + "*", opt.build_dir + "/bin/" + fam.executable,
@@ -369,8 +379,9 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
             (line.find(":BOOL=") != std::string::npos || line.find(":STRING=") != std::string::npos))
           argv.push_back("-D" + line);
     }
-    for (const char* key :
-         {"CMAKE_BUILD_TYPE", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS", "CMAKE_C_FLAGS"}) {
+    // A project's tree finds the same installed popper (CMAKE_PREFIX_PATH, popper_DIR).
+    for (const char* key : {"CMAKE_BUILD_TYPE", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_CXX_FLAGS",
+                            "CMAKE_C_FLAGS", "CMAKE_PREFIX_PATH", "popper_DIR"}) {
       const std::string v = cmake_cache_value(opt.build_dir, key);
       if (!v.empty()) argv.push_back(std::string("-D") + key + "=" + v);
     }
@@ -378,9 +389,11 @@ std::string build_reference(const RefBuildOptions& opt, std::string* resolved_sh
     if (!r.ok()) throw Error("configuring the base commit failed (" + r.describe() + "): " + r.err.substr(0, 2000));
   }
   // Only the families the base commit has: a family added since has no base.
+  // A project's family exists where configuring wrote its descriptor.
   std::vector<std::string> argv = {"cmake", "--build", build.string(), "-j" + std::to_string(opt.jobs), "--target"};
   for (const auto& f : opt.families)
-    if (fs::exists(src / "bench" / f)) argv.push_back("bench_" + f);
+    if (fs::exists(src / "bench" / f) || fs::exists(build / "popper-bench" / f / "family.yaml"))
+      argv.push_back("bench_" + f);
   if (argv.size() == 5) return build.string();
   say("gate: building the base commit's bench binaries (" + std::to_string(argv.size() - 5) + " families); cached in " +
       build.string());

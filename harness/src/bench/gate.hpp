@@ -43,8 +43,9 @@ struct GateKey {
 };
 
 struct GateOptions {
-  std::string build_dir;  // holds bin/bench_<family> and bin/popper_dispatch_probe
+  std::string build_dir;  // holds bin/bench_<family> (and, in popper's tree, bin/popper_dispatch_probe)
   std::string valgrind = "valgrind";
+  std::vector<std::string> probe;  // machine_probe_command()
   // The environment every gate process runs with (gate_environment()).
   std::vector<std::pair<std::string, std::string>> env;
   // callgrind processes run at once: counts do not depend on load, so the
@@ -53,14 +54,18 @@ struct GateOptions {
   std::function<void(const std::string&)> progress;
 };
 
+// What tells the gate key the CPU path, caches and OpenBLAS kernels valgrind
+// presents: <build_dir>/bin/popper_dispatch_probe in popper's tree, else the
+// suite's own --popper_machine_probe (popper/bench.hpp) in a project's tree.
+std::vector<std::string> machine_probe_command(const std::string& build_dir, const std::string& suite);
+
 // OPENBLAS_NUM_THREADS=1 and, when valgrind's CPU has AVX2, OPENBLAS_CORETYPE=
 // Haswell: the count never depends on what the caller's environment forces.
 std::vector<std::pair<std::string, std::string>> gate_environment(const std::string& valgrind,
-                                                                  const std::string& build_dir);
+                                                                  const std::vector<std::string>& probe);
 
-// Runs popper_dispatch_probe under valgrind with opt.env and reads the
-// compiler and flags from <build_dir>/CMakeCache.txt. Throws Error when the
-// probe cannot run.
+// Runs opt.probe under valgrind with opt.env and reads the compiler and flags
+// from <build_dir>/CMakeCache.txt. Throws Error when the probe cannot run.
 GateKey probe_gate_key(const GateOptions& opt);
 
 // Self instruction counts per function (callgrind's fn= sections, calls'
@@ -104,9 +109,9 @@ struct RefBuildOptions {
   int jobs = 2;
   // Configured with every POPPER_* option of build_dir too (CUDA included),
   // in <build_dir>/check-ref/<sha>: for timing against this build, which a
-  // binary linked differently is not fit for (found: with CUDA off, the hand
-  // GEMM on small_64 f32 ran 20% faster than this build's, its operands placed
-  // elsewhere by the loader's allocations). Otherwise CUDA off, in gate-ref/.
+  // binary linked differently is not fit for (with CUDA off, the loader's
+  // allocations place the operands elsewhere: the hand GEMM on small_64 f32
+  // ran 20% faster). Otherwise CUDA off, in gate-ref/.
   bool same_options = false;
   std::function<void(const std::string&)> progress;
 };

@@ -126,7 +126,10 @@ int run_gate_check(const GateCheckOptions& options, std::ostream& report) {
   g.build_dir = opt.build_dir;
   g.progress = opt.progress;
   g.jobs = opt.jobs;
-  g.env = gate_environment(g.valgrind, opt.build_dir);
+  if (opt.families.empty()) throw Error("no bench family to gate");
+  g.probe =
+      machine_probe_command(opt.build_dir, load_family(opt.source_dir, opt.families.front(), opt.build_dir).executable);
+  g.env = gate_environment(g.valgrind, g.probe);
   const GateKey key = probe_gate_key(g);
   opt.progress("gate key: " + key.id() + " (cpu path " + key.cpu_isa + " under valgrind, OpenBLAS " +
                key.openblas_core + ")");
@@ -136,7 +139,7 @@ int run_gate_check(const GateCheckOptions& options, std::ostream& report) {
   RefBuild ref;
   int worst = 0;
   for (const auto& family : opt.families) {
-    auto fam = load_family(opt.source_dir, family);
+    auto fam = load_family(opt.source_dir, family, opt.build_dir);
     restrict_to(fam.gate.shapes, opt.only_shapes, "shapes", fam);
     restrict_to(fam.gate.tiers, opt.only_tiers, "tiers", fam);
     restrict_to(fam.gate.precisions, opt.only_precisions, "precision", fam);

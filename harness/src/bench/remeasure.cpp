@@ -82,7 +82,7 @@ std::vector<BenchRow> measure_rows(const std::string& source_dir, const std::str
   co.env = env;
   co.blas_core_types = false;
   co.progress = progress;
-  const auto t = run_compare(co, load_family(source_dir, keys.front().family), probe_machine(), nullptr);
+  const auto t = run_compare(co, load_family(source_dir, keys.front().family, build_dir), probe_machine(), nullptr);
   std::vector<BenchRow> out;
   for (const auto& r : t.rows)
     if (std::find(keys.begin(), keys.end(), r.key) != keys.end()) out.push_back(r);

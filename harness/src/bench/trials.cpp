@@ -1,0 +1,200 @@
+#include "bench/trials.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "bench/ingest.hpp"
+#include "bench/interval.hpp"
+#include "bench/plan.hpp"
+#include "common/process.hpp"
+#include "common/text.hpp"
+#include "popper/error.hpp"
+#include "popper/runtime_paths.hpp"
+
+namespace popper::bench {
+
+std::string duration_text(double seconds) {
+  const long t = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  return buf;
+}
+
+TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam, const CeilingPlan& plan,
+                         std::vector<Step> steps)
+    : opt_(opt),
+      fam_(fam),
+      plan_(plan),
+      steps_(std::move(steps)),
+      bin_(opt.build_dir + "/bin/"),
+      step_rows_(steps_.size()),
+      total_(steps_.size() * static_cast<std::size_t>(opt.trials)),
+      t0_(std::chrono::steady_clock::now()) {
+  char text[32];  // --min-time for the ceilings and the suites alike
+  std::snprintf(text, sizeof text, "%g", opt.min_time);
+  min_time_ = text;
+}
+
+double TrialRunner::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+void TrialRunner::say(const std::string& s) const {
+  if (opt_.progress) opt_.progress(s);
+}
+
+void TrialRunner::add(std::vector<BenchRow> got, int trial) {
+  for (auto& g : got) {
+    g.trials.assign(g.samples.size(), trial);
+    step_rows_[current_step_].insert(g.key);
+  }
+  merge_rows(rows_, got);
+}
+
+void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial) {
+  const std::vector<std::string> argv = {
+      bin_ + "ceiling_" + s.ceiling, "--shape",    s.shape,  "--reps", std::to_string(opt_.reps_per_trial), "--threads",
+      std::to_string(s.threads),     "--min-time", min_time_};
+  // The configuration's variables win over the run's timing environment.
+  auto env = cfg.env_set(s.threads);
+  const auto unset = cfg.env_unset();
+  for (const auto& kv : opt_.env) {
+    const bool overridden = std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == kv.first; }) ||
+                            std::find(unset.begin(), unset.end(), kv.first) != unset.end();
+    if (!overridden) env.push_back(kv);
+  }
+  const auto r = run_process(argv, env, unset);
+  if (!r.ok()) {
+    say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
+        "; its rows are left out");
+    return;
+  }
+  if (r.out.rfind("# skipped", 0) == 0) {
+    const std::string why = r.out.substr(0, r.out.find('\n'));
+    if (opt_.require_device) throw Error("ceiling_" + s.ceiling + " declined under --require-device: " + why);
+    say("ceiling_" + s.ceiling + ": " + why);
+    return;
+  }
+  auto got = rows_from_ceiling_csv(r.out, "ceiling_" + s.ceiling);
+  std::erase_if(got, [&](const BenchRow& g) {
+    return std::find(opt_.precisions.begin(), opt_.precisions.end(), g.key.precision) == opt_.precisions.end();
+  });
+  for (auto& g : got) g.work_unit = fam_.work_unit;
+  add(std::move(got), trial);
+}
+
+void TrialRunner::run_suite(const Step& s, int trial) {
+  const std::string name = format_bench_name({fam_.family, s.tier, s.shape, s.precision, s.threads});
+  const std::string json_path = popper::make_temp_file("popper-gbench");
+  if (json_path.empty()) throw Error("cannot create a temporary file");
+  const auto r = run_process(
+      {bin_ + fam_.executable,
+       "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
+       "--benchmark_repetitions=" + std::to_string(opt_.reps_per_trial), "--benchmark_report_aggregates_only=false",
+       "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
+      opt_.env);
+  std::ifstream in(json_path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  ::unlink(json_path.c_str());
+  if (!r.ok()) {
+    say("warning: " + fam_.executable + " " + name + " failed: " + r.describe() + "; row left out");
+    return;
+  }
+  auto got = rows_from_gbench_json(ss.str(), fam_.executable + " " + name, fam_.work_unit);
+  if (got.empty()) say("warning: " + fam_.executable + " produced no row for " + name);
+  for (const auto& g : got)
+    if (g.verdict.failed()) say("warning: " + name + ": " + g.verdict.label);
+  add(std::move(got), trial);
+}
+
+// One pass over the steps `which` (indices into steps_), shuffled by the trial's seed.
+void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std::size_t> which) {
+  std::mt19937_64 rng(opt_.order_seed + static_cast<std::uint64_t>(trial));
+  std::shuffle(which.begin(), which.end(), rng);
+  for (std::size_t at = 0; at < which.size(); ++at) {
+    const Step& s = steps_[which[at]];
+    const double now = elapsed();
+    if (opt_.budget_seconds > 0 && done_ > 0 && now + now / static_cast<double>(done_) > opt_.budget_seconds) {
+      say("budget: " + label + " stops after " + std::to_string(at) + " of " + std::to_string(which.size()) +
+          " steps (" + duration_text(now) + " of the " + duration_text(opt_.budget_seconds) +
+          " budget spent); the steps left are not run in it");
+      budget_spent_ = true;
+      return;
+    }
+    const std::string eta = done_ ? fmt::format(", ~{} remaining", duration_text(now / static_cast<double>(done_) *
+                                                                                 static_cast<double>(total_ - done_)))
+                                  : "";
+    say(fmt::format("[{}, {}/{}] {} {} {} threads:{} {}{} — elapsed {}{}", label, done_ + 1, total_, fam_.family,
+                    s.shape, s.precision.empty() ? "f32+f64" : s.precision, s.threads, tier_text(s.tier),
+                    s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : "", duration_text(now), eta));
+    current_step_ = which[at];
+    if (s.tier == Tier::Ceiling) {
+      for (const VendorConfig* cfg : plan_.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);
+    } else {
+      run_suite(s, trial);
+    }
+    ++done_;
+  }
+}
+
+int TrialRunner::run_planned() {
+  std::vector<std::size_t> every(steps_.size());
+  for (std::size_t i = 0; i < every.size(); ++i) every[i] = i;
+  int trials_run = 0;
+  for (; trials_run < opt_.trials && !budget_spent_; ++trials_run) {
+    if (!trial_fits_budget(elapsed(), trials_run, opt_.budget_seconds)) {
+      say("budget: " + std::to_string(trials_run) + " of " + std::to_string(opt_.trials) + " trials took " +
+          duration_text(elapsed()) + "; another would pass the " + duration_text(opt_.budget_seconds) +
+          " budget, so the run stops here (--budget, or --trials to fix the count)");
+      break;
+    }
+    run_trial(opt_.first_trial + trials_run,
+              "trial " + std::to_string(trials_run + 1) + "/" + std::to_string(opt_.trials), every);
+  }
+  return trials_run;
+}
+
+std::size_t TrialRunner::top_up(int trials_run) {
+  if (opt_.top_up_trials <= 0 || trials_run < 2 || budget_spent_) return 0;
+  // As many more trials as each step's own noise says power needs, capped.
+  std::vector<int> extra(steps_.size(), 0);
+  std::size_t extra_steps = 0, processes = 0;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    double sigma = 0;
+    for (const auto& r : rows_)
+      if (step_rows_[i].count(r.key)) sigma = std::max(sigma, between_trial_log_sd({&r.samples, &r.trials}));
+    const int need = sigma > 0 ? trials_to_flag(sigma, opt_.top_up_alpha) : 0;
+    extra[i] = std::clamp(need - trials_run, 0, opt_.top_up_trials);
+    if (extra[i] > 0) total_ += static_cast<std::size_t>(extra[i]), ++extra_steps;
+  }
+  if (extra_steps > 0)
+    say("top-up: " + std::to_string(extra_steps) + " of " + std::to_string(steps_.size()) +
+        " steps were noisier than planned; up to " + std::to_string(opt_.top_up_trials) + " more trials of them");
+  const double per_step = done_ ? elapsed() / static_cast<double>(done_) : 0;
+  for (int round = 0; round < opt_.top_up_trials; ++round) {
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < steps_.size(); ++i)
+      if (extra[i] > round) which.push_back(i);
+    if (which.empty()) break;
+    if (opt_.budget_seconds > 0 && elapsed() + per_step * static_cast<double>(which.size()) > opt_.budget_seconds) {
+      say("top-up: the budget ends here (" + duration_text(elapsed()) + " spent)");
+      break;
+    }
+    run_trial(opt_.first_trial + trials_run + round,
+              "top-up " + std::to_string(round + 1) + "/" + std::to_string(opt_.top_up_trials), which);
+    processes += which.size();
+    if (budget_spent_) break;
+  }
+  return processes;
+}
+
+}  // namespace popper::bench

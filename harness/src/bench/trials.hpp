@@ -1,0 +1,65 @@
+// The timing stages of `bench compare` (compare.hpp run_compare): trials of
+// shuffled steps, each step one process (a ceiling program under each of its
+// vendor configurations, or one row of the suite), every sample tagged with
+// its trial; then top-up trials of the steps noisier than planned. Under a
+// budget a trial stops before a step that would overrun it, and the rows
+// measured so far are kept.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/compare.hpp"
+#include "bench/csv.hpp"
+#include "bench/family.hpp"
+#include "bench/vendors.hpp"
+
+namespace popper::bench {
+
+// One process of a trial: a suite row, or a ceiling program on a shape (every
+// precision it measures; `ceiling` names the program).
+struct Step {
+  std::string shape;
+  Tier tier;
+  std::string precision;  // "" for a ceiling step
+  int threads;
+  std::string ceiling;
+};
+
+// "3m05s", "1h02m".
+std::string duration_text(double seconds);
+
+class TrialRunner {
+ public:
+  TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam, const CeilingPlan& plan, std::vector<Step> steps);
+  // The planned trials (opt.trials) while the budget allows; returns how many ran.
+  int run_planned();
+  // Up to opt.top_up_trials more trials of the steps whose rows' noise needs
+  // them, after `trials_run` trials; returns the processes run.
+  std::size_t top_up(int trials_run);
+  double elapsed() const;
+  std::vector<BenchRow> take_rows() { return std::move(rows_); }
+
+ private:
+  void say(const std::string& s) const;
+  void add(std::vector<BenchRow> got, int trial);
+  void run_ceiling(const Step& s, const VendorConfig& cfg, int trial);
+  void run_suite(const Step& s, int trial);
+  void run_trial(int trial, const std::string& label, std::vector<std::size_t> which);
+
+  const CompareOptions& opt_;
+  const FamilyDescriptor& fam_;
+  const CeilingPlan& plan_;
+  std::vector<Step> steps_;
+  std::string bin_, min_time_;
+  std::vector<BenchRow> rows_;
+  std::vector<std::set<BenchKey>> step_rows_;  // the rows each step produced (top-up)
+  std::size_t current_step_ = 0, done_ = 0, total_ = 0;
+  bool budget_spent_ = false;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace popper::bench
