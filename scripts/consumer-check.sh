@@ -99,11 +99,16 @@ step "a baseline, then the timed check against it, re-measured interleaved with 
 "$popper" bench compare --family dot --shapes gate "${short[@]}" --out reports-base > "$work/compare-base.log" 2>&1
 "$popper" bench baseline save --from reports-base/bench-dot.csv --dir "$proj/baselines" | tee "$work/baseline.log"
 base=$(sed -n 's/^saved \([^ ]*\) .*/\1/p' "$work/baseline.log")
+# Committed, as a project keeps its baselines: the current run is then a later
+# commit, and --rerun builds the baseline's own commit to interleave with.
+git -C "$proj" add baselines &&
+  git -C "$proj" -c user.name=consumer-check -c user.email=ci@localhost commit -qm "dot baseline" > /dev/null
 "$popper" bench compare --family dot --shapes gate "${short[@]}" --out reports-again > "$work/compare-again.log" 2>&1
 if ! "$popper" bench check --baseline "$base" --current reports-again/bench-dot.csv --rerun > "$work/check.log" 2>&1; then
   echo "consumer-check: the clean check failed" >&2; tail -30 "$work/check.log" >&2; exit 1
 fi
-tail -4 "$work/check.log"
+grep -m1 'interleaved now with' "$work/check.log" | sed 's/.*(\(commit [^)]*\)).*/consumer-check: interleaved with the baseline side: \1/'
+tail -2 "$work/check.log"
 
 step "the same check with a 50% slowdown injected into the hand tier must fail"
 POPPER_BENCH_INJECT_SLOWDOWN=0.5 "$popper" bench compare --family dot --shapes gate "${short[@]}" \
