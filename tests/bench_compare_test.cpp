@@ -4,14 +4,13 @@
 // count was given; a budget stops a trial before a step that would overrun it.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "bench/compare.hpp"
 #include "bench/interval.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace {
 
@@ -20,9 +19,8 @@ namespace pb = popper::bench;
 
 // bin/bench_fake: two hand rows; "quiet" always takes 1 ms, "loud" alternates 1 and 1.5 ms.
 fs::path fake_build() {
-  std::string name = (fs::temp_directory_path() / "popper-compare-XXXXXX").string();
-  if (!::mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
-  const fs::path dir = name;
+  const fs::path dir = popper::make_temp_dir("popper-compare");
+  if (dir.empty()) throw std::runtime_error("cannot create a temporary directory");
   fs::create_directories(dir / "bin");
   const fs::path exe = dir / "bin" / "bench_fake";
   std::ofstream(exe) << R"(#!/bin/sh

@@ -4,13 +4,12 @@
 // every place looked and the families there.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
 #include "bench/family.hpp"
 #include "popper/error.hpp"
+#include "popper/runtime_paths.hpp"
 
 namespace {
 
@@ -18,9 +17,9 @@ namespace fs = std::filesystem;
 namespace pb = popper::bench;
 
 fs::path temp_dir() {
-  std::string name = (fs::temp_directory_path() / "popper-family-XXXXXX").string();
-  if (!::mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
-  return name;
+  const std::string dir = popper::make_temp_dir("popper-family");
+  if (dir.empty()) throw std::runtime_error("cannot create a temporary directory");
+  return dir;
 }
 
 void write(const fs::path& p, const std::string& text) {

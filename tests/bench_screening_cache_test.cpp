@@ -52,9 +52,8 @@ struct Fixture {
   pb::PlanOptions po;
 
   Fixture() {
-    std::string name = popper::temp_path("popper-screening-XXXXXX");
-    if (!::mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
-    dir = name;
+    dir = popper::make_temp_dir("popper-screening");
+    if (dir.empty()) throw std::runtime_error("cannot create a temporary directory");
     fs::create_directories(dir / "bin");
     write_program(kFakeBlis);
     fam.family = "gemm";

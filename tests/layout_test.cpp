@@ -23,6 +23,8 @@
 
 #include <gtest/gtest.h>
 
+#include "popper/runtime_paths.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -154,9 +156,8 @@ void write(const fs::path& p, const std::string& text) {
 
 // A tree with one fault of each kind beside correct neighbours.
 fs::path faulty_tree() {
-  std::string name = (fs::temp_directory_path() / "popper-layout-XXXXXX").string();
-  if (!::mkdtemp(name.data())) throw std::runtime_error("mkdtemp failed");
-  const fs::path t = name;
+  const fs::path t = popper::make_temp_dir("popper-layout");
+  if (t.empty()) throw std::runtime_error("cannot create a temporary directory");
   write(t / "contracts/gemm/gemm-v1.yaml", "metadata: {}\n");
   write(t / "contracts/loose-v1.yaml", "metadata: {}\n");        // not in a family folder
   write(t / "contracts/stray/stray-v1.yaml", "metadata: {}\n");  // no falsify/stray

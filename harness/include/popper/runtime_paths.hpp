@@ -13,6 +13,7 @@
 //   data_path(rel)  data_dir()/rel
 //   temp_path(name) the system temp directory ($TMPDIR, else /tmp)/name
 //   make_temp_file(stem) a new empty file temp_path(stem-XXXXXX); "" if none
+//   make_temp_dir(stem)  a new empty directory temp_path(stem-XXXXXX); "" if none
 #pragma once
 #include <unistd.h>
 
@@ -51,6 +52,11 @@ inline std::string make_temp_file(const std::string& stem) {
   if (fd < 0) return "";
   ::close(fd);
   return path;
+}
+
+inline std::string make_temp_dir(const std::string& stem) {
+  std::string path = temp_path(stem + "-XXXXXX");
+  return ::mkdtemp(path.data()) ? path : std::string();
 }
 
 }  // namespace popper

@@ -318,8 +318,7 @@ void decide_mode(CheckReport& report, const BenchTable& baseline, const BenchTab
 // in interleaved trials (each side's samples only).
 struct Sides {
   const BenchTable& baseline;
-  const BenchTable& current;  // as given (the vendor plan's not-run reasons)
-  BenchTable cur_table;       // with re-measured samples added
+  BenchTable cur_table;  // the current table, re-measured samples added
   BenchTable fresh_base, fresh_cur;
 };
 
@@ -350,7 +349,7 @@ Pair pair_row(const BenchRow& b, const Sides& sd, CheckMode mode, const CeilingM
     if ((normalize ? without_backend(r.key) == without_backend(b.key) : r.key == b.key) && r.unit == b.unit) c = &r;
   // A configuration near the vendor screen's cut-off runs in one run and
   // not the next: the vendor set changing, not this code.
-  const auto why = c || b.key.tier != Tier::Ceiling ? std::nullopt : not_run_reason(sd.current, b.key.backend);
+  const auto why = c || b.key.tier != Tier::Ceiling ? std::nullopt : not_run_reason(sd.cur_table, b.key.backend);
   if (why) {
     pr.rc.change = Change::Skipped;
     pr.rc.note = "ceiling configuration not run in current: " + *why;
@@ -511,7 +510,7 @@ bool remeasure_round(Sides& sd, const std::vector<Pair>& pairs, CheckMode mode, 
 // mode, pair, judge, publish, then re-measure and again, rounds and budget permitting.
 CheckReport check_tables(const BenchTable& baseline, const BenchTable& current, const CheckOptions& opt) {
   CheckReport report;
-  Sides sd{baseline, current, current, {}, {}};
+  Sides sd{baseline, current, {}, {}};
   Remeasuring state{static_cast<bool>(opt.interleave.measure), 0, {}};
   const auto started = std::chrono::steady_clock::now();
   for (int round = 0;; ++round) {
