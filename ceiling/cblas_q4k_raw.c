@@ -22,8 +22,19 @@ void openblas_set_num_threads(int);
 
 static const char* shape_name(int i) { return POPPER_Q4K_SHAPES[i].name; }
 
+struct sgemv_call {
+  const float *A, *x;
+  float* y;
+  int rows, cols;
+};
+static void run_sgemv(void* ctx) {
+  const struct sgemv_call* c = (const struct sgemv_call*)ctx;
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, c->rows, c->cols, 1.0f, c->A, c->cols, c->x, 1, 0.0f, c->y, 1);
+}
+
 int main(int argc, char** argv) {
   struct ceiling_args a;
+  ceiling_cold_supported = 1;
   const int rc = ceiling_open(argc, argv, "ceiling_cblas_q4k_raw", POPPER_Q4K_SHAPE_COUNT, shape_name, NULL, &a);
   if (rc >= 0) return rc;
   if (a.probe) { /* the OpenBLAS core this environment loads (vendors.hpp) */
@@ -54,7 +65,7 @@ int main(int argc, char** argv) {
     /* The bound first, before OpenBLAS's worker threads run (they spin for a while after a call). */
     const double bytes = 4.0 * (double)n + 4.0 * sh->cols + 4.0 * sh->rows;
     const double bound = ceiling_read_bound(bytes, a.threads, 5);
-    double t0 = ceiling_now();
+    const double t0 = ceiling_now();
     cblas_sgemv(CblasRowMajor, CblasNoTrans, sh->rows, sh->cols, 1.0f, A, sh->cols, x, 1, 0.0f, y, 1);
     const double one = ceiling_now() - t0;
     double worst = 0;
@@ -71,13 +82,8 @@ int main(int argc, char** argv) {
     char verdict[160];
     snprintf(verdict, sizeof verdict, "verified(err %.2e%s)", worst, sh->rows > 256 ? " sampled 256 rows" : "");
     const long iters = ceiling_iterations(one);
-    for (int rep = 0; rep < a.reps; ++rep) {
-      t0 = ceiling_now();
-      for (long it = 0; it < iters; ++it)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, sh->rows, sh->cols, 1.0f, A, sh->cols, x, 1, 0.0f, y, 1);
-      seconds[rep] = (ceiling_now() - t0) / (double)iters;
-      sorted[rep] = seconds[rep];
-    }
+    struct sgemv_call call = {A, x, y, sh->rows, sh->cols};
+    for (int rep = 0; rep < a.reps; ++rep) sorted[rep] = seconds[rep] = ceiling_time_calls(&a, iters, run_sgemv, &call);
     ceiling_bound_check(bytes, sorted, a.reps, ceiling_read_bound_again(bound, bytes, a.threads, 5), a.threads, verdict,
                         sizeof verdict);
     for (int rep = 0; rep < a.reps; ++rep)

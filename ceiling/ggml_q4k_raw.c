@@ -96,6 +96,15 @@ static void detach_threadpool(ggml_backend_reg_t reg, ggml_backend_t backend, st
   *pool = NULL;
 }
 
+struct graph_call {
+  ggml_backend_t backend;
+  struct ggml_cgraph* graph;
+};
+static void run_graph(void* ctx) {
+  const struct graph_call* c = (const struct graph_call*)ctx;
+  ggml_backend_graph_compute(c->backend, c->graph);
+}
+
 static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct popper_q4k_shape* sh, int repack,
                       const struct ceiling_args* a) {
   /* The bound first, before the backend exists: its worker threads must not
@@ -145,7 +154,7 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     ggml_backend_tensor_set(w, blocks, 0, nblocks * POPPER_Q4K_BLOCK_BYTES);
     ggml_backend_tensor_set(x, xv, 0, (size_t)sh->cols * sizeof *xv);
 
-    double t0 = ceiling_now();
+    const double t0 = ceiling_now();
     ggml_backend_graph_compute(backend, graph);
     const double one = ceiling_now() - t0;
     ggml_backend_tensor_get(y, yv, 0, (size_t)sh->rows * sizeof *yv);
@@ -155,11 +164,8 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     const long iters = ceiling_iterations(one);
     char backend_name[96];
     snprintf(backend_name, sizeof backend_name, "ggml-cpu:%s%s", variant, repack ? "+repack" : "");
-    for (int rep = 0; rep < a->reps; ++rep) {
-      t0 = ceiling_now();
-      for (long it = 0; it < iters; ++it) ggml_backend_graph_compute(backend, graph);
-      seconds[rep] = (ceiling_now() - t0) / (double)iters;
-    }
+    struct graph_call call = {backend, graph};
+    for (int rep = 0; rep < a->reps; ++rep) seconds[rep] = ceiling_time_calls(a, iters, run_graph, &call);
     detach_threadpool(reg, backend, &pool); /* its workers must not share the cores with the probe */
     double sorted[1024];
     const int n = a->reps < 1024 ? a->reps : 1024;
@@ -185,6 +191,7 @@ static const char* shape_name(int i) { return POPPER_Q4K_SHAPES[i].name; }
 
 int main(int argc, char** argv) {
   struct ceiling_args a;
+  ceiling_cold_supported = 1;
   const int rc = ceiling_open(argc, argv, "ceiling_ggml_q4k_raw", POPPER_Q4K_SHAPE_COUNT, shape_name, NULL, &a);
   if (rc >= 0) return rc;
 #if !POPPER_HAVE_GGML

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/claims.hpp"
+#include "bench/interval.hpp"
 
 namespace pb = popper::bench;
 
@@ -121,6 +122,19 @@ TEST(BenchClaims, PeakFractionOfABandwidthPeakCountsBytes) {
   EXPECT_EQ(res.verdict, "met") << res.detail;
 }
 
+// Rule: no claim is judged against a bound the row beats: a peak fraction
+// above 1 leaves the group not measured, saying why.
+TEST(BenchClaims, APeakFractionAboveItsBoundIsNotJudged) {
+  pb::PeakResult peak;
+  peak.cores = 2;
+  peak.bandwidth_core = 10e9;
+  auto row = timed("hand", "cpu", 1.0, "f32", 1e9);
+  row.bytes_per_iter = 11.1e9;  // 111% of the bandwidth
+  const auto res = judge(claim("peak_fraction", "hand", "", ">=", 0.7), {row}, &peak, {{"f32", "bandwidth"}});
+  EXPECT_EQ(res.verdict, "not_measured") << res.detail;
+  EXPECT_NE(res.detail.find("its bound is invalid: measured at 111.0% of it"), std::string::npos) << res.detail;
+}
+
 // Rule: one group not met makes the claim not_met, even when another group is
 // inconclusive (the claim is false where it was shown false).
 TEST(BenchClaims, NotMetOutranksInconclusive) {
@@ -154,4 +168,70 @@ TEST(BenchClaims, ComparisonAtTheThresholdFollowsTheOperator) {
   EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">=", 1.0), rows).verdict, "met");
   EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", "<", 1.0), rows).verdict, "not_met");
   EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">", 1.0), rows).verdict, "not_met");
+}
+
+namespace {
+// One sample per trial: trial t of the row takes seconds[t].
+pb::BenchRow per_trial(const std::string& tier, const std::string& backend, const std::vector<double>& seconds) {
+  pb::BenchRow r = timed(tier, backend, 1.0);
+  r.samples = seconds;
+  r.trials.clear();
+  for (std::size_t t = 0; t < seconds.size(); ++t) r.trials.push_back(static_cast<int>(t));
+  return r;
+}
+}  // namespace
+
+// Rule: the sign test's interval of the per-trial ratios: [min, max] up to 8
+// trials at alpha 0.05 (P(B <= 1) = 9/256 > 0.025), the second-smallest to
+// the second-largest from 10 (P(B <= 1) = 11/1024); nothing without shared trials.
+TEST(BenchInterval, TrialRatioSpanIsTheSignTestIntervalOfPerTrialRatios) {
+  const auto span_of = [](const std::vector<double>& num) {
+    const pb::BenchRow n = per_trial("hand", "cpu", num), d = per_trial("ceiling", "c", std::vector(num.size(), 1.0));
+    return pb::trial_ratio_span({&n.samples, &n.trials}, {&d.samples, &d.trials});
+  };
+  const auto eight = span_of({1.3, 1.0, 1.1, 0.9, 1.2, 1.05, 0.95, 1.15});
+  EXPECT_EQ(eight.trials, 8);
+  EXPECT_DOUBLE_EQ(eight.lo, 0.9);
+  EXPECT_DOUBLE_EQ(eight.hi, 1.3);
+  const auto ten = span_of({1.3, 1.0, 1.1, 0.9, 1.2, 1.05, 0.95, 1.15, 0.8, 1.4});
+  EXPECT_DOUBLE_EQ(ten.lo, 0.9);
+  EXPECT_DOUBLE_EQ(ten.hi, 1.3);
+  const pb::BenchRow a = per_trial("hand", "cpu", {1.0}), b = per_trial("ceiling", "c", {});
+  EXPECT_EQ(pb::trial_ratio_span({&a.samples, &a.trials}, {&b.samples, &b.trials}).trials, 0);
+}
+
+// Rule: a trial disturbed on one side keeps a ratio group inconclusive, to be
+// measured again, where the bootstrap of medians alone would call it not_met
+// (the wrapped tier at 2 threads read 2.04x [1.09, 2.15] in one run of a build
+// and 0.96-1.05x in the next).
+TEST(BenchClaims, ATrialDisturbedOnOneSideIsInconclusiveNotNotMet) {
+  const auto c = claim("time_ratio", "wrapped", "ceiling", "<", 1.02);
+  const pb::BenchRow wrapped = per_trial("wrapped", "openblas:Zen", {1.5, 1.0, 1.5, 1.5, 1.5, 1.5});
+  const pb::BenchRow ceiling = per_trial("ceiling", "openblas:Zen", std::vector(6, 1.0));
+  const auto boot = pb::paired_ratio_interval({&wrapped.samples, &wrapped.trials}, {&ceiling.samples, &ceiling.trials});
+  EXPECT_GT(boot.lo, 1.02);  // the premise: the bootstrap alone says not met
+  const auto res = judge(c, {wrapped, ceiling});
+  EXPECT_EQ(res.verdict, "inconclusive") << res.detail;
+  EXPECT_NE(res.detail.find("6 trials' own ratios span [1, 1.5]"), std::string::npos) << res.detail;
+  // Every trial slower: not met, whatever the span.
+  const auto slow = judge(c, {per_trial("wrapped", "openblas:Zen", {1.5, 1.1, 1.5, 1.5, 1.4, 1.5}), ceiling});
+  EXPECT_EQ(slow.verdict, "not_met") << slow.detail;
+}
+
+// Rule: a claim is judged on the rows of its cache mode only: a cold claim
+// never on warm rows, a warm one (the default) never on cold rows.
+TEST(BenchClaims, AClaimJudgesTheRowsOfItsCacheMode) {
+  auto cold = [](pb::BenchRow r) {
+    r.key.cache_mode = "cold";
+    return r;
+  };
+  const std::vector<pb::BenchRow> rows = {timed("hand", "cpu", 0.5), timed("ceiling", "ggml", 1.0),
+                                          cold(timed("hand", "cpu", 1.2)), cold(timed("ceiling", "ggml", 1.0))};
+  auto c = claim("time_ratio", "hand", "ceiling", "<=", 1.0);
+  EXPECT_EQ(judge(c, rows).verdict, "met");
+  c.cache = "cold";
+  const auto res = judge(c, rows);
+  EXPECT_EQ(res.verdict, "not_met") << res.detail;
+  EXPECT_EQ(res.detail.rfind("cold rows: worst a/f32/threads:1: 1.2", 0), 0u) << res.detail;
+  EXPECT_EQ(judge(c, {rows[0], rows[1]}).verdict, "not_measured");
 }

@@ -379,10 +379,15 @@ TEST(BenchReport, ARowJustAboveTheLlcFasterThanItsDramBoundIsCacheResident) {
   f = pb::table_figures(t);
   EXPECT_NE(f[0].shapes[0].bound->limit.find("cache-resident"), std::string::npos) << f[0].shapes[0].bound->limit;
   EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 20.0, 0.5);
-  t.rows = {row(1e9, 20)};  // 1 GB cannot be cached: the bound's bandwidth is wrong, and the table shows it
+  t.rows = {row(1e9, 20)};  // 1 GB cannot be cached: the bound's bandwidth is wrong, so the bound is invalid
   f = pb::table_figures(t);
   EXPECT_EQ(f[0].shapes[0].bound->limit, "DRAM");
-  EXPECT_NEAR(f[0].shapes[0].hand_pct_of_bound, 200.0, 1.0);
+  EXPECT_TRUE(std::isnan(f[0].shapes[0].hand_pct_of_bound));
+  EXPECT_NE(f[0].shapes[0].bound_invalid.find("hand measured at 200.0% of its DRAM bound"), std::string::npos)
+      << f[0].shapes[0].bound_invalid;
+  EXPECT_NE(pb::bound_cell(f[0].shapes[0]).find("(invalid: hand measured at 200.0%"), std::string::npos);
+  t.rows = {row(1e9, 9.9)};  // just within it: valid
+  EXPECT_TRUE(pb::table_figures(t)[0].shapes[0].bound_invalid.empty());
 }
 
 TEST(BenchReport, ItemRatesGetAPrefixThatShowsThemAndOtherTiersAreListed) {

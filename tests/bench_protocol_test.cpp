@@ -25,18 +25,23 @@ TEST(BenchProtocol, EveryTierNameRoundTrips) {
 
 TEST(BenchProtocol, BenchNamesRoundTripForEveryTier) {
   for (pb::Tier t : pb::kTiers)
-    for (int threads : {1, 2, 16}) {
-      const pb::BenchName n{"gemm", t, "small_64", "f32", threads};
-      const std::string text = pb::format_bench_name(n);
-      const auto back = pb::parse_bench_name(text);
-      ASSERT_TRUE(back) << text;
-      EXPECT_EQ(*back, n) << text;
-      // Google Benchmark appends its own parts; they are not the protocol's.
-      EXPECT_EQ(pb::parse_bench_name(text + "/iterations:4/real_time"), n);
-      EXPECT_EQ(pb::parse_bench_name(text + "/manual_time"), n);
-    }
+    for (int threads : {1, 2, 16})
+      for (pb::CacheMode m : {pb::CacheMode::Warm, pb::CacheMode::Cold}) {
+        const pb::BenchName n{"gemm", t, "small_64", "f32", threads, m};
+        const std::string text = pb::format_bench_name(n);
+        const auto back = pb::parse_bench_name(text);
+        ASSERT_TRUE(back) << text;
+        EXPECT_EQ(*back, n) << text;
+        // Google Benchmark appends its own parts; they are not the protocol's.
+        EXPECT_EQ(pb::parse_bench_name(text + "/iterations:4/real_time"), n);
+        EXPECT_EQ(pb::parse_bench_name(text + "/manual_time"), n);
+      }
+  // A warm row's name is the name rows had before cache modes: baselines keep matching.
   EXPECT_EQ(pb::format_bench_name({"q4k", pb::Tier::Hand, "big_32768x4096", "q4k", 2}),
             "q4k/hand/big_32768x4096/q4k/threads:2");
+  EXPECT_EQ(pb::format_bench_name({"q4k", pb::Tier::Hand, "big_32768x4096", "q4k", 2, pb::CacheMode::Cold}),
+            "q4k/hand/big_32768x4096/q4k/threads:2/cold");
+  EXPECT_EQ(pb::parse_bench_name("q4k/hand/big/q4k/threads:2/warm")->cache, pb::CacheMode::Warm);
 }
 
 TEST(BenchProtocol, MalformedNamesAreNotProtocolRows) {
@@ -44,7 +49,8 @@ TEST(BenchProtocol, MalformedNamesAreNotProtocolRows) {
        {"gemm/hand/square_1k/f32", "gemm/hand/square_1k/f32/threads:x", "gemm/hand/square_1k/f32/threads:0",
         "gemm/hand/square_1k/f32/threads:-1", "gemm/hand/square_1k/f32/threads:2x",
         "gemm/turbo/square_1k/f32/threads:1", "gemm//square_1k/f32/threads:1", "/hand/square_1k/f32/threads:1",
-        "gemm/hand/square_1k/f32/extra/threads:1", "train_trace/span", ""})
+        "gemm/hand/square_1k/f32/extra/threads:1", "gemm/hand/square_1k/f32/threads:1/tepid",
+        "gemm/hand/square_1k/f32/cold/threads:1", "train_trace/span", ""})
     EXPECT_FALSE(pb::parse_bench_name(bad)) << bad;
 }
 
@@ -99,6 +105,20 @@ TEST(BenchApi, FamilyRegistersTheCrossProductItKeeps) {
   EXPECT_EQ(cases.back().shape, 1);
   EXPECT_TRUE(names.count("dot/reference/n_1m/f64/threads:1"));
   EXPECT_FALSE(names.count("dot/reference/n_1m/f64/threads:2"));
+}
+
+TEST(BenchApi, CacheModesAreAnAxisOfTheCrossProduct) {
+  const auto cases = pb::Family("dot")
+                         .shapes({"n_4k", "n_1m"})
+                         .precisions({"f32"})
+                         .tiers({pb::Tier::Hand})
+                         .cache_modes({pb::CacheMode::Warm, pb::CacheMode::Cold})
+                         .where([](const pb::Case& c) { return c.cache == pb::CacheMode::Warm || c.shape == 1; })
+                         .cases();
+  std::vector<std::string> names;
+  for (const auto& c : cases) names.push_back(pb::format_bench_name(c.name()));
+  EXPECT_EQ(names, (std::vector<std::string>{"dot/hand/n_4k/f32/threads:1", "dot/hand/n_1m/f32/threads:1",
+                                             "dot/hand/n_1m/f32/threads:1/cold"}));
 }
 
 TEST(BenchApi, TimeableVerdicts) {

@@ -15,18 +15,25 @@
 // bytes = tokens * Model::bytes_per_token(), the weights every step reads.
 // Before timing, each tier's logits for a 2-token prompt are compared with
 // the cpu backend's (the gate's judgement, cosine >= 0.98): label
-// "verified(cos ...)", or the row is skipped "incorrect: ...". After timing, a
-// row faster than this machine can read the same bytes on the same threads is
-// "invalid: ..." (q4k::bandwidth_verdict), as in bench_q4k; not the device
-// tier, which reads device memory.
+// "verified(cos ...)", or the row is skipped "incorrect: ...". After timing,
+// the hand, wrapped and device tiers decode a fresh prompt of the shape's
+// length once more, judged the same way against the cpu backend's logits for
+// it (popper::bench::Recheck); then a row faster than this machine can read
+// the same bytes on the same threads is "invalid: ..."
+// (q4k::bandwidth_verdict), as in bench_q4k; not the device tier, which reads
+// device memory.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +73,17 @@ std::string backend_for(Tier t) {
     case Tier::Reference: return "cpu";
     default: return device_backend();
   }
+}
+
+// The cpu backend's logits for a prompt the check after timing decodes, kept
+// per shape and prompt (the canary's take seconds; every row of a shape
+// decodes the same fresh prompt).
+const std::vector<float>& expected_logits(const popper_decode_shape& sh, const dec::Model& m,
+                                          const std::vector<std::int32_t>& prompt, int threads) {
+  static std::map<std::pair<std::string, std::vector<std::int32_t>>, std::vector<float>> kept;
+  auto& e = kept[{sh.name, prompt}];
+  if (e.empty()) e = dec::make_backend("cpu", m, threads)->logits(prompt);
+  return e;
 }
 
 // One model per process and shape (the canary takes about 2 s to generate).
@@ -118,16 +136,38 @@ void bench_decode(benchmark::State& state, const pb::Case& c) {
     return pb::skip(state, pb::Verdict::incorrect(std::string("threw ") + e.what()));
   }
 
-  auto timed = [&] { benchmark::DoNotOptimize(backend->logits(prompt)); };
+  std::vector<float> out;
+  auto timed = [&] {
+    const std::span<const std::int32_t> tokens(prompt);
+    // Under the skipped-work bench mutant: the first half of the prompt, the
+    // logits after its last token instead of the prompt's.
+    out = backend->logits(pb::skips_work(c) ? tokens.first(tokens.size() / 2) : tokens);
+    benchmark::DoNotOptimize(out.data());
+  };
+  // After timing: a fresh prompt in the same buffer. The timed loop ends where the refill begins.
+  std::optional<Clock::time_point> loop_end;
+  pb::Recheck recheck;
+  if (tier != Tier::Reference) {
+    recheck.refill = [&](std::uint64_t seed) {
+      loop_end = Clock::now();
+      std::ranges::copy(dec::canary_tokens(model_for(sh).config, sh.tokens, POPPER_DECODE_SEED ^ seed), prompt.begin());
+    };
+    recheck.verify = [&] {
+      const auto a = dec::compare_logits(out, expected_logits(sh, model_for(sh), prompt, threads));
+      return a.cosine >= dec::kMinCosine
+                 ? pb::Verdict::verified()
+                 : pb::Verdict::incorrect(
+                       fmt::format("cosine {:.6f} against the cpu backend (< {:.2f})", a.cosine, dec::kMinCosine));
+    };
+  }
   const auto t0 = Clock::now();
-  for (auto _ : state) pb::call_tier(tier, timed);
-  const double per_iter = std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
+  pb::measure(state, c, v, timed, {.work = double(sh.tokens), .bytes = bytes, .unit = "items"}, recheck);
+  const auto t1 = loop_end.value_or(Clock::now());
+  if (state.error_occurred()) return;
+  const double per_iter = std::chrono::duration<double>(t1 - t0).count() / double(state.iterations());
   const double sample[1] = {per_iter};
   const auto verdict = suite::judge_read_bound(bytes, sample, read, std::size_t(bytes / sh.tokens), threads);
   if (!verdict.valid) return pb::skip(state, pb::Verdict::parse(verdict.text, true));
-  state.SetLabel(v.label);
-  state.counters["items"] = benchmark::Counter(double(sh.tokens));
-  state.counters["bytes"] = benchmark::Counter(bytes);
 }
 
 void register_all() {

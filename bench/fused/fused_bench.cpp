@@ -11,7 +11,8 @@
 //
 // Before timing, each tier's output is checked against the FP64 reference with
 // the derived bounds of falsify/fused/testbed.hpp (sampled rows or heads for the
-// full shapes): a violation skips the row as "incorrect: ...".
+// full shapes): a violation skips the row as "incorrect: ...". After timing,
+// the same check on fresh inputs (popper::bench::Recheck).
 //
 // The BLAS environment is the harness's to control (the CI gate pins
 // OPENBLAS_CORETYPE=Haswell for deterministic counts; bench compare passes the
@@ -80,9 +81,27 @@ std::vector<std::int64_t> sample(std::int64_t n, int count) {
 // ---- one benchmark case: inputs, the timed call, the verification
 struct Case {
   virtual ~Case() = default;
-  virtual void run() = 0;            // one timed call
-  virtual std::string verify() = 0;  // "" when correct, else "max err ... > bound ..."
+  // One timed call. `half` (the skipped-work bench mutant's): the first half
+  // of the rows (tokens), of the batch when there are two or more sequences.
+  virtual void run(bool half) = 0;
+  virtual void refill(std::uint64_t seed) = 0;  // fresh inputs, in-place buffers reset to them
+  virtual std::string check() = 0;  // what the last run wrote: "" when correct, else "max err ... > bound ..."
+  virtual void reset() {}           // in-place buffers back to the inputs
+  std::string verify() {
+    reset();
+    run(false);
+    std::string r = check();
+    reset();
+    return r;
+  }
 };
+
+// Uniform [-1, 1) times `scale` into `v` (filled()'s draw).
+void refilled(std::vector<float>& v, std::uint64_t seed, float scale = 1.0f) {
+  suite::fill_uniform(v, seed);
+  if (scale != 1.0f)
+    for (auto& x : v) x *= scale;
+}
 
 std::string fail_text(const char* what, const tb::Worst& w) { return std::string(what) + " " + w.text(); }
 
@@ -99,13 +118,19 @@ struct CeCase final : Case {
     loss.resize(static_cast<std::size_t>(s.rows));
     y = tb::labels(s.rows, s.vocab, 2);
   }
-  void run() override {
-    if (tier == Tier::Hand) cross_entropy(s, buf, y, loss, {}, buf, o);
-    else separate::cross_entropy(s, buf, y, loss, buf, o);
+  void run(bool half) override {
+    CrossEntropyShape h = s;
+    if (half) h.rows /= 2;
+    if (tier == Tier::Hand) cross_entropy(h, buf, y, loss, {}, buf, o);
+    else separate::cross_entropy(h, buf, y, loss, buf, o);
   }
-  std::string verify() override {
-    buf = x;
-    run();
+  void reset() override { buf = x; }
+  void refill(std::uint64_t seed) override {
+    refilled(x, seed, 4.0f);
+    y = tb::labels(s.rows, s.vocab, seed + 1);
+    reset();
+  }
+  std::string check() override {
     tb::Worst wl, wg;
     CrossEntropyShape one = s;
     one.rows = 1;
@@ -123,7 +148,6 @@ struct CeCase final : Case {
                off + static_cast<std::size_t>(i));
       }
     }
-    buf = x;
     return !wl.ok ? fail_text("loss", wl) : !wg.ok ? fail_text("grad", wg) : "";
   }
 };
@@ -139,17 +163,19 @@ struct RmsCase final : Case {
     x = filled(n, 3, 2.0f), w = filled(static_cast<std::size_t>(s.hidden), 4), dy = filled(n, 5);
     y.resize(n), dx.resize(n), dw.resize(static_cast<std::size_t>(s.hidden));
   }
-  void run() override {
+  void run(bool half) override {
+    RmsNormShape h = s;
+    if (half) h.rows /= 2;
     if (tier == Tier::Hand) {
-      const RmsNormSaved saved = rmsnorm_forward(s, x, w, y, o);
-      rmsnorm_backward(s, x, w, saved.inv_rms.span(), dy, dx, dw, o);
+      const RmsNormSaved saved = rmsnorm_forward(h, x, w, y, o);
+      rmsnorm_backward(h, x, w, saved.inv_rms.span(), dy, dx, dw, o);
     } else {
-      const separate::RmsNormSaved saved = separate::rmsnorm_forward(s, x, w, y, o);
-      separate::rmsnorm_backward(s, saved, w, dy, dx, dw, o);
+      const separate::RmsNormSaved saved = separate::rmsnorm_forward(h, x, w, y, o);
+      separate::rmsnorm_backward(h, saved, w, dy, dx, dw, o);
     }
   }
-  std::string verify() override {
-    run();
+  void refill(std::uint64_t seed) override { refilled(x, seed, 2.0f), refilled(w, seed + 1), refilled(dy, seed + 2); }
+  std::string check() override {
     const std::size_t n = x.size();
     std::vector<double> yr(n), ir(static_cast<std::size_t>(s.rows)), nr(n), dxr(n),
         dwr(static_cast<std::size_t>(s.hidden));
@@ -186,33 +212,33 @@ struct SwigluCase final : Case {
   Tier tier;
   ExecOptions o;
   std::vector<float> g0, u0, g, u, dh, h;
+  separate::SwigluGrads grads;  // the wrapped tier's d_gate and d_up
   SwigluCase(const popper_fused_shape& sh, Tier t, ExecOptions opt) : tier(t), o(opt) {
     s.rows = static_cast<std::int64_t>(sh.batch) * sh.seq, s.width = sh.intermediate;
     const std::size_t n = static_cast<std::size_t>(s.rows * s.width);
     g0 = filled(n, 6, 4.0f), u0 = filled(n, 7), dh = filled(n, 8);
     g = g0, u = u0, h.resize(n);
   }
-  void run() override {
-    swiglu_forward(s, g, u, h, o);
-    if (tier == Tier::Hand) swiglu_backward_inplace(s, dh, g, u, o);
-    else separate::SwigluGrads grads = separate::swiglu_backward(s, dh, g, u, o);
+  void run(bool half) override {
+    SwigluShape r = s;
+    if (half) r.rows /= 2;
+    swiglu_forward(r, g, u, h, o);
+    if (tier == Tier::Hand) swiglu_backward_inplace(r, dh, g, u, o);
+    else grads = separate::swiglu_backward(r, dh, g, u, o);
   }
-  std::string verify() override {
-    g = g0, u = u0;
+  void reset() override { g = g0, u = u0; }
+  void refill(std::uint64_t seed) override {
+    refilled(g0, seed, 4.0f), refilled(u0, seed + 1), refilled(dh, seed + 2);
+    reset();
+  }
+  std::string check() override {
     const std::size_t n = g.size();
     std::vector<double> hr(n), dgr(n), dur(n);
     reference::swiglu_forward(g0, u0, hr);
     reference::swiglu_backward(dh, g0, u0, dgr, dur);
-    swiglu_forward(s, g, u, h, o);
-    std::vector<float> dg, du;
-    if (tier == Tier::Hand) {
-      swiglu_backward_inplace(s, dh, g, u, o);
-      dg = g, du = u;
-    } else {
-      const separate::SwigluGrads grads = separate::swiglu_backward(s, dh, g, u, o);
-      dg.assign(grads.d_gate.data(), grads.d_gate.data() + n);
-      du.assign(grads.d_up.data(), grads.d_up.data() + n);
-    }
+    // The hand tier's gradients are in gate and up (in place).
+    const float* dg = tier == Tier::Hand ? g.data() : grads.d_gate.data();
+    const float* du = tier == Tier::Hand ? u.data() : grads.d_up.data();
     tb::Worst wh, wg, wu;
     for (std::size_t i = 0; i < n; ++i) {
       const tb::SwigluBound b = tb::swiglu_bound(g0[i], u0[i], dh[i], 2);
@@ -220,7 +246,6 @@ struct SwigluCase final : Case {
       wg.see(std::fabs(dg[i] - dgr[i]), b.d_gate + 1e-300, i);
       wu.see(std::fabs(du[i] - dur[i]), b.d_up + 1e-300, i);
     }
-    g = g0, u = u0;
     return !wh.ok ? fail_text("h", wh) : !wg.ok ? fail_text("d_gate", wg) : !wu.ok ? fail_text("d_up", wu) : "";
   }
 };
@@ -238,13 +263,18 @@ struct RopeCase final : Case {
     k0 = filled(static_cast<std::size_t>(s.batch * s.seq * s.kv_heads * s.head_dim), 10);
     q = q0, k = k0;
   }
-  void run() override {
-    if (tier == Tier::Hand) rope_forward(s, table, q, k, o);
-    else separate::rope_forward_per_head(s, table, q, k, o);
+  void run(bool half) override {
+    RopeShape h = s;
+    if (half) (h.batch >= 2 ? h.batch : h.seq) /= 2;
+    if (tier == Tier::Hand) rope_forward(h, table, q, k, o);
+    else separate::rope_forward_per_head(h, table, q, k, o);
   }
-  std::string verify() override {
-    q = q0, k = k0;
-    run();
+  void reset() override { q = q0, k = k0; }
+  void refill(std::uint64_t seed) override {
+    refilled(q0, seed), refilled(k0, seed + 1);
+    reset();
+  }
+  std::string check() override {
     std::vector<double> qr(q.size()), kr(k.size());
     reference::rope(s.batch, s.seq, s.q_heads, s.head_dim, 0, 10000.0, false, q0, qr);
     reference::rope(s.batch, s.seq, s.kv_heads, s.head_dim, 0, 10000.0, false, k0, kr);
@@ -256,7 +286,6 @@ struct RopeCase final : Case {
         w.see(std::fabs((*got)[i] - (*want)[i]),
               2 * 3 * tb::kU * (std::fabs((*in)[base + j]) + std::fabs((*in)[base + j + half])) + 1e-300, i);
       }
-    q = q0, k = k0;
     return w.ok ? "" : fail_text("rotated", w);
   }
 };
@@ -276,26 +305,34 @@ struct AttnCase final : Case {
     q = filled(nq, 11), k = filled(nk, 12), v = filled(nk, 13), d_o = filled(nq, 14);
     out.resize(nq), lse.resize(static_cast<std::size_t>(s.batch * s.q_heads * s.q_len)), dq.resize(nq), dk.resize(nk),
         dv.resize(nk);
-    if (backward) {  // forward results the backward consumes
-      attention_forward(s, q, k, v, out, lse, o);
-      if (tier == Tier::Wrapped) {
-        std::vector<float> o2(nq);
-        saved = separate::attention_forward(s, q, k, v, o2, o);
-      }
+    forward_inputs();
+  }
+  void forward_inputs() {  // forward results the backward consumes
+    if (!backward) return;
+    attention_forward(s, q, k, v, out, lse, o);
+    if (tier == Tier::Wrapped) {
+      std::vector<float> o2(out.size());
+      saved = separate::attention_forward(s, q, k, v, o2, o);
     }
   }
-  void run() override {
+  void run(bool half) override {
+    AttentionShape h = s;
+    if (half && h.batch >= 2) h.batch /= 2;
+    else if (half) h.q_len /= 2, h.kv_len /= 2;
     if (!backward) {
-      if (tier == Tier::Hand) attention_forward(s, q, k, v, out, lse, o);
-      else separate::AttentionSaved p = separate::attention_forward(s, q, k, v, out, o);
+      if (tier == Tier::Hand) attention_forward(h, q, k, v, out, lse, o);
+      else separate::AttentionSaved p = separate::attention_forward(h, q, k, v, out, o);
     } else {
-      if (tier == Tier::Hand) attention_backward(s, q, k, v, out, lse, d_o, dq, dk, dv, o);
-      else separate::attention_backward(s, saved, q, k, v, out, d_o, dq, dk, dv, o);
+      if (tier == Tier::Hand) attention_backward(h, q, k, v, out, lse, d_o, dq, dk, dv, o);
+      else separate::attention_backward(h, saved, q, k, v, out, d_o, dq, dk, dv, o);
     }
+  }
+  void refill(std::uint64_t seed) override {
+    refilled(q, seed), refilled(k, seed + 1), refilled(v, seed + 2), refilled(d_o, seed + 3);
+    forward_inputs();
   }
   // Checks one (b, hkv) group: all its query heads, against the reference on that slice.
-  std::string verify() override {
-    run();
+  std::string check() override {
     const std::int64_t g = s.q_heads / s.kv_heads, D = s.head_dim;
     AttentionShape sub = s;
     sub.batch = 1, sub.q_heads = g, sub.kv_heads = 1;
@@ -401,8 +438,15 @@ void bench_fused(benchmark::State& state, const pb::Case& cs) {
     return pb::skip(state, pb::Verdict::incorrect(std::string("threw ") + e.what()));
   }
   const bool sampled = is_full(sh) && (sh.kernel == POPPER_FUSED_CE || sh.kernel >= POPPER_FUSED_ATTN_FWD);
-  pb::measure(state, cs, sampled ? pb::Verdict::verified("sampled") : pb::Verdict::verified(), [&] { c->run(); },
-              {.work = popper_fused_flop(&sh), .bytes = popper_fused_bytes(&sh)});
+  // After timing: fresh inputs, one more call, the same check against the reference.
+  const pb::Recheck recheck{[&](std::uint64_t seed) { c->refill(seed); },
+                            [&] {
+                              const std::string e = c->check();
+                              return e.empty() ? pb::Verdict::verified() : pb::Verdict::incorrect(e);
+                            }};
+  pb::measure(
+      state, cs, sampled ? pb::Verdict::verified("sampled") : pb::Verdict::verified(),
+      [&] { c->run(pb::skips_work(cs)); }, {.work = popper_fused_flop(&sh), .bytes = popper_fused_bytes(&sh)}, recheck);
 }
 
 void register_all() {

@@ -12,10 +12,13 @@
 // selected K/V rows, O. Before timing, hand and wrapped outputs are compared
 // with the FP64 reference on 8 rows spread over the batch (MAE <= 1e-3 and the
 // contract's elementwise bound): label "verified(sampled 8 rows)", or the
-// benchmark is skipped with "incorrect: ...".
+// benchmark is skipped with "incorrect: ...". After timing they are checked
+// the same way on fresh Q, K and V (popper::bench::Recheck).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -64,18 +67,56 @@ std::shared_ptr<Fixture> fixture_for(const popper_nsa_shape& s) {
   return f;
 }
 
+// The first half of the sequences (and so of the query rows) of `w`: the
+// skipped-work bench mutant's problem. Its buffers are prefixes of w's.
+struct HalfProblem {
+  std::vector<std::int32_t> cu_q, cu_k;
+  SpanPack pack;
+  SelectionProblem problem(const tb::Workload& w) const {
+    const HeadLayout& l = w.layout;
+    return {l,
+            {cu_q, cu_k},
+            &pack,
+            std::span(w.q).first(std::size_t(cu_q.back()) * l.heads * l.dim),
+            std::span(w.k).first(std::size_t(cu_k.back()) * l.groups * l.dim),
+            std::span(w.v).first(std::size_t(cu_k.back()) * l.groups * l.dim_v)};
+  }
+};
+HalfProblem first_half(const tb::Workload& w) {
+  HalfProblem h;
+  const std::size_t seqs = POPPER_NSA_SEQS / 2, rows = std::size_t(w.cu_q[seqs]);
+  h.cu_q.assign(w.cu_q.begin(), w.cu_q.begin() + seqs + 1);
+  h.cu_k.assign(w.cu_k.begin(), w.cu_k.begin() + seqs + 1);
+  const std::vector<std::int64_t> offsets(w.pack.offsets.begin(), w.pack.offsets.begin() + rows + 1);
+  const std::vector<Span> spans(w.pack.spans.begin(), w.pack.spans.begin() + offsets.back());
+  h.pack = pack_explicit_spans({h.cu_q, h.cu_k}, 1, offsets, spans);
+  return h;
+}
+
 void bench_nsa(benchmark::State& state, const pb::Case& c) {
   const popper_nsa_shape& sh = POPPER_NSA_SHAPES[c.shape];
   const int threads = c.threads;
   const auto f = fixture_for(sh);
-  const auto& w = f->w;
+  auto& w = f->w;
   std::vector<float> o(w.o_size()), lse(w.lse_size());
+  HalfProblem half;
   auto run = [&](const tb::Workload& x, std::span<float> out_o, std::span<float> out_lse) {
     switch (c.tier) {
       case pb::Tier::Wrapped:
         selection_attention_fallback(x.problem(), {out_o, out_lse}, FallbackOptions{threads});
         break;
-      case pb::Tier::Hand: selection_attention_hand(x.problem(), {out_o, out_lse}, HandOptions{threads}); break;
+      case pb::Tier::Hand:
+        if (pb::skips_work(c)) {  // the first half of the rows; the rest of o and lse left as they were
+          if (half.cu_q.empty()) half = first_half(x);
+          const SelectionProblem p = half.problem(x);
+          const std::size_t rows = std::size_t(half.cu_q.back());
+          selection_attention_hand(
+              p, {out_o.first(rows * p.layout.heads * p.layout.dim_v), out_lse.first(rows * p.layout.heads)},
+              HandOptions{threads});
+          break;
+        }
+        selection_attention_hand(x.problem(), {out_o, out_lse}, HandOptions{threads});
+        break;
       case pb::Tier::Reference: {
         const auto r = reference::selection_attention(x.problem());
         for (std::size_t i = 0; i < r.o.size(); ++i) out_o[i] = static_cast<float>(r.o[i]);
@@ -88,6 +129,11 @@ void bench_nsa(benchmark::State& state, const pb::Case& c) {
     PackedBatch packed = pack_sequences(w.layout, f->sequences);
     SpanPack spans = pack_explicit_spans(packed.batch(), 1, f->span_offsets, f->spans);
     return std::make_pair(std::move(packed), std::move(spans));
+  };
+  auto check = [&] {
+    const auto acc = tb::compare(w.problem(), o, lse, tb::spread_rows(w.cu_q.back(), 8), 2.0);
+    const bool ok = acc.within_bound && acc.mae <= 1e-3 && acc.out_abs_sum > 0;
+    return ok ? pb::Verdict::verified("sampled 8 rows") : pb::Verdict::incorrect(acc.describe());
   };
   pb::Verdict v;
   try {
@@ -102,9 +148,7 @@ void bench_nsa(benchmark::State& state, const pb::Case& c) {
       if (c.tier == pb::Tier::Reference) {
         v = pb::Verdict::not_verified("the reference is the oracle");
       } else {
-        const auto acc = tb::compare(w.problem(), o, lse, tb::spread_rows(w.cu_q.back(), 8), 2.0);
-        const bool ok = acc.within_bound && acc.mae <= 1e-3 && acc.out_abs_sum > 0;
-        v = ok ? pb::Verdict::verified("sampled 8 rows") : pb::Verdict::incorrect(acc.describe());
+        v = check();
       }
     }
   } catch (const std::exception& e) {
@@ -115,11 +159,38 @@ void bench_nsa(benchmark::State& state, const pb::Case& c) {
     if (c.tier == pb::Tier::Pack) benchmark::DoNotOptimize(pack());
     else run(w, o, lse);
   };
+  // After timing, the hand and wrapped tiers are checked again on fresh Q, K
+  // and V in the fixture's own buffers (the spans the pack tier packs point
+  // into them), which get their values back after the row: the shape's
+  // other rows time the same operands.
+  std::vector<bf16> original;
+  pb::Recheck recheck;
+  if (c.tier == pb::Tier::Hand || c.tier == pb::Tier::Wrapped) {
+    recheck.refill = [&](std::uint64_t seed) {
+      if (original.empty()) {
+        original = w.q;
+        original.insert(original.end(), w.k.begin(), w.k.end());
+        original.insert(original.end(), w.v.begin(), w.v.end());
+      }
+      std::ranges::copy(tb::bf16_uniform(w.q.size(), seed), w.q.begin());
+      std::ranges::copy(tb::bf16_uniform(w.k.size(), seed + 1), w.k.begin());
+      std::ranges::copy(tb::bf16_uniform(w.v.size(), seed + 2), w.v.begin());
+    };
+    recheck.verify = check;
+  }
   const double packed_bytes = 2.0 * double(w.q.size() + w.k.size() + w.v.size());
   const bool pack_tier = c.tier == pb::Tier::Pack;
   pb::measure(
       state, c, v, timed,
-      {.work = pack_tier ? 0.0 : popper_nsa_flop(&sh), .bytes = pack_tier ? packed_bytes : popper_nsa_bytes(&sh)});
+      {.work = pack_tier ? 0.0 : popper_nsa_flop(&sh), .bytes = pack_tier ? packed_bytes : popper_nsa_bytes(&sh)},
+      recheck);
+  if (!original.empty()) {
+    auto at = original.begin();
+    for (auto* buf : {&w.q, &w.k, &w.v}) {
+      std::copy(at, at + std::ptrdiff_t(buf->size()), buf->begin());
+      at += std::ptrdiff_t(buf->size());
+    }
+  }
 }
 
 void register_all() {

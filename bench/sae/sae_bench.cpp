@@ -12,11 +12,15 @@
 // kLlcFloor (a conservative last-level cache), once in total otherwise.
 // Apply timings exclude forming the dense matrix (amortized over many applies,
 // which favours the dense route); the dense solve times form + factor + solve.
+// Each row is checked before timing, and again after it on a fresh x (apply)
+// or b (solve) (popper::bench::Recheck).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -107,6 +111,33 @@ double norm2(const std::vector<double>& a) {
   return std::sqrt(s);
 }
 
+// Fresh values in [-1, 1) (generate.h's draw) into `v`, from another seed.
+void redraw(std::vector<double>& v, unsigned long long seed) {
+  for (double& e : v) e = sae_lcg_uniform(&seed);
+}
+
+// The operator of the first n rows of `sys` (copies of their storage and
+// factors): the skipped-work bench mutant's half of an apply.
+std::unique_ptr<SaeSchurSystem> first_rows(const SaeSchurSystem& sys, std::size_t n) {
+  const SaeKroneckerRows& r = sys.rows();
+  const SparsePhiRows& phi = *r.a_phi();
+  const LocalJacRows& jac = *r.local_jac();
+  const LocalFactors& fac = *sys.factors();
+  auto prefix = [](const auto& v, std::size_t k) { return std::decay_t<decltype(v)>(v.begin(), v.begin() + k); };
+  auto phi2 = std::make_shared<SparsePhiRows>();
+  phi2->row_ptr = prefix(phi.row_ptr, n + 1);
+  phi2->block = prefix(phi.block, phi.row_ptr[n]);
+  phi2->weight = prefix(phi.weight, phi.row_ptr[n]);
+  auto jac2 = std::make_shared<LocalJacRows>();
+  jac2->row_ptr = prefix(jac.row_ptr, n + 1);
+  jac2->values = prefix(jac.values, jac.row_ptr[n]);
+  auto fac2 = std::make_shared<LocalFactors>();
+  fac2->row_ptr = prefix(fac.row_ptr, n + 1);
+  fac2->q = prefix(fac.q, n);
+  fac2->values = prefix(fac.values, fac.row_ptr[n]);
+  return std::make_unique<SaeSchurSystem>(SaeKroneckerRows(r.p(), r.K(), phi2, jac2), fac2, sys.rho());
+}
+
 // Dense route for a shape, formed once per process (kept for apply checks).
 dense_route::DenseSchurMatrix* dense_for(const sae_shape& sh, std::string& why) {
   static std::map<std::string, std::unique_ptr<dense_route::DenseSchurMatrix>> cache;
@@ -127,50 +158,72 @@ dense_route::DenseSchurMatrix* dense_for(const sae_shape& sh, std::string& why) 
   return slot.get();
 }
 
+// Each row reads its own copy of the fixture's x (apply) or b (solve): the
+// check after timing draws fresh values into it without touching what the
+// shape's other rows time.
 void bench_apply(benchmark::State& state, const pb::Case& c) {
   const sae_shape& sh = sae_shapes[c.shape];
   const int threads = c.threads;
   Fixture& f = fixture(sh);
   const SaeSchurSystem& sys = *f.sys;
   const double dim = double(sys.dim());
-  std::vector<double> y(sys.dim()), y_other(sys.dim());
+  std::vector<double> x = f.x, y(sys.dim()), y_other(sys.dim());
   std::string why;
-  pb::Verdict v;
+  auto refill = [&](std::uint64_t seed) { redraw(x, sh.seed ^ seed); };
   state.counters["items"] = benchmark::Counter(double(sh.rows));
   if (c.tier == pb::Tier::Wrapped) {
     openblas_set_num_threads(threads);
     dense_route::DenseSchurMatrix* d = dense_for(sh, why);
     if (!d) return pb::skip(state, pb::Verdict::not_run(why));
-    d->apply(f.x, y);
-    sys.apply(f.x, y_other, 1u);                    // the matrix-free route: an independent implementation
-    const double bound = 1e-8 * inf_norm(y_other);  // rounding is ~1e-14 relative; this catches wrong math only
-    const double err = max_abs_diff(y, y_other);
-    v = err <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("|dense - matrix-free|", err, bound);
+    auto check = [&] {
+      sys.apply(x, y_other, 1u);                      // the matrix-free route: an independent implementation
+      const double bound = 1e-8 * inf_norm(y_other);  // rounding is ~1e-14 relative; this catches wrong math only
+      const double err = max_abs_diff(y, y_other);
+      return err <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("|dense - matrix-free|", err, bound);
+    };
+    d->apply(x, y);
+    const pb::Verdict v = check();
     state.counters["bytes_resident"] = benchmark::Counter(double(d->resident_bytes()));
     // bytes: the lower triangle of A, x and y.
-    pb::measure(state, c, v, [&] { d->apply(f.x, y); }, {.work = 2 * dim * dim, .bytes = 4 * dim * dim + 16 * dim});
+    pb::measure(state, c, v, [&] { d->apply(x, y); }, {.work = 2 * dim * dim, .bytes = 4 * dim * dim + 16 * dim},
+                {refill, check});
     return;
   }
   RowThreadPool pool(static_cast<unsigned>(threads));
-  sys.apply(f.x, y, pool);
-  if (dense_route::DenseSchurMatrix* d = dense_for(sh, why)) {
-    openblas_set_num_threads(threads);
-    d->apply(f.x, y_other);
-    const double bound = 1e-8 * inf_norm(y_other);
-    const double err = max_abs_diff(y, y_other);
-    v = err <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("|matrix-free - dense|", err, bound);
-  } else {
+  auto check = [&] {
+    if (dense_route::DenseSchurMatrix* d = dense_for(sh, why)) {
+      openblas_set_num_threads(threads);
+      d->apply(x, y_other);
+      const double bound = 1e-8 * inf_norm(y_other);
+      const double err = max_abs_diff(y, y_other);
+      return err <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("|matrix-free - dense|", err, bound);
+    }
     // No dense oracle fits: check against the serial row-by-row path (schur_row_apply).
-    for (std::size_t e = 0; e < sys.dim(); ++e) y_other[e] = sys.rho() * f.x[e];
+    for (std::size_t e = 0; e < sys.dim(); ++e) y_other[e] = sys.rho() * x[e];
     SchurScratch scratch;
     for (std::size_t i = 0; i < sys.rows().rows(); ++i)
-      schur_row_apply(sys.rows(), *sys.factors(), i, f.x, y_other, scratch);
-    v = std::memcmp(y.data(), y_other.data(), y.size() * sizeof(double)) == 0
-            ? pb::Verdict::not_verified("dense oracle over budget; bit-identical to serial schur_row_apply")
-            : pb::Verdict::incorrect("threaded apply differs from the serial row path");
-  }
+      schur_row_apply(sys.rows(), *sys.factors(), i, x, y_other, scratch);
+    return std::memcmp(y.data(), y_other.data(), y.size() * sizeof(double)) == 0
+               ? pb::Verdict::not_verified("dense oracle over budget; bit-identical to serial schur_row_apply")
+               : pb::Verdict::incorrect("threaded apply differs from the serial row path");
+  };
+  sys.apply(x, y, pool);
+  const pb::Verdict v = check();
+  // Under the skipped-work bench mutant: the operator of the first half of the rows.
+  std::unique_ptr<SaeSchurSystem> half;
+  auto call = [&] {
+    if (!pb::skips_work(c)) return sys.apply(x, y, pool);
+    if (!half) half = first_rows(sys, sys.rows().rows() / 2);
+    half->apply(x, y, pool);
+  };
+  // Bit-identical to the serial path is all a row without a dense oracle is
+  // checked for: after timing, that is its pass.
+  auto check_after = [&] {
+    const pb::Verdict after = check();
+    return after.kind == pb::VerdictKind::NotVerified ? pb::Verdict::verified() : after;
+  };
   state.counters["bytes_resident"] = benchmark::Counter(f.resident);
-  pb::measure(state, c, v, [&] { sys.apply(f.x, y, pool); }, {.work = f.apply_flop, .bytes = f.apply_bytes});
+  pb::measure(state, c, v, call, {.work = f.apply_flop, .bytes = f.apply_bytes}, {refill, check_after});
 }
 
 void bench_solve(benchmark::State& state, const pb::Case& c) {
@@ -179,15 +232,16 @@ void bench_solve(benchmark::State& state, const pb::Case& c) {
   Fixture& f = fixture(sh);
   const SaeSchurSystem& sys = *f.sys;
   const double dim = double(sys.dim());
-  std::vector<double> x(sys.dim()), ax(sys.dim());
+  std::vector<double> b = f.b, x(sys.dim()), ax(sys.dim());
+  auto refill = [&](std::uint64_t seed) { redraw(b, sh.seed ^ seed); };
   state.counters["items"] = benchmark::Counter(double(sh.rows));
   const double dense_flop = f.form_flop + dim * dim * dim / 3 + 4 * dim * dim;
   const bool dense_fits =
       dense_route::dense_bytes(sys.dim()) <= SAE_DENSE_MAX_BYTES && dense_flop <= SAE_DENSE_MAX_SOLVE_FLOP;
   auto residual = [&](const std::vector<double>& xs) {
     sys.apply(xs, ax, static_cast<unsigned>(threads));
-    for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = f.b[e] - ax[e];
-    return norm2(ax) / norm2(f.b);
+    for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = b[e] - ax[e];
+    return norm2(ax) / norm2(b);
   };
   if (c.tier == pb::Tier::Wrapped) {
     if (!dense_fits)
@@ -198,46 +252,61 @@ void bench_solve(benchmark::State& state, const pb::Case& c) {
     openblas_set_num_threads(threads);
     auto run = [&] {
       auto d = dense_route::DenseSchurMatrix::form(sys, SAE_DENSE_MAX_BYTES);
-      if (!d.factor_and_solve(f.b, x)) throw popper::Error("dense route: matrix not PD");
+      if (!d.factor_and_solve(b, x)) throw popper::Error("dense route: matrix not PD");
+    };
+    // A backward-stable Cholesky leaves a residual ~ dim * eps * kappa-free; 1e-8 is far above it.
+    auto check = [&] {
+      const double res = residual(x);
+      return res <= 1e-8 ? pb::Verdict::verified()
+                         : pb::Verdict::incorrect("dense solve residual (matrix-free apply)", res, 1e-8);
     };
     run();
-    // A backward-stable Cholesky leaves a residual ~ dim * eps * kappa-free; 1e-8 is far above it.
-    const double res = residual(x);
-    const pb::Verdict v = res <= 1e-8 ? pb::Verdict::verified()
-                                      : pb::Verdict::incorrect("dense solve residual (matrix-free apply)", res, 1e-8);
+    const pb::Verdict v = check();
     state.counters["bytes_resident"] = benchmark::Counter(dense_route::dense_bytes(sys.dim()));
     // bytes: form, factor and solve each sweep A.
-    pb::measure(state, c, v, run, {.work = dense_flop, .bytes = 8 * dim * dim * 3});
+    pb::measure(state, c, v, run, {.work = dense_flop, .bytes = 8 * dim * dim * 3}, {refill, check});
     return;
   }
   PcgOptions opt;
   opt.rel_tol = kSolveTol;
   opt.max_iterations = 5000;
   opt.threads = static_cast<unsigned>(threads);
-  PcgReport rep = solve_schur_pcg(sys, f.b, x, opt);
+  PcgReport rep = solve_schur_pcg(sys, b, x, opt);
   if (!rep.converged)
     return pb::skip(state,
                     pb::Verdict::incorrect(fmt::format("PCG did not converge, residual {:.3e}", rep.rel_residual)));
-  pb::Verdict v;
+  const double bound = kSolveTol * (1 + 1e-6) + 4 * dim * kEps;
   std::string why;
-  if (dense_route::DenseSchurMatrix* d = dense_for(sh, why)) {
-    // Independent check: the residual through the dense CBLAS matrix.
-    openblas_set_num_threads(threads);
-    d->apply(x, ax);
-    for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = f.b[e] - ax[e];
-    const double res = norm2(ax) / norm2(f.b);
-    const double bound = kSolveTol * (1 + 1e-6) + 4 * dim * kEps;
-    v = res <= bound ? pb::Verdict::verified() : pb::Verdict::incorrect("PCG residual through dense A", res, bound);
-  } else {
-    v = pb::Verdict::not_verified(
-        fmt::format("dense oracle over budget; matrix-free true residual {:.3e}", rep.rel_residual));
-  }
-  // The iteration count of the first solve: every timed solve starts from the same x and b.
+  // The residual of x: through the dense CBLAS matrix (independent of the
+  // matrix-free apply PCG iterates with) when one fits, else matrix-free.
+  auto check = [&] {
+    if (dense_route::DenseSchurMatrix* d = dense_for(sh, why)) {
+      openblas_set_num_threads(threads);
+      d->apply(x, ax);
+      for (std::size_t e = 0; e < sys.dim(); ++e) ax[e] = b[e] - ax[e];
+      const double res = norm2(ax) / norm2(b);
+      return res <= bound ? pb::Verdict::verified()
+                          : pb::Verdict::incorrect("PCG residual through dense A", res, bound);
+    }
+    const double res = residual(x);
+    return res <= bound ? pb::Verdict::verified()
+                        : pb::Verdict::incorrect("PCG residual (matrix-free apply)", res, bound);
+  };
+  const pb::Verdict v = dense_for(sh, why)
+                            ? check()
+                            : pb::Verdict::not_verified(fmt::format(
+                                  "dense oracle over budget; matrix-free true residual {:.3e}", rep.rel_residual));
+  // Under the skipped-work bench mutant: half the iterations of the first solve
+  // (a solve's work is its iterations; every entry of x depends on all of A).
+  PcgOptions half = opt;
+  half.max_iterations = std::max<std::size_t>(1, rep.iterations / 2);
+  // The iteration count of the first solve: every timed solve starts from x = 0 and the same b.
   const double passes = f.apply_bytes > kLlcFloor ? double(rep.iterations + 2) : 1.0;
   state.counters["iterations_pcg"] = benchmark::Counter(double(rep.iterations));
   state.counters["bytes_resident"] = benchmark::Counter(f.resident);
-  pb::measure(state, c, v, [&] { rep = solve_schur_pcg(sys, f.b, x, opt); },
-              {.work = double(rep.iterations + 2) * f.apply_flop + f.diag_flop, .bytes = passes * f.apply_bytes});
+  pb::measure(state, c, v, [&] { rep = solve_schur_pcg(sys, b, x, pb::skips_work(c) ? half : opt); },
+              {.work = double(rep.iterations + 2) * f.apply_flop + f.diag_flop, .bytes = passes * f.apply_bytes},
+              {refill, check});
 }
 
 void register_all() {

@@ -11,15 +11,23 @@
 // finite gradients. The FP64 oracle of a bench-sized model would take minutes
 // per process; the label says what was checked.
 //
+// After timing (popper::bench::Recheck), one more step on a fresh batch: its
+// loss and gradients, at the parameters the step started from, against the
+// FP64 oracle on gate shapes (tiny: milliseconds) and against the other
+// backend's step elsewhere. A step that returned an earlier loss, or left
+// its gradients from an earlier batch, fails either.
+//
 // Also train_trace/span (not a protocol row, run it with --benchmark_filter):
 // the cost of one span in a warm tracer, the per-span figure behind
 // popper train's tracer line.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "impl/train/train.hpp"
@@ -55,6 +63,33 @@ std::string verify(const popper_train_shape& sh, const StepOptions& o) {
   return "";
 }
 
+// The other backend's step on the same parameters and batch, each tensor's
+// gradient within 1e-2 of its largest entry and the loss within 1e-3
+// relative: FP32 rounding of two orders of summation stays far below, a
+// gradient of another batch or of half of it does not.
+std::string against_other(const Config& c, const StepOptions& o, std::span<const float> params, const Batch& b,
+                          std::span<const float> grads, double loss) {
+  StepOptions other = o;
+  other.backend = o.backend == Backend::Hand ? Backend::Wrapped : Backend::Hand;
+  const ParamLayout L(c);
+  std::vector<float> g(L.total);
+  const double want = Step(c, other).forward_backward(params, b.tokens, b.labels, g);
+  if (!(std::fabs(loss - want) <= 1e-3 * std::fabs(want)))
+    return "loss " + std::to_string(loss) + " against the other backend's " + std::to_string(want);
+  for (const Tensor& t : L.tensors) {
+    double err = 0, mag = 0;
+    for (std::size_t i = t.offset; i < t.offset + t.size(); ++i) {
+      const double d = double(grads[i]) - g[i];
+      err = std::max(err, std::isnan(d) ? INFINITY : std::fabs(d));
+      mag = std::max(mag, std::fabs(double(g[i])));
+    }
+    if (!(err <= 1e-2 * mag))
+      return "gradient of " + t.name + ": max |err| " + std::to_string(err) + " against the other backend's (max |g| " +
+             std::to_string(mag) + ")";
+  }
+  return "";
+}
+
 std::map<std::string, std::string>& verdicts() {
   static std::map<std::string, std::string> m;
   return m;
@@ -78,15 +113,50 @@ void bench_step(benchmark::State& state, const pb::Case& cs) {
   } catch (const std::exception& e) {
     return pb::skip(state, pb::Verdict::incorrect(std::string("threw ") + e.what()));
   }
+  const Config c = popper_train_config(sh);
   trace::Tracer tracer(brick_names());
   std::int64_t n = 0;
+  double loss = 0;
+  // Under the skipped-work bench mutant: a trainer of the same model for the
+  // first half of the batch (of the sequence when the batch is one row); the
+  // timed trainer's gradients and parameters are left as they were.
+  std::unique_ptr<Trainer> half;
   auto timed = [&] {
     tracer.begin_step(n++);
-    tr->train_step(batch.tokens, batch.labels, &tracer);
+    if (pb::skips_work(cs)) {
+      Config hc = c;
+      (hc.batch >= 2 ? hc.batch : hc.seq) /= 2;
+      if (!half) half = std::make_unique<Trainer>(hc, o, AdamWConfig{}, 1);
+      const std::size_t tokens = std::size_t(hc.tokens());
+      loss = half->train_step(std::span(batch.tokens).first(tokens), std::span(batch.labels).first(tokens), &tracer);
+    } else {
+      loss = tr->train_step(batch.tokens, batch.labels, &tracer);
+    }
     tracer.end_step();
   };
+  // The refill also keeps the parameters the step after timing starts from.
+  std::vector<float> start;
+  const bool oracle = std::strcmp(sh.set, "gate") == 0;
+  const pb::Recheck recheck{[&](std::uint64_t seed) {
+                              const Batch fresh = copy_task_batch(c, seed, 0);
+                              std::ranges::copy(fresh.tokens, batch.tokens.begin());
+                              std::ranges::copy(fresh.labels, batch.labels.begin());
+                              start = tr->params();
+                            },
+                            [&] {
+                              std::string e;
+                              if (oracle) {
+                                const auto bound =
+                                    testbed::gradient_bound(c, start, batch.tokens, batch.labels, 3, 3.0);
+                                const auto r = testbed::compare<float>(ParamLayout(c), bound, tr->grads(), loss);
+                                if (!r.ok()) e = "against FP64: " + r.text();
+                              } else {
+                                e = against_other(c, o, start, batch, tr->grads(), loss);
+                              }
+                              return e.empty() ? pb::Verdict::verified() : pb::Verdict::incorrect(e);
+                            }};
   pb::measure(state, cs, pb::Verdict::verified("tiny against FP64; this shape: finite loss and gradients"), timed,
-              {.work = popper_train_flop(&sh)});
+              {.work = popper_train_flop(&sh)}, recheck);
 }
 
 void bench_span(benchmark::State& state) {

@@ -20,7 +20,9 @@
 //
 // Environment read here: POPPER_BENCH_ITERATIONS=N pins the iteration count
 // (the gate), POPPER_BENCH_INJECT_SLOWDOWN=f makes the hand tier do (1 + f)
-// times its work (the check's self-test). `--popper_machine_probe` prints what
+// times its work (the check's self-test), POPPER_BENCH_MUTANT names a bench
+// mutant (below), POPPER_BENCH_EVICT_BYTES sizes a cold row's eviction
+// (evict_bytes). `--popper_machine_probe` prints what
 // the instruction gate keys its baselines on and exits (machine_probe_json).
 #pragma once
 #include <benchmark/benchmark.h>
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -122,7 +125,8 @@ struct Case {
   int shape = 0;  // index into the family's shape axis
   std::string shape_name, precision;
   int threads = 1;
-  BenchName name() const { return {family, tier, shape_name, precision, threads}; }
+  CacheMode cache = CacheMode::Warm;
+  BenchName name() const { return {family, tier, shape_name, precision, threads, cache}; }
 };
 
 // Work per call, reported as the counters the harness reads: `work` in the
@@ -156,9 +160,73 @@ struct Recheck {
 // bench path itself, which a family's bench self-test must see caught.
 //   cached-result: the hand tier computes on its first call only and keeps
 //                  that output afterwards (caught by verification after timing)
+//   warm-under-cold: a cold row's calls run without the eviction, so its
+//                  operands stay in cache (caught by the eviction count:
+//                  the row is reported invalid)
+//   skipped-work:  the hand tier's timed calls do half their work, the first
+//                  half of the output (the suite asks skips_work(c); caught
+//                  by verification after timing: the rest is stale)
 inline std::string bench_mutant() {
   const char* m = std::getenv("POPPER_BENCH_MUTANT");
   return m ? std::string(m) : std::string();
+}
+
+namespace detail {
+// Set by measure() while the timed loop and the call after it run: the timed
+// path, which is all a skipped-work fault touches (the check before timing passes).
+inline thread_local bool in_timed_path = false;
+}  // namespace detail
+
+// Whether this call of the case's tier is to do half its work (the
+// skipped-work bench mutant, on the timed path of the hand tier only). A
+// suite halves its outermost output dimension when it is true:
+//   const std::size_t rows = pb::skips_work(c) ? m / 2 : m;
+inline bool skips_work(const Case& c) {
+  static const bool on = bench_mutant() == "skipped-work";
+  return on && c.tier == Tier::Hand && detail::in_timed_path;
+}
+
+// Bytes a cold row streams through before each timed call to push its
+// operands out of every cache: POPPER_BENCH_EVICT_BYTES when set (the harness
+// passes four times the LLC its probe measured: twice the most it can be),
+// else twice the L3 the system reports, within [32 MiB, 512 MiB] (a VM may
+// report its host's whole L3).
+inline std::size_t evict_bytes() {
+  constexpr std::size_t lo = std::size_t(32) << 20, hi = std::size_t(512) << 20;
+  if (const char* v = std::getenv("POPPER_BENCH_EVICT_BYTES"); v && *v) {
+    const double b = std::strtod(v, nullptr);
+    if (b >= 1 << 20 && b <= 16.0 * hi) return static_cast<std::size_t>(b);
+  }
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::clamp(l3 > 0 ? 2 * static_cast<std::size_t>(l3) : lo, lo, hi);
+}
+
+// Reads one word of every cache line of a buffer larger than the caches, so
+// the lines a call left behind are evicted. Written once (the pages are
+// real), read before each cold call.
+class Evictor {
+ public:
+  Evictor() : lines_(evict_bytes() / 64) {
+    buf_.assign(lines_ * 8, 1);  // 8 words of 8 bytes per line
+  }
+  // Returns the bytes it read.
+  std::size_t evict() {
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < lines_; ++i) sum += buf_[i * 8];
+    sink_ = sum;
+    return bytes();
+  }
+  std::size_t bytes() const { return lines_ * 64; }
+
+ private:
+  std::size_t lines_;
+  std::vector<std::uint64_t> buf_;
+  volatile std::uint64_t sink_ = 0;
+};
+
+inline Evictor& evictor() {
+  static Evictor e;
+  return e;
 }
 
 // Times `call` as the case's tier when the verdict allows, else skips the
@@ -175,12 +243,32 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
     call();
     auto nothing = [] {};
     for (auto _ : state) call_tier(c.tier, nothing);
+  } else if (c.cache == CacheMode::Cold) {
+    // Each call timed alone, after the eviction (manual time: the eviction is not counted).
+    Evictor& ev = evictor();
+    const bool keep_warm = bench_mutant() == "warm-under-cold";
+    std::size_t evicted = 0;
+    detail::in_timed_path = true;
+    for (auto _ : state) {
+      if (!keep_warm) evicted += ev.evict();
+      const auto t0 = std::chrono::steady_clock::now();
+      call_tier(c.tier, call);
+      state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    detail::in_timed_path = false;
+    // Every call of a cold row follows a full eviction, or the row was timed warm.
+    if (evicted < static_cast<std::size_t>(state.iterations()) * ev.bytes())
+      return skip(state, Verdict::invalid("cold, yet the caches were not evicted before every timed call"));
   } else {
+    detail::in_timed_path = true;
     for (auto _ : state) call_tier(c.tier, call);
+    detail::in_timed_path = false;
   }
   if (recheck) {
     recheck.refill(0x9e3779b97f4a7c15ULL);
+    detail::in_timed_path = true;  // the call after timing goes the timed loop's way
     if (!cached) call();
+    detail::in_timed_path = false;
     if (const Verdict after = recheck.verify(); !after.is_verified()) {
       // A check that passed before timing and fails after it is a wrong answer the timing was taken from.
       const std::string_view why = std::string_view(after.label).substr(after.is_incorrect() ? 11 : 0);
@@ -222,6 +310,12 @@ class Family {
     tiers_ = std::move(t);
     return *this;
   }
+  // Warm only by default; a family whose kernel streams its operands once per
+  // use in real work adds Cold (restrict it to some shapes with where()).
+  Family& cache_modes(std::vector<CacheMode> m) {
+    cache_modes_ = std::move(m);
+    return *this;
+  }
   // Only the cases `keep` accepts are registered (a reference tier on small shapes only).
   Family& where(Keep keep) {
     keep_ = std::move(keep);
@@ -237,17 +331,18 @@ class Family {
     return *this;
   }
 
-  // Registers shape-major, then tier, precision and threads: the order the
+  // Registers shape-major, then tier, precision, threads and cache mode: the order the
   // suites always ran in.
   std::vector<Case> cases() const {
     std::vector<Case> out;
     for (std::size_t s = 0; s < shapes_.size(); ++s)
       for (Tier t : tiers_)
         for (const std::string& p : precisions_)
-          for (int n : threads_) {
-            Case c{name_, t, static_cast<int>(s), shapes_[s], p, n};
-            if (!keep_ || keep_(c)) out.push_back(std::move(c));
-          }
+          for (int n : threads_)
+            for (CacheMode m : cache_modes_) {
+              Case c{name_, t, static_cast<int>(s), shapes_[s], p, n, m};
+              if (!keep_ || keep_(c)) out.push_back(std::move(c));
+            }
     return out;
   }
 
@@ -256,7 +351,7 @@ class Family {
     for (Case& c : cases()) {
       const std::string name = format_bench_name(c.name());
       auto* b = benchmark::RegisterBenchmark(name.c_str(), [body, c](benchmark::State& st) { body(st, c); });
-      if (manual_time_) b->UseManualTime();
+      if (manual_time_ || c.cache == CacheMode::Cold) b->UseManualTime();
       else b->UseRealTime();
       b->Unit(unit_);
       if (iterations > 0) b->Iterations(iterations);
@@ -268,6 +363,7 @@ class Family {
   std::vector<std::string> shapes_, precisions_;
   std::vector<int> threads_{1};
   std::vector<Tier> tiers_;
+  std::vector<CacheMode> cache_modes_{CacheMode::Warm};
   Keep keep_;
   benchmark::TimeUnit unit_ = benchmark::kMillisecond;
   bool manual_time_ = false;

@@ -52,21 +52,40 @@ inline std::string tier_names() {
   return out;
 }
 
-// <family>/<tier>/<shape>/<precision>/threads:<n>, as Google Benchmark
+// Where a row's operands are when each timed call starts. Warm: wherever
+// the previous call left them (in cache when they fit). Cold: in memory only;
+// the cache is evicted before every call, outside the timed interval, as a
+// kernel that streams its operands once per use (a decode step's weights)
+// meets them.
+enum class CacheMode : unsigned char { Warm, Cold };
+
+constexpr std::string_view to_string(CacheMode m) { return m == CacheMode::Cold ? "cold" : "warm"; }
+
+constexpr std::optional<CacheMode> parse_cache_mode(std::string_view s) {
+  if (s == "warm") return CacheMode::Warm;
+  if (s == "cold") return CacheMode::Cold;
+  return std::nullopt;
+}
+
+// <family>/<tier>/<shape>/<precision>/threads:<n>[/cold], as Google Benchmark
 // reports it (parse also accepts the suffixes it appends: /real_time, ...).
+// A warm row's name has no cache part, so the names of warm rows are the same
+// as before cache modes existed.
 struct BenchName {
   std::string family;
   Tier tier = Tier::Hand;
   std::string shape, precision;
   int threads = 1;
+  CacheMode cache = CacheMode::Warm;
   bool operator==(const BenchName&) const = default;
 };
 
 inline std::string format_bench_name(const BenchName& n) {
   std::string s;
-  s.reserve(n.family.size() + n.shape.size() + n.precision.size() + 32);
+  s.reserve(n.family.size() + n.shape.size() + n.precision.size() + 40);
   s.append(n.family).append("/").append(to_string(n.tier)).append("/").append(n.shape).append("/");
   s.append(n.precision).append("/threads:").append(std::to_string(n.threads));
+  if (n.cache == CacheMode::Cold) s.append("/cold");
   return s;
 }
 
@@ -86,11 +105,18 @@ inline bool is_gbench_suffix(std::string_view p) {
 }
 }  // namespace detail
 
-// nullopt when the name does not follow the protocol: five non-empty parts,
-// a known tier, threads a positive integer.
+// nullopt when the name does not follow the protocol: five non-empty parts
+// and an optional cache mode, a known tier, threads a positive integer.
 inline std::optional<BenchName> parse_bench_name(std::string_view name) {
   auto parts = detail::split_name(name);
   while (!parts.empty() && detail::is_gbench_suffix(parts.back())) parts.pop_back();
+  CacheMode cache = CacheMode::Warm;
+  if (parts.size() == 6) {
+    const auto m = parse_cache_mode(parts[5]);
+    if (!m) return std::nullopt;
+    cache = *m;
+    parts.pop_back();
+  }
   if (parts.size() != 5 || !parts[4].starts_with("threads:")) return std::nullopt;
   for (std::string_view p : parts)
     if (p.empty()) return std::nullopt;
@@ -100,7 +126,7 @@ inline std::optional<BenchName> parse_bench_name(std::string_view name) {
   int threads = 0;
   const auto res = std::from_chars(t.data(), t.data() + t.size(), threads);
   if (res.ec != std::errc() || res.ptr != t.data() + t.size() || threads < 1) return std::nullopt;
-  return BenchName{std::string(parts[0]), *tier, std::string(parts[2]), std::string(parts[3]), threads};
+  return BenchName{std::string(parts[0]), *tier, std::string(parts[2]), std::string(parts[3]), threads, cache};
 }
 
 // What a row's checks found: before timing (the answer), or after it

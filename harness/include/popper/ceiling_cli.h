@@ -2,7 +2,7 @@
  * and the CSV rows of the bench producer protocol (baselines/README.md).
  *
  *   ceiling_<name> [--shape NAME]... [--reps N] [--threads T] [--precision P] [--min-time S]
- *                  [--list-shapes] [--probe]
+ *                  [--cache warm|cold] [--list-shapes] [--probe]
  *
  * --probe prints the vendor configuration the library selected in this
  * environment ("# config: <name>") and exits without running a kernel: the
@@ -13,6 +13,9 @@
  *   flop_per_iter,bytes_per_iter,verdict
  * --min-time: seconds one repetition lasts at least (default 0.2; bench
  * compare passes its own, as it does to the suites).
+ * --cache cold: every timed call starts with its operands out of the caches
+ * (ceiling_evict, not timed), as popper/bench.hpp times a suite's cold rows.
+ * Only a program that set ceiling_cold_supported accepts it.
  * stderr: progress. A program that cannot run here prints "# skipped: <why>"
  * as its first stdout line and exits 0. Header-only (static functions), C11. */
 #ifndef POPPER_CEILING_CLI_H
@@ -27,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CEILING_MAX_FILTERS 64
 
@@ -38,7 +42,46 @@ struct ceiling_args {
   int list;              /* --list-shapes */
   int probe;             /* --probe */
   const char* precision; /* NULL: every precision */
+  int cold;              /* --cache cold */
 };
+
+/* Set to 1 by a program whose timing loop honours args.cold, before parsing. */
+static int ceiling_cold_supported = 0;
+
+/* Bytes read before each cold call: POPPER_BENCH_EVICT_BYTES when set (twice
+ * the LLC at most, from bench compare), else twice the reported L3 within
+ * [32 MiB, 512 MiB]; the rule of popper::bench::evict_bytes. */
+static size_t ceiling_evict_bytes(void) {
+  const size_t lo = (size_t)32 << 20, hi = (size_t)512 << 20;
+  const char* v = getenv("POPPER_BENCH_EVICT_BYTES");
+  if (v && *v) {
+    const double b = atof(v);
+    if (b >= (double)(1 << 20) && b <= 16.0 * (double)hi) return (size_t)b;
+  }
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const size_t want = l3 > 0 ? 2 * (size_t)l3 : lo;
+  return want < lo ? lo : want > hi ? hi : want;
+}
+
+/* Reads one word of every cache line of a buffer larger than the caches, so
+ * what the previous call left there is evicted. */
+static void ceiling_evict(void) {
+  static unsigned long long* buf;
+  static size_t lines;
+  static volatile unsigned long long sink;
+  if (!buf) {
+    lines = ceiling_evict_bytes() / 64;
+    buf = (unsigned long long*)malloc(lines * 64);
+    if (!buf) {
+      fprintf(stderr, "ceiling: cannot allocate %zu bytes to evict the caches\n", lines * 64);
+      exit(1);
+    }
+    for (size_t i = 0; i < lines * 8; ++i) buf[i] = 1;
+  }
+  unsigned long long sum = 0;
+  for (size_t i = 0; i < lines; ++i) sum += buf[i * 8];
+  sink = sum;
+}
 
 /* Seconds on CLOCK_MONOTONIC. */
 static double ceiling_now(void) {
@@ -71,6 +114,24 @@ static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long
   }
 }
 
+/* Seconds per call over `iters` calls of call(ctx): timed as one batch
+ * (warm), or each call alone after ceiling_evict, which is not timed (cold). */
+static double ceiling_time_calls(const struct ceiling_args* a, long iters, void (*call)(void*), void* ctx) {
+  if (!a->cold) {
+    const double t0 = ceiling_now();
+    for (long it = 0; it < iters; ++it) call(ctx);
+    return (ceiling_now() - t0) / (double)iters;
+  }
+  double total = 0;
+  for (long it = 0; it < iters; ++it) {
+    ceiling_evict();
+    const double t0 = ceiling_now();
+    call(ctx);
+    total += ceiling_now() - t0;
+  }
+  return total / (double)iters;
+}
+
 /* 0: run; 1: --help printed (exit 0); 2: bad arguments, message printed (exit 2). */
 static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, const char* program) {
   memset(a, 0, sizeof *a);
@@ -94,6 +155,17 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
       a->threads = atoi(argv[++i]);
     } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
       a->precision = argv[++i];
+    } else if (i + 1 < argc && strcmp(arg, "--cache") == 0) {
+      const char* mode = argv[++i];
+      if (strcmp(mode, "cold") != 0 && strcmp(mode, "warm") != 0) {
+        fprintf(stderr, "%s: --cache is warm or cold, not '%s'\n", program, mode);
+        return 2;
+      }
+      a->cold = strcmp(mode, "cold") == 0;
+      if (a->cold && !ceiling_cold_supported) {
+        fprintf(stderr, "%s: does not time cold (--cache cold)\n", program);
+        return 2;
+      }
     } else if (i + 1 < argc && strcmp(arg, "--min-time") == 0) {
       ceiling_min_rep_seconds = atof(argv[++i]);
       if (!(ceiling_min_rep_seconds > 0)) {
@@ -104,8 +176,8 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
       const int help = strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
       if (!help) fprintf(stderr, "%s: unknown or incomplete argument: %s\n", program, arg);
       fprintf(help ? stdout : stderr,
-              "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--min-time S] [--list-shapes] "
-              "[--probe]\n",
+              "usage: %s [--shape NAME]... [--reps N] [--threads T] [--precision P] [--min-time S] "
+              "[--cache warm|cold] [--list-shapes] [--probe]\n",
               program);
       return help ? 1 : 2;
     }

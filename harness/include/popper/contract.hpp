@@ -124,6 +124,7 @@ struct BenchmarkClaim {
   std::vector<std::string> shapes;  // empty = every shape of the family
   std::string precision;            // empty = every precision
   std::optional<int> threads;       // empty = every thread count
+  std::string cache = "warm";       // the rows' cache mode: warm | cold (popper/bench_protocol.hpp CacheMode)
   SourcePos pos;
 };
 

@@ -9,7 +9,10 @@
 // from each tier's best *verified* row (of a backend starting with
 // numerator_backend / denominator_backend when the claim names one) (a row counts only when its verdict
 // starts with "verified"), with a paired two-level bootstrap interval over
-// the run's trials (interval.hpp). A group is met when the whole interval
+// the run's trials (interval.hpp); a ratio's interval also spans the sign
+// test's interval of its per-trial ratios (trial_ratio_span), so a trial
+// disturbed on one side leaves the group inconclusive, to be measured again,
+// rather than not_met. A group is met when the whole interval
 // satisfies `value op threshold`, not_met when none of it does, inconclusive
 // otherwise. The claim is
 //   not_met             when some group is not_met (the detail names the worst)

@@ -205,14 +205,20 @@ std::vector<Step> plan_steps(const CompareOptions& opt, const FamilyDescriptor& 
     if (const auto n = parse_bench_name(line)) listed.insert(format_bench_name(*n));
   std::vector<Step> steps;
   for (const auto& shape : shapes)
-    for (int threads : opt.threads) {
-      if (want_ceiling)
-        for (const auto& c : fam.ceilings) steps.push_back({shape, Tier::Ceiling, "", threads, c});
-      for (const auto& prec : opt.precisions)
-        for (Tier tier : opt.tiers)
-          if (tier != Tier::Ceiling && listed.count(format_bench_name({fam.family, tier, shape, prec, threads})))
-            steps.push_back({shape, tier, prec, threads, ""});
-    }
+    for (int threads : opt.threads)
+      for (CacheMode cache : {CacheMode::Warm, CacheMode::Cold}) {
+        const std::size_t suite_steps = steps.size();
+        for (const auto& prec : opt.precisions)
+          for (Tier tier : opt.tiers)
+            if (tier != Tier::Ceiling &&
+                listed.count(format_bench_name({fam.family, tier, shape, prec, threads, cache})))
+              steps.push_back({shape, tier, prec, threads, "", cache});
+        // Cold ceilings where the suite times cold: their rows are what cold rows are compared with.
+        const bool cold_here = steps.size() > suite_steps;
+        if (want_ceiling)
+          for (const auto& c : cache == CacheMode::Warm ? fam.ceilings : fam.cold_ceilings)
+            if (cache == CacheMode::Warm || cold_here) steps.push_back({shape, Tier::Ceiling, "", threads, c, cache});
+      }
   return steps;
 }
 
@@ -287,7 +293,12 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   auto steps = plan_steps(opt, fam);
   const bool want_ceiling = std::find(opt.tiers.begin(), opt.tiers.end(), Tier::Ceiling) != opt.tiers.end();
   const CeilingPlan plan = want_ceiling ? screen_ceilings(opt, fam, machine) : CeilingPlan{};
-  TrialRunner runner(opt, fam, plan, std::move(steps));
+  // A cold row evicts twice the LLC (popper/bench.hpp evict_bytes): the probe doubles its sizes, so the
+  // real LLC is up to twice what it measured, and four times the measure covers it.
+  CompareOptions timed = opt;
+  if (peak && peak->llc_bytes > 0)
+    timed.env.emplace_back("POPPER_BENCH_EVICT_BYTES", fmt::format("{:.0f}", 4 * peak->llc_bytes));
+  TrialRunner runner(timed, fam, plan, std::move(steps));
   const int trials_run = runner.run_planned();
   const std::size_t topped_up = runner.top_up(trials_run);
   if (opt.progress) opt.progress("done in " + duration_text(runner.elapsed()));

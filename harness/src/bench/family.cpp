@@ -50,9 +50,9 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
   try {
     const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) throw Error(path + ": a family descriptor is a mapping");
-    static const std::set<std::string> known = {"family",         "executable", "ceilings",  "blas_core_types",
-                                                "wrapped_vendor", "work_unit",  "peak",      "gate",
-                                                "device",         "source_dir", "build_dir", "contracts"};
+    static const std::set<std::string> known = {
+        "family", "executable", "ceilings",   "blas_core_types", "wrapped_vendor", "work_unit",    "peak",
+        "gate",   "device",     "source_dir", "build_dir",       "contracts",      "cold_ceilings"};
     for (const auto& kv : root) {
       const auto key = kv.first.as<std::string>();
       if (!known.count(key)) throw Error(fmt::format("{}:{}: unknown key '{}'", path, kv.first.Mark().line + 1, key));
@@ -61,6 +61,10 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
     f.family = root["family"].as<std::string>();
     f.executable = root["executable"] ? root["executable"].as<std::string>() : "bench_" + f.family;
     if (root["ceilings"]) f.ceilings = string_list(root["ceilings"], "ceilings", path);
+    if (root["cold_ceilings"]) f.cold_ceilings = string_list(root["cold_ceilings"], "cold_ceilings", path);
+    for (const auto& c : f.cold_ceilings)
+      if (std::find(f.ceilings.begin(), f.ceilings.end(), c) == f.ceilings.end())
+        throw Error(path + ": cold_ceilings names '" + c + "', which is not in 'ceilings'");
     if (root["blas_core_types"]) f.blas_core_types = root["blas_core_types"].as<bool>();
     if (root["wrapped_vendor"]) f.wrapped_vendor = root["wrapped_vendor"].as<std::string>();
     if (root["work_unit"]) f.work_unit = root["work_unit"].as<std::string>();

@@ -50,6 +50,9 @@ struct FamilyDescriptor {
   std::string family;
   std::string executable;             // bench_<family>
   std::vector<std::string> ceilings;  // program stems without "ceiling_"
+  // The ceilings that also time cold (`--cache cold`, popper/ceiling_cli.h):
+  // run cold on every shape whose suite lists a cold row.
+  std::vector<std::string> cold_ceilings;
   // The vendor whose library the wrapped tier calls with the environment as
   // inherited: only that vendor's inherited configuration is timed on every
   // shape however slow it is (FFI overhead is measured against it); another

@@ -52,7 +52,13 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
     const auto name = parse_bench_name(b.value("run_name", b.value("name", "")));
     if (!name) continue;  // not a protocol row
     const std::string tier(to_string(name->tier));
-    BenchKey key{name->family, name->tier, tier, name->shape, name->precision, name->threads, "warm"};
+    BenchKey key{name->family,
+                 name->tier,
+                 tier,
+                 name->shape,
+                 name->precision,
+                 name->threads,
+                 std::string(to_string(name->cache))};
     const std::string ctx_key = "popper_backend_" + tier;
     if (context.contains(ctx_key) && context[ctx_key].is_string()) key.backend = context[ctx_key].get<std::string>();
     BenchRow* row = find_row(rows, key);

@@ -193,6 +193,27 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   return summarize(logs, median(all_n) / median(all_d), alpha, static_cast<int>(vn.size()) - 1);
 }
 
+TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den, double alpha) {
+  const auto gn = by_trial(num), gd = by_trial(den);
+  std::vector<double> r;
+  for (const auto& [t, v] : gn)
+    if (auto it = gd.find(t); it != gd.end() && !v.empty() && !it->second.empty())
+      r.push_back(median(v) / median(it->second));
+  if (r.empty()) return {};
+  std::sort(r.begin(), r.end());
+  const int n = static_cast<int>(r.size());
+  // k - 1 = the largest j with P(B <= j) <= alpha/2, B ~ Binomial(n, 1/2); k at least 1.
+  int k = 1;
+  double tail = 0, term = std::pow(0.5, n);  // P(B = 0)
+  for (int j = 0; j < n / 2; ++j) {
+    tail += term;
+    if (tail > alpha / 2) break;
+    k = j + 1;
+    term *= static_cast<double>(n - j) / (j + 1);
+  }
+  return {r[static_cast<std::size_t>(k - 1)], r[static_cast<std::size_t>(n - k)], n};
+}
+
 namespace {
 // The spread on one side, or both sides' when that side has none (every
 // resample on it tied with the median).

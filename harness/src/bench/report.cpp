@@ -20,7 +20,10 @@ namespace {
 struct Group {
   std::string precision;
   int threads;
-  bool operator<(const Group& o) const { return std::tie(precision, threads) < std::tie(o.precision, o.threads); }
+  std::string cache_mode;
+  bool operator<(const Group& o) const {
+    return std::tie(cache_mode, precision, threads) < std::tie(o.cache_mode, o.precision, o.threads);
+  }
 };
 
 std::vector<std::string> shapes_in_order(const BenchTable& t) {
@@ -33,7 +36,7 @@ std::vector<std::string> shapes_in_order(const BenchTable& t) {
 std::set<Group> groups(const BenchTable& t) {
   std::set<Group> g;
   for (const auto& r : t.rows)
-    if (r.unit == kUnitSeconds) g.insert({r.key.precision, r.key.threads});
+    if (r.unit == kUnitSeconds) g.insert({r.key.precision, r.key.threads, r.key.cache_mode});
   return g;
 }
 
@@ -47,11 +50,11 @@ std::string num(double v, const char* fmt) {
 }  // namespace
 
 const BenchRow* best_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
-                         int threads) {
+                         int threads, const std::string& cache_mode) {
   const BenchRow* best = nullptr;
   for (const auto& r : t.rows) {
     if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
-        r.samples.empty() || r.unit != kUnitSeconds || !r.valid())
+        r.key.cache_mode != cache_mode || r.samples.empty() || r.unit != kUnitSeconds || !r.valid())
       continue;
     if (!best || r.median() < best->median()) best = &r;
   }
@@ -59,14 +62,14 @@ const BenchRow* best_row(const BenchTable& t, Tier tier, const std::string& shap
 }
 
 const BenchRow* matching_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
-                             int threads, const std::string& backend) {
+                             int threads, const std::string& backend, const std::string& cache_mode) {
   for (const auto& r : t.rows)
     if (r.key.tier == tier && r.key.shape == shape && r.key.precision == precision && r.key.threads == threads &&
-        r.key.backend == backend && !r.samples.empty() && r.unit == kUnitSeconds)
+        r.key.cache_mode == cache_mode && r.key.backend == backend && !r.samples.empty() && r.unit == kUnitSeconds)
       // An invalid row of that configuration: no figure, rather than another
       // configuration's passed off as this one's (FFI overhead would mix both).
       return r.valid() ? &r : nullptr;
-  return best_row(t, tier, shape, precision, threads);
+  return best_row(t, tier, shape, precision, threads, cache_mode);
 }
 
 namespace {
@@ -178,31 +181,50 @@ std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTabl
   return out;
 }
 
+namespace {
+// A bound is an upper limit on what the row can do; a tier measured above it
+// shows that the probe behind it did not see what the kernel does (its
+// footprint, thread count or page size differ from the row's). Names the
+// fastest such tier and its figure, "" when every tier is within the bound.
+std::string bound_beaten(const ShapeFigures& f) {
+  const BenchRow* fastest = nullptr;
+  for (const BenchRow* r : {f.ceiling, f.wrapped, f.hand})
+    if (r && r->throughput() > f.bound->flops && (!fastest || r->throughput() > fastest->throughput())) fastest = r;
+  if (!fastest) return "";
+  return tier_text(fastest->key.tier) + " measured at " +
+         num(100.0 * fastest->throughput() / f.bound->flops, "%.1f%%") + " of its " + f.bound->limit +
+         " bound: the probe behind it differs from this row in footprint (" + mib(f.bound_row->bytes_per_iter) +
+         "), thread count (" + std::to_string(fastest->key.threads) + ") or page size, so it bounds nothing here";
+}
+}  // namespace
+
 std::vector<GroupFigures> table_figures(const BenchTable& t) {
   std::vector<GroupFigures> out;
   const double nan = std::nan("");
   const double llc = parse_peaks(t).llc;
   for (const auto& g : groups(t)) {
-    GroupFigures gf{g.precision, g.threads, {}};
+    GroupFigures gf{g.precision, g.threads, g.cache_mode, {}};
     for (const auto& shape : shapes_in_order(t)) {
       ShapeFigures f{};
       f.shape = shape;
-      f.ceiling = best_row(t, Tier::Ceiling, shape, g.precision, g.threads);
-      f.wrapped = best_row(t, Tier::Wrapped, shape, g.precision, g.threads);
-      f.hand = best_row(t, Tier::Hand, shape, g.precision, g.threads);
+      auto in_group = [&](const BenchRow& r) {
+        return r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads &&
+               r.key.cache_mode == g.cache_mode;
+      };
+      f.ceiling = best_row(t, Tier::Ceiling, shape, g.precision, g.threads, g.cache_mode);
+      f.wrapped = best_row(t, Tier::Wrapped, shape, g.precision, g.threads, g.cache_mode);
+      f.hand = best_row(t, Tier::Hand, shape, g.precision, g.threads, g.cache_mode);
       for (const auto& r : t.rows)
-        if (!r.valid() && r.key.tier == Tier::Ceiling && r.key.shape == shape && r.key.precision == g.precision &&
-            r.key.threads == g.threads)
-          f.invalid_ceilings.push_back(&r);
+        if (!r.valid() && r.key.tier == Tier::Ceiling && in_group(r)) f.invalid_ceilings.push_back(&r);
       if (!f.ceiling && !f.wrapped && !f.hand) {
         // A row may exist without samples (incorrect): still show it.
         bool any = false;
-        for (const auto& r : t.rows)
-          any |= r.key.shape == shape && r.key.precision == g.precision && r.key.threads == g.threads;
+        for (const auto& r : t.rows) any |= in_group(r);
         if (!any) continue;
       }
-      const BenchRow* c_same =
-          f.wrapped ? matching_row(t, Tier::Ceiling, shape, g.precision, g.threads, f.wrapped->key.backend) : nullptr;
+      const BenchRow* c_same = f.wrapped ? matching_row(t, Tier::Ceiling, shape, g.precision, g.threads,
+                                                        f.wrapped->key.backend, g.cache_mode)
+                                         : nullptr;
       auto per_work = [](const BenchRow* r) {
         return r->work_per_iter > 0 ? r->median() / r->work_per_iter : r->median();
       };
@@ -228,8 +250,10 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
           f.bound->limit = "compute, cache-resident: measured above the DRAM bound";
         }
       }
+      if (f.bound && f.bound->flops > 0) f.bound_invalid = bound_beaten(f);
       auto pct = [&](const BenchRow* r) {
-        return r && f.bound && f.bound->flops > 0 ? 100.0 * r->throughput() / f.bound->flops : nan;
+        return r && f.bound && f.bound->flops > 0 && f.bound_invalid.empty() ? 100.0 * r->throughput() / f.bound->flops
+                                                                             : nan;
       };
       f.hand_pct_of_bound = pct(f.hand);
       f.ceiling_pct_of_bound = pct(f.ceiling);
@@ -247,9 +271,7 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
                                                      : 0.0;
       auto verdict = [&](Tier tier) {
         for (const auto& r : t.rows)
-          if (r.key.tier == tier && r.key.shape == shape && r.key.precision == g.precision &&
-              r.key.threads == g.threads)
-            return r.verdict;
+          if (r.key.tier == tier && in_group(r)) return r.verdict;
         return Verdict::not_run("no row");
       };
       f.verdict_wrapped = verdict(Tier::Wrapped);
@@ -263,6 +285,7 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
 
 std::string bound_cell(const ShapeFigures& f) {
   if (!f.bound) return f.peak > 0 ? gf(f.peak) + " (measured peak)" : "—";
+  if (!f.bound_invalid.empty()) return gf(f.bound->flops) + " (invalid: " + f.bound_invalid + ")";
   std::string cell = gf(f.bound->flops) + " (" + f.bound->limit;
   if (f.bound->in_llc) cell += " " + mib(f.bound_row->bytes_per_iter);
   else cell += ", " + num(f.bound->intensity, "%.3g") + " flop/B";
@@ -313,7 +336,9 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
               : std::string("Roofline: no measured peaks in this table (run `popper peak`). "))
       << "Medians over the repetitions; cv = stddev/mean.\n";
   for (const auto& g : table_figures(t)) {
-    out << "\n## " << g.precision << ", threads " << g.threads << "\n\n";
+    out << "\n## " << g.precision << ", threads " << g.threads
+        << (g.cache_mode == "warm" ? "" : ", " + g.cache_mode + " (operands evicted from the caches before each call)")
+        << "\n\n";
     out << "| shape | ceiling " << unit << " (winner) | wrapped " << unit << " | hand " << unit
         << " | hand ÷ ceiling | FFI overhead | wrapped ÷ ceiling | bound " << unit
         << " (limit) | hand % bound | ceiling % bound | cv (c/w/h) | verdict (wrapped / hand) |\n";
@@ -359,7 +384,7 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
     for (const auto& r : t.rows) {
       if (r.key.tier != Tier::Ceiling || r.samples.empty()) continue;
       const double cvv = coefficient_of_variation(r.samples);
-      const BenchRow* best = best_row(t, Tier::Ceiling, r.key.shape, r.key.precision, r.key.threads);
+      const BenchRow* best = best_row(t, Tier::Ceiling, r.key.shape, r.key.precision, r.key.threads, r.key.cache_mode);
       // An invalid row keeps its measurement on show, but no ratio is taken from it.
       out << "| " << r.key.shape << " | " << r.key.precision << " | " << r.key.threads << " | " << r.key.backend
           << (best == &r ? " **best**" : "") << " | " << num(r.throughput() * scale.factor, "%.2f") << " | "
@@ -591,7 +616,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     double vmax = pk;
     for (const auto& shape : shapes)
       for (const auto& [tier, color] : tiers)
-        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads))
+        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads, g.cache_mode))
           vmax = std::max(vmax, r->throughput() * scale.factor);
     const std::vector<double> ticks = axis_ticks(vmax);
     const double axis_max = ticks.back();
@@ -616,7 +641,7 @@ std::string render_svg(const BenchTable& t, const std::string& family, const Pea
     for (const auto& shape : shapes) {
       double bx = x;
       for (const auto& [tier, color] : tiers) {
-        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads)) {
+        if (const BenchRow* r = best_row(t, tier, shape, g.precision, g.threads, g.cache_mode)) {
           const double v = r->throughput() * scale.factor, y = ypos(v);
           char lab[32];
           std::snprintf(lab, sizeof lab, "%.1f", v);

@@ -25,17 +25,17 @@
 
 namespace popper::bench {
 
-// Picks the row of `tier` for (shape, precision, threads) with the lowest
-// median among the valid ones with samples (an invalid ceiling, plausibility.hpp,
-// is never best); nullptr when none.
+// Picks the row of `tier` for (shape, precision, threads, cache mode) with the
+// lowest median among the valid ones with samples (an invalid ceiling,
+// plausibility.hpp, is never best); nullptr when none.
 const BenchRow* best_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
-                         int threads);
+                         int threads, const std::string& cache_mode = "warm");
 
 // The `tier` row with the given backend when there is one (so wrapped/ceiling
 // compares the same OpenBLAS core: FFI overhead, not core choice): nullptr
 // when that row is invalid; else best_row.
 const BenchRow* matching_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
-                             int threads, const std::string& backend);
+                             int threads, const std::string& backend, const std::string& cache_mode = "warm");
 
 // The roofline bound of a row; nullopt without measured peaks, flop work or bytes.
 struct RooflineBound {
@@ -65,6 +65,9 @@ struct ShapeFigures {
   std::optional<RooflineBound> bound;  // of the hand row (else the ceiling's, else the wrapped's)
   const BenchRow* bound_row = nullptr;
   double hand_pct_of_bound, ceiling_pct_of_bound;  // throughput / bound (without a roofline: / measured peak), %
+  // Why the bound does not hold for this shape ("" when it does): a tier measured above it. The
+  // percentages of it are then left blank; no figure is judged against a bound a kernel beats.
+  std::string bound_invalid;
   double peak = 0;   // without a roofline (device rows): the measured peak the rows' pct_of_peak divides by
   double cv_pct[3];  // ceiling, wrapped, hand: 100 * stddev / mean (0 with one sample)
   Verdict verdict_wrapped, verdict_hand;  // the tier's verdict column, not run without a row
@@ -72,6 +75,7 @@ struct ShapeFigures {
 struct GroupFigures {
   std::string precision;
   int threads = 1;
+  std::string cache_mode = "warm";
   std::vector<ShapeFigures> shapes;  // in the table's shape order
 };
 // Every (precision, threads) group of timed rows, each shape with any row in it.

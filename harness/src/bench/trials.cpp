@@ -60,9 +60,10 @@ void TrialRunner::add(std::vector<BenchRow> got, int trial) {
 }
 
 void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial) {
-  const std::vector<std::string> argv = {
+  std::vector<std::string> argv = {
       bin_ + "ceiling_" + s.ceiling, "--shape",    s.shape,  "--reps", std::to_string(opt_.reps_per_trial), "--threads",
       std::to_string(s.threads),     "--min-time", min_time_};
+  if (s.cache == CacheMode::Cold) argv.insert(argv.end(), {"--cache", "cold"});
   // The configuration's variables win over the run's timing environment.
   auto env = cfg.env_set(s.threads);
   const auto unset = cfg.env_unset();
@@ -87,12 +88,15 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
   std::erase_if(got, [&](const BenchRow& g) {
     return std::find(opt_.precisions.begin(), opt_.precisions.end(), g.key.precision) == opt_.precisions.end();
   });
-  for (auto& g : got) g.work_unit = fam_.work_unit;
+  for (auto& g : got) {
+    g.work_unit = fam_.work_unit;
+    g.key.cache_mode = std::string(to_string(s.cache));  // the ceiling CSV has no cache column: the mode asked for
+  }
   add(std::move(got), trial);
 }
 
 void TrialRunner::run_suite(const Step& s, int trial) {
-  const std::string name = format_bench_name({fam_.family, s.tier, s.shape, s.precision, s.threads});
+  const std::string name = format_bench_name({fam_.family, s.tier, s.shape, s.precision, s.threads, s.cache});
   const std::string json_path = popper::make_temp_file("popper-gbench");
   if (json_path.empty()) throw Error("cannot create a temporary file");
   const auto r = run_process(
@@ -133,8 +137,9 @@ void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std
     const std::string eta = done_ ? fmt::format(", ~{} remaining", duration_text(now / static_cast<double>(done_) *
                                                                                  static_cast<double>(total_ - done_)))
                                   : "";
-    say(fmt::format("[{}, {}/{}] {} {} {} threads:{} {}{} — elapsed {}{}", label, done_ + 1, total_, fam_.family,
-                    s.shape, s.precision.empty() ? "f32+f64" : s.precision, s.threads, tier_text(s.tier),
+    say(fmt::format("[{}, {}/{}] {} {} {} threads:{}{} {}{} — elapsed {}{}", label, done_ + 1, total_, fam_.family,
+                    s.shape, s.precision.empty() ? "f32+f64" : s.precision, s.threads,
+                    s.cache == CacheMode::Cold ? " cold" : "", tier_text(s.tier),
                     s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : "", duration_text(now), eta));
     current_step_ = which[at];
     if (s.tier == Tier::Ceiling) {

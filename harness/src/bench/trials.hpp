@@ -27,6 +27,7 @@ struct Step {
   std::string precision;  // "" for a ceiling step
   int threads;
   std::string ceiling;
+  CacheMode cache = CacheMode::Warm;
 };
 
 // "3m05s", "1h02m".

@@ -217,6 +217,7 @@ Contract build(const YAML::Node& root, const std::string& file, Profile profile)
       if (bc.shapes.size() == 1 && bc.shapes[0] == "all") bc.shapes.clear();
       bc.precision = scalar(b, "precision");
       if (auto t = number<int>(b, "threads"); t && *t >= 0) bc.threads = *t;
+      if (const std::string cache = scalar(b, "cache"); !cache.empty()) bc.cache = cache;
       bc.pos = schema::pos_of(b, file);
       c.benchmarks.push_back(std::move(bc));
     }

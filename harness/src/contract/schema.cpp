@@ -65,6 +65,7 @@ std::vector<std::string> tier_values() {
 // The bench protocol's tiers (popper/bench_protocol.hpp), so a claim can name every tier a suite registers.
 const NodeSpec kTier{Kind::Enum, {}, nullptr, tier_values(), "a bench tier"};
 const NodeSpec kOp{Kind::Enum, {}, nullptr, {"<", "<=", ">", ">="}, "a comparison"};
+const NodeSpec kCacheMode{Kind::Enum, {}, nullptr, {"warm", "cold"}, "a cache mode"};
 
 const NodeSpec kMetadata{Kind::Map,
                          {{"version", R::Always, &kString},
@@ -307,6 +308,7 @@ const NodeSpec kBenchmark{Kind::Map,
                            {"shapes", R::Never, &kStringOrList},
                            {"precision", R::Never, &kString},
                            {"threads", R::Never, &kCount},
+                           {"cache", R::Never, &kCacheMode},
                            {"applies_to", R::Never, &kString}},
                           nullptr,
                           {},

@@ -253,7 +253,7 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
   const std::string& unit = scale.unit;
   const auto groups = bench::table_figures(t);
   for (const auto& g : groups) {
-    o << "<h4>" << esc(g.precision) << ", threads " << g.threads
+    o << "<h4>" << esc(g.precision) << ", threads " << g.threads << (g.cache_mode == "warm" ? "" : ", " + g.cache_mode)
       << "</h4>\n<table class=\"num\"><tr><th>shape</th><th>ceiling " << unit
       << " (best configuration)</th><th>wrapped " << unit << "</th><th>hand " << unit
       << "</th><th>hand ÷ best ceiling</th><th>hand % of peak</th><th>roofline bound " << unit
