@@ -445,6 +445,14 @@ TEST(BenchReport, WithoutARooflineTheBoundIsTheRowsMeasuredPeak) {
   const auto md = pb::render_markdown(t, "gemm");
   EXPECT_NE(md.find("(measured peak)"), std::string::npos) << md;
   EXPECT_NE(md.find("Bound = the device's measured peak"), std::string::npos) << md;
+  // A ceiling above that peak (the q4k GEMV reading a footprint in the LLC faster than the triad): invalid.
+  t.rows[0] = timed("ceiling", "s", 2.0 / 3.75);  // 3.75x the hand row's 40%
+  t.rows[0].pct_of_peak = 150;
+  const auto over = pb::table_figures(t)[0].shapes[0];
+  EXPECT_NE(over.bound_invalid.find("ceiling measured at 150.0% of its measured peak bound"), std::string::npos)
+      << over.bound_invalid;
+  EXPECT_TRUE(std::isnan(over.hand_pct_of_bound));
+  EXPECT_TRUE(std::isnan(over.ceiling_pct_of_bound));
 }
 
 TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
@@ -510,4 +518,19 @@ TEST(BenchFamily, DeviceBlockGivesTheDeviceRun) {
   EXPECT_EQ(d.device->env[0].second, "cuda");
   EXPECT_THROW(pb::on_device(pb::parse_family_yaml("family: q4k\n", "q4k.yaml")), popper::Error);
   EXPECT_THROW(pb::parse_family_yaml("family: g\ndevice:\n  peak: {f32: warp}\n", "g.yaml"), popper::Error);
+}
+
+// Work accounting: fewer instructions a call than the declared FLOP over the
+// widest vector instruction of the precision is implausible; at or above it,
+// or work not counted in FLOP, nothing is said.
+TEST(BenchGate, AGateRowRetiringFewerInstructionsThanItsWorkNeedsIsImplausible) {
+  pb::BenchRow r = timed("hand", "cpu:avx512", 1.0);
+  r.work_per_iter = 2.0 * 64 * 64 * 64;  // small_64: 524288 FLOP, f32: at least 16384 512-bit FMAs
+  EXPECT_EQ(pb::implausibly_few_instructions(r, 16384), "");
+  EXPECT_NE(pb::implausibly_few_instructions(r, 200).find("200 instructions a call for 5.243e+05 FLOP"),
+            std::string::npos);
+  r.key.precision = "f64";
+  EXPECT_NE(pb::implausibly_few_instructions(r, 16384), "");  // f64 needs 32768
+  r.work_unit = "items";
+  EXPECT_EQ(pb::implausibly_few_instructions(r, 1), "");
 }

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/ingest.hpp"
@@ -226,12 +227,28 @@ std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDes
   row.unit = kUnitInstructions;
   row.key.cache_mode = "callgrind";
   row.samples = {ir / fam.gate.iterations};
+  if (const std::string why = implausibly_few_instructions(row, row.samples[0]); !why.empty()) {
+    row.verdict = Verdict::invalid(why);
+    row.samples.clear();  // reported like a failed row: missing from the gate, never UNCHANGED
+  }
   if (functions) {
     functions->clear();
     for (const auto& [f, v] : callgrind_function_ir(cg))
       if (v >= 0.001 * ir) (*functions)[f] = v / fam.gate.iterations;  // >= 0.1% of the row
   }
   return row;
+}
+
+std::string implausibly_few_instructions(const BenchRow& row, double instructions_per_call) {
+  if (row.work_unit != "flop" || row.work_per_iter <= 0) return "";
+  const std::string& p = row.key.precision;
+  const double widest = p == "f32" ? 32 : p == "f64" ? 16 : p == "bf16" || p == "f16" ? 64 : 128;
+  const double least = row.work_per_iter / widest;
+  if (instructions_per_call >= least) return "";
+  return fmt::format(
+      "{:.4g} instructions a call for {:.4g} FLOP: fewer than the {:.4g} its widest vector "
+      "instruction ({:.0f} FLOP each) needs, so the call skipped work",
+      instructions_per_call, row.work_per_iter, least, widest);
 }
 
 GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam) {

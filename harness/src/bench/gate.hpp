@@ -84,6 +84,14 @@ GateRun run_gate(const GateOptions& opt, const FamilyDescriptor& fam);
 std::optional<BenchRow> measure_gate_row(const GateOptions& opt, const FamilyDescriptor& fam, const BenchKey& key,
                                          FunctionCounts* functions = nullptr);
 
+// Work accounting: a call that retires fewer instructions than its declared
+// work allows cannot have done it. The most work one instruction can do is
+// the widest vector instruction a path of that precision uses, as FLOP:
+// a 512-bit FMA (f32 32, f64 16), AVX512-BF16's pair dot (bf16 and f16 64),
+// VNNI's byte dot (128, q4k and any other precision). "" when the count is
+// plausible or the work is not FLOP; else why not.
+std::string implausibly_few_instructions(const BenchRow& row, double instructions_per_call);
+
 // Parses "totals:"/"summary:" from a callgrind output file's text.
 double callgrind_total_ir(const std::string& text);
 // Self cost (Ir) per function name of a callgrind output file's text.

@@ -186,15 +186,15 @@ namespace {
 // shows that the probe behind it did not see what the kernel does (its
 // footprint, thread count or page size differ from the row's). Names the
 // fastest such tier and its figure, "" when every tier is within the bound.
-std::string bound_beaten(const ShapeFigures& f) {
+std::string bound_beaten(const ShapeFigures& f, double bound, const std::string& limit) {
   const BenchRow* fastest = nullptr;
   for (const BenchRow* r : {f.ceiling, f.wrapped, f.hand})
-    if (r && r->throughput() > f.bound->flops && (!fastest || r->throughput() > fastest->throughput())) fastest = r;
+    if (r && r->throughput() > bound && (!fastest || r->throughput() > fastest->throughput())) fastest = r;
   if (!fastest) return "";
-  return tier_text(fastest->key.tier) + " measured at " +
-         num(100.0 * fastest->throughput() / f.bound->flops, "%.1f%%") + " of its " + f.bound->limit +
-         " bound: the probe behind it differs from this row in footprint (" + mib(f.bound_row->bytes_per_iter) +
-         "), thread count (" + std::to_string(fastest->key.threads) + ") or page size, so it bounds nothing here";
+  return tier_text(fastest->key.tier) + " measured at " + num(100.0 * fastest->throughput() / bound, "%.1f%%") +
+         " of its " + limit + " bound: the probe behind it differs from this row in footprint (" +
+         mib(f.bound_row->bytes_per_iter) + "), thread count (" + std::to_string(fastest->key.threads) +
+         ") or page size, so it bounds nothing here";
 }
 }  // namespace
 
@@ -250,7 +250,7 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
           f.bound->limit = "compute, cache-resident: measured above the DRAM bound";
         }
       }
-      if (f.bound && f.bound->flops > 0) f.bound_invalid = bound_beaten(f);
+      if (f.bound && f.bound->flops > 0) f.bound_invalid = bound_beaten(f, f.bound->flops, f.bound->limit);
       auto pct = [&](const BenchRow* r) {
         return r && f.bound && f.bound->flops > 0 && f.bound_invalid.empty() ? 100.0 * r->throughput() / f.bound->flops
                                                                              : nan;
@@ -263,6 +263,8 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
         f.ceiling_pct_of_bound = of_peak(f.ceiling);
         if (const BenchRow* r = f.hand && f.hand->pct_of_peak > 0 ? f.hand : f.ceiling; r && r->pct_of_peak > 0)
           f.peak = r->throughput() / (r->pct_of_peak / 100);
+        if (f.peak > 0 && f.bound_row) f.bound_invalid = bound_beaten(f, f.peak, "measured peak");
+        if (!f.bound_invalid.empty()) f.hand_pct_of_bound = f.ceiling_pct_of_bound = nan;
       }
       const BenchRow* tiers[3] = {f.ceiling, f.wrapped, f.hand};
       for (int i = 0; i < 3; ++i)
@@ -284,8 +286,8 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
 }
 
 std::string bound_cell(const ShapeFigures& f) {
+  if (!f.bound_invalid.empty()) return gf(f.bound ? f.bound->flops : f.peak) + " (invalid: " + f.bound_invalid + ")";
   if (!f.bound) return f.peak > 0 ? gf(f.peak) + " (measured peak)" : "—";
-  if (!f.bound_invalid.empty()) return gf(f.bound->flops) + " (invalid: " + f.bound_invalid + ")";
   std::string cell = gf(f.bound->flops) + " (" + f.bound->limit;
   if (f.bound->in_llc) cell += " " + mib(f.bound_row->bytes_per_iter);
   else cell += ", " + num(f.bound->intensity, "%.3g") + " flop/B";
