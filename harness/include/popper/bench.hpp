@@ -22,7 +22,7 @@
 // (the gate), POPPER_BENCH_INJECT_SLOWDOWN=f makes the hand tier do (1 + f)
 // times its work (the check's self-test), POPPER_BENCH_MUTANT names a bench
 // mutant (below), POPPER_BENCH_EVICT_BYTES sizes a cold row's eviction
-// (evict_bytes). `--popper_machine_probe` prints what
+// (popper/cache_evict.h). `--popper_machine_probe` prints what
 // the instruction gate keys its baselines on and exits (machine_probe_json).
 #pragma once
 #include <benchmark/benchmark.h>
@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "popper/bench_protocol.hpp"
+#include "popper/cache_evict.h"
 
 namespace popper::bench {
 
@@ -186,49 +187,6 @@ inline bool skips_work(const Case& c) {
   return on && c.tier == Tier::Hand && detail::in_timed_path;
 }
 
-// Bytes a cold row streams through before each timed call to push its
-// operands out of every cache: POPPER_BENCH_EVICT_BYTES when set (the harness
-// passes four times the LLC its probe measured: twice the most it can be),
-// else twice the L3 the system reports, within [32 MiB, 512 MiB] (a VM may
-// report its host's whole L3).
-inline std::size_t evict_bytes() {
-  constexpr std::size_t lo = std::size_t(32) << 20, hi = std::size_t(512) << 20;
-  if (const char* v = std::getenv("POPPER_BENCH_EVICT_BYTES"); v && *v) {
-    const double b = std::strtod(v, nullptr);
-    if (b >= 1 << 20 && b <= 16.0 * hi) return static_cast<std::size_t>(b);
-  }
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return std::clamp(l3 > 0 ? 2 * static_cast<std::size_t>(l3) : lo, lo, hi);
-}
-
-// Reads one word of every cache line of a buffer larger than the caches, so
-// the lines a call left behind are evicted. Written once (the pages are
-// real), read before each cold call.
-class Evictor {
- public:
-  Evictor() : lines_(evict_bytes() / 64) {
-    buf_.assign(lines_ * 8, 1);  // 8 words of 8 bytes per line
-  }
-  // Returns the bytes it read.
-  std::size_t evict() {
-    std::uint64_t sum = 0;
-    for (std::size_t i = 0; i < lines_; ++i) sum += buf_[i * 8];
-    sink_ = sum;
-    return bytes();
-  }
-  std::size_t bytes() const { return lines_ * 64; }
-
- private:
-  std::size_t lines_;
-  std::vector<std::uint64_t> buf_;
-  volatile std::uint64_t sink_ = 0;
-};
-
-inline Evictor& evictor() {
-  static Evictor e;
-  return e;
-}
-
 // Times `call` as the case's tier when the verdict allows, else skips the
 // row with the verdict; then, given a recheck, verifies the tier again on
 // fresh operands (one call more a row).
@@ -239,36 +197,36 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   // Under the cached-result mutant the tier computes once, then no more: the
   // timed loop stays the plain call otherwise.
   const bool cached = c.tier == Tier::Hand && bench_mutant() == "cached-result";
+  bool evicted_every_call = true;
+  detail::in_timed_path = true;  // through the call after timing, which goes the timed loop's way
   if (cached) {
     call();
     auto nothing = [] {};
     for (auto _ : state) call_tier(c.tier, nothing);
   } else if (c.cache == CacheMode::Cold) {
     // Each call timed alone, after the eviction (manual time: the eviction is not counted).
-    Evictor& ev = evictor();
     const bool keep_warm = bench_mutant() == "warm-under-cold";
+    const std::size_t per_call = popper_evict_bytes();
     std::size_t evicted = 0;
-    detail::in_timed_path = true;
     for (auto _ : state) {
-      if (!keep_warm) evicted += ev.evict();
+      if (!keep_warm) evicted += popper_evict();
       const auto t0 = std::chrono::steady_clock::now();
       call_tier(c.tier, call);
       state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    detail::in_timed_path = false;
-    // Every call of a cold row follows a full eviction, or the row was timed warm.
-    if (evicted < static_cast<std::size_t>(state.iterations()) * ev.bytes())
-      return skip(state, Verdict::invalid("cold, yet the caches were not evicted before every timed call"));
+    evicted_every_call = evicted >= per_call * static_cast<std::size_t>(state.iterations());
   } else {
-    detail::in_timed_path = true;
     for (auto _ : state) call_tier(c.tier, call);
-    detail::in_timed_path = false;
   }
   if (recheck) {
     recheck.refill(0x9e3779b97f4a7c15ULL);
-    detail::in_timed_path = true;  // the call after timing goes the timed loop's way
     if (!cached) call();
-    detail::in_timed_path = false;
+  }
+  detail::in_timed_path = false;
+  // Every call of a cold row follows a full eviction, or the row was timed warm.
+  if (!evicted_every_call)
+    return skip(state, Verdict::invalid("cold, yet the caches were not evicted before every timed call"));
+  if (recheck) {
     if (const Verdict after = recheck.verify(); !after.is_verified()) {
       // A check that passed before timing and fails after it is a wrong answer the timing was taken from.
       const std::string_view why = std::string_view(after.label).substr(after.is_incorrect() ? 11 : 0);

@@ -14,7 +14,7 @@
  * --min-time: seconds one repetition lasts at least (default 0.2; bench
  * compare passes its own, as it does to the suites).
  * --cache cold: every timed call starts with its operands out of the caches
- * (ceiling_evict, not timed), as popper/bench.hpp times a suite's cold rows.
+ * (popper_evict, not timed), as popper/bench.hpp times a suite's cold rows.
  * Only a program that set ceiling_cold_supported accepts it.
  * stderr: progress. A program that cannot run here prints "# skipped: <why>"
  * as its first stdout line and exits 0. Header-only (static functions), C11. */
@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "popper/cache_evict.h"
+
 #define CEILING_MAX_FILTERS 64
 
 struct ceiling_args {
@@ -47,41 +49,6 @@ struct ceiling_args {
 
 /* Set to 1 by a program whose timing loop honours args.cold, before parsing. */
 static int ceiling_cold_supported = 0;
-
-/* Bytes read before each cold call: POPPER_BENCH_EVICT_BYTES when set (twice
- * the LLC at most, from bench compare), else twice the reported L3 within
- * [32 MiB, 512 MiB]; the rule of popper::bench::evict_bytes. */
-static size_t ceiling_evict_bytes(void) {
-  const size_t lo = (size_t)32 << 20, hi = (size_t)512 << 20;
-  const char* v = getenv("POPPER_BENCH_EVICT_BYTES");
-  if (v && *v) {
-    const double b = atof(v);
-    if (b >= (double)(1 << 20) && b <= 16.0 * (double)hi) return (size_t)b;
-  }
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  const size_t want = l3 > 0 ? 2 * (size_t)l3 : lo;
-  return want < lo ? lo : want > hi ? hi : want;
-}
-
-/* Reads one word of every cache line of a buffer larger than the caches, so
- * what the previous call left there is evicted. */
-static void ceiling_evict(void) {
-  static unsigned long long* buf;
-  static size_t lines;
-  static volatile unsigned long long sink;
-  if (!buf) {
-    lines = ceiling_evict_bytes() / 64;
-    buf = (unsigned long long*)malloc(lines * 64);
-    if (!buf) {
-      fprintf(stderr, "ceiling: cannot allocate %zu bytes to evict the caches\n", lines * 64);
-      exit(1);
-    }
-    for (size_t i = 0; i < lines * 8; ++i) buf[i] = 1;
-  }
-  unsigned long long sum = 0;
-  for (size_t i = 0; i < lines; ++i) sum += buf[i * 8];
-  sink = sum;
-}
 
 /* Seconds on CLOCK_MONOTONIC. */
 static double ceiling_now(void) {
@@ -115,7 +82,7 @@ static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long
 }
 
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch
- * (warm), or each call alone after ceiling_evict, which is not timed (cold). */
+ * (warm), or each call alone after popper_evict, which is not timed (cold). */
 static double ceiling_time_calls(const struct ceiling_args* a, long iters, void (*call)(void*), void* ctx) {
   if (!a->cold) {
     const double t0 = ceiling_now();
@@ -124,7 +91,7 @@ static double ceiling_time_calls(const struct ceiling_args* a, long iters, void 
   }
   double total = 0;
   for (long it = 0; it < iters; ++it) {
-    ceiling_evict();
+    popper_evict();
     const double t0 = ceiling_now();
     call(ctx);
     total += ceiling_now() - t0;

@@ -293,7 +293,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   auto steps = plan_steps(opt, fam);
   const bool want_ceiling = std::find(opt.tiers.begin(), opt.tiers.end(), Tier::Ceiling) != opt.tiers.end();
   const CeilingPlan plan = want_ceiling ? screen_ceilings(opt, fam, machine) : CeilingPlan{};
-  // A cold row evicts twice the LLC (popper/bench.hpp evict_bytes): the probe doubles its sizes, so the
+  // A cold row evicts twice the LLC (popper/cache_evict.h): the probe doubles its sizes, so the
   // real LLC is up to twice what it measured, and four times the measure covers it.
   CompareOptions timed = opt;
   if (peak && peak->llc_bytes > 0)
