@@ -71,13 +71,16 @@ test-run: build
 # The audit runs every test under each of its mutants (--mutants) and exits 1
 # on any failure its report lists (waivers: waivers.yaml, id + reason + expiry).
 # Results of the CPU-matrix legs (make test-cpus), when present, join the
-# evidence: per obligation, which CPU paths passed where.
+# evidence: per obligation, which CPU paths passed where. The bench mutants'
+# results (ctest bench_mutants_<family>) give the benchmarks' power.
 CPU_LEGS = $(wildcard $(BUILD_DIR)/results/cpu-*-contract_tests.json)
 CPU_MUTANTS = $(wildcard $(BUILD_DIR)/results/cpu-*-mutants.json)
+BENCH_MUTANTS = $(wildcard $(BUILD_DIR)/results/bench-mutants-*.json)
 audit: $(if $(SKIP_TESTS),build,test-run)
 	$(POPPER) audit --contracts contracts --mutants \
 	  --results $(BUILD_DIR)/results/contract_tests $(CPU_LEGS) \
 	  $(if $(CPU_MUTANTS),--mutant-results $(CPU_MUTANTS)) \
+	  $(if $(BENCH_MUTANTS),--bench-mutant-results $(BENCH_MUTANTS)) \
 	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests \
 	  $(if $(wildcard reports/bench-claims.json),--bench-claims reports/bench-claims.json) \
 	  $(if $(WAIVERS),--waivers $(WAIVERS)) \

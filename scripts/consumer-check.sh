@@ -12,7 +12,8 @@
 #      claim judged, the audit with that claim, a baseline recorded and a timed
 #      check against it (re-measured interleaved with the baseline's commit,
 #      built against the installed popper), the same check with an injected
-#      slowdown that must fail, two bench mutants that must fail, and the
+#      slowdown that must fail, the bench mutants (each caught, and failing
+#      the compare), and the
 #      instruction gate against a gate baseline recorded in the consumer's tree.
 # The consumer is copied into a git repository of its own first, as a
 # project using popper has one (the reference builds check out its commits).
@@ -88,12 +89,16 @@ grep -q '"id": *"BENCH-DOT-001"' reports/bench-claims.json &&
   { echo "consumer-check: BENCH-DOT-001 is not met" >&2; grep BENCH-DOT "$work/compare.log" >&2; exit 1; }
 grep BENCH-DOT "$work/compare.log"
 
-step "the audit judges the claim from the bench's verdicts"
+step "the dot family's bench mutants, each caught; the audit judges the claim and reports their power"
+"$popper" bench mutants --family dot -o bench-mutants-dot.json > "$work/bench-mutants.log" 2>&1 ||
+  { cat "$work/bench-mutants.log"; exit 1; }
+grep '^bench mutant' "$work/bench-mutants.log"
 "$popper" audit --contracts "$proj/contracts" --results popper_results/dot_contract_tests \
-  --test-binary ./dot_contract_tests --bench-claims reports/bench-claims.json -o audit-bench \
-  > "$work/audit-bench.log" 2>&1 ||
+  --test-binary ./dot_contract_tests --bench-claims reports/bench-claims.json \
+  --bench-mutant-results bench-mutants-dot.json -o audit-bench > "$work/audit-bench.log" 2>&1 ||
   { tail -20 "$work/audit-bench.log"; exit 1; }
 grep -E 'BENCH-DOT-001 .*\| met' audit-bench/coverage.md
+grep -E 'bench mutants killed' audit-bench/coverage.md
 
 step "a baseline, then the timed check against it, re-measured interleaved with the baseline's commit"
 "$popper" bench compare --family dot --shapes gate "${short[@]}" --out reports-base > "$work/compare-base.log" 2>&1
@@ -120,13 +125,13 @@ set -e
 grep -E 'REGRESSION' "$work/check-slow.log" | head -3
 [ "$rc" -eq 1 ] || { echo "consumer-check: the injected slowdown's check exited $rc, not 1" >&2; exit 1; }
 
-step "the bench mutants (a result cached from the first call, half the work skipped) fail the compare"
-for mutant in cached-result skipped-work; do
+step "the bench mutants fail the compare too"
+for mutant in cached-result skipped-work unsynchronised-timing; do
   if POPPER_BENCH_MUTANT=$mutant "$popper" bench compare --family dot --shapes n_1k --tiers hand "${short[@]}" \
     --out reports-mutant > "$work/compare-mutant.log" 2>&1; then
     echo "consumer-check: bench compare passed with the $mutant bench mutant" >&2; exit 1
   fi
-  grep -m1 'INCORRECT' "$work/compare-mutant.log"
+  grep -m1 -E 'INCORRECT|INVALID|invalid' "$work/compare-mutant.log"
 done
 
 step "the instruction gate against a gate baseline recorded in the consumer's tree"

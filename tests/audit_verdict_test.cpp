@@ -238,3 +238,19 @@ TEST(AuditVerdict, HeadlineWithoutClaims) {
   EXPECT_EQ(popper::audit(passing()).json.at("headline").get<std::string>(),
             "correctness PASS (exit 0); no performance claims");
 }
+
+// Rule: a bench mutant that survived fails the audit, and the benchmarks'
+// power is reported beside the tests'.
+TEST(AuditVerdict, ASurvivingBenchMutantFailsAndPowerIsReported) {
+  auto in = passing();
+  in.have_bench_mutants = true;
+  in.bench_mutants.push_back({"dot", "cached-result", "killed", 2, 2, "incorrect: after timing", ""});
+  auto rep = popper::audit(in);
+  EXPECT_EQ(rep.exit_code(), 0) << failures_of(rep);
+  EXPECT_EQ(rep.json["total"]["bench_mutants"]["killed"].get<int>(), 1);
+  EXPECT_NE(rep.markdown.find("| bench mutants killed (power of the benchmarks) | 1/1"), std::string::npos);
+  in.bench_mutants.push_back({"dot", "skipped-work", "survived", 2, 1, "incorrect: after timing", "b: timed"});
+  rep = popper::audit(in);
+  EXPECT_TRUE(fails_with(rep, "bench mutant skipped-work survived in family dot")) << failures_of(rep);
+  EXPECT_EQ(rep.json["total"]["bench_mutants"]["run"].get<int>(), 2);
+}

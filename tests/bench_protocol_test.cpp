@@ -2,8 +2,13 @@
 // product (popper/bench.hpp): names and verdicts written and read in one place.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
+#include <future>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "popper/bench.hpp"
 #include "popper/bench_protocol.hpp"
@@ -127,4 +132,67 @@ TEST(BenchApi, TimeableVerdicts) {
   EXPECT_FALSE(pb::timeable(pb::Verdict::incorrect("x")));
   EXPECT_FALSE(pb::timeable(pb::Verdict::invalid("x")));
   EXPECT_FALSE(pb::timeable(pb::Verdict::not_run("x")));
+}
+
+TEST(BenchProtocol, EveryBenchMutantNameRoundTrips) {
+  for (const auto& m : pb::kBenchMutants) {
+    EXPECT_EQ(pb::parse_bench_mutant(m.name), m.id) << m.name;
+    EXPECT_NE(m.id, pb::BenchMutant::None);
+    // A label the guarding check writes is one the harness reads back as a failed row.
+    EXPECT_TRUE(pb::Verdict::parse(m.caught_by, true).failed()) << m.caught_by;
+  }
+  EXPECT_EQ(pb::parse_bench_mutant(""), pb::BenchMutant::None);
+  EXPECT_EQ(pb::parse_bench_mutant("cached"), pb::BenchMutant::None);
+}
+
+namespace {
+// Runs `body` as one registered benchmark of 4 iterations and returns its error message ("" when timed).
+std::string run_one(const std::string& name, std::function<void(benchmark::State&)> body) {
+  struct Capture : benchmark::BenchmarkReporter {
+    std::string error;
+    bool ran = false;
+    bool ReportContext(const Context&) override { return true; }
+    void ReportRuns(const std::vector<Run>& runs) override {
+      for (const auto& r : runs) {
+        ran = true;
+        if (r.error_occurred) error = r.error_message;
+      }
+    }
+  } capture;
+  benchmark::RegisterBenchmark(name.c_str(), [body](benchmark::State& st) { body(st); })->Iterations(4);
+  benchmark::RunSpecifiedBenchmarks(&capture, "^" + name + "/");
+  benchmark::ClearRegisteredBenchmarks();
+  EXPECT_TRUE(capture.ran) << name;
+  return capture.error;
+}
+}  // namespace
+
+// A tier whose call hands its work to another thread returns before the work
+// is done. Given its wait, measure() times the wait after the timed loop and
+// reports the row invalid; the same tier waiting inside its call is timed.
+TEST(BenchApi, WorkThatOutlivesItsTimerMakesTheRowInvalid) {
+  // The unsynchronised work lasts far longer than launching it, even under
+  // emulation (qemu starts a thread in milliseconds).
+  auto row = [](bool waits_inside_the_call, int work_ms) {
+    return [waits_inside_the_call, work_ms](benchmark::State& st) {
+      std::vector<std::future<void>> pending;
+      auto work = [work_ms] { std::this_thread::sleep_for(std::chrono::milliseconds(work_ms)); };
+      pb::Case c;
+      c.family = "async";
+      pb::Work w{.work = 1, .bytes = 0, .unit = "items", .wait = [&] {
+                   for (auto& f : pending) f.wait();
+                   pending.clear();
+                 }};
+      pb::measure(
+          st, c, pb::Verdict::verified(),
+          [&] {
+            pending.push_back(std::async(std::launch::async, work));
+            if (waits_inside_the_call) w.wait();
+          },
+          w);
+    };
+  };
+  const std::string unsynchronised = run_one("async/unsynchronised", row(false, 300));
+  EXPECT_TRUE(unsynchronised.starts_with("invalid: the work outlived its timer")) << unsynchronised;
+  EXPECT_EQ(run_one("async/synchronised", row(true, 2)), "");
 }

@@ -1,5 +1,6 @@
 // popper audit --contracts DIR --results FILE... (--bindings FILE | --test-binary BIN)
-//              [--mutants | --mutant-results FILE...] [--bench-claims FILE] [--waivers FILE]
+//              [--mutants | --mutant-results FILE...] [--bench-mutant-results FILE...]
+//              [--bench-claims FILE] [--waivers FILE]
 //              [--require-claims] [--min-coverage X] [-o DIR] [--junit FILE]
 // popper mutants --test-binary BIN [--contracts DIR] [--exec-prefix CMD] [--site NAME] [--env K=V]... -o FILE
 #include <algorithm>
@@ -32,6 +33,7 @@ struct AuditOptions {
   std::string bench_claims;
   std::string waivers;
   std::vector<std::string> mutant_results;
+  std::vector<std::string> bench_mutant_results;
   bool run_mutants = false;
   bool require_claims = false;
   std::string today;
@@ -121,7 +123,8 @@ void print_summary(const AuditOptions& o, const AuditInputs& in, const AuditRepo
   std::cout << "popper audit: " << rep.json["headline"].get<std::string>() << "\n";
   std::cout << fmt::format(
       "popper audit: obligations covered {}/{}; falsification tests {} passed, {} failed, {} skipped, {} "
-      "UNBOUND, {} not run (of {}); harnesses run {}/{}; mutants killed {}; benchmark claims {} met of {}\n",
+      "UNBOUND, {} not run (of {}); harnesses run {}/{}; mutants killed {}; bench mutants killed {}; benchmark claims "
+      "{} met of {}\n",
       rep.obligations.num, rep.obligations.den, t["falsification_tests"]["passed"].get<int>(),
       t["falsification_tests"]["failed"].get<int>(), t["falsification_tests"]["skipped"].get<int>(),
       t["falsification_tests"]["unbound"].get<int>(), t["falsification_tests"]["not_run"].get<int>(),
@@ -129,6 +132,9 @@ void print_summary(const AuditOptions& o, const AuditInputs& in, const AuditRepo
       t["harnesses_run"]["total"].get<int>(),
       in.have_mutants ? fmt::format("{}/{}", t["mutants"]["killed"].get<int>(), t["mutants"]["declared"].get<int>())
                       : std::string("not run"),
+      in.have_bench_mutants
+          ? fmt::format("{}/{}", t["bench_mutants"]["killed"].get<int>(), t["bench_mutants"]["run"].get<int>())
+          : std::string("not run"),
       t["benchmarks"]["met"].get<int>(), t["benchmarks"]["total"].get<int>());
   std::cout << "wrote " << o.out << "/coverage.json and " << o.out << "/coverage.md"
             << (o.junit.empty() ? "" : " and " + o.junit) << "\n";
@@ -151,6 +157,8 @@ int run_audit(const AuditOptions& o, AuditInputs& in) {
   for (const auto& f : o.mutant_results) read_mutant_results(f, in.mutants);
   if (o.run_mutants) run_native_mutants(o, in);
   in.have_mutants = o.run_mutants || !o.mutant_results.empty();
+  for (const auto& f : o.bench_mutant_results) read_bench_mutant_results(f, in.bench_mutants);
+  in.have_bench_mutants = !o.bench_mutant_results.empty();
   const AuditReport rep = audit(in);
   write_file_atomic(o.out + "/coverage.json", rep.json.dump(2) + "\n");
   write_file_atomic(o.out + "/coverage.md", rep.markdown);
@@ -217,6 +225,8 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--mutants", o->run_mutants, "run every test under each of its mutants (needs --test-binary)");
   cmd->add_option("--mutant-results", o->mutant_results,
                   "mutant results written by `popper mutants` (e.g. CPU-matrix legs)");
+  cmd->add_option("--bench-mutant-results", o->bench_mutant_results,
+                  "bench-mutant results written by `popper bench mutants -o` (one file per family)");
   cmd->add_flag("--require-claims", o->require_claims,
                 "fail on benchmark claims that are not met for any reason (not measured, inconclusive)");
   cmd->add_option("--today", o->today, "date for waiver expiry, YYYY-MM-DD (default: today, UTC)");

@@ -42,5 +42,6 @@ void add_bench_gate_command(CLI::App& bench, int& exit_code);
 void add_bench_merge_command(CLI::App& bench, int& exit_code);
 void add_bench_baseline_command(CLI::App& bench, int& exit_code);
 void add_bench_threshold_command(CLI::App& bench, int& exit_code);
+void add_bench_mutants_command(CLI::App& bench, int& exit_code);
 
 }  // namespace popper::cli

@@ -59,6 +59,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   add_bench_check_command(*bench, exit_code);
   add_bench_gate_command(*bench, exit_code);
   add_bench_baseline_command(*bench, exit_code);
+  add_bench_mutants_command(*bench, exit_code);
 }
 
 }  // namespace popper::cli

@@ -7,7 +7,8 @@
 //                        passing evidence on every backend in its `backends:`
 //   power of a test    = mutants killed / mutants declared
 //   exit 1             = any failed, UNBOUND or not-run test or harness,
-//                        qa_gate FAIL, orphan binding, surviving mutant,
+//                        qa_gate FAIL, orphan binding, surviving mutant
+//                        (of a test, or a bench mutant of a family),
 //                        not_met claim, or expired waiver — unless waived;
 //                        claims not measured / inconclusive only with
 //                        require_claims
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "popper/bench_protocol.hpp"
 #include "popper/loader.hpp"
 
 namespace popper {
@@ -74,6 +76,8 @@ struct AuditInputs {
   bool have_bench_claims = false;
   std::vector<MutantResult> mutants;  // merged per (test, mutant)
   bool have_mutants = false;
+  std::vector<bench::BenchMutantResult> bench_mutants;
+  bool have_bench_mutants = false;
   std::vector<Waiver> waivers;
   std::string today;  // YYYY-MM-DD, for waiver expiry
   bool require_claims = false;
@@ -90,6 +94,10 @@ void read_bench_claims(const std::string& path, std::map<std::string, IdResult>&
 // and merges it into `out`.
 void read_mutant_results(const std::string& path, std::vector<MutantResult>& out);
 nlohmann::json mutant_results_json(const std::vector<MutantResult>& results);
+// A family's bench-mutant results file ({"family", "bench_mutants": [...]}),
+// as `popper bench mutants -o` writes it and the audit reads it.
+nlohmann::json bench_mutant_results_json(const std::vector<bench::BenchMutantResult>& results);
+void read_bench_mutant_results(const std::string& path, std::vector<bench::BenchMutantResult>& out);
 // Reads a waivers file: `waivers: [{id, reason, expires: YYYY-MM-DD}]`.
 std::vector<Waiver> read_waivers(const std::string& path);
 

@@ -34,11 +34,15 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -136,6 +140,10 @@ struct Work {
   double work = 0;
   double bytes = 0;
   const char* unit = "flop";  // flop | items: the family descriptor's work_unit
+  // For a tier whose call returns before its work is done (a device stream,
+  // worker threads it leaves running): waits until that work is done.
+  // measure() times it after the timed loop; none for a call that returns done.
+  std::function<void()> wait = {};
 };
 
 // Ends a row that will not be timed: Google Benchmark reports it as an error
@@ -157,25 +165,85 @@ struct Recheck {
   explicit operator bool() const { return refill && verify; }
 };
 
-// The bench mutant POPPER_BENCH_MUTANT names ("" when none): a fault in the
-// bench path itself, which a family's bench self-test must see caught.
-//   cached-result: the hand tier computes on its first call only and keeps
-//                  that output afterwards (caught by verification after timing)
-//   warm-under-cold: a cold row's calls run without the eviction, so its
-//                  operands stay in cache (caught by the eviction count:
-//                  the row is reported invalid)
-//   skipped-work:  the hand tier's timed calls do half their work, the first
-//                  half of the output (the suite asks skips_work(c); caught
-//                  by verification after timing: the rest is stale)
-inline std::string bench_mutant() {
-  const char* m = std::getenv("POPPER_BENCH_MUTANT");
-  return m ? std::string(m) : std::string();
+// The bench mutant POPPER_BENCH_MUTANT names (bench_protocol.hpp
+// kBenchMutants; None when unset), read once.
+inline BenchMutant bench_mutant() {
+  static const BenchMutant m = [] {
+    const char* v = std::getenv("POPPER_BENCH_MUTANT");
+    return v ? parse_bench_mutant(v) : BenchMutant::None;
+  }();
+  return m;
 }
 
 namespace detail {
 // Set by measure() while the timed loop and the call after it run: the timed
 // path, which is all a skipped-work fault touches (the check before timing passes).
 inline thread_local bool in_timed_path = false;
+
+// The unsynchronised-timing mutant's worker thread, a command queue: post()
+// queues a call and returns; the worker runs the queued calls only when
+// drain() asks for them (a synchronisation), or when kDepth are waiting (a
+// full launch queue, which post() then waits on). drain() returns once every
+// posted call has run. So the work of a short timed loop always outlives it.
+class CallLane {
+ public:
+  CallLane() : worker_([this] { serve(); }) {}
+  CallLane(const CallLane&) = delete;
+  CallLane& operator=(const CallLane&) = delete;
+  ~CallLane() {
+    {
+      const std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  void post(std::function<void()> f) {
+    std::unique_lock<std::mutex> lock(m_);
+    if (queue_.size() >= kDepth) {
+      flush_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return queue_.size() < kDepth; });
+    }
+    queue_.push_back(std::move(f));
+  }
+  void drain() {
+    std::unique_lock<std::mutex> lock(m_);
+    flush_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  }
+
+ private:
+  static constexpr std::size_t kDepth = 1024;
+  void serve() {
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || (flush_ && !queue_.empty()); });
+      if (queue_.empty()) return;
+      std::function<void()> f = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      f();
+      lock.lock();
+      busy_ = false;
+      if (queue_.empty()) flush_ = false;
+      cv_.notify_all();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false, flush_ = false, stop_ = false;
+  std::thread worker_;
+};
+inline CallLane& call_lane() {
+  static CallLane lane;
+  return lane;
+}
+// Seconds this process spent verifying after timing (run_suite prints it).
+inline double recheck_seconds = 0;
 }  // namespace detail
 
 // Whether this call of the case's tier is to do half its work (the
@@ -183,51 +251,87 @@ inline thread_local bool in_timed_path = false;
 // suite halves its outermost output dimension when it is true:
 //   const std::size_t rows = pb::skips_work(c) ? m / 2 : m;
 inline bool skips_work(const Case& c) {
-  static const bool on = bench_mutant() == "skipped-work";
-  return on && c.tier == Tier::Hand && detail::in_timed_path;
+  return bench_mutant() == BenchMutant::SkippedWork && c.tier == Tier::Hand && detail::in_timed_path;
 }
 
+// Work that outlives its timer by more than this fraction of the timed loop
+// makes the row invalid: its figure would be that much too fast.
+inline constexpr double kMaxOutlivedFraction = 0.02;
+
 // Times `call` as the case's tier when the verdict allows, else skips the
-// row with the verdict; then, given a recheck, verifies the tier again on
-// fresh operands (one call more a row).
+// row with the verdict. After the timed loop it waits for the work to be
+// done (w.wait) and times that wait; then, given a recheck, verifies the
+// tier again on fresh operands (one call more a row).
 template <class F>
 void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call, const Work& w,
              const Recheck& recheck = {}) {
+  using Clock = std::chrono::steady_clock;
   if (!timeable(v)) return skip(state, v);
-  // Under the cached-result mutant the tier computes once, then no more: the
-  // timed loop stays the plain call otherwise.
-  const bool cached = c.tier == Tier::Hand && bench_mutant() == "cached-result";
+  const BenchMutant mutant = c.tier == Tier::Hand ? bench_mutant() : BenchMutant::None;
+  // Under cached-result the tier computes once, then no more; under
+  // unsynchronised-timing each call is handed to a worker thread.
+  const bool cached = mutant == BenchMutant::CachedResult;
+  const bool unsynchronised = mutant == BenchMutant::UnsynchronisedTiming;
+  auto timed_call = [&] {
+    if (unsynchronised) detail::call_lane().post([&call] { call(); });
+    else if (!cached) call();
+  };
+  auto wait_for_work = [&] {
+    if (unsynchronised) detail::call_lane().drain();
+    if (w.wait) w.wait();
+  };
   bool evicted_every_call = true;
+  double timed_seconds = 0;      // what the loop's figure is made of
   detail::in_timed_path = true;  // through the call after timing, which goes the timed loop's way
-  if (cached) {
-    call();
-    auto nothing = [] {};
-    for (auto _ : state) call_tier(c.tier, nothing);
-  } else if (c.cache == CacheMode::Cold) {
+  if (cached) call();
+  if (c.cache == CacheMode::Cold) {
     // Each call timed alone, after the eviction (manual time: the eviction is not counted).
-    const bool keep_warm = bench_mutant() == "warm-under-cold";
+    const bool keep_warm = mutant == BenchMutant::WarmUnderCold;
     const std::size_t per_call = popper_evict_bytes();
     std::size_t evicted = 0;
     for (auto _ : state) {
       if (!keep_warm) evicted += popper_evict();
-      const auto t0 = std::chrono::steady_clock::now();
-      call_tier(c.tier, call);
-      state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      const auto t0 = Clock::now();
+      call_tier(c.tier, timed_call);
+      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      state.SetIterationTime(t);
+      timed_seconds += t;
     }
     evicted_every_call = evicted >= per_call * static_cast<std::size_t>(state.iterations());
   } else {
-    for (auto _ : state) call_tier(c.tier, call);
+    const auto t0 = Clock::now();
+    for (auto _ : state) call_tier(c.tier, timed_call);
+    timed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   }
+  // A call that returns done has nothing to wait for, so it cannot outlive its timer.
+  double outlived = 0;
+  if (unsynchronised || w.wait) {
+    const auto loop_end = Clock::now();
+    wait_for_work();
+    outlived = std::chrono::duration<double>(Clock::now() - loop_end).count();
+  }
+  const auto recheck_start = Clock::now();
   if (recheck) {
     recheck.refill(0x9e3779b97f4a7c15ULL);
-    if (!cached) call();
+    timed_call();
+    wait_for_work();
   }
   detail::in_timed_path = false;
   // Every call of a cold row follows a full eviction, or the row was timed warm.
   if (!evicted_every_call)
     return skip(state, Verdict::invalid("cold, yet the caches were not evicted before every timed call"));
+  if (outlived > kMaxOutlivedFraction * timed_seconds) {
+    char why[160];
+    std::snprintf(why, sizeof why,
+                  "the work outlived its timer: waiting for it after the timed loop took %.3g s, %.0f%% of the "
+                  "loop's %.3g s",
+                  outlived, 100.0 * outlived / std::max(timed_seconds, 1e-12), timed_seconds);
+    return skip(state, Verdict::invalid(why));
+  }
   if (recheck) {
-    if (const Verdict after = recheck.verify(); !after.is_verified()) {
+    const Verdict after = recheck.verify();
+    detail::recheck_seconds += std::chrono::duration<double>(Clock::now() - recheck_start).count();
+    if (!after.is_verified()) {
       // A check that passed before timing and fails after it is a wrong answer the timing was taken from.
       const std::string_view why = std::string_view(after.label).substr(after.is_incorrect() ? 11 : 0);
       return skip(state, Verdict::incorrect("after timing, on fresh operands: " + std::string(why)));
@@ -395,6 +499,7 @@ inline int run_suite(int argc, char** argv, std::initializer_list<TierBackend> b
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  std::fprintf(stderr, "%s%.6f s\n", kRecheckSecondsLine, detail::recheck_seconds);
   return 0;
 }
 

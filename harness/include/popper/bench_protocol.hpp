@@ -185,6 +185,61 @@ struct Verdict {
   }
 };
 
+// The bench mutants: faults in the bench path itself, injected by
+// popper/bench.hpp under POPPER_BENCH_MUTANT=<name> into a suite's hand rows,
+// which a family's self-test (`popper bench mutants`) must see caught. Each
+// is caught on the rows of its cache mode by the check whose verdict label
+// starts with `caught_by`:
+//   cached-result: the tier computes on its first call only and keeps that
+//                  output afterwards (verification after timing)
+//   skipped-work:  timed calls do half the work, the first half of the output
+//                  (verification after timing: the rest is stale)
+//   unsynchronised-timing: each call is queued to a worker thread, which runs
+//                  it at the next synchronisation, and returns at once, so the
+//                  timer stops before the work is done (the wait for
+//                  completion after the timed loop)
+//   warm-under-cold: a cold row's calls run without the eviction, so its
+//                  operands stay in cache (the eviction count)
+enum class BenchMutant : unsigned char { None, CachedResult, SkippedWork, UnsynchronisedTiming, WarmUnderCold };
+
+struct BenchMutantSpec {
+  BenchMutant id;
+  std::string_view name;
+  CacheMode rows;
+  std::string_view caught_by;
+};
+
+inline constexpr std::array<BenchMutantSpec, 4> kBenchMutants = {{
+    {BenchMutant::CachedResult, "cached-result", CacheMode::Warm, "incorrect: after timing"},
+    {BenchMutant::SkippedWork, "skipped-work", CacheMode::Warm, "incorrect: after timing"},
+    {BenchMutant::UnsynchronisedTiming, "unsynchronised-timing", CacheMode::Warm,
+     "invalid: the work outlived its timer"},
+    {BenchMutant::WarmUnderCold, "warm-under-cold", CacheMode::Cold, "invalid: cold, yet the caches were not evicted"},
+}};
+
+// None for "" and for a name no mutant has.
+constexpr BenchMutant parse_bench_mutant(std::string_view s) {
+  for (const auto& m : kBenchMutants)
+    if (m.name == s) return m.id;
+  return BenchMutant::None;
+}
+
+// One bench mutant run over one family's rows by `popper bench mutants`, as
+// `popper audit` reads it: killed when every hand row it applies to was
+// reported by the check that guards it (`caught_by`).
+struct BenchMutantResult {
+  std::string family, mutant;
+  std::string outcome;  // killed | survived
+  std::size_t rows = 0, caught = 0;
+  std::string caught_by;  // the verdict label the guarding check writes
+  std::string detail;     // what the rows that escaped reported
+};
+
+// The line a suite ends with on stderr (popper/bench.hpp run_suite), followed
+// by seconds: what verification after timing took in that process, which
+// `popper bench compare` sums over its processes.
+inline constexpr const char* kRecheckSecondsLine = "popper-bench: verification after timing took ";
+
 // Uniform in [-1, 1) from a 64-bit LCG: ceiling_fill in popper/ceiling_cli.h
 // draws the same values, so every tier of a row sees the same operands.
 template <class Range>

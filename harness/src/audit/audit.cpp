@@ -81,6 +81,7 @@ struct ContractAudit {
 // Sums over the contracts, for the report's totals.
 struct Totals {
   Fraction eq, ob, harness_run, power, with_mutants;
+  Fraction bench_power;  // bench mutants killed / run
   std::map<std::string, std::size_t> tests, bench;
   std::size_t test_count = 0, bench_count = 0;
 };
@@ -132,6 +133,35 @@ class Auditor {
 
   FailureList failures;
   Totals totals;
+
+  // Every bench mutant run: its power beside the tests' (caught / run), a
+  // failure for each that survived. Waivable as <family>/<mutant>.
+  std::pair<nlohmann::json, std::string> bench_mutants() {
+    nlohmann::json arr = nlohmann::json::array();
+    std::string md;
+    for (const auto& m : in_.bench_mutants) {
+      const bool killed = m.outcome == "killed";
+      ++totals.bench_power.den;
+      if (killed) ++totals.bench_power.num;
+      else
+        failures.add(m.family + "/" + m.mutant,
+                     fmt::format("bench mutant {} survived in family {}: {} of {} hand row(s) reported '{}'; {}",
+                                 m.mutant, m.family, m.caught, m.rows, m.caught_by, md_cell(m.detail, 300)));
+      arr.push_back({{"family", m.family},
+                     {"mutant", m.mutant},
+                     {"outcome", m.outcome},
+                     {"rows", m.rows},
+                     {"caught", m.caught},
+                     {"caught_by", m.caught_by}});
+      md += fmt::format("| {} | {} | {} | {}/{} | {} |\n", m.family, m.mutant, killed ? "killed" : "**SURVIVED**",
+                        m.caught, m.rows, md_cell(m.caught_by));
+    }
+    if (!md.empty())
+      md = "\n## Bench mutants\n\n| family | mutant | outcome | hand rows caught | caught by "
+           "|\n|---|---|---|---|---|\n" +
+           md;
+    return {arr, md};
+  }
 
  private:
   IdResult outcome_of(const std::string& id) const {
@@ -438,29 +468,31 @@ nlohmann::json apply_waivers(const AuditInputs& in, const FailureList& failures,
 }
 
 nlohmann::json totals_json(const AuditInputs& in, Totals& t) {
-  return {{"contracts", in.contracts.contracts.size()},
-          {"equations_with_obligations", fraction_json(t.eq)},
-          {"obligations_covered", fraction_json(t.ob)},
-          {"falsification_tests",
-           {{"total", t.test_count},
-            {"passed", t.tests["passed"]},
-            {"failed", t.tests["failed"]},
-            {"skipped", t.tests["skipped"]},
-            {"unbound", t.tests["unbound"]},
-            {"not_run", t.tests["not_run"]}}},
-          {"harnesses_run", fraction_json(t.harness_run)},
-          {"mutants",
-           {{"ran", in.have_mutants},
-            {"killed", t.power.num},
-            {"declared", t.power.den},
-            {"tests_with_mutants", fraction_json(t.with_mutants)}}},
-          {"benchmarks",
-           {{"total", t.bench_count},
-            {"met", t.bench["met"]},
-            {"not_met", t.bench["not_met"]},
-            {"inconclusive", t.bench["inconclusive"]},
-            {"partially_measured", t.bench["partially_measured"]},
-            {"not_measured", t.bench["not_measured"]}}}};
+  return {
+      {"contracts", in.contracts.contracts.size()},
+      {"equations_with_obligations", fraction_json(t.eq)},
+      {"obligations_covered", fraction_json(t.ob)},
+      {"falsification_tests",
+       {{"total", t.test_count},
+        {"passed", t.tests["passed"]},
+        {"failed", t.tests["failed"]},
+        {"skipped", t.tests["skipped"]},
+        {"unbound", t.tests["unbound"]},
+        {"not_run", t.tests["not_run"]}}},
+      {"harnesses_run", fraction_json(t.harness_run)},
+      {"mutants",
+       {{"ran", in.have_mutants},
+        {"killed", t.power.num},
+        {"declared", t.power.den},
+        {"tests_with_mutants", fraction_json(t.with_mutants)}}},
+      {"bench_mutants", {{"ran", in.have_bench_mutants}, {"killed", t.bench_power.num}, {"run", t.bench_power.den}}},
+      {"benchmarks",
+       {{"total", t.bench_count},
+        {"met", t.bench["met"]},
+        {"not_met", t.bench["not_met"]},
+        {"inconclusive", t.bench["inconclusive"]},
+        {"partially_measured", t.bench["partially_measured"]},
+        {"not_measured", t.bench["not_measured"]}}}};
 }
 
 // The two verdicts side by side, so that a correctness PASS is never read as
@@ -491,6 +523,7 @@ std::string summary_markdown(const AuditInputs& in, Totals& t, const AuditReport
       "| falsification tests skipped | {} |\n| falsification tests UNBOUND | {} |\n| falsification tests not run | {} "
       "|\n"
       "| harnesses run | {} |\n| falsification tests declaring mutants | {} |\n| mutants killed (power) | {} |\n"
+      "| bench mutants killed (power of the benchmarks) | {} |\n"
       "| benchmark claims met | {} |\n| orphan bindings | {} |\n",
       build_id(), verdict, in.contracts.contracts.size(), fmt_fraction(t.eq), fmt_fraction(t.ob),
       fmt_fraction({t.tests["passed"], t.test_count}), fmt_fraction({t.tests["failed"], t.test_count}),
@@ -498,6 +531,7 @@ std::string summary_markdown(const AuditInputs& in, Totals& t, const AuditReport
       fmt_fraction({t.tests["not_run"], t.test_count}), fmt_fraction(t.harness_run), fmt_fraction(t.with_mutants),
       in.have_mutants ? fmt_fraction(t.power)
                       : fmt::format("not run ({} declared; popper audit --mutants)", t.power.den),
+      in.have_bench_mutants ? fmt_fraction(t.bench_power) : "not run (popper bench mutants)",
       fmt_fraction({t.bench["met"], t.bench_count}),
       rep.orphans.empty() ? "none" : fmt::format("{}", fmt::join(rep.orphans, ", ")));
   if (!rep.failures.empty()) {
@@ -524,16 +558,22 @@ AuditReport audit(const AuditInputs& in) {
     contracts_json.push_back(contract_json(c, a));
     md_contracts += contract_markdown(c, a, in.have_mutants);
   }
+  auto [bench_mutants_json, md_bench_mutants] = auditor.bench_mutants();
   rep.orphans = auditor.orphans();
   rep.obligations = auditor.totals.ob;
   const auto waivers_json = apply_waivers(in, auditor.failures, rep);
-  rep.json = {{"contracts", contracts_json}, {"total", totals_json(in, auditor.totals)},
-              {"orphans", rep.orphans},      {"failures", rep.failures},
-              {"waived", rep.waived},        {"waivers", waivers_json},
-              {"warnings", rep.warnings},    {"exit_code", rep.exit_code()},
+  rep.json = {{"contracts", contracts_json},
+              {"total", totals_json(in, auditor.totals)},
+              {"orphans", rep.orphans},
+              {"failures", rep.failures},
+              {"waived", rep.waived},
+              {"waivers", waivers_json},
+              {"warnings", rep.warnings},
+              {"exit_code", rep.exit_code()},
+              {"bench_mutants", bench_mutants_json},
               {"popper", build_json()}};
   rep.json["headline"] = headline(rep.json.at("total"), rep.exit_code(), rep.failures.size());
-  rep.markdown = summary_markdown(in, auditor.totals, rep) + md_contracts;
+  rep.markdown = summary_markdown(in, auditor.totals, rep) + md_bench_mutants + md_contracts;
   return rep;
 }
 

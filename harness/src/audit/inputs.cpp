@@ -157,6 +157,42 @@ void read_mutant_results(const std::string& path, std::vector<MutantResult>& out
   }
 }
 
+nlohmann::json bench_mutant_results_json(const std::vector<bench::BenchMutantResult>& results) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& m : results)
+    arr.push_back({{"family", m.family},
+                   {"mutant", m.mutant},
+                   {"outcome", m.outcome},
+                   {"rows", m.rows},
+                   {"caught", m.caught},
+                   {"caught_by", m.caught_by},
+                   {"detail", m.detail}});
+  return {{"bench_mutants", arr}, {"popper", build_json()}};
+}
+
+void read_bench_mutant_results(const std::string& path, std::vector<bench::BenchMutantResult>& out) {
+  const nlohmann::json doc = parse_json_file(path);
+  if (!doc.is_object() || !doc.contains("bench_mutants") || !doc["bench_mutants"].is_array())
+    throw Error(path +
+                ": not a bench-mutant results file (expected {\"bench_mutants\": [...]} from popper bench mutants)");
+  for (const auto& j : doc["bench_mutants"]) {
+    if (!j.is_object()) throw Error(path + ": a bench-mutant result is an object");
+    bench::BenchMutantResult m;
+    m.family = j.value("family", "");
+    m.mutant = j.value("mutant", "");
+    m.outcome = j.value("outcome", "survived");
+    m.rows = j.value("rows", std::size_t{0});
+    m.caught = j.value("caught", std::size_t{0});
+    m.caught_by = j.value("caught_by", "");
+    m.detail = j.value("detail", "");
+    if (m.family.empty() || m.mutant.empty()) throw Error(path + ": a bench-mutant result names its family and mutant");
+    if (m.outcome != "killed" && m.outcome != "survived")
+      throw Error(path + ": bench mutant " + m.family + "/" + m.mutant + " has outcome '" + m.outcome +
+                  "' (killed or survived)");
+    out.push_back(std::move(m));
+  }
+}
+
 std::vector<Waiver> read_waivers(const std::string& path) {
   const std::string text = read_file(path);
   YAML::Node root;

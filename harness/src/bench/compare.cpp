@@ -301,7 +301,10 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   TrialRunner runner(timed, fam, plan, std::move(steps));
   const int trials_run = runner.run_planned();
   const std::size_t topped_up = runner.top_up(trials_run);
-  if (opt.progress) opt.progress("done in " + duration_text(runner.elapsed()));
+  if (opt.progress)
+    opt.progress(fmt::format("done in {}; verification after timing took {:.1f} s of it ({:.1f}%)",
+                             duration_text(runner.elapsed()), runner.recheck_seconds(),
+                             100.0 * runner.recheck_seconds() / std::max(runner.elapsed(), 1e-9)));
   return tabulate(runner.take_rows(), topped_up, want_ceiling ? &plan : nullptr, opt, fam, machine, peak);
 }
 

@@ -51,8 +51,8 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
     const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) throw Error(path + ": a family descriptor is a mapping");
     static const std::set<std::string> known = {
-        "family", "executable", "ceilings",   "blas_core_types", "wrapped_vendor", "work_unit",    "peak",
-        "gate",   "device",     "source_dir", "build_dir",       "contracts",      "cold_ceilings"};
+        "family", "executable", "ceilings",   "blas_core_types", "wrapped_vendor", "work_unit",     "peak",
+        "gate",   "device",     "source_dir", "build_dir",       "contracts",      "cold_ceilings", "bench_mutants"};
     for (const auto& kv : root) {
       const auto key = kv.first.as<std::string>();
       if (!known.count(key)) throw Error(fmt::format("{}:{}: unknown key '{}'", path, kv.first.Mark().line + 1, key));
@@ -87,6 +87,15 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
       if (g["precisions"]) f.gate.precisions = string_list(g["precisions"], "gate.precisions", path);
       if (g["iterations"]) f.gate.iterations = g["iterations"].as<int>();
       if (f.gate.iterations < 1) throw Error(path + ": gate.iterations must be >= 1");
+    }
+    if (const auto m = root["bench_mutants"]) {
+      if (!m.IsMap() || !m["rows"])
+        throw Error(path + ": 'bench_mutants' maps 'rows' (and optionally 'cold_rows') to benchmark filters");
+      for (const auto& kv : m)
+        if (const auto key = kv.first.as<std::string>(); key != "rows" && key != "cold_rows")
+          throw Error(fmt::format("{}:{}: unknown key 'bench_mutants.{}'", path, kv.first.Mark().line + 1, key));
+      f.bench_mutants.rows = m["rows"].as<std::string>();
+      if (m["cold_rows"]) f.bench_mutants.cold_rows = m["cold_rows"].as<std::string>();
     }
     for (auto [key, field] :
          {std::pair{"source_dir", &f.source_dir}, {"build_dir", &f.build_dir}, {"contracts", &f.contracts}})

@@ -19,6 +19,9 @@
 //     tiers: [hand, wrapped]
 //     precisions: [f32]
 //     iterations: 5
+//   bench_mutants:                    # the rows `popper bench mutants` runs the bench mutants on
+//     rows: gemm/(hand|wrapped)/small_64/f32/threads:1   # a --benchmark_filter; each warm mutant
+//     cold_rows: q4k/hand/big/q4k/threads:1/cold         # optional: warm-under-cold's rows
 //   source_dir: /src/dotkit           # a project's family (popper_add_bench_family() writes these
 //   build_dir: /src/dotkit/build      # three into its build tree): where its sources, programs
 //   contracts: /src/dotkit/contracts  # and contracts are; popper's own families have none
@@ -46,6 +49,13 @@ struct DeviceSpec {
   std::map<std::string, std::string> peak;
 };
 
+// Where a family's bench mutants (popper/bench_protocol.hpp kBenchMutants)
+// run: Google Benchmark filters over its suite's rows, cheap ones.
+struct BenchMutantRows {
+  std::string rows;       // the warm mutants' rows; empty: none declared
+  std::string cold_rows;  // warm-under-cold's rows; empty: the family has no cold row to guard
+};
+
 struct FamilyDescriptor {
   std::string family;
   std::string executable;             // bench_<family>
@@ -65,6 +75,7 @@ struct FamilyDescriptor {
   std::string work_unit = "flop";
   std::map<std::string, std::string> peak;  // precision -> fp32 | fp64 | bandwidth
   GateSpec gate;
+  BenchMutantRows bench_mutants;
   std::optional<DeviceSpec> device;
   std::string path;  // the yaml it came from
   // A project's family (popper_add_bench_family): its tree; empty for popper's own.

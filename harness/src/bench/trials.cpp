@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -113,6 +115,8 @@ void TrialRunner::run_suite(const Step& s, int trial) {
     say("warning: " + fam_.executable + " " + name + " failed: " + r.describe() + "; row left out");
     return;
   }
+  if (const auto at = r.err.rfind(kRecheckSecondsLine); at != std::string::npos)
+    recheck_seconds_ += std::strtod(r.err.c_str() + at + std::strlen(kRecheckSecondsLine), nullptr);
   auto got = rows_from_gbench_json(ss.str(), fam_.executable + " " + name, fam_.work_unit);
   if (got.empty()) say("warning: " + fam_.executable + " produced no row for " + name);
   for (const auto& g : got)

@@ -42,6 +42,8 @@ class TrialRunner {
   // them, after `trials_run` trials; returns the processes run.
   std::size_t top_up(int trials_run);
   double elapsed() const;
+  // What the suites said verification after timing took, summed over their processes.
+  double recheck_seconds() const { return recheck_seconds_; }
   std::vector<BenchRow> take_rows() { return std::move(rows_); }
 
  private:
@@ -60,6 +62,7 @@ class TrialRunner {
   std::vector<std::set<BenchKey>> step_rows_;  // the rows each step produced (top-up)
   std::size_t current_step_ = 0, done_ = 0, total_ = 0;
   bool budget_spent_ = false;
+  double recheck_seconds_ = 0;
   std::chrono::steady_clock::time_point t0_;
 };
 
