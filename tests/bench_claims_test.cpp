@@ -135,6 +135,41 @@ TEST(BenchClaims, APeakFractionAboveItsBoundIsNotJudged) {
   EXPECT_NE(res.detail.find("its bound is invalid: measured at 111.0% of it"), std::string::npos) << res.detail;
 }
 
+// Rule: a bandwidth claim is judged against the read of the row's own
+// footprint, of its cache mode, where the suite probed one: a single core
+// reads faster than its triad, so the triad would be no bound there.
+TEST(BenchClaims, ABandwidthClaimIsJudgedAgainstItsFootprintsRead) {
+  pb::PeakResult peak;
+  peak.cores = 2;
+  peak.bandwidth_core = 10e9;  // the triad
+  auto row = timed("hand", "cpu", 1.0, "f32", 1e9);
+  row.bytes_per_iter = 12e9;  // 120% of the triad
+  row.key.cache_mode = "cold";
+  row.read_bound = 16e9;  // its footprint read cold: 75%
+  auto warm = row;        // a warm probe of the same footprint, partly from cache: not this claim's bound
+  warm.key.cache_mode = "warm";
+  warm.key.tier = pb::Tier::Wrapped;
+  warm.read_bound = 40e9;
+  popper::Contract k;
+  k.stem = "gemm-v1";
+  k.benchmarks.push_back(claim("peak_fraction", "hand", "", ">=", 0.7));
+  k.benchmarks.back().cache = "cold";
+  pb::BenchTable t;
+  t.rows = {row, warm};
+  t.set_footprint_reads();
+  auto res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  EXPECT_NE(res[0].detail.find("0.75"), std::string::npos) << res[0].detail;
+  // Without the probe, the triad: a bound the row beats, so nothing is judged.
+  t.rows = {row};
+  t.rows[0].read_bound = 0;
+  t.metadata.clear();
+  t.set_footprint_reads();
+  res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
+  EXPECT_EQ(res[0].verdict, "not_measured") << res[0].detail;
+}
+
 // Rule: one group not met makes the claim not_met, even when another group is
 // inconclusive (the claim is false where it was shown false).
 TEST(BenchClaims, NotMetOutranksInconclusive) {

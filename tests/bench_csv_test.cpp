@@ -229,10 +229,26 @@ TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
   const pb::BenchTable back = pb::parse_bench_csv(pb::format_bench_csv(t), "t.csv");
   EXPECT_NEAR(back.footprint_read("big_32768x4096", 1), 40e9, 1e7);
   EXPECT_EQ(back.footprint_read("big_32768x4096", 2), 0);
+  EXPECT_EQ(back.footprint_read("big_32768x4096", 1, "cold"), 0);  // a warm probe bounds no cold row
   const auto b = pb::roofline_bound(back, r);
   ASSERT_TRUE(b.has_value());
   EXPECT_NEAR(b->flops, 40e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
   EXPECT_EQ(b->limit.rfind("read of ", 0), 0u) << b->limit;
+  // A cold row within the LLC is still bounded by its cold read: its operands were evicted.
+  pb::BenchRow cold = r;
+  cold.key.cache_mode = "cold";
+  cold.key.shape = "llama_attn_4096x4096";
+  cold.bytes_per_iter = 4096.0 * 4096 * 144 / 256;  // 9 MiB, within the 16 MiB LLC
+  cold.read_bound = 30e9;
+  pb::BenchTable ct;
+  ct.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
+  ct.rows = {cold};
+  ct.set_footprint_reads();
+  const auto cb = pb::roofline_bound(ct, cold);
+  ASSERT_TRUE(cb.has_value());
+  EXPECT_EQ(cb->limit.rfind("read of ", 0), 0u) << cb->limit;
+  cold.key.cache_mode = "warm";  // the same row warm sits in the LLC: nothing measured bounds it
+  EXPECT_FALSE(pb::roofline_bound(ct, cold).has_value());
   r.key.threads = 2;  // no probe at 2 threads: the triad of all cores
   EXPECT_NEAR(pb::roofline_bound(back, r)->flops, 30e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
   EXPECT_EQ(pb::roofline_bound(back, r)->limit, "DRAM");

@@ -14,26 +14,33 @@
 #include "impl/common/parallel.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/read_bound_rule.h"
+#include "popper/bench_protocol.hpp"
+#include "popper/cache_evict.h"
 #include "workloads/common/read_sum.h"
 
 namespace popper::suite {
 
 // Read bandwidth of `bytes` on `threads` workers (bytes per second per
 // repetition): a streaming sum, the least any kernel must spend to read them.
+// Cold: every timed pass reads the bytes once, after the caches were evicted
+// (popper/cache_evict.h, outside the timing), as a cold row's call meets them.
 // Each repetition times every way of reading this CPU supports (read_sum.h)
 // and keeps the fastest. A timing counts only if its ranges ran on as many
 // distinct threads as asked: parallel::run lets the caller take the range of
 // a worker that wakes late, and a "2-thread" read done by one thread is half
 // the bound (27.1 GB/s at 2 threads against 27.8 at one, where other 2-thread
 // probes read 56-57). Such a timing is retried up to 3 times.
-inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int reps) {
+inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int reps,
+                                          popper::bench::CacheMode cache = popper::bench::CacheMode::Warm) {
+  const bool cold = cache == popper::bench::CacheMode::Cold;
   const std::size_t n = std::max<std::size_t>(bytes / sizeof(std::uint64_t), 1024);
   // On huge pages, as the hand kernels' packed weights: a probe on small pages is no bound for them.
   std::vector<std::uint64_t, memory::HugePageAllocator<std::uint64_t>> buf(n);
   for (std::size_t i = 0; i < n; ++i) buf[i] = i * 0x9E3779B97F4A7C15ULL;
   // A small buffer is read several times per repetition (at least 64 MiB in
   // all), so dispatching the workers does not count as reading time.
-  const int passes = static_cast<int>(64.0 * 1024 * 1024 / static_cast<double>(n * sizeof(std::uint64_t)) + 1);
+  const int passes =
+      cold ? 1 : static_cast<int>(64.0 * 1024 * 1024 / static_cast<double>(n * sizeof(std::uint64_t)) + 1);
   const std::size_t ranges = std::min(n / 32, static_cast<std::size_t>(std::max(threads, 1)));  // parallel::run's
   std::vector<double> out;
   volatile std::uint64_t sink = 0;
@@ -44,6 +51,7 @@ inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int re
       for (int attempt = 0; attempt < 4; ++attempt) {
         std::vector<std::uint64_t> partial(ranges, 0);
         std::vector<std::thread::id> ran(ranges);
+        if (cold) popper_evict();
         const auto t0 = std::chrono::steady_clock::now();
         popper::parallel::run(n / 32, threads, [&](std::size_t b, std::size_t e, int w) {
           ran[static_cast<std::size_t>(w)] = std::this_thread::get_id();

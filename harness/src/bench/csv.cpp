@@ -196,11 +196,17 @@ void BenchTable::set_ceiling_not_run(const std::vector<CeilingSkip>& skips) {
   set_meta_list("ceiling_not_run", entries);
 }
 
+namespace {
+std::string footprint_read_key(const std::string& shape, int threads, const std::string& cache_mode) {
+  return shape + "/threads:" + std::to_string(threads) + (cache_mode == "cold" ? "/cold" : "");
+}
+}  // namespace
+
 void BenchTable::set_footprint_reads() {
-  std::map<std::pair<std::string, int>, double> best;
+  std::map<std::string, double> best;
   for (const auto& r : rows)
     if (r.read_bound > 0) {
-      double& b = best[{r.key.shape, r.key.threads}];
+      double& b = best[footprint_read_key(r.key.shape, r.key.threads, r.key.cache_mode)];
       b = std::max(b, r.read_bound);
     }
   if (best.empty()) return;
@@ -208,13 +214,13 @@ void BenchTable::set_footprint_reads() {
   for (const auto& [k, v] : best) {
     char gbs[32];
     std::snprintf(gbs, sizeof gbs, "%.2f", v * 1e-9);
-    entries.push_back(k.first + "/threads:" + std::to_string(k.second) + "=" + gbs);
+    entries.push_back(k + "=" + gbs);
   }
   set_meta_list("footprint_read_gbs", entries);
 }
 
-double BenchTable::footprint_read(const std::string& shape, int threads) const {
-  const std::string want = shape + "/threads:" + std::to_string(threads) + "=";
+double BenchTable::footprint_read(const std::string& shape, int threads, const std::string& cache_mode) const {
+  const std::string want = footprint_read_key(shape, threads, cache_mode) + "=";
   for (const auto& e : meta_list("footprint_read_gbs"))
     if (e.rfind(want, 0) == 0) return std::atof(e.c_str() + want.size()) * 1e9;
   return 0;

@@ -110,11 +110,12 @@ struct BenchTable {
   // `ceiling_not_run`, a list of CeilingSkip (an entry of another form is left out).
   std::vector<CeilingSkip> ceiling_not_run() const;
   void set_ceiling_not_run(const std::vector<CeilingSkip>& skips);
-  // `footprint_read_gbs`: per shape and thread count, the fastest read_bound of
-  // the rows ("<shape>/threads:<n>=<GB/s>" entries); footprint_read in bytes/s,
-  // 0 when the table has none for them.
+  // `footprint_read_gbs`: per shape, thread count and cache mode, the fastest
+  // read_bound of the rows ("<shape>/threads:<n>[/cold]=<GB/s>" entries: a cold
+  // row's probe read its footprint from memory); footprint_read in bytes/s, 0
+  // when the table has none for them.
   void set_footprint_reads();
-  double footprint_read(const std::string& shape, int threads) const;
+  double footprint_read(const std::string& shape, int threads, const std::string& cache_mode = "warm") const;
 };
 
 // Column names, in file order.

@@ -130,18 +130,19 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
   RooflineBound b;
   b.intensity = r.work_per_iter / r.bytes_per_iter;
   b.dram = at_threads(p.bw, r.key.threads, p.cores) * b.intensity;
-  b.in_llc = p.llc > 0 && r.bytes_per_iter <= p.llc;
+  // A cold row's operands were evicted before its call, whatever their size.
+  b.in_llc = r.key.cache_mode != "cold" && p.llc > 0 && r.bytes_per_iter <= p.llc;
   if (!pk) {
     // A precision with no measured compute peak (q4k: integer dot products on
     // decoded blocks): the bytes (the Q4_K weights) over the measured bandwidth
     // still bound it, unless they fit in the LLC, where nothing measured does.
-    // Where the suite probed the row's own footprint on its threads, that
-    // probe is the bandwidth: a stream of a few LLCs is partly served from
+    // Where the suite probed the row's own footprint on its threads (from
+    // memory, for a cold row), that probe is the bandwidth: a stream of a few LLCs is partly served from
     // cache (the hand GEMV read 75 MB at 37-45 GB/s on one Zen 4 core, against
     // a 28 GB/s triad), which the triad over arrays of 512 MiB never sees.
     if (b.in_llc) return std::nullopt;
     b.limit = "DRAM";
-    if (const double read = t.footprint_read(r.key.shape, r.key.threads); read > 0)
+    if (const double read = t.footprint_read(r.key.shape, r.key.threads, r.key.cache_mode); read > 0)
       b.dram = read * b.intensity, b.limit = "read of " + mib(r.bytes_per_iter);
     b.peak = b.flops = b.dram;
     return b;
