@@ -16,6 +16,7 @@
 
 #include "bench/ingest.hpp"
 #include "bench/interval.hpp"
+#include "bench/placement.hpp"
 #include "bench/plan.hpp"
 #include "bench/plausibility.hpp"
 #include "bench/remeasure.hpp"
@@ -265,6 +266,8 @@ BenchTable tabulate(std::vector<BenchRow> rows, std::size_t topped_up, const Cei
   std::string threads;
   for (int th : opt.threads) threads += (threads.empty() ? "" : ",") + std::to_string(th);
   t.set_meta("threads", threads);
+  t.set_meta("cpus", cpu_list_text(opt.cpus.empty() ? bench_cpus() : opt.cpus) +
+                         " (every process pinned: a row with T threads on the first T)");
   t.set_environment(timing_environment());
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
   if (topped_up > 0)

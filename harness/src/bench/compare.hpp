@@ -33,6 +33,7 @@ struct CompareOptions {
   int first_trial = 0;                                   // trial id of the first trial (re-measuring adds new ones)
   std::vector<std::pair<std::string, std::string>> env;  // set for every process (check --rerun: the baseline's)
   double min_time = 0.2;                                 // seconds per repetition (Google Benchmark)
+  std::vector<int> cpus;  // every process pinned to the first `threads` of these (placement.hpp); empty: bench_cpus()
   // > 0: a trial after the first two starts only if it fits (trial_fits_budget);
   // the plan's estimate of a trial's length can be far off (vendor configurations).
   double budget_seconds = 0;

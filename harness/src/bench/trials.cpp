@@ -14,6 +14,7 @@
 
 #include "bench/ingest.hpp"
 #include "bench/interval.hpp"
+#include "bench/placement.hpp"
 #include "bench/plan.hpp"
 #include "common/process.hpp"
 #include "common/text.hpp"
@@ -37,6 +38,7 @@ TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam,
       plan_(plan),
       steps_(std::move(steps)),
       bin_(opt.build_dir + "/bin/"),
+      cpus_(opt.cpus.empty() ? bench_cpus() : opt.cpus),
       step_rows_(steps_.size()),
       total_(steps_.size() * static_cast<std::size_t>(opt.trials)),
       t0_(std::chrono::steady_clock::now()) {
@@ -74,7 +76,7 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
                             std::find(unset.begin(), unset.end(), kv.first) != unset.end();
     if (!overridden) env.push_back(kv);
   }
-  const auto r = run_process(argv, env, unset);
+  const auto r = run_process(argv, env, unset, 0, cpus_for(cpus_, s.threads));
   if (!r.ok()) {
     say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
         "; its rows are left out");
@@ -106,7 +108,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
        "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
        "--benchmark_repetitions=" + std::to_string(opt_.reps_per_trial), "--benchmark_report_aggregates_only=false",
        "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
-      opt_.env);
+      opt_.env, {}, 0, cpus_for(cpus_, s.threads));
   std::ifstream in(json_path);
   std::ostringstream ss;
   ss << in.rdbuf();

@@ -58,6 +58,7 @@ class TrialRunner {
   const CeilingPlan& plan_;
   std::vector<Step> steps_;
   std::string bin_, min_time_;
+  std::vector<int> cpus_;  // the run's CPU set (placement.hpp)
   std::vector<BenchRow> rows_;
   std::vector<std::set<BenchKey>> step_rows_;  // the rows each step produced (top-up)
   std::size_t current_step_ = 0, done_ = 0, total_ = 0;

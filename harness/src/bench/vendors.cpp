@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/ingest.hpp"
+#include "bench/placement.hpp"
 #include "common/process.hpp"
 #include "common/text.hpp"
 #include "popper/io.hpp"
@@ -359,6 +360,7 @@ void time_screening(CeilingPlan& plan, const std::string& bin,
                     const std::function<void(const std::string&)>& say) {
   char min_time[32];
   std::snprintf(min_time, sizeof min_time, "%g", opt.screen_min_time);
+  const auto cpus = bench_cpus();  // pinned as the run's rows are (placement.hpp)
   for (auto& c : plan.configs) {
     if (c.status != ConfigStatus::Run) continue;
     for (const int t : opt.screen_threads) {
@@ -371,7 +373,7 @@ void time_screening(CeilingPlan& plan, const std::string& bin,
         argv.emplace_back("--shape");
         argv.push_back(sh);
       }
-      const auto r = run_process(argv, c.env_set(t), c.env_unset());
+      const auto r = run_process(argv, c.env_set(t), c.env_unset(), 0, cpus_for(cpus, t));
       if (!r.ok()) {
         c.status = ConfigStatus::Failed;
         c.reason = "screening run " + r.describe() + ": " + last_meaningful_line(r.err);

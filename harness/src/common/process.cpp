@@ -5,6 +5,7 @@
 #include "popper/runtime_paths.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -65,7 +66,8 @@ std::string ProcessResult::describe() const {
 
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::vector<std::pair<std::string, std::string>>& env_set,
-                          const std::vector<std::string>& env_unset, double timeout_seconds) {
+                          const std::vector<std::string>& env_unset, double timeout_seconds,
+                          const std::vector<int>& cpus) {
   ProcessResult r;
   if (argv.empty()) return r;
   // The child's environment: ours, minus env_unset, with env_set applied.
@@ -96,10 +98,19 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     if (err_fd >= 0) ::close(err_fd);
     return r;
   }
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &affinity);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
+    if (!cpus.empty() && ::sched_setaffinity(0, sizeof affinity, &affinity) != 0) {
+      const char msg[] = "cannot pin to the requested CPUs\n";
+      (void)!::write(2, msg, sizeof msg - 1);
+      ::_exit(126);
+    }
     ::execve(program.c_str(), args.data(), envp.data());
     const char msg[] = "exec failed\n";
     (void)!::write(2, msg, sizeof msg - 1);

@@ -18,9 +18,12 @@ struct ProcessResult {
 };
 
 // argv[0] is searched on PATH unless it contains '/'. timeout_seconds > 0
-// kills the child (SIGKILL) when it runs longer. Safe to call from several threads.
+// kills the child (SIGKILL) when it runs longer. A non-empty `cpus` pins the
+// child to those CPUs before it starts (it fails to start, exit 126, when
+// they cannot be set). Safe to call from several threads.
 ProcessResult run_process(const std::vector<std::string>& argv,
                           const std::vector<std::pair<std::string, std::string>>& env_set = {},
-                          const std::vector<std::string>& env_unset = {}, double timeout_seconds = 0);
+                          const std::vector<std::string>& env_unset = {}, double timeout_seconds = 0,
+                          const std::vector<int>& cpus = {});
 
 }  // namespace popper
