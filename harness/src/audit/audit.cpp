@@ -137,7 +137,6 @@ class Auditor {
   // Every bench mutant run: its power beside the tests' (caught / run), a
   // failure for each that survived. Waivable as <family>/<mutant>.
   std::pair<nlohmann::json, std::string> bench_mutants() {
-    nlohmann::json arr = nlohmann::json::array();
     std::string md;
     for (const auto& m : in_.bench_mutants) {
       const bool killed = m.outcome == "killed";
@@ -147,12 +146,6 @@ class Auditor {
         failures.add(m.family + "/" + m.mutant,
                      fmt::format("bench mutant {} survived in family {}: {} of {} hand row(s) reported '{}'; {}",
                                  m.mutant, m.family, m.caught, m.rows, m.caught_by, md_cell(m.detail, 300)));
-      arr.push_back({{"family", m.family},
-                     {"mutant", m.mutant},
-                     {"outcome", m.outcome},
-                     {"rows", m.rows},
-                     {"caught", m.caught},
-                     {"caught_by", m.caught_by}});
       md += fmt::format("| {} | {} | {} | {}/{} | {} |\n", m.family, m.mutant, killed ? "killed" : "**SURVIVED**",
                         m.caught, m.rows, md_cell(m.caught_by));
     }
@@ -160,7 +153,7 @@ class Auditor {
       md = "\n## Bench mutants\n\n| family | mutant | outcome | hand rows caught | caught by "
            "|\n|---|---|---|---|---|\n" +
            md;
-    return {arr, md};
+    return {bench_mutant_results_json(in_.bench_mutants)["bench_mutants"], md};
   }
 
  private:

@@ -16,8 +16,9 @@
 namespace popper::bench {
 namespace {
 
-bool applies(const BenchRow& r, const BenchMutantSpec& m) {
-  return r.key.tier == Tier::Hand && r.key.cache_mode == to_string(m.rows);
+// A mutant runs on the hand rows of its cache mode.
+bool applies(const BenchRow& r, CacheMode rows) {
+  return r.key.tier == Tier::Hand && r.key.cache_mode == to_string(rows);
 }
 
 // Every run times a fixed 64 calls a row: a loop far longer than any one
@@ -54,7 +55,7 @@ BenchMutantResult judge_bench_mutant(const std::string& family, const BenchMutan
   res.caught_by = std::string(mutant.caught_by);
   std::vector<std::string> escaped;
   for (const auto& c : clean) {
-    if (!applies(c, mutant)) continue;
+    if (!applies(c, mutant.rows)) continue;
     ++res.rows;
     const auto it = std::find_if(mutated.begin(), mutated.end(), [&](const BenchRow& m) { return m.key == c.key; });
     if (it == mutated.end()) {
@@ -84,7 +85,7 @@ std::vector<BenchMutantResult> run_bench_mutants(const FamilyDescriptor& fam, co
     const auto clean = suite_rows(fam, bin_dir, filter, "");
     std::size_t hand = 0;
     for (const auto& r : clean) {
-      if (r.key.tier != Tier::Hand || r.key.cache_mode != to_string(mode)) continue;
+      if (!applies(r, mode)) continue;
       ++hand;
       if (r.verdict.failed() || r.samples.empty())
         throw Error(fmt::format("{}: the clean run of '{}' did not time {}/{}: {}", fam.family, filter, r.key.shape,
