@@ -32,6 +32,8 @@
 #include "impl/train/torch/torch_step.h"
 #endif
 
+extern "C" char* openblas_get_corename(void);
+
 namespace {
 
 using namespace popper::train;
@@ -111,14 +113,19 @@ int main(int argc, char** argv) {
   std::printf("# skipped: requires libtorch: %s\n", POPPER_TORCH_MISSING);
   return 0;
 #else
+  // The configuration is the OpenBLAS kernel set libtorch's GEMMs run on (the
+  // harness times it under each, as it does OpenBLAS itself).
+  const std::string describe = popper_torch_describe();
+  const std::string config =
+      describe.find("+openblas") != std::string::npos ? std::string(openblas_get_corename()) : describe;
   if (a.probe) {
-    std::printf("# config: %s\n", popper_torch_describe());
+    std::printf("# config: %s\n", config.c_str());
     return 0;
   }
   if (!ceiling_precision_selected(&a, "f32")) return 0;
   try {
     ceiling_print_header();
-    const std::string backend = std::string("libtorch:") + popper_torch_describe();
+    const std::string backend = "libtorch:" + config;
     for (const char* name : names) {
       if (!ceiling_shape_selected(&a, name)) continue;
       const popper_train_shape& sh = *popper_train_find_shape(name);

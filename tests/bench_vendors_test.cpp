@@ -145,3 +145,21 @@ TEST(BenchVendors, ScreeningKeepsAConfigurationOnlyBeyondTheMargin) {
   EXPECT_EQ(run(1.04), pb::ConfigStatus::ScreenedOut) << "4% faster on one row: within the screening's noise";
   EXPECT_EQ(run(1.06), pb::ConfigStatus::Run) << "6% faster on one row: it can win it";
 }
+
+// libtorch runs its GEMMs on OpenBLAS, so the train family's peer is timed
+// under every OpenBLAS kernel set too: on a Zen 5 guest whose environment set
+// OPENBLAS_CORETYPE=Haswell, its step took 1.49-1.68x its time on Cooperlake.
+TEST(BenchVendors, LibtorchIsTimedUnderEveryOpenBlasKernelSet) {
+  const auto cands = pb::candidate_configs("torch_train_raw", true);
+  ASSERT_GT(cands.size(), 3u);
+  EXPECT_TRUE(cands.front().inherited);
+  bool cooperlake = false;
+  for (const auto& c : cands) {
+    EXPECT_EQ(c.vendor, "libtorch");
+    EXPECT_EQ(c.variable, "OPENBLAS_CORETYPE");
+    cooperlake = cooperlake || (c.value && *c.value == "Cooperlake");
+  }
+  EXPECT_TRUE(cooperlake);
+  EXPECT_EQ(pb::candidate_configs("torch_train_raw", false).size(), 1u);  // blas_core_types: false
+  EXPECT_EQ(pb::candidate_configs("ggml_q4k_raw", true).size(), 1u);      // ggml has no such choice
+}

@@ -95,8 +95,11 @@ std::optional<std::string> env_value(const std::string& name) {
   return std::string(v);
 }
 
+// libtorch (Debian's) runs its GEMMs on OpenBLAS: its kernel set is OpenBLAS's.
+bool openblas_kernels(const std::string& vendor) { return vendor == "openblas" || vendor == "libtorch"; }
+
 std::string variable_of(const std::string& vendor) {
-  return vendor == "blis" ? "BLIS_ARCH_TYPE" : vendor == "openblas" ? "OPENBLAS_CORETYPE" : "";
+  return vendor == "blis" ? "BLIS_ARCH_TYPE" : openblas_kernels(vendor) ? "OPENBLAS_CORETYPE" : "";
 }
 
 std::string vendor_title(const std::string& vendor) {
@@ -199,7 +202,7 @@ std::vector<VendorConfig> candidate_configs(const std::string& program, bool enu
   inh.inherited = true;
   inh.value = variable.empty() ? std::nullopt : env_value(variable);
   if (inh.value) {
-    if (vendor == "openblas") {
+    if (openblas_kernels(vendor)) {
       if (const KernelSet* k = openblas_by_name(*inh.value)) {
         inh.requested = k->name;
         inh.needs = k->needs;
@@ -344,8 +347,8 @@ std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& co
     std::string fix;
     if (!best[w]->value) fix = fmt::format("unset {} ({} then picks {} itself)", md.variable, title, md.best);
     else fix = "export " + best[w]->setting() + (md.vendor == "blis" ? " (" + md.best + ")" : std::string());
-    md.message = fmt::format("warning: {}; its {} kernels run gemm {} {} on this machine. Fix: {}.", why, md.best,
-                             shape, faster, fix);
+    md.message = fmt::format("warning: {}; its {} kernels run {} {} on this machine. Fix: {}.", why, md.best, shape,
+                             faster, fix);
     out.push_back(md);
   }
   return out;
