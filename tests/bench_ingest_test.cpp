@@ -230,6 +230,7 @@ TEST(BenchReport, MarkdownAndSvgShowTiersAndPeak) {
   t.set_meta("fingerprint", "fp");
   t.rows = {timed("ceiling", "square_1k", 0.025), timed("wrapped", "square_1k", 0.0255),
             timed("hand", "square_1k", 0.05)};
+  t.rows[1].key.backend = "openblas:Zen";  // the wrapped tier's configuration, as its ceiling's
   const auto md = pb::render_markdown(t, "gemm");
   EXPECT_NE(md.find("| square_1k | 40.00 (openblas:Zen) | 39.22 | 20.00 | 0.500× | 1.020× | 0.980× |"),
             std::string::npos)
@@ -420,6 +421,7 @@ TEST(BenchReport, RatiosCompareTimePerUnitOfWorkSoABatchedRowMeetsASingleCall) {
   auto hand = timed("hand", "s", 10.0);
   auto wrapped = timed("wrapped", "s", 8.0);
   hand.work_per_iter = wrapped.work_per_iter = 8 * ceiling.work_per_iter;
+  wrapped.key.backend = ceiling.key.backend;
   t.rows = {ceiling, hand, wrapped};
   const auto f = pb::table_figures(t);
   ASSERT_EQ(f.size(), 1u);
@@ -479,6 +481,10 @@ TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   claim.threshold = 1.02;
   const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"s"});
   EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  // No ceiling of the wrapped tier's configuration (the train family's wrapped
+  // step over OpenBLAS, its ceiling libtorch): no FFI figure, not one against the best.
+  t.rows = {haswell, wrapped};
+  EXPECT_TRUE(std::isnan(pb::table_figures(t)[0].shapes[0].ffi));
 }
 
 // A tier whose result failed verification makes its claim not_met, however

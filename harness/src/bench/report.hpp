@@ -31,9 +31,9 @@ namespace popper::bench {
 const BenchRow* best_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
                          int threads, const std::string& cache_mode = "warm");
 
-// The `tier` row with the given backend when there is one (so wrapped/ceiling
-// compares the same OpenBLAS core: FFI overhead, not core choice): nullptr
-// when that row is invalid; else best_row.
+// The `tier` row with the given backend (so wrapped/ceiling compares the same
+// OpenBLAS core: FFI overhead, not core choice); nullptr when that row is
+// invalid or was not timed.
 const BenchRow* matching_row(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
                              int threads, const std::string& backend, const std::string& cache_mode = "warm");
 
