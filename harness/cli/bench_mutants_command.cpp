@@ -35,7 +35,7 @@ void add_bench_mutants_command(CLI::App& bench, int& exit_code) {
         std::cerr << "wrote " << o->out << "\n";
       }
       std::size_t killed = 0;
-      for (const auto& r : results) killed += r.outcome == "killed" ? 1 : 0;
+      for (const auto& r : results) killed += r.killed() ? 1 : 0;
       std::cout << "popper bench mutants: " << fam.family << ": " << killed << " of " << results.size()
                 << " bench mutants caught\n";
       exit_code = killed == results.size() ? 0 : 1;

@@ -94,7 +94,7 @@ void read_bench_claims(const std::string& path, std::map<std::string, IdResult>&
 // and merges it into `out`.
 void read_mutant_results(const std::string& path, std::vector<MutantResult>& out);
 nlohmann::json mutant_results_json(const std::vector<MutantResult>& results);
-// A family's bench-mutant results file ({"family", "bench_mutants": [...]}),
+// A bench-mutant results file ({"bench_mutants": [...], "popper": ...}),
 // as `popper bench mutants -o` writes it and the audit reads it.
 nlohmann::json bench_mutant_results_json(const std::vector<bench::BenchMutantResult>& results);
 void read_bench_mutant_results(const std::string& path, std::vector<bench::BenchMutantResult>& out);

@@ -281,28 +281,33 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
     if (w.wait) w.wait();
   };
   bool evicted_every_call = true;
-  double timed_seconds = 0;      // what the loop's figure is made of
+  double timed_seconds = 0;  // what the loop's figure is made of
+  // The timed loop over `f`: the plain call, or the call as the mutant under test makes it.
+  auto time_loop = [&](auto& f) {
+    if (c.cache == CacheMode::Cold) {
+      // Each call timed alone, after the eviction (manual time: the eviction is not counted).
+      const bool keep_warm = mutant == BenchMutant::WarmUnderCold;
+      const std::size_t per_call = popper_evict_bytes();
+      std::size_t evicted = 0;
+      for (auto _ : state) {
+        if (!keep_warm) evicted += popper_evict();
+        const auto t0 = Clock::now();
+        call_tier(c.tier, f);
+        const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+        state.SetIterationTime(t);
+        timed_seconds += t;
+      }
+      evicted_every_call = evicted >= per_call * static_cast<std::size_t>(state.iterations());
+    } else {
+      const auto t0 = Clock::now();
+      for (auto _ : state) call_tier(c.tier, f);
+      timed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+  };
   detail::in_timed_path = true;  // through the call after timing, which goes the timed loop's way
   if (cached) call();
-  if (c.cache == CacheMode::Cold) {
-    // Each call timed alone, after the eviction (manual time: the eviction is not counted).
-    const bool keep_warm = mutant == BenchMutant::WarmUnderCold;
-    const std::size_t per_call = popper_evict_bytes();
-    std::size_t evicted = 0;
-    for (auto _ : state) {
-      if (!keep_warm) evicted += popper_evict();
-      const auto t0 = Clock::now();
-      call_tier(c.tier, timed_call);
-      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-      state.SetIterationTime(t);
-      timed_seconds += t;
-    }
-    evicted_every_call = evicted >= per_call * static_cast<std::size_t>(state.iterations());
-  } else {
-    const auto t0 = Clock::now();
-    for (auto _ : state) call_tier(c.tier, timed_call);
-    timed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  }
+  if (unsynchronised || cached) time_loop(timed_call);
+  else time_loop(call);
   // A call that returns done has nothing to wait for, so it cannot outlive its timer.
   double outlived = 0;
   if (unsynchronised || w.wait) {

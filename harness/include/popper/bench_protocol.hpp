@@ -233,6 +233,7 @@ struct BenchMutantResult {
   std::size_t rows = 0, caught = 0;
   std::string caught_by;  // the verdict label the guarding check writes
   std::string detail;     // what the rows that escaped reported
+  bool killed() const { return outcome == "killed"; }
 };
 
 // The line a suite ends with on stderr (popper/bench.hpp run_suite), followed

@@ -139,7 +139,7 @@ class Auditor {
   std::pair<nlohmann::json, std::string> bench_mutants() {
     std::string md;
     for (const auto& m : in_.bench_mutants) {
-      const bool killed = m.outcome == "killed";
+      const bool killed = m.killed();
       ++totals.bench_power.den;
       if (killed) ++totals.bench_power.num;
       else

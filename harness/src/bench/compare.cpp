@@ -266,8 +266,6 @@ BenchTable tabulate(std::vector<BenchRow> rows, std::size_t topped_up, const Cei
   std::string threads;
   for (int th : opt.threads) threads += (threads.empty() ? "" : ",") + std::to_string(th);
   t.set_meta("threads", threads);
-  t.set_meta("cpus", cpu_list_text(opt.cpus.empty() ? bench_cpus() : opt.cpus) +
-                         " (every process pinned: a row with T threads on the first T)");
   t.set_environment(timing_environment());
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
   if (topped_up > 0)
@@ -308,7 +306,9 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     opt.progress(fmt::format("done in {}; verification after timing took {:.1f} s of it ({:.1f}%)",
                              duration_text(runner.elapsed()), runner.recheck_seconds(),
                              100.0 * runner.recheck_seconds() / std::max(runner.elapsed(), 1e-9)));
-  return tabulate(runner.take_rows(), topped_up, want_ceiling ? &plan : nullptr, opt, fam, machine, peak);
+  BenchTable t = tabulate(runner.take_rows(), topped_up, want_ceiling ? &plan : nullptr, opt, fam, machine, peak);
+  t.set_meta("cpus", cpu_list_text(runner.cpus()) + " (every process pinned: a row with T threads on the first T)");
+  return t;
 }
 
 }  // namespace popper::bench

@@ -98,7 +98,7 @@ std::vector<BenchMutantResult> run_bench_mutants(const FamilyDescriptor& fam, co
       if (m.rows != mode) continue;
       auto res = judge_bench_mutant(fam.family, m, clean, suite_rows(fam, bin_dir, filter, m.name));
       say(fmt::format("bench mutant {}/{}: {} on {} of {} hand row(s) ({}){}", fam.family, m.name,
-                      res.outcome == "killed" ? "caught" : "SURVIVED", res.caught, res.rows, m.caught_by,
+                      res.killed() ? "caught" : "SURVIVED", res.caught, res.rows, m.caught_by,
                       res.detail.empty() ? "" : ": " + res.detail));
       out.push_back(std::move(res));
     }

@@ -139,8 +139,8 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
     // decoded blocks): the bytes (the Q4_K weights) over the measured bandwidth
     // still bound it, unless they fit in the LLC, where nothing measured does.
     // Where the suite probed the row's own footprint on its threads (from
-    // memory, for a cold row), that probe is the bandwidth: a stream of a few LLCs is partly served from
-    // cache (the hand GEMV read 75 MB at 37-45 GB/s on one Zen 4 core, against
+    // memory, for a cold row), that probe is the bandwidth: a stream of a few
+    // LLCs is partly served from cache (the hand GEMV read 75 MB at 37-45 GB/s on one Zen 4 core, against
     // a 28 GB/s triad), which the triad over arrays of 512 MiB never sees.
     if (b.in_llc) return std::nullopt;
     b.limit = "DRAM";

@@ -44,6 +44,8 @@ class TrialRunner {
   double elapsed() const;
   // What the suites said verification after timing took, summed over their processes.
   double recheck_seconds() const { return recheck_seconds_; }
+  // The CPUs its processes are pinned to (placement.hpp).
+  const std::vector<int>& cpus() const { return cpus_; }
   std::vector<BenchRow> take_rows() { return std::move(rows_); }
 
  private:
