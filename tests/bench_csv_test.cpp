@@ -227,9 +227,10 @@ TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
   t.rows = {r, slower};
   t.set_footprint_reads();
   const pb::BenchTable back = pb::parse_bench_csv(pb::format_bench_csv(t), "t.csv");
-  EXPECT_NEAR(back.footprint_read("big_32768x4096", 1), 40e9, 1e7);
-  EXPECT_EQ(back.footprint_read("big_32768x4096", 2), 0);
-  EXPECT_EQ(back.footprint_read("big_32768x4096", 1, "cold"), 0);  // a warm probe bounds no cold row
+  EXPECT_NEAR(back.footprint_read("big_32768x4096", "q4k", 1), 40e9, 1e7);
+  EXPECT_EQ(back.footprint_read("big_32768x4096", "q4k", 2), 0);
+  EXPECT_EQ(back.footprint_read("big_32768x4096", "q4k", 1, "cold"), 0);  // a warm probe bounds no cold row
+  EXPECT_EQ(back.footprint_read("big_32768x4096", "f32", 1), 0);          // nor another precision's footprint
   const auto b = pb::roofline_bound(back, r);
   ASSERT_TRUE(b.has_value());
   EXPECT_NEAR(b->flops, 40e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
@@ -252,4 +253,39 @@ TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
   r.key.threads = 2;  // no probe at 2 threads: the triad of all cores
   EXPECT_NEAR(pb::roofline_bound(back, r)->flops, 30e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
   EXPECT_EQ(pb::roofline_bound(back, r)->limit, "DRAM");
+}
+
+// A row with a compute peak (gemm's GEMV, f32) whose suite read its own
+// footprint is bounded by that read, not the triad, also within the LLC (the
+// read was of the bytes where they sit); the same shape in another precision
+// is not; and an entry written before reads were keyed by precision serves
+// every precision.
+TEST(BenchReport, GemvRowsTakeTheReadOfTheirOwnFootprint) {
+  namespace pb = popper::bench;
+  pb::BenchTable t;
+  t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
+  pb::BenchRow r;
+  r.key = {"gemm", pb::Tier::Hand, "cpu:avx512", "gemv_1k", "f32", 1, "warm"};
+  r.work_unit = "flop";
+  r.work_per_iter = 2.0 * 1024 * 1024;
+  r.bytes_per_iter = 4.0 * (1024 * 1024 + 2048);  // 4 MiB: within the LLC
+  r.samples = {1e-4};
+  r.read_bound = 60e9;
+  t.rows = {r};
+  t.set_footprint_reads();
+  const auto b = pb::roofline_bound(t, r);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(b->read);
+  EXPECT_FALSE(b->in_llc);
+  EXPECT_NEAR(b->flops, 60e9 * r.work_per_iter / r.bytes_per_iter, 1e-3 * b->flops);
+  EXPECT_EQ(b->limit.rfind("read of ", 0), 0u) << b->limit;
+  pb::BenchRow f64 = r;
+  f64.key.precision = "f64";
+  EXPECT_FALSE(pb::roofline_bound(t, f64)->read);
+  EXPECT_EQ(pb::roofline_bound(t, f64)->limit, "compute, in LLC");
+  pb::BenchTable old;
+  old.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
+  old.set_meta_list("footprint_read_gbs", {"gemv_1k/threads:1=50.00"});
+  EXPECT_NEAR(old.footprint_read("gemv_1k", "f64", 1), 50e9, 1e7);
+  EXPECT_TRUE(pb::roofline_bound(old, f64)->read);
 }

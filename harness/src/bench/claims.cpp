@@ -123,7 +123,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               p = kind.empty() ? 0 : row_peak(*peak, kind, th, num->work_per_iter, num->bytes_per_iter);
               // A bandwidth claim is judged against the bandwidth the report bounds the row with:
               // the suite's read of the row's own footprint on its threads, where it probed one.
-              if (const double read = table.footprint_read(shape, th, claim.cache); kind == "bandwidth" && read > 0)
+              if (const double read = table.footprint_read(shape, prec, th, claim.cache);
+                  kind == "bandwidth" && read > 0)
                 p = read;
             }
             if (!num || (ratio && !den) || (claim.metric == "peak_fraction" && p <= 0)) {

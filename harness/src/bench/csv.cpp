@@ -197,8 +197,10 @@ void BenchTable::set_ceiling_not_run(const std::vector<CeilingSkip>& skips) {
 }
 
 namespace {
-std::string footprint_read_key(const std::string& shape, int threads, const std::string& cache_mode) {
-  return shape + "/threads:" + std::to_string(threads) + (cache_mode == "cold" ? "/cold" : "");
+std::string footprint_read_key(const std::string& shape, const std::string& precision, int threads,
+                               const std::string& cache_mode) {
+  return shape + (precision.empty() ? "" : "/" + precision) + "/threads:" + std::to_string(threads) +
+         (cache_mode == "cold" ? "/cold" : "");
 }
 }  // namespace
 
@@ -206,7 +208,7 @@ void BenchTable::set_footprint_reads() {
   std::map<std::string, double> best;
   for (const auto& r : rows)
     if (r.read_bound > 0) {
-      double& b = best[footprint_read_key(r.key.shape, r.key.threads, r.key.cache_mode)];
+      double& b = best[footprint_read_key(r.key.shape, r.key.precision, r.key.threads, r.key.cache_mode)];
       b = std::max(b, r.read_bound);
     }
   if (best.empty()) return;
@@ -219,10 +221,14 @@ void BenchTable::set_footprint_reads() {
   set_meta_list("footprint_read_gbs", entries);
 }
 
-double BenchTable::footprint_read(const std::string& shape, int threads, const std::string& cache_mode) const {
-  const std::string want = footprint_read_key(shape, threads, cache_mode) + "=";
-  for (const auto& e : meta_list("footprint_read_gbs"))
-    if (e.rfind(want, 0) == 0) return std::atof(e.c_str() + want.size()) * 1e9;
+double BenchTable::footprint_read(const std::string& shape, const std::string& precision, int threads,
+                                  const std::string& cache_mode) const {
+  for (const std::string& key : {footprint_read_key(shape, precision, threads, cache_mode),
+                                 footprint_read_key(shape, "", threads, cache_mode)}) {
+    const std::string want = key + "=";
+    for (const auto& e : meta_list("footprint_read_gbs"))
+      if (e.rfind(want, 0) == 0) return std::atof(e.c_str() + want.size()) * 1e9;
+  }
   return 0;
 }
 

@@ -110,12 +110,15 @@ struct BenchTable {
   // `ceiling_not_run`, a list of CeilingSkip (an entry of another form is left out).
   std::vector<CeilingSkip> ceiling_not_run() const;
   void set_ceiling_not_run(const std::vector<CeilingSkip>& skips);
-  // `footprint_read_gbs`: per shape, thread count and cache mode, the fastest
-  // read_bound of the rows ("<shape>/threads:<n>[/cold]=<GB/s>" entries: a cold
-  // row's probe read its footprint from memory); footprint_read in bytes/s, 0
-  // when the table has none for them.
+  // `footprint_read_gbs`: per shape, precision, thread count and cache mode,
+  // the fastest read_bound of the rows ("<shape>/<precision>/threads:<n>[/cold]=<GB/s>"
+  // entries: a cold row's probe read its footprint from memory; one precision's
+  // footprint bounds no other's); footprint_read in bytes/s, 0 when the table
+  // has none for them. An entry without the precision (written before it was
+  // keyed) serves every precision.
   void set_footprint_reads();
-  double footprint_read(const std::string& shape, int threads, const std::string& cache_mode = "warm") const;
+  double footprint_read(const std::string& shape, const std::string& precision, int threads,
+                        const std::string& cache_mode = "warm") const;
 };
 
 // Column names, in file order.

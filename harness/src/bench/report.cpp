@@ -134,18 +134,24 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
   b.dram = at_threads(p.bw, r.key.threads, p.cores) * b.intensity;
   // A cold row's operands were evicted before its call, whatever their size.
   b.in_llc = r.key.cache_mode != "cold" && p.llc > 0 && r.bytes_per_iter <= p.llc;
+  // Where the suite probed the row's own footprint on its threads (from
+  // memory, for a cold row), that probe is the bandwidth, wherever the bytes
+  // sit: a stream of a few LLCs is partly served from cache (the hand q4k GEMV
+  // read 75 MB at 37-45 GB/s on one Zen 4 core, against a 28 GB/s triad),
+  // which the triad over arrays of 512 MiB never sees, and one core reads
+  // faster than its share of the triad (gemm's GEMV rows).
+  if (const double read = t.footprint_read(r.key.shape, r.key.precision, r.key.threads, r.key.cache_mode); read > 0) {
+    b.dram = read * b.intensity;
+    b.in_llc = false;
+    b.read = true;
+  }
+  const std::string dram_limit = b.read ? "read of " + mib(r.bytes_per_iter) : "DRAM";
   if (!pk) {
     // A precision with no measured compute peak (q4k: integer dot products on
     // decoded blocks): the bytes (the Q4_K weights) over the measured bandwidth
     // still bound it, unless they fit in the LLC, where nothing measured does.
-    // Where the suite probed the row's own footprint on its threads (from
-    // memory, for a cold row), that probe is the bandwidth: a stream of a few
-    // LLCs is partly served from cache (the hand GEMV read 75 MB at 37-45 GB/s on one Zen 4 core, against
-    // a 28 GB/s triad), which the triad over arrays of 512 MiB never sees.
     if (b.in_llc) return std::nullopt;
-    b.limit = "DRAM";
-    if (const double read = t.footprint_read(r.key.shape, r.key.threads, r.key.cache_mode); read > 0)
-      b.dram = read * b.intensity, b.limit = "read of " + mib(r.bytes_per_iter);
+    b.limit = dram_limit;
     b.peak = b.flops = b.dram;
     return b;
   }
@@ -155,7 +161,7 @@ std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow&
     b.limit = "compute, in LLC";
   } else {
     b.flops = std::min(b.peak, b.dram);
-    b.limit = b.dram < b.peak ? "DRAM" : "compute";
+    b.limit = b.dram < b.peak ? dram_limit : "compute";
   }
   return b;
 }
@@ -242,8 +248,9 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
       // the DRAM term allows sat in cache: bound it by P alone. Far above the
       // LLC a row beyond the bound stays DRAM and shows > 100%: there the
       // bound's bandwidth (triad, with its write traffic) is what is wrong.
-      if (f.bound && !f.bound->in_llc && f.bound->dram < f.bound->peak && llc > 0 &&
-          f.bound_row->bytes_per_iter <= 2 * llc) {
+      // A read of the row's own footprint, or a cold row, is no DRAM guess.
+      if (f.bound && !f.bound->in_llc && !f.bound->read && f.bound_row->key.cache_mode != "cold" &&
+          f.bound->dram < f.bound->peak && llc > 0 && f.bound_row->bytes_per_iter <= 2 * llc) {
         double fastest = 0;
         for (const BenchRow* r : {f.ceiling, f.wrapped, f.hand})
           if (r) fastest = std::max(fastest, r->throughput());
@@ -334,7 +341,8 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
                  "within the measured LLC is bounded by P alone and marked \"in LLC\" (its traffic is not DRAM "
                  "traffic); so is a working set up to twice the measured LLC that some tier ran faster than its DRAM "
                  "term allows, marked \"cache-resident\" (the probe doubles its sizes, so the real LLC may be larger). "
-                 "A q4k row whose suite read its own footprint on its threads takes that read as BW (\"read of N "
+                 "A row whose suite read its own footprint on its threads (q4k; gemm's GEMV shapes) takes that read as "
+                 "BW (\"read of N "
                  "MiB\"). "
           : t.meta("device_peaks")
               ? "Bound = the device's measured peak for the precision (" + *t.meta("device_peaks") + "). "

@@ -44,7 +44,8 @@ struct RooflineBound {
   double peak = 0;       // P(threads)
   double dram = 0;       // BW(threads) * I
   bool in_llc = false;   // working set <= measured LLC: the DRAM term does not apply
-  std::string limit;     // "compute" | "DRAM" | "compute, in LLC" | "compute, cache-resident: ..." (table_figures)
+  bool read = false;     // the DRAM term is the suite's read of the row's own footprint
+  std::string limit;     // "compute" | "DRAM" | "read of N MiB" | "compute, in LLC" | "compute, cache-resident: ..."
 };
 std::optional<RooflineBound> roofline_bound(const BenchTable& t, const BenchRow& r);
 
