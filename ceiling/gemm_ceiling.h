@@ -8,7 +8,8 @@
  * For each shape of workloads/gemm/shapes.h and each precision: warm up, check
  * the product (workloads/gemm/product_check.h: the rows carry its verdict, "incorrect: ..." when
  * the library got it wrong), size the repetition (>= --min-time, 0.2 s by
- * default), time --reps repetitions, one CSV row each. The vendor
+ * default), time --reps repetitions, one CSV row each; with --cache cold
+ * every timed call follows an eviction (ceiling_time_calls). The vendor
  * program supplies only the call and its backend label, so every vendor is
  * timed by the same code. Header-only, C11. */
 #ifndef POPPER_GEMM_CEILING_H
@@ -21,6 +22,17 @@
 
 /* One row-major NN product; a, b, c hold float (is_f64 == 0) or double. */
 typedef void (*ceiling_gemm_fn)(int is_f64, int m, int n, int k, const void* a, const void* b, void* c);
+
+struct ceiling_gemm_call {
+  ceiling_gemm_fn gemm;
+  int is_f64, m, n, k;
+  const void *a, *b;
+  void* c;
+};
+static void ceiling_gemm_once(void* ctx) {
+  const struct ceiling_gemm_call* g = (const struct ceiling_gemm_call*)ctx;
+  g->gemm(g->is_f64, g->m, g->n, g->k, g->a, g->b, g->c);
+}
 
 /* Runs the loop; backend is the CSV backend column ("openblas:SkylakeX", "blis:skx").
  * Returns the process exit code. */
@@ -63,10 +75,9 @@ static int ceiling_gemm_run(const struct ceiling_args* args, const char* program
 
       const double flop = 2.0 * sh->m * sh->n * (double)sh->k;
       const double bytes = (double)(na + nb + nc) * (double)elem;
+      struct ceiling_gemm_call call = {gemm, is_f64, sh->m, sh->n, sh->k, a, b, c};
       for (int r = 0; r < reps; ++r) {
-        const double start = ceiling_now();
-        for (long it = 0; it < iters; ++it) gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
-        const double per_iter = (ceiling_now() - start) / (double)iters;
+        const double per_iter = ceiling_time_calls(args, iters, ceiling_gemm_once, &call);
         ceiling_print_row("gemm", backend, sh->name, prec, threads, r, iters, per_iter, flop, bytes, verdict);
         fprintf(stderr, "%s gemm %s %s threads=%d rep %d/%d: %.3f GFLOP/s\n", backend, sh->name, prec, threads, r + 1,
                 reps, flop / per_iter * 1e-9);
@@ -85,6 +96,7 @@ static void ceiling_gemm_list_line(int s) {
 
 /* ceiling_open over the GEMM shapes: -1 to run, else main's exit code. */
 static int ceiling_gemm_open(int argc, char** argv, const char* program, struct ceiling_args* args) {
+  ceiling_cold_supported = 1;
   return ceiling_open(argc, argv, program, POPPER_GEMM_SHAPE_COUNT, ceiling_gemm_shape_name, ceiling_gemm_list_line,
                       args);
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/fill.hpp"
+#include "common/read_bandwidth.hpp"
 #include "gemm/gemm_device.hpp"
 #include "gemm/testbed.hpp"
 #include "impl/gemm/cpu_gemm.hpp"
@@ -35,6 +36,10 @@ namespace {
 using popper::gemm::GemmShape;
 namespace suite = popper::suite;
 namespace pb = popper::bench;
+
+// One row of A (a GEMV: one token through a projection) streams B once in
+// real use, so these shapes are also timed cold.
+bool streams_b(const popper_gemm_shape& s) { return s.m == 1; }
 
 // Shapes whose full reference product is cheap enough to verify every entry.
 bool is_small(const popper_gemm_shape& s) { return double(s.m) * s.n * s.k <= 256.0 * 256.0 * 256.0; }
@@ -54,6 +59,13 @@ template <class T>
 void bench_gemm(benchmark::State& state, const pb::Case& c) {
   const popper_gemm_shape sh = POPPER_GEMM_SHAPES[c.shape];
   const std::size_t m = std::size_t(sh.m), n = std::size_t(sh.n), k = std::size_t(sh.k);
+  const double bytes = double(m * k + k * n + m * n) * sizeof(T);
+  // A GEMV is bound by reading its footprint, and one core reads faster than
+  // its share of the triad: the row's bound is a read of those bytes on its
+  // threads, cold for a cold row. Taken first, before any library's threads spin.
+  std::vector<double> read;
+  if (streams_b(sh) && c.tier != pb::Tier::Reference)
+    read = suite::read_bandwidth(std::size_t(bytes), c.threads, 5, c.cache);
   std::vector<T> a(m * k), b(k * n), out(m * n, T(0));
   suite::fill_uniform(a, 1);
   suite::fill_uniform(b, 2);
@@ -95,9 +107,9 @@ void bench_gemm(benchmark::State& state, const pb::Case& c) {
     };
     recheck.verify = verify;
   }
-  pb::measure(state, c, v, call,
-              {.work = 2.0 * double(m) * double(n) * double(k), .bytes = double(m * k + k * n + m * n) * sizeof(T)},
-              recheck);
+  pb::measure(state, c, v, call, {.work = 2.0 * double(m) * double(n) * double(k), .bytes = bytes}, recheck);
+  if (!read.empty() && !state.error_occurred())
+    state.counters["read_bytes_per_second"] = *std::max_element(read.begin(), read.end());
 }
 
 void register_all() {
@@ -106,9 +118,12 @@ void register_all() {
       .tiers({pb::Tier::Wrapped, pb::Tier::Hand, pb::Tier::Reference})
       .precisions({"f32", "f64"})
       .threads({1, 2})
-      // The reference is O(mnk) scalar and single-threaded by design: small shapes, one thread.
+      .cache_modes({pb::CacheMode::Warm, pb::CacheMode::Cold})
+      // The reference is O(mnk) scalar and single-threaded by design: small shapes, one thread, warm.
       .where([](const pb::Case& c) {
-        return c.tier != pb::Tier::Reference || (is_small(POPPER_GEMM_SHAPES[c.shape]) && c.threads == 1);
+        const popper_gemm_shape& s = POPPER_GEMM_SHAPES[c.shape];
+        if (c.cache == pb::CacheMode::Cold && (!streams_b(s) || c.tier == pb::Tier::Reference)) return false;
+        return c.tier != pb::Tier::Reference || (is_small(s) && c.threads == 1);
       })
       .add([](benchmark::State& st, const pb::Case& c) {
         if (c.precision == "f32") bench_gemm<float>(st, c);

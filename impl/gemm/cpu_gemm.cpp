@@ -13,7 +13,9 @@
 // problem C^T = op(B)^T op(A)^T over the same memory. When op(A) rows are
 // k-contiguous (cs == 1) and C's rows are short (kDirectMaxRowBytes), full
 // MR-row tiles read A in place ("direct"), which saves the A copy that
-// dominates thin products (n = 256).
+// dominates thin products (n = 256). A single row of A (m = 1) with
+// n-contiguous op(B) skips the nest: the row kernel streams B in place
+// (run_row).
 //
 // Threads (common/parallel.hpp, one persistent OpenMP team): C is split into
 // contiguous row ranges (column ranges when they balance the work better), each worker runs
@@ -49,6 +51,10 @@ bool mutant_avx2_tail_mask() {
 }
 bool mutant_avx512_tail_mask() {
   static const bool on = POPPER_MUTANT("gemm-avx512-tail-mask");
+  return on;
+}
+bool mutant_row_k_remainder() {
+  static const bool on = POPPER_MUTANT("gemm-row-k-remainder");
   return on;
 }
 }  // namespace detail
@@ -93,7 +99,7 @@ void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, std:
 
 template <class T>
 KernelSpec<T> scalar_spec() {
-  return {4, 4, &scalar_kernel<T>, nullptr, 0, nullptr, "scalar"};
+  return {4, 4, &scalar_kernel<T>, nullptr, 0, nullptr, nullptr, "scalar"};
 }
 
 template <class T>
@@ -433,15 +439,59 @@ bool split_rows(std::int64_t m, std::int64_t n, std::int64_t mr, std::int64_t nr
   return largest_share(m, mr, threads) <= 1.02 * largest_share(n, nr, threads);
 }
 
+// The accumulators of one column chunk of the row path: 8 KiB, so they stay
+// in the L1 beside the four B rows in flight, and B is read in 8 KiB runs.
+constexpr std::int64_t kRowChunkBytes = 8192;
+
+// The threads a product of `flop` may use, at most `requested` and `units`.
+int threads_for(double flop, int requested, std::int64_t units) {
+  const int by_size = popper::parallel::exact_threads()
+                          ? requested
+                          : static_cast<int>(std::max(1.0, std::floor(flop / kMinFlopPerThread)));
+  return static_cast<int>(std::min<std::int64_t>({requested, by_size, units}));
+}
+
+// m = 1 with n-contiguous op(B), a GEMV such as one token through a
+// projection: the blocked path would copy all of B into slivers (a second
+// pass over the operand that dominates the traffic) and run 12-row tiles of
+// which 11 rows are padding. The row kernel reads B once, in place. Each
+// worker takes whole NR-wide column slivers; the KC blocks are the blocked
+// path's, so the row's bits are too.
+template <class T>
+void run_row(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
+  const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
+  const std::int64_t chunk = kRowChunkBytes / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t slivers = (pr.n + ks.nr - 1) / ks.nr;
+  const int threads = threads_for(2.0 * static_cast<double>(pr.n) * static_cast<double>(pr.k), requested, slivers);
+  auto columns = [&](std::int64_t j0, std::int64_t j1) {
+    T* acc = scratch<T>(1, static_cast<std::size_t>(chunk));
+    for (std::int64_t jc = j0; jc < j1; jc += chunk) {
+      const std::int64_t ncur = std::min(chunk, j1 - jc);
+      for (std::int64_t pc = 0; pc < pr.k; pc += bl.kc) {
+        const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
+        ks.row(std::min(bl.kc, pr.k - pc), &pr.a(0, pc), pr.a.cs, &pr.b(pc, jc), pr.b.rs, pr.c + jc, pr.alpha, beta,
+               ncur, acc);
+      }
+    }
+  };
+  if (threads <= 1) {
+    columns(0, pr.n);
+    return;
+  }
+  popper::parallel::run(static_cast<std::size_t>(threads), threads, [&](std::size_t w0, std::size_t w1, int) {
+    for (std::size_t w = w0; w < w1; ++w) {
+      const auto [j0, j1] = share(pr.n, ks.nr, w, threads);
+      if (j0 < j1) columns(j0, j1);
+    }
+  });
+}
+
 template <class T>
 void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
   const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
   const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;
-  const int by_size = popper::parallel::exact_threads()
-                          ? requested
-                          : static_cast<int>(std::max(1.0, std::floor(flop / kMinFlopPerThread)));
-  const int wanted = static_cast<int>(std::min<std::int64_t>({requested, by_size, std::max(row_units, col_units)}));
+  const int wanted = threads_for(flop, requested, std::max(row_units, col_units));
   const bool by_rows = wanted <= 1 || split_rows(pr.m, pr.n, ks.mr, ks.nr, wanted);
   const int threads = static_cast<int>(std::min<std::int64_t>(wanted, by_rows ? row_units : col_units));
   if (threads <= 1) {
@@ -480,6 +530,10 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
                        c.data(), s.ldc};
   if (pr.k == 0 || alpha == T(0)) {
     scale_c(pr);
+    return;
+  }
+  if (pr.m == 1 && pr.b.cs == 1 && ks.row != nullptr) {
+    run_row(pr, ks, opts.threads);
     return;
   }
   run_blocked(pr, ks, opts.threads);

@@ -11,6 +11,7 @@ namespace popper::gemm::cpu::detail {
 namespace {
 
 bool edge_tail_mutant() { return mutant_avx2_tail_mask(); }
+bool row_remainder_mutant() { return mutant_row_k_remainder(); }
 
 struct VecF32 {
   using reg = __m256;
@@ -57,6 +58,7 @@ KernelSpec<float> avx2_f32() {
           &micro_kernel_direct<float, VecF32, 6, 2>,
           4,
           &micro_kernel_direct<float, VecF32, 4, 2>,
+          &row_kernel<float, VecF32>,
           "avx2"};
 }
 KernelSpec<double> avx2_f64() {
@@ -66,6 +68,7 @@ KernelSpec<double> avx2_f64() {
           &micro_kernel_direct<double, VecF64, 6, 2>,
           4,
           &micro_kernel_direct<double, VecF64, 4, 2>,
+          &row_kernel<double, VecF64>,
           "avx2"};
 }
 

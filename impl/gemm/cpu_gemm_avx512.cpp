@@ -14,6 +14,7 @@ namespace popper::gemm::cpu::detail {
 namespace {
 
 bool edge_tail_mutant() { return mutant_avx512_tail_mask(); }
+bool row_remainder_mutant() { return mutant_row_k_remainder(); }
 
 struct VecF32 {
   using reg = __m512;
@@ -58,6 +59,7 @@ KernelSpec<float> avx512_f32() {
           &micro_kernel_direct<float, VecF32, 12, 2>,
           8,
           &micro_kernel_direct<float, VecF32, 8, 2>,
+          &row_kernel<float, VecF32>,
           "avx512"};
 }
 KernelSpec<double> avx512_f64() {
@@ -67,6 +69,7 @@ KernelSpec<double> avx512_f64() {
           &micro_kernel_direct<double, VecF64, 12, 2>,
           8,
           &micro_kernel_direct<double, VecF64, 8, 2>,
+          &row_kernel<double, VecF64>,
           "avx512"};
 }
 

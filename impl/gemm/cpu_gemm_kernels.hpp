@@ -20,6 +20,16 @@
 // touched. The reduction over p is in order, one FMA per term, whatever the
 // tile position: a C element's bits do not depend on how C was partitioned.
 //
+// The row kernel serves a single row of A (m = 1) with n-contiguous op(B):
+//
+//   c[j] = alpha * sum_{p<kc} a[p*as] * b[p*ldb + j] + beta * c[j],  j < ncols
+//
+// It sweeps B's rows in order into `acc`, a caller's scratch row of
+// accumulators (ncols rounded up to the vector width), so a B that is
+// streamed once is read sequentially and never copied. Its sum over p is the
+// micro-kernels' (in order, one FMA per term from zero), so a row of C has
+// the same bits whichever kernel computed it.
+//
 // The ISA translation units must not instantiate std:: templates or other
 // inline functions: the linker could keep their AVX-512 copy for every caller
 // and fault on a CPU without AVX-512.
@@ -33,12 +43,17 @@ using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, cons
                              std::int64_t ldc, T alpha, T beta, int nrows, int ncols);
 
 template <class T>
+using RowKernel = void (*)(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::int64_t ldb, T* c, T alpha,
+                           T beta, std::int64_t ncols, T* acc);
+
+template <class T>
 struct KernelSpec {
   int mr, nr;                   // register tile
   MicroKernel<T> packed;        // A packed (always valid)
   MicroKernel<T> direct;        // A direct (nullptr: this ISA always packs A)
   int mr_short;                 // a shorter direct tile (same NR), so that a block's rows
   MicroKernel<T> direct_short;  // split into full tiles more often (nullptr: none)
+  RowKernel<T> row;             // m = 1 (nullptr: the blocked path serves it)
   const char* isa;              // "scalar" | "avx2" | "avx512"
 };
 
@@ -48,6 +63,7 @@ struct KernelSpec {
 // that path runs.
 bool mutant_avx2_tail_mask();    // "gemm-avx2-tail-mask": the AVX2 tail mask is one lane short
 bool mutant_avx512_tail_mask();  // "gemm-avx512-tail-mask": the AVX-512 tail mask is one lane short
+bool mutant_row_k_remainder();   // "gemm-row-k-remainder": the row kernel drops the kc % 4 rows after its sweep
 
 KernelSpec<float> avx2_f32();
 KernelSpec<double> avx2_f64();

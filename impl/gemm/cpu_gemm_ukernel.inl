@@ -5,8 +5,9 @@
 //   zero(), bcast(const T*), fma(a, b, c) = a*b + c, mul(a, b),
 //   set1(T), storeu(T*, reg), loadu(const T*), tail(n) (first n lanes),
 //   maskload(const T*, mask), maskstore(T*, mask, reg);
-// and a constexpr bool kTailMutant naming whether this TU's mutation point is
-// live (POPPER_MUTANT, evaluated once per process in the edge branch).
+// and edge_tail_mutant(), row_remainder_mutant(): whether this TU's mutation
+// points are live (POPPER_MUTANT, evaluated once per process, asked only on
+// the branch each guards).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
 
 template <class T, class Vec, int MR, int NV>
@@ -115,4 +116,58 @@ void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T*
     bp += ldb;
   }
   tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols);
+}
+
+// R rows of B, from row p, added into the row kernel's accumulators, in row
+// order per accumulator.
+template <class T, class Vec, int R>
+inline void row_sweep(const T* a, std::int64_t as, const T* b, std::int64_t ldb, std::int64_t full, int tail,
+                      typename Vec::mask m, T* acc) {
+  constexpr int W = Vec::width;
+  typename Vec::reg av[R];
+  const T* br[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    av[r] = Vec::bcast(a + r * as);
+    br[r] = b + r * ldb;
+  }
+  for (std::int64_t j = 0; j < full; j += W) {
+    typename Vec::reg s = Vec::loadu(acc + j);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) s = Vec::fma(av[r], Vec::loadu(br[r] + j), s);
+    Vec::storeu(acc + j, s);
+  }
+  if (tail > 0) {  // masked reads: B's row may end at its allocation
+    typename Vec::reg s = Vec::loadu(acc + full);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) s = Vec::fma(av[r], Vec::maskload(br[r] + full, m), s);
+    Vec::storeu(acc + full, s);
+  }
+}
+
+// The row kernel (cpu_gemm_kernels.hpp): four rows of B per pass over the
+// accumulators, so each accumulator load and store is shared by four FMAs.
+template <class T, class Vec>
+void row_kernel(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::int64_t ldb, T* c, T alpha, T beta,
+                std::int64_t ncols, T* acc) {
+  constexpr int W = Vec::width;
+  const std::int64_t full = ncols / W * W;
+  const int tail = static_cast<int>(ncols - full);
+  const typename Vec::mask m = Vec::tail(tail);
+  const std::int64_t padded = full + (tail > 0 ? W : 0);  // acc's lanes past ncols stay unused
+  for (std::int64_t j = 0; j < padded; j += W) Vec::storeu(acc + j, Vec::zero());
+  const std::int64_t kc4 = kc / 4 * 4;
+  std::int64_t p = 0;
+  for (; p < kc4; p += 4) row_sweep<T, Vec, 4>(a + p * as, as, b + p * ldb, ldb, full, tail, m, acc);
+  if (p < kc && row_remainder_mutant()) p = kc;  // the mutant: the last kc % 4 rows are lost
+  for (; p < kc; ++p) row_sweep<T, Vec, 1>(a + p * as, as, b + p * ldb, ldb, full, tail, m, acc);
+  const typename Vec::reg va = Vec::set1(alpha), vb = Vec::set1(beta);
+  for (std::int64_t j = 0; j < full; j += W) {
+    const typename Vec::reg r = Vec::mul(va, Vec::loadu(acc + j));
+    Vec::storeu(c + j, beta == T(0) ? r : Vec::fma(vb, Vec::loadu(c + j), r));
+  }
+  if (tail > 0) {
+    const typename Vec::reg r = Vec::mul(va, Vec::loadu(acc + full));
+    Vec::maskstore(c + full, m, beta == T(0) ? r : Vec::fma(vb, Vec::maskload(c + full, m), r));
+  }
 }

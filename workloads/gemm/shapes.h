@@ -27,6 +27,8 @@ static const struct popper_gemm_shape POPPER_GEMM_SHAPES[] = {
     {"lm_head", 4096, 32768, 1024, "full"},    /* LM head, V=32768 */
     {"square_1k", 1024, 1024, 1024, "full"},
     {"square_4k", 4096, 4096, 4096, "full"},
+    {"gemv_1k", 1, 1024, 1024, "full"}, /* one token through a projection: B is streamed once */
+    {"gemv_4k", 1, 4096, 4096, "full"},
 };
 
 #define POPPER_GEMM_SHAPE_COUNT ((int)(sizeof(POPPER_GEMM_SHAPES) / sizeof(POPPER_GEMM_SHAPES[0])))
