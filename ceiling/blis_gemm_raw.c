@@ -17,8 +17,16 @@
 
 #include <blis.h>
 
+/* One row of C is a GEMV, c = B^T a: BLIS's gemv for it, as its GEMM would
+ * pack all of B. */
 static void run_gemm(int is_f64, int m, int n, int k, const void* a, const void* b, void* c) {
-  if (is_f64) {
+  if (m == 1 && is_f64) {
+    double one = 1.0, zero = 0.0;
+    bli_dgemv(BLIS_TRANSPOSE, BLIS_NO_CONJUGATE, k, n, &one, (double*)b, n, 1, (double*)a, 1, &zero, (double*)c, 1);
+  } else if (m == 1) {
+    float one = 1.0f, zero = 0.0f;
+    bli_sgemv(BLIS_TRANSPOSE, BLIS_NO_CONJUGATE, k, n, &one, (float*)b, n, 1, (float*)a, 1, &zero, (float*)c, 1);
+  } else if (is_f64) {
     double one = 1.0, zero = 0.0;
     bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &one, (double*)a, k, 1, (double*)b, n, 1, &zero,
               (double*)c, n, 1);

@@ -17,8 +17,14 @@
 char* openblas_get_corename(void);
 void openblas_set_num_threads(int num_threads);
 
+/* One row of C is a GEMV, c = B^T a: OpenBLAS's best routine for it (its GEMM
+ * packs all of B; 0.3.27 forwards such calls to GEMV itself). */
 static void run_gemm(int is_f64, int m, int n, int k, const void* a, const void* b, void* c) {
-  if (is_f64)
+  if (m == 1 && is_f64)
+    cblas_dgemv(CblasRowMajor, CblasTrans, k, n, 1.0, (const double*)b, n, (const double*)a, 1, 0.0, (double*)c, 1);
+  else if (m == 1)
+    cblas_sgemv(CblasRowMajor, CblasTrans, k, n, 1.0f, (const float*)b, n, (const float*)a, 1, 0.0f, (float*)c, 1);
+  else if (is_f64)
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, (const double*)a, k, (const double*)b, n, 0.0,
                 (double*)c, n);
   else

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "popper/error.hpp"
 
@@ -78,11 +79,47 @@ std::string BlasHandle::core_name() const {
 
 int BlasHandle::threads() const { return threads_; }
 
+namespace {
+
+// One row of C (m = 1) is a GEMV, c = alpha op(B)^T x + beta c with x the one
+// row of op(A); OpenBLAS's GEMM would pack all of B for it and run padded
+// tiles (OpenBLAS 0.3.27 forwards such calls to its GEMV itself; Debian 12
+// ships 0.3.21). k = 0 stays a GEMM: a BLAS GEMV with an empty dimension
+// returns without scaling c by beta.
+struct GemvCall {
+  CBLAS_ORDER order;
+  CBLAS_TRANSPOSE trans;  // of B as stored: c = B^T x for op(B) = B
+  int rows, cols, ldb, incx, incy;
+};
+std::optional<GemvCall> as_gemv(const GemmShape& s) {
+  if (s.m != 1 || s.k == 0) return std::nullopt;
+  const bool row = s.layout == Layout::RowMajor;
+  const bool b_as_stored = s.op_b == Op::NoTrans;  // B stored k x n, else n x k
+  // op(A)'s row runs along A's stored rows when exactly one of row-major and NoTrans holds.
+  // The mutant: x read as contiguous whatever op(A) and the layout.
+  const bool contiguous = row == (s.op_a == Op::NoTrans) || POPPER_MUTANT("gemm-blas-gemv-x-stride");
+  const int incx = contiguous ? 1 : static_cast<int>(s.lda);
+  return GemvCall{order_of(s.layout),
+                  b_as_stored ? CblasTrans : CblasNoTrans,
+                  static_cast<int>(b_as_stored ? s.k : s.n),
+                  static_cast<int>(b_as_stored ? s.n : s.k),
+                  static_cast<int>(s.ldb),
+                  incx,
+                  row ? 1 : static_cast<int>(s.ldc)};
+}
+
+}  // namespace
+
 void BlasHandle::gemm(const GemmShape& s0, float alpha, std::span<const float> a, std::span<const float> b, float beta,
                       std::span<float> c) const {
   check_gemm_args(s0, a.size(), b.size(), c.size());
   const GemmShape s = with_tight_ld(s0);
   if (s.m == 0 || s.n == 0) return;
+  if (const auto g = as_gemv(s)) {
+    cblas_sgemv(g->order, g->trans, g->rows, g->cols, alpha, b.data(), g->ldb, a.data(), g->incx, beta, c.data(),
+                g->incy);
+    return;
+  }
   cblas_sgemm(order_of(s.layout), trans_of(s.op_a), trans_of(s.op_b), static_cast<int>(s.m), static_cast<int>(s.n),
               static_cast<int>(s.k), alpha, a.data(), static_cast<int>(s.lda), b.data(), static_cast<int>(s.ldb), beta,
               c.data(), static_cast<int>(s.ldc));
@@ -93,6 +130,11 @@ void BlasHandle::gemm(const GemmShape& s0, double alpha, std::span<const double>
   check_gemm_args(s0, a.size(), b.size(), c.size());
   const GemmShape s = with_tight_ld(s0);
   if (s.m == 0 || s.n == 0) return;
+  if (const auto g = as_gemv(s)) {
+    cblas_dgemv(g->order, g->trans, g->rows, g->cols, alpha, b.data(), g->ldb, a.data(), g->incx, beta, c.data(),
+                g->incy);
+    return;
+  }
   cblas_dgemm(order_of(s.layout), trans_of(s.op_a), trans_of(s.op_b), static_cast<int>(s.m), static_cast<int>(s.n),
               static_cast<int>(s.k), alpha, a.data(), static_cast<int>(s.lda), b.data(), static_cast<int>(s.ldb), beta,
               c.data(), static_cast<int>(s.ldc));

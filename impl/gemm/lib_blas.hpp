@@ -1,5 +1,6 @@
 // Wrapped tier: GEMM through OpenBLAS (cblas_sgemm / cblas_dgemm), row- or
-// column-major through the CBLAS layout flag, op via the transpose flags.
+// column-major through the CBLAS layout flag, op via the transpose flags; a
+// one-row product (m = 1, k > 0) through cblas_sgemv / cblas_dgemv.
 //
 //   C = alpha * op(A) * op(B) + beta * C
 //
