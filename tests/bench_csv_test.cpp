@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 #include <unistd.h>
 
 #include "bench/csv.hpp"
@@ -207,20 +208,34 @@ TEST(BenchReport, Q4kRowsGetTheBandwidthBound) {
   EXPECT_FALSE(popper::bench::roofline_bound(t, r).has_value());
 }
 
+namespace {
+// A table with measured peaks (16 MiB LLC) and a timed FLOP row whose suite read its footprint at `read` B/s.
+popper::bench::BenchTable table_with_peaks() {
+  popper::bench::BenchTable t;
+  t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
+  return t;
+}
+popper::bench::BenchRow read_probed_row(popper::bench::BenchKey key, double work, double bytes, double sample,
+                                        double read) {
+  popper::bench::BenchRow r;
+  r.key = std::move(key);
+  r.work_unit = "flop";
+  r.work_per_iter = work;
+  r.bytes_per_iter = bytes;
+  r.samples = {sample};
+  r.read_bound = read;
+  return r;
+}
+}  // namespace
+
 // Where the suite probed a row's own footprint (read_bound), that probe bounds
 // the q4k row instead of the triad, for its shape and thread count only, and
 // the figure survives the CSV (footprint_read_gbs metadata).
 TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
   namespace pb = popper::bench;
-  pb::BenchTable t;
-  t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
-  pb::BenchRow r;
-  r.key = {"q4k", pb::Tier::Hand, "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"};
-  r.work_unit = "flop";
-  r.work_per_iter = 2.0 * 32768 * 4096;
-  r.bytes_per_iter = 32768.0 * 4096 * 144 / 256;
-  r.samples = {0.002};
-  r.read_bound = 40e9;
+  pb::BenchTable t = table_with_peaks();
+  pb::BenchRow r = read_probed_row({"q4k", pb::Tier::Hand, "cpu:avx512", "big_32768x4096", "q4k", 1, "warm"},
+                                   2.0 * 32768 * 4096, 32768.0 * 4096 * 144 / 256, 0.002, 40e9);
   pb::BenchRow slower = r;  // another tier's probe of the same footprint: the fastest counts
   slower.key.tier = pb::Tier::Wrapped;
   slower.read_bound = 35e9;
@@ -241,8 +256,7 @@ TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
   cold.key.shape = "llama_attn_4096x4096";
   cold.bytes_per_iter = 4096.0 * 4096 * 144 / 256;  // 9 MiB, within the 16 MiB LLC
   cold.read_bound = 30e9;
-  pb::BenchTable ct;
-  ct.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
+  pb::BenchTable ct = table_with_peaks();
   ct.rows = {cold};
   ct.set_footprint_reads();
   const auto cb = pb::roofline_bound(ct, cold);
@@ -262,15 +276,10 @@ TEST(BenchReport, Q4kRowsTakeTheReadProbeOfTheirFootprint) {
 // every precision.
 TEST(BenchReport, GemvRowsTakeTheReadOfTheirOwnFootprint) {
   namespace pb = popper::bench;
-  pb::BenchTable t;
-  t.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
-  pb::BenchRow r;
-  r.key = {"gemm", pb::Tier::Hand, "cpu:avx512", "gemv_1k", "f32", 1, "warm"};
-  r.work_unit = "flop";
-  r.work_per_iter = 2.0 * 1024 * 1024;
-  r.bytes_per_iter = 4.0 * (1024 * 1024 + 2048);  // 4 MiB: within the LLC
-  r.samples = {1e-4};
-  r.read_bound = 60e9;
+  pb::BenchTable t = table_with_peaks();
+  // 4 MiB: within the LLC
+  pb::BenchRow r = read_probed_row({"gemm", pb::Tier::Hand, "cpu:avx512", "gemv_1k", "f32", 1, "warm"},
+                                   2.0 * 1024 * 1024, 4.0 * (1024 * 1024 + 2048), 1e-4, 60e9);
   t.rows = {r};
   t.set_footprint_reads();
   const auto b = pb::roofline_bound(t, r);
@@ -283,8 +292,7 @@ TEST(BenchReport, GemvRowsTakeTheReadOfTheirOwnFootprint) {
   f64.key.precision = "f64";
   EXPECT_FALSE(pb::roofline_bound(t, f64)->read);
   EXPECT_EQ(pb::roofline_bound(t, f64)->limit, "compute, in LLC");
-  pb::BenchTable old;
-  old.set_meta("roofline_peaks", "fp32=100/200 fp64=50/100 bw=20/30 llc_mib=16 cores=2");
+  pb::BenchTable old = table_with_peaks();
   old.set_meta_list("footprint_read_gbs", {"gemv_1k/threads:1=50.00"});
   EXPECT_NEAR(old.footprint_read("gemv_1k", "f64", 1), 50e9, 1e7);
   EXPECT_TRUE(pb::roofline_bound(old, f64)->read);

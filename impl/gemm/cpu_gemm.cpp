@@ -256,6 +256,13 @@ bool b_in_place(const Problem<T>& pr, const KernelSpec<T>& ks, std::int64_t kcur
   return pr.b.cs == 1 && ncur >= ks.nr && static_cast<std::size_t>(kcur * ncur) * sizeof(T) <= blocking_caches().l1d;
 }
 
+// beta for the k block starting at pc: the caller's on the first, then 1
+// (C already holds the earlier blocks' sum).
+template <class T>
+T block_beta(T beta, std::int64_t pc) {
+  return pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? beta : T(1);
+}
+
 // The loops below the B packing: C[0:m, jc:jc+ncur] of `pr` gets
 // op(A)[0:m, pc:pc+kcur] times the block of op(B), A packed (or read in place)
 // by the calling worker. B's slivers are in `bpack`, packed, except full ones
@@ -268,7 +275,7 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
   const bool direct =
       ks.direct != nullptr && pr.a.cs == 1 && pr.n * static_cast<std::int64_t>(sizeof(T)) <= kDirectMaxRowBytes;
   T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * bl.kc));
-  const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
+  const T beta = block_beta(pr.beta, pc);
   const std::int64_t ms = ks.mr_short;
   for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
     const std::int64_t mcur = std::min(mc, pr.m - ic);
@@ -468,7 +475,7 @@ void run_row(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
     for (std::int64_t jc = j0; jc < j1; jc += chunk) {
       const std::int64_t ncur = std::min(chunk, j1 - jc);
       for (std::int64_t pc = 0; pc < pr.k; pc += bl.kc) {
-        const T beta = pc == 0 || POPPER_MUTANT("gemm-beta-every-k-block") ? pr.beta : T(1);
+        const T beta = block_beta(pr.beta, pc);
         ks.row(std::min(bl.kc, pr.k - pc), &pr.a(0, pc), pr.a.cs, &pr.b(pc, jc), pr.b.rs, pr.c + jc, pr.alpha, beta,
                ncur, acc);
       }
