@@ -470,6 +470,9 @@ void run_row(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   const std::int64_t chunk = kRowChunkBytes / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t slivers = (pr.n + ks.nr - 1) / ks.nr;
   const int threads = threads_for(2.0 * static_cast<double>(pr.n) * static_cast<double>(pr.k), requested, slivers);
+  // A B larger than the LLC cannot be resident between calls: it streams.
+  const bool stream =
+      static_cast<double>(pr.n) * static_cast<double>(pr.k) * sizeof(T) > static_cast<double>(blocking_caches().l3);
   auto columns = [&](std::int64_t j0, std::int64_t j1) {
     T* acc = scratch<T>(1, static_cast<std::size_t>(chunk));
     for (std::int64_t jc = j0; jc < j1; jc += chunk) {
@@ -477,7 +480,7 @@ void run_row(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
       for (std::int64_t pc = 0; pc < pr.k; pc += bl.kc) {
         const T beta = block_beta(pr.beta, pc);
         ks.row(std::min(bl.kc, pr.k - pc), &pr.a(0, pc), pr.a.cs, &pr.b(pc, jc), pr.b.rs, pr.c + jc, pr.alpha, beta,
-               ncur, acc);
+               ncur, acc, stream);
       }
     }
   };
