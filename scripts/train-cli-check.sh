@@ -2,7 +2,7 @@
 # popper train and popper budget end to end on the tiny preset (FALSIFY-BUDGET-003
 # checks the gate in-process; this checks what a user sees): a baseline is
 # measured into a scratch baselines folder; a clean run exits 0 (a run a burst
-# of host load stopped is retried once); a 4x delay injected into gemm_forward
+# of host load stopped is retried, up to three times); a 4x delay injected into gemm_forward
 # stops training with the Jidoka alert naming it and exit 1, after writing both traces;
 # a missing budget and another machine's budget file exit 2 and say why.
 #   scripts/train-cli-check.sh POPPER_BIN WORK_DIR
@@ -19,13 +19,15 @@ common=(--preset tiny --baselines "$work/baselines" --trace-out "$work/traces" -
 budget=$(ls "$work"/baselines/*/train-budget.json 2>/dev/null | head -1)
 [ -n "$budget" ] || fail "no baselines/<fingerprint>/train-budget.json written"
 
+# A burst of host load can stop a clean run too (CI under ASan saw the optimizer
+# brick at 2.2x its budget in two runs in a row): up to three runs.
 clean=1
-for attempt in 1 2; do
+for attempt in 1 2 3; do
   "$popper" train "${common[@]}" --steps 12 >"$work/clean.out" 2>&1
   clean=$?
   [ "$clean" -eq 0 ] && break
 done
-[ "$clean" -eq 0 ] || fail "a clean run exited $clean twice: $(grep -m1 JIDOKA "$work/clean.out")"
+[ "$clean" -eq 0 ] || fail "a clean run exited $clean three times: $(grep -m1 JIDOKA "$work/clean.out")"
 grep -q "^MFU = 6 P tokens" "$work/clean.out" || fail "the clean run prints no MFU line"
 grep -q "^gemm_backward " "$work/clean.out" || fail "the clean run prints no brick table"
 
