@@ -196,3 +196,38 @@ TEST(BenchApi, WorkThatOutlivesItsTimerMakesTheRowInvalid) {
   EXPECT_TRUE(unsynchronised.starts_with("invalid: the work outlived its timer")) << unsynchronised;
   EXPECT_EQ(run_one("async/synchronised", row(true, 2)), "");
 }
+
+// A cold row's eviction idles the process, so a tier that parks its threads
+// gives a wake: measure() runs it after every eviction, before every timed
+// call, and the warm loop never.
+TEST(BenchApi, ColdRowsWakeTheTierBeforeEveryCall) {
+  auto row = [](pb::CacheMode cache, int& wakes, int& calls_after_a_wake, int& calls) {
+    return [cache, &wakes, &calls_after_a_wake, &calls](benchmark::State& st) {
+      bool woken = false;
+      pb::Case c;
+      c.family = "wake";
+      c.cache = cache;
+      pb::Work w{.work = 1, .bytes = 0, .unit = "items", .wake = [&] {
+                   ++wakes;
+                   woken = true;
+                 }};
+      pb::measure(
+          st, c, pb::Verdict::verified(),
+          [&] {
+            ++calls;
+            if (woken) ++calls_after_a_wake;
+            woken = false;
+          },
+          w);
+    };
+  };
+  int wakes = 0, after = 0, calls = 0;
+  EXPECT_EQ(run_one("wake/cold", row(pb::CacheMode::Cold, wakes, after, calls)), "");
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(wakes, calls);
+  EXPECT_EQ(after, calls);
+  wakes = after = calls = 0;
+  EXPECT_EQ(run_one("wake/warm", row(pb::CacheMode::Warm, wakes, after, calls)), "");
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(wakes, 0);
+}

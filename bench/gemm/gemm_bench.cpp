@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/fill.hpp"
+#include "common/pool_wake.hpp"
 #include "common/read_bandwidth.hpp"
 #include "gemm/gemm_device.hpp"
 #include "gemm/testbed.hpp"
@@ -107,7 +108,8 @@ void bench_gemm(benchmark::State& state, const pb::Case& c) {
     };
     recheck.verify = verify;
   }
-  pb::measure(state, c, v, call, {.work = 2.0 * double(m) * double(n) * double(k), .bytes = bytes}, recheck);
+  pb::measure(state, c, v, call,
+              {.work = 2.0 * double(m) * double(n) * double(k), .bytes = bytes, .wake = suite::pool_wake(c)}, recheck);
   if (!read.empty() && !state.error_occurred())
     state.counters["read_bytes_per_second"] = *std::max_element(read.begin(), read.end());
 }

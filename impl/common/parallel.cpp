@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -195,6 +196,18 @@ void run(std::size_t n, int threads, const RangeBody& body) {
   std::vector<std::size_t> bounds(workers + 1);
   for (std::size_t w = 0; w <= workers; ++w) bounds[w] = w * n / workers;
   run_bounds(bounds, body);
+}
+
+void wake(int threads) {
+  if (threads <= 1) return;
+  std::atomic<int> arrived{0};
+  // One slot a thread; each waits for the others, so the job ends only once
+  // every worker has woken (the bound covers a worker that never comes).
+  run(static_cast<std::size_t>(threads), threads, [&](std::size_t, std::size_t, int) {
+    arrived.fetch_add(1, std::memory_order_acq_rel);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    while (arrived.load(std::memory_order_acquire) < threads && std::chrono::steady_clock::now() < until) _mm_pause();
+  });
 }
 
 void run_weighted(const std::vector<double>& cost, int threads, const RangeBody& body) {

@@ -32,6 +32,13 @@ using RangeBody = std::function<void(std::size_t begin, std::size_t end, int wor
 
 void run(std::size_t n, int threads, const RangeBody& body);
 
+// Returns once `threads` threads (the caller's included) run a pool job, or
+// after 1 ms: a run() that follows at once finds the workers spinning, as a
+// run() right after another does, not asleep. For a caller that idled long
+// enough for the workers to sleep and does not want to time their waking
+// (a bench's cold row, after its eviction). threads <= 1: nothing.
+void wake(int threads);
+
 // Workers the machine offers (online CPUs); the upper bound for `threads`.
 int hardware_threads();
 
