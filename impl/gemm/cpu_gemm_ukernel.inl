@@ -121,9 +121,9 @@ void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T*
 // R rows of B, from row p, added into the row kernel's accumulators, in row
 // order per accumulator; two vectors per step, so two accumulator chains are
 // in flight. Stream: B comes from DRAM, where one core's hardware prefetchers
-// keep too few lines in flight; each step prefetches its rows kAhead bytes
-// ahead (to the end of the chunk) and, with `next`, the next pass's rows at
-// this column. A B resident in the LLC runs slower with either prefetch
+// keep too few lines in flight; each step prefetches its rows 1 KiB ahead
+// (to the end of the chunk) and, with `next`, the next pass's rows at this
+// column. A B resident in the LLC runs slower with either prefetch
 // (measured on Zen 5), hence the switch.
 template <class T, class Vec, int R, bool Stream>
 inline void row_sweep(const T* a, std::int64_t as, const T* b, std::int64_t ldb, std::int64_t full, int tail,
