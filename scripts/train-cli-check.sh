@@ -2,8 +2,9 @@
 # popper train and popper budget end to end on the tiny preset (FALSIFY-BUDGET-003
 # checks the gate in-process; this checks what a user sees): a baseline is
 # measured into a scratch baselines folder; a clean run exits 0 (a run a burst
-# of host load stopped is retried, up to three times); a 4x delay injected into gemm_forward
-# stops training with the Jidoka alert naming it and exit 1, after writing both traces;
+# of host load stopped is retried, up to three times); a 4x delay injected into
+# gemm_forward stops training with the Jidoka alert naming it and exit 1, after
+# writing both traces;
 # a missing budget and another machine's budget file exit 2 and say why.
 #   scripts/train-cli-check.sh POPPER_BIN WORK_DIR
 set -uo pipefail

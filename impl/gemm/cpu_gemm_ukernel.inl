@@ -141,11 +141,12 @@ inline void row_sweep(const T* a, std::int64_t as, const T* b, std::int64_t ldb,
   std::int64_t j = 0;
   for (; j < pairs; j += 2 * W) {
     if constexpr (Stream) {
+      const bool ahead = j + kAhead < full;
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
         for (std::int64_t q = 0; q < 2 * W; q += kLine) {
-          if (j + kAhead < full) __builtin_prefetch(br[r] + j + kAhead + q, 0, 3);
+          if (ahead) __builtin_prefetch(br[r] + j + kAhead + q, 0, 3);
           if (next) __builtin_prefetch(br[r] + R * ldb + j + q, 0, 3);
         }
     }
