@@ -31,11 +31,14 @@ static_assert(PackedWeights::kGroupRows == kPackRows);
 // (512 row blocks) run on one thread, its 1024 x 1024 ones on two.
 constexpr std::int64_t kMinRowBlocksPerThread = 1024;
 
-PackedMutation active_packed_mutation() {
+// A mutant of one ISA's kernel is asked only when that kernel runs: a hit
+// on another path would make the audit count it survived where its path
+// never ran (an AVX2-only CPU).
+PackedMutation active_packed_mutation(Isa isa) {
   if (POPPER_MUTANT("q4k-packed-fp32-sum")) return PackedMutation::Fp32Sum;
-  if (POPPER_MUTANT("q4k-packed-high-nibble-scale")) return PackedMutation::HighNibbleScale;
-  if (POPPER_MUTANT("q4k-packed-avx2-half-scales")) return PackedMutation::Avx2HalfScales;
-  if (POPPER_MUTANT("q4k-packed-avx2-mins-high-only")) return PackedMutation::Avx2MinsHighOnly;
+  if (isa == Isa::Avx512 && POPPER_MUTANT("q4k-packed-high-nibble-scale")) return PackedMutation::HighNibbleScale;
+  if (isa == Isa::Avx2 && POPPER_MUTANT("q4k-packed-avx2-half-scales")) return PackedMutation::Avx2HalfScales;
+  if (isa == Isa::Avx2 && POPPER_MUTANT("q4k-packed-avx2-mins-high-only")) return PackedMutation::Avx2MinsHighOnly;
   if (POPPER_MUTANT("q4k-packed-ragged-store")) return PackedMutation::RaggedStore;
   return PackedMutation::None;
 }
@@ -139,7 +142,7 @@ void gemv(const PackedWeights& w, const FixedPointActivations& x, std::span<floa
                         x.scale.data(),
                         x.sub_sum.data(),
                         y.data(),
-                        active_packed_mutation()};
+                        active_packed_mutation(isa)};
   const std::int64_t by_size = std::max<std::int64_t>(1, rows * args.nb / kMinRowBlocksPerThread);
   const int threads =
       parallel::exact_threads() ? opts.threads : static_cast<int>(std::min<std::int64_t>(opts.threads, by_size));
