@@ -15,8 +15,10 @@ if(POPPER_CCACHE AND PROJECT_IS_TOP_LEVEL)
                     OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     set(_popper_probe "${_popper_ccache_dir}/.popper-write-probe")
     if(_popper_ccache_dir)  # ccache -k prints nothing when it has no cache_dir
-      execute_process(COMMAND ${CMAKE_COMMAND} -E make_directory "${_popper_ccache_dir}"
-                      COMMAND ${CMAKE_COMMAND} -E touch "${_popper_probe}" OUTPUT_QUIET ERROR_QUIET)
+      # Two calls: the COMMANDs of one execute_process run at once, as a
+      # pipeline, so on a fresh machine the touch lost the race to the mkdir.
+      execute_process(COMMAND ${CMAKE_COMMAND} -E make_directory "${_popper_ccache_dir}" OUTPUT_QUIET ERROR_QUIET)
+      execute_process(COMMAND ${CMAKE_COMMAND} -E touch "${_popper_probe}" OUTPUT_QUIET ERROR_QUIET)
     endif()
     if(_popper_ccache_dir AND EXISTS "${_popper_probe}")
       set(_popper_ccache_ok TRUE)
