@@ -79,6 +79,10 @@ grep -c "<testcase" "$work/consumer/dot-junit.xml" | sed 's/^/consumer-check: JU
 # family popper_add_bench_family() wrote (popper-bench/dot/family.yaml).
 popper="$work/prefix/bin/popper"
 short=(--threads 1 --trials 2 --min-time 0.05)
+# The timed checks run 4 trials a side, and both re-measure their noisy rows
+# interleaved with the baseline's build (--rerun): against a baseline taken a
+# minute earlier alone, a noisy machine's drift hid the 50% slowdown.
+timed=(--threads 1 --trials 4 --min-time 0.05)
 cd "$work/consumer"
 step "bench compare --family dot, every shape, the claim judged"
 "$popper" bench compare --family dot --shapes all "${short[@]}" --out reports > "$work/compare.log" 2>&1 ||
@@ -101,14 +105,14 @@ grep -E 'BENCH-DOT-001 .*\| met' audit-bench/coverage.md
 grep -E 'bench mutants killed' audit-bench/coverage.md
 
 step "a baseline, then the timed check against it, re-measured interleaved with the baseline's commit"
-"$popper" bench compare --family dot --shapes gate "${short[@]}" --out reports-base > "$work/compare-base.log" 2>&1
+"$popper" bench compare --family dot --shapes gate "${timed[@]}" --out reports-base > "$work/compare-base.log" 2>&1
 "$popper" bench baseline save --from reports-base/bench-dot.csv --dir "$proj/baselines" | tee "$work/baseline.log"
 base=$(sed -n 's/^saved \([^ ]*\) .*/\1/p' "$work/baseline.log")
 # Committed, as a project keeps its baselines: the current run is then a later
 # commit, and --rerun builds the baseline's own commit to interleave with.
 git -C "$proj" add baselines &&
   git -C "$proj" -c user.name=consumer-check -c user.email=ci@localhost commit -qm "dot baseline" > /dev/null
-"$popper" bench compare --family dot --shapes gate "${short[@]}" --out reports-again > "$work/compare-again.log" 2>&1
+"$popper" bench compare --family dot --shapes gate "${timed[@]}" --out reports-again > "$work/compare-again.log" 2>&1
 if ! "$popper" bench check --baseline "$base" --current reports-again/bench-dot.csv --rerun > "$work/check.log" 2>&1; then
   echo "consumer-check: the clean check failed" >&2; tail -30 "$work/check.log" >&2; exit 1
 fi
@@ -116,10 +120,10 @@ grep -m1 'interleaved now with' "$work/check.log" | sed 's/.*(\(commit [^)]*\)).
 tail -2 "$work/check.log"
 
 step "the same check with a 50% slowdown injected into the hand tier must fail"
-POPPER_BENCH_INJECT_SLOWDOWN=0.5 "$popper" bench compare --family dot --shapes gate "${short[@]}" \
+POPPER_BENCH_INJECT_SLOWDOWN=0.5 "$popper" bench compare --family dot --shapes gate "${timed[@]}" \
   --out reports-slow > "$work/compare-slow.log" 2>&1
 set +e
-"$popper" bench check --baseline "$base" --current reports-slow/bench-dot.csv > "$work/check-slow.log" 2>&1
+"$popper" bench check --baseline "$base" --current reports-slow/bench-dot.csv --rerun > "$work/check-slow.log" 2>&1
 rc=$?
 set -e
 grep -E 'REGRESSION' "$work/check-slow.log" | head -3
