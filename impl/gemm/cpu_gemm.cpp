@@ -99,7 +99,7 @@ void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, std:
 
 template <class T>
 KernelSpec<T> scalar_spec() {
-  return {4, 4, &scalar_kernel<T>, nullptr, 0, nullptr, nullptr, "scalar"};
+  return {4, 4, &scalar_kernel<T>, nullptr, 0, nullptr, nullptr, "scalar", 1};
 }
 
 template <class T>
@@ -423,11 +423,20 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
       });
 }
 
-// Work below which a second thread costs more than it saves: the team is
-// woken from a spin (parallel.hpp) and each worker packs its own operand, a
-// few microseconds in all, so each thread needs ~1 MFLOP (10 us at 100
-// GFLOP/s). small_128 (4.2 MFLOP) thus runs on 2 threads; small_64 (0.5) on one.
-constexpr double kMinFlopPerThread = 1.0e6;
+// Work below which another thread costs more than it saves, in cycles of the
+// core's nominal rate (two FMA pipes: 4 x lanes flop a cycle), so the size
+// rule follows the ISA and precision: a 64^3 f64 product takes four times
+// longer on AVX2 than f32 on AVX-512. Waking a spinning team and packing a
+// second operand cost about 1 us; 3500 cycles (~1.2 us a thread) is where 2
+// threads began to win in a warm loop on a Zen 3 (32^3 f64 lost at 0.71x,
+// 40^3 won at 1.15x; 64^3 f64 ran 1.7x faster). After idle the team sleeps
+// and waking it costs ~10 us, which only larger products repay.
+constexpr double kMinCyclesPerThread = 3500.0;
+
+template <class T>
+double min_flop_per_thread(const KernelSpec<T>& ks) {
+  return kMinCyclesPerThread * 4.0 * ks.lanes;
+}
 
 // The largest share of C one of `threads` workers computes when `extent` is
 // split in whole units of `unit`: ceil(units / threads) units, as a fraction.
@@ -451,10 +460,11 @@ bool split_rows(std::int64_t m, std::int64_t n, std::int64_t mr, std::int64_t nr
 constexpr std::int64_t kRowChunkBytes = 8192;
 
 // The threads a product of `flop` may use, at most `requested` and `units`.
-int threads_for(double flop, int requested, std::int64_t units) {
+template <class T>
+int threads_for(const KernelSpec<T>& ks, double flop, int requested, std::int64_t units) {
   const int by_size = popper::parallel::exact_threads()
                           ? requested
-                          : static_cast<int>(std::max(1.0, std::floor(flop / kMinFlopPerThread)));
+                          : static_cast<int>(std::max(1.0, std::floor(flop / min_flop_per_thread(ks))));
   return static_cast<int>(std::min<std::int64_t>({requested, by_size, units}));
 }
 
@@ -469,7 +479,7 @@ void run_row(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
   const std::int64_t chunk = kRowChunkBytes / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t slivers = (pr.n + ks.nr - 1) / ks.nr;
-  const int threads = threads_for(2.0 * static_cast<double>(pr.n) * static_cast<double>(pr.k), requested, slivers);
+  const int threads = threads_for(ks, 2.0 * static_cast<double>(pr.n) * static_cast<double>(pr.k), requested, slivers);
   // A B larger than the LLC cannot be resident between calls: it streams.
   const bool stream =
       static_cast<double>(pr.n) * static_cast<double>(pr.k) * sizeof(T) > static_cast<double>(blocking_caches().l3);
@@ -501,7 +511,7 @@ void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
   const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
   const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
   const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;
-  const int wanted = threads_for(flop, requested, std::max(row_units, col_units));
+  const int wanted = threads_for(ks, flop, requested, std::max(row_units, col_units));
   const bool by_rows = wanted <= 1 || split_rows(pr.m, pr.n, ks.mr, ks.nr, wanted);
   const int threads = static_cast<int>(std::min<std::int64_t>(wanted, by_rows ? row_units : col_units));
   if (threads <= 1) {

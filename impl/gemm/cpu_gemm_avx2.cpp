@@ -59,7 +59,8 @@ KernelSpec<float> avx2_f32() {
           4,
           &micro_kernel_direct<float, VecF32, 4, 2>,
           &row_kernel<float, VecF32>,
-          "avx2"};
+          "avx2",
+          8};
 }
 KernelSpec<double> avx2_f64() {
   return {6,
@@ -69,7 +70,8 @@ KernelSpec<double> avx2_f64() {
           4,
           &micro_kernel_direct<double, VecF64, 4, 2>,
           &row_kernel<double, VecF64>,
-          "avx2"};
+          "avx2",
+          4};
 }
 
 }  // namespace popper::gemm::cpu::detail

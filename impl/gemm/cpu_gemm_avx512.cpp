@@ -60,7 +60,8 @@ KernelSpec<float> avx512_f32() {
           8,
           &micro_kernel_direct<float, VecF32, 8, 2>,
           &row_kernel<float, VecF32>,
-          "avx512"};
+          "avx512",
+          16};
 }
 KernelSpec<double> avx512_f64() {
   return {12,
@@ -70,7 +71,8 @@ KernelSpec<double> avx512_f64() {
           8,
           &micro_kernel_direct<double, VecF64, 8, 2>,
           &row_kernel<double, VecF64>,
-          "avx512"};
+          "avx512",
+          8};
 }
 
 }  // namespace popper::gemm::cpu::detail

@@ -56,6 +56,7 @@ struct KernelSpec {
   MicroKernel<T> direct_short;  // split into full tiles more often (nullptr: none)
   RowKernel<T> row;             // m = 1 (nullptr: the blocked path serves it)
   const char* isa;              // "scalar" | "avx2" | "avx512"
+  int lanes;                    // elements of T in one vector register
 };
 
 // Mutation points of the ISA kernels (popper/mutant.hpp), defined in
