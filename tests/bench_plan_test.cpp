@@ -6,9 +6,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "bench/baseline.hpp"
 #include "bench/duet.hpp"
@@ -160,7 +162,7 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
     if (c.verdict == "inconclusive") c.inconclusive_groups = {{"a", "f32", 1, 2, 3}};
     return std::vector<pb::ClaimResult>{c};
   };
-  how.measure = [&](const std::vector<std::string>& shapes, int first) {
+  how.measure = [&](const std::vector<std::string>& shapes, int first, int) {
     measured.emplace_back(shapes, first);
     pb::BenchTable more;
     more.rows = {row("hand", "a", {1.0, 1.0}, {first, first + 1})};
@@ -190,7 +192,7 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   fam.family = "gemm";
   int measured = 0;
   pb::ClaimRemeasure how;
-  how.measure = [&](const std::vector<std::string>&, int) {
+  how.measure = [&](const std::vector<std::string>&, int, int) {
     ++measured;
     return pb::BenchTable{};
   };
@@ -215,6 +217,83 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   how.judge = judged("inconclusive", 6 + 2 * how.max_rounds);  // the last round can decide it
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(measured, 1);  // then the rounds left (fewer each time) no longer can
+}
+
+// A claim that fails while any sample of shape "a" is over 1.5: a replicate
+// of fast samples, judged alone, does not fail it; pooled, the old ones still do.
+std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table) {
+  pb::ClaimResult c;
+  c.contract = "gemm-v1", c.id = "BENCH-X", c.family = "gemm", c.verdict = "met";
+  const auto& s = table.rows.at(0).samples;
+  c.figures["a/f32/threads:1"] = std::to_string(*std::max_element(s.begin(), s.end()));
+  if (*std::max_element(s.begin(), s.end()) > 1.5) {
+    c.verdict = "not_met";
+    c.failing_groups = {{"a", "f32", 1}};
+  }
+  return {c};
+}
+
+TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
+  pb::FamilyDescriptor fam;
+  fam.family = "gemm";
+  std::vector<std::pair<std::vector<std::string>, int>> measured;
+  double replicate_sample = 1.0;
+  pb::ClaimRemeasure how;
+  how.judge = slow_fails;
+  how.measure = [&](const std::vector<std::string>& shapes, int first, int trials) {
+    measured.emplace_back(shapes, trials);
+    pb::BenchTable more;
+    std::vector<int> ids(static_cast<std::size_t>(trials));
+    std::iota(ids.begin(), ids.end(), first);
+    more.rows = {row("hand", "a", std::vector<double>(ids.size(), replicate_sample), ids)};
+    return more;
+  };
+  how.budget_seconds = 1e9;
+  how.started = std::chrono::steady_clock::now();
+  std::vector<double> slow(6, 2.0);
+  std::vector<int> six{0, 1, 2, 3, 4, 5};
+
+  pb::BenchTable once;  // a disturbance that lasted one run
+  once.rows = {row("hand", "a", slow, six)};
+  how.first_trial = 6;
+  auto c = pb::judge_claims_remeasuring(once, fam, nullptr, how).at(0);
+  ASSERT_EQ(measured.size(), 1u);  // once, as many trials as the failing group had
+  EXPECT_EQ(measured[0], (std::pair<std::vector<std::string>, int>{{"a"}, 6}));
+  EXPECT_EQ(once.rows[0].samples.size(), 12u);  // the replicate's trials join the table
+  EXPECT_EQ(c.verdict, "inconclusive");
+  EXPECT_NE(c.detail.find("not reproduced (a/f32/threads:1 read 1.0"), std::string::npos) << c.detail;
+
+  measured.clear();
+  replicate_sample = 1.8;  // a real slowdown fails again
+  pb::BenchTable twice;
+  twice.rows = {row("hand", "a", {2.0, 2.0}, {0, 1})};
+  how.first_trial = 2;
+  c = pb::judge_claims_remeasuring(twice, fam, nullptr, how).at(0);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0].second, pb::kReplicateTrials);  // never fewer
+  EXPECT_EQ(c.verdict, "not_met");
+  EXPECT_NE(c.detail.find("reproduced: a/f32/threads:1 read 1.8"), std::string::npos) << c.detail;
+
+  measured.clear();  // a wrong answer is not measured again
+  how.judge = [](const pb::BenchTable& t) {
+    auto claims = slow_fails(t);
+    claims[0].failed_rows = true;
+    return claims;
+  };
+  pb::BenchTable wrong;
+  wrong.rows = {row("hand", "a", slow, six)};
+  EXPECT_EQ(pb::judge_claims_remeasuring(wrong, fam, nullptr, how).at(0).verdict, "not_met");
+  EXPECT_TRUE(measured.empty());
+
+  how.judge = slow_fails;  // no budget left: the verdict stands, and says so
+  how.budget_seconds = 0;
+  how.started = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  pb::BenchTable late;
+  late.rows = {row("hand", "a", slow, six)};
+  c = pb::judge_claims_remeasuring(late, fam, nullptr, how).at(0);
+  EXPECT_TRUE(measured.empty());
+  EXPECT_EQ(c.verdict, "not_met");
+  EXPECT_NE(c.detail.find("not replicated: the budget was spent"), std::string::npos) << c.detail;
 }
 
 TEST(BenchRemeasure, RerunsRunUnderTheBaselinesEnvironmentAndTheCurrentsSlowdown) {

@@ -121,7 +121,8 @@ int compare(CompareArgs a, bool precision_given) {
   auto table = bench::run_compare(co, fam, machine, &peak);
 
   // Contract claims, judged with their uncertainty; inconclusive groups are
-  // measured again (more trials) while the budget lasts. A claim about a
+  // measured again (more trials) while the budget lasts, and a failing group
+  // must fail again in a replicate (remeasure.hpp). A claim about a
   // family nobody can bench would never be measured: that is an error.
   const auto contracts = claim_contracts(a.contracts);
   const auto families = bench::list_families(a.dirs.source_dir, build);
@@ -135,10 +136,10 @@ int compare(CompareArgs a, bool precision_given) {
   how.judge = [&](const bench::BenchTable& t) {
     return bench::evaluate_claims(contracts, fam.family, t, &peak, fam.peak, family_shapes);
   };
-  how.measure = [&](const std::vector<std::string>& shapes, int first_trial) {
+  how.measure = [&](const std::vector<std::string>& shapes, int first_trial, int trials) {
     bench::CompareOptions more = co;
     more.shapes = shapes;
-    more.trials = 2;
+    more.trials = trials;
     more.top_up_trials = 0;
     more.first_trial = first_trial;
     return bench::run_compare(more, fam, machine, &peak);

@@ -72,7 +72,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
   for (const auto& c : contracts)
     for (const auto& claim : c.benchmarks) {
       if (claim.family != family) continue;
-      ClaimResult res{c.stem, claim.id, family, "not_measured", "", {}};
+      ClaimResult res;
+      res.contract = c.stem, res.id = claim.id, res.family = family, res.verdict = "not_measured";
       // Only the rows of the claim's cache mode: a cold claim is never judged on warm rows.
       BenchTable mode;
       std::copy_if(table.rows.begin(), table.rows.end(), std::back_inserter(mode.rows),
@@ -95,7 +96,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             for (const auto& r : mode.rows)
               if (r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
                   (r.key.tier == numerator || r.key.tier == denominator) && r.verdict.failed())
-                failures.push_back(g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label);
+                failures.push_back(g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label),
+                    res.failed_rows = true;
             const BenchRow* num = best_verified(mode, numerator, shape, prec, th, "", claim.numerator_backend);
             // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
             // unless the claim names the denominator's precision or backend (q4k vs an f32 SGEMV):
@@ -179,8 +181,11 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             const std::string figure =
                 fmt::format("{}: {:.4g} [{:.4g}, {:.4g}]{}{}", g.name(), value, lo, hi,
                             iv.df >= 1 ? "" : " (one trial: within-process noise only)", spanned);
-            if (none_hold) failures.push_back(figure + " fails");
-            else if (!all_hold) {
+            res.figures[g.name()] = figure.substr(g.name().size() + 2);
+            if (none_hold) {
+              failures.push_back(figure + " fails");
+              res.failing_groups.push_back({shape, prec, th});
+            } else if (!all_hold) {
               inconclusive.push_back(figure + " straddles " + claim.op + " " + std::to_string(claim.threshold));
               // The interval's half-width on the threshold's side shrinks as 1/sqrt(trials).
               const double dist = std::fabs(std::log(value / claim.threshold));

@@ -47,6 +47,16 @@ struct ClaimResult {
     double trials_to_decide = 0;  // about as many as would narrow it off the threshold (width ~ 1/sqrt(trials))
   };
   std::vector<Inconclusive> inconclusive_groups;
+  // Groups whose whole interval fails the threshold, and whether a row the
+  // claim reads failed its own verdict (a wrong answer: no replicate undoes it).
+  struct Failing {
+    std::string shape, precision;
+    int threads = 1;
+    std::string name() const { return shape + "/" + precision + "/threads:" + std::to_string(threads); }
+  };
+  std::vector<Failing> failing_groups;
+  bool failed_rows = false;
+  std::map<std::string, std::string> figures;  // every judged group's "value [lo, hi]", by Failing::name()
 };
 
 // peak_kind maps precision -> fp32 | fp64 | bandwidth (family.yaml `peak`).

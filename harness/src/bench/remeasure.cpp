@@ -1,6 +1,7 @@
 #include "bench/remeasure.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "bench/compare.hpp"
@@ -26,13 +27,109 @@ void add_samples(BenchTable& table, const BenchTable& extra) {
   mark_invalid_vendor_rows(table);  // judged on the samples the rows now hold
 }
 
+namespace {
+
+// What replicating the failing groups found, by "<contract>/<claim>@<group>".
+struct Replicates {
+  std::map<std::string, std::string> figure;  // replicated: the replicate's own figure for the group
+  std::set<std::string> confirmed;            // replicated and failed again
+  std::string skipped;                        // why some were not replicated (the budget)
+};
+
+std::string replicate_key(const ClaimResult& c, const ClaimResult::Failing& g) {
+  return c.contract + "/" + c.id + "@" + g.name();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Measures the groups of not-met claims that were never replicated, judges
+// the claims on the new trials alone, and adds the trials to `table`.
+// Returns whether it measured anything.
+bool replicate_failures(BenchTable& table, const FamilyDescriptor& fam, const PeakResult* peak,
+                        const ClaimRemeasure& how, const std::vector<ClaimResult>& claims, Replicates& seen,
+                        int& next) {
+  std::set<std::string> shapes;
+  std::vector<std::pair<const ClaimResult*, const ClaimResult::Failing*>> todo;
+  for (const auto& c : claims)
+    if (c.verdict == "not_met" && !c.failed_rows)
+      for (const auto& g : c.failing_groups)
+        if (!seen.figure.count(replicate_key(c, g))) todo.emplace_back(&c, &g), shapes.insert(g.shape);
+  if (todo.empty()) return false;
+  if (seconds_since(how.started) > how.budget_seconds) {
+    seen.skipped = "not replicated: the budget was spent";
+    return false;
+  }
+  int trials = kReplicateTrials;
+  for (const auto& r : table.rows)
+    if (shapes.count(r.key.shape))
+      trials = std::max(trials, static_cast<int>(std::set<int>(r.trials.begin(), r.trials.end()).size()));
+  if (how.progress)
+    how.progress("claims not met on " + std::to_string(todo.size()) + " group(s): measuring " +
+                 std::to_string(shapes.size()) + " shape(s) again in " + std::to_string(trials) +
+                 " new trials; a verdict stands only if they fail again");
+  BenchTable again = how.measure({shapes.begin(), shapes.end()}, next, trials);
+  next += trials;
+  apply_peaks(again, fam, peak);
+  const auto rejudged = how.judge(again);
+  for (const auto& [c, g] : todo) {
+    const std::string key = replicate_key(*c, *g);
+    seen.figure[key] = "not measured";
+    for (const auto& r : rejudged)
+      if (r.contract == c->contract && r.id == c->id) {
+        if (const auto f = r.figures.find(g->name()); f != r.figures.end()) seen.figure[key] = f->second;
+        for (const auto& h : r.failing_groups)
+          if (h.name() == g->name()) seen.confirmed.insert(key);
+      }
+  }
+  add_samples(table, again);
+  apply_peaks(table, fam, peak);
+  return true;
+}
+
+// A not-met claim none of whose failing groups failed again in its replicate
+// is inconclusive; one that did says so.
+void apply_replicates(std::vector<ClaimResult>& claims, const Replicates& seen) {
+  for (auto& c : claims) {
+    if (c.verdict != "not_met" || c.failed_rows || c.failing_groups.empty()) continue;
+    std::string confirmed, unconfirmed;
+    bool all_replicated = true;
+    for (const auto& g : c.failing_groups) {
+      const std::string key = replicate_key(c, g);
+      const auto it = seen.figure.find(key);
+      const std::string text = it == seen.figure.end() ? "" : g.name() + " read " + it->second + " in its replicate";
+      if (it == seen.figure.end()) all_replicated = false;
+      else if (seen.confirmed.count(key) && confirmed.empty()) confirmed = text;
+      else if (!seen.confirmed.count(key) && unconfirmed.empty()) unconfirmed = text;
+    }
+    if (!confirmed.empty()) {
+      c.detail += "; reproduced: " + confirmed;
+    } else if (all_replicated) {
+      c.verdict = "inconclusive";
+      c.detail = "not reproduced (" + unconfirmed + "; two measurements of one build disagree): " + c.detail;
+    } else if (!seen.skipped.empty()) {
+      c.detail += "; " + seen.skipped;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam,
                                                   const PeakResult* peak, const ClaimRemeasure& how) {
-  auto claims = how.judge(table);
+  Replicates seen;
   int next = how.first_trial;
+  auto judge = [&] {
+    auto claims = how.judge(table);
+    if (replicate_failures(table, fam, peak, how, claims, seen, next)) claims = how.judge(table);
+    apply_replicates(claims, seen);
+    return claims;
+  };
+  auto claims = judge();
   for (int round = 0; round < how.max_rounds; ++round) {
-    // Only what the rounds left can decide: an inconclusive claim (a not_met one stays
-    // not_met), on groups whose interval 2 trials a round can narrow off the threshold.
+    // Only what the rounds left can decide: an inconclusive claim, on groups
+    // whose interval 2 trials a round can narrow off the threshold.
     std::set<std::string> again, hopeless;
     const int can_add = 2 * (how.max_rounds - round);
     for (const auto& c : claims)
@@ -44,16 +141,16 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
       how.progress("claims inconclusive on " + std::to_string(hopeless.size()) + " shape(s) that " +
                    std::to_string(can_add) + " more trials cannot decide (their intervals are too wide about the " +
                    "threshold): left inconclusive");
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - how.started).count();
+    const double spent = seconds_since(how.started);
     if (again.empty() || spent > how.budget_seconds) break;
     if (how.progress)
       how.progress("claims inconclusive on " + std::to_string(again.size()) + " shape(s): measuring 2 more trials of " +
                    "them (" + std::to_string(static_cast<int>(spent)) + " of " +
                    std::to_string(static_cast<int>(how.budget_seconds)) + " s of budget spent)");
-    add_samples(table, how.measure({again.begin(), again.end()}, next));
+    add_samples(table, how.measure({again.begin(), again.end()}, next, 2));
     next += 2;
     apply_peaks(table, fam, peak);
-    claims = how.judge(table);
+    claims = judge();
   }
   return claims;
 }

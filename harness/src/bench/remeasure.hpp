@@ -26,8 +26,8 @@ void add_samples(BenchTable& table, const BenchTable& extra);
 struct ClaimRemeasure {
   // Judges the claims on a table.
   std::function<std::vector<ClaimResult>(const BenchTable&)> judge;
-  // Measures these shapes in 2 trials, numbered from first_trial.
-  std::function<BenchTable(const std::vector<std::string>& shapes, int first_trial)> measure;
+  // Measures these shapes in `trials` new trials, numbered from first_trial.
+  std::function<BenchTable(const std::vector<std::string>& shapes, int first_trial, int trials)> measure;
   int first_trial = 0;
   int max_rounds = 3;
   double budget_seconds = 0;  // of the whole run, counted from `started`
@@ -39,6 +39,16 @@ struct ClaimRemeasure {
 // left and the budget is not spent, measures those shapes again, adds the
 // samples to `table` (percent of peak recomputed) and judges again. Returns
 // the last verdicts.
+//
+// A "not met" must replicate: the groups that failed a claim are measured
+// again in as many new trials (at least kReplicateTrials), judged on those
+// trials alone, once each. A group that fails again confirms the verdict;
+// when none of a claim's failing groups does, the claim is inconclusive (two
+// measurements of one build disagree: a disturbance that lasted one run), and
+// its detail gives both figures. A claim failed by a wrong answer is not
+// replicated. Without budget left for the replicate, the verdict stands and
+// says it was not replicated.
+inline constexpr int kReplicateTrials = 4;
 std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam,
                                                   const PeakResult* peak, const ClaimRemeasure& how);
 
