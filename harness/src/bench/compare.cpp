@@ -308,6 +308,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
                              100.0 * runner.recheck_seconds() / std::max(runner.elapsed(), 1e-9)));
   BenchTable t = tabulate(runner.take_rows(), topped_up, want_ceiling ? &plan : nullptr, opt, fam, machine, peak);
   t.set_meta("cpus", cpu_list_text(runner.cpus()) + " (every process pinned: a row with T threads on the first T)");
+  if (const std::string stolen = runner.steal().summary(); !stolen.empty()) t.set_meta("steal", stolen);
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include "bench/compare.hpp"
 #include "bench/csv.hpp"
 #include "bench/family.hpp"
+#include "bench/steal.hpp"
 #include "bench/vendors.hpp"
 
 namespace popper::bench {
@@ -47,6 +48,7 @@ class TrialRunner {
   // The CPUs its processes are pinned to (placement.hpp).
   const std::vector<int>& cpus() const { return cpus_; }
   std::vector<BenchRow> take_rows() { return std::move(rows_); }
+  const StealLog& steal() const { return steal_; }
 
  private:
   void say(const std::string& s) const;
@@ -66,6 +68,7 @@ class TrialRunner {
   std::size_t current_step_ = 0, done_ = 0, total_ = 0;
   bool budget_spent_ = false;
   double recheck_seconds_ = 0;
+  StealLog steal_;
   std::chrono::steady_clock::time_point t0_;
 };
 
