@@ -224,6 +224,10 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
 std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table) {
   pb::ClaimResult c;
   c.contract = "gemm-v1", c.id = "BENCH-X", c.family = "gemm", c.verdict = "met";
+  if (table.rows.empty()) {
+    c.verdict = "not_measured";
+    return {c};
+  }
   const auto& s = table.rows.at(0).samples;
   c.figures["a/f32/threads:1"] = std::to_string(*std::max_element(s.begin(), s.end()));
   if (*std::max_element(s.begin(), s.end()) > 1.5) {
@@ -273,6 +277,21 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   EXPECT_EQ(measured[0].second, pb::kReplicateTrials);  // never fewer
   EXPECT_EQ(c.verdict, "not_met");
   EXPECT_NE(c.detail.find("reproduced: a/f32/threads:1 read 1.8"), std::string::npos) << c.detail;
+
+  measured.clear();  // a replicate that measured nothing leaves the verdict standing
+  const auto measure = how.measure;
+  how.measure = [&](const std::vector<std::string>& shapes, int, int trials) {
+    measured.emplace_back(shapes, trials);
+    return pb::BenchTable{};
+  };
+  pb::BenchTable lost;
+  lost.rows = {row("hand", "a", slow, six)};
+  c = pb::judge_claims_remeasuring(lost, fam, nullptr, how).at(0);
+  EXPECT_EQ(measured.size(), 1u);  // once, not again every round
+  EXPECT_EQ(c.verdict, "not_met");
+  EXPECT_NE(c.detail.find("not replicated: its replicate did not measure a/f32/threads:1"), std::string::npos)
+      << c.detail;
+  how.measure = measure;
 
   measured.clear();  // a wrong answer is not measured again
   how.judge = [](const pb::BenchTable& t) {

@@ -31,9 +31,10 @@ namespace {
 
 // What replicating the failing groups found, by "<contract>/<claim>@<group>".
 struct Replicates {
+  std::set<std::string> tried;                // measured again (once each, whatever came of it)
   std::map<std::string, std::string> figure;  // replicated: the replicate's own figure for the group
   std::set<std::string> confirmed;            // replicated and failed again
-  std::string skipped;                        // why some were not replicated (the budget)
+  std::string skipped;                        // why some were not replicated
 };
 
 std::string replicate_key(const ClaimResult& c, const ClaimResult::Failing& g) {
@@ -55,7 +56,7 @@ bool replicate_failures(BenchTable& table, const FamilyDescriptor& fam, const Pe
   for (const auto& c : claims)
     if (c.verdict == "not_met" && !c.failed_rows)
       for (const auto& g : c.failing_groups)
-        if (!seen.figure.count(replicate_key(c, g))) todo.emplace_back(&c, &g), shapes.insert(g.shape);
+        if (!seen.tried.count(replicate_key(c, g))) todo.emplace_back(&c, &g), shapes.insert(g.shape);
   if (todo.empty()) return false;
   if (seconds_since(how.started) > how.budget_seconds) {
     seen.skipped = "not replicated: the budget was spent";
@@ -75,13 +76,15 @@ bool replicate_failures(BenchTable& table, const FamilyDescriptor& fam, const Pe
   const auto rejudged = how.judge(again);
   for (const auto& [c, g] : todo) {
     const std::string key = replicate_key(*c, *g);
-    seen.figure[key] = "not measured";
+    seen.tried.insert(key);
     for (const auto& r : rejudged)
       if (r.contract == c->contract && r.id == c->id) {
         if (const auto f = r.figures.find(g->name()); f != r.figures.end()) seen.figure[key] = f->second;
         for (const auto& h : r.failing_groups)
           if (h.name() == g->name()) seen.confirmed.insert(key);
       }
+    // A replicate that measured nothing of the group says nothing against the verdict.
+    if (!seen.figure.count(key)) seen.skipped = "not replicated: its replicate did not measure " + g->name();
   }
   add_samples(table, again);
   apply_peaks(table, fam, peak);

@@ -46,8 +46,8 @@ struct ClaimRemeasure {
 // when none of a claim's failing groups does, the claim is inconclusive (two
 // measurements of one build disagree: a disturbance that lasted one run), and
 // its detail gives both figures. A claim failed by a wrong answer is not
-// replicated. Without budget left for the replicate, the verdict stands and
-// says it was not replicated.
+// replicated. Without budget left for the replicate, or when it measured
+// nothing of the group, the verdict stands and says it was not replicated.
 inline constexpr int kReplicateTrials = 4;
 std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam,
                                                   const PeakResult* peak, const ClaimRemeasure& how);
