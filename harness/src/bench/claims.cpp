@@ -52,7 +52,7 @@ struct Group {
   bool operator<(const Group& o) const {
     return std::tie(shape, precision, threads) < std::tie(o.shape, o.precision, o.threads);
   }
-  std::string name() const { return shape + "/" + precision + "/threads:" + std::to_string(threads); }
+  std::string name() const { return ClaimResult::Failing{shape, precision, threads}.name(); }
 };
 
 }  // namespace
@@ -95,9 +95,10 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             const Group g{shape, prec, th};
             for (const auto& r : mode.rows)
               if (r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
-                  (r.key.tier == numerator || r.key.tier == denominator) && r.verdict.failed())
-                failures.push_back(g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label),
-                    res.failed_rows = true;
+                  (r.key.tier == numerator || r.key.tier == denominator) && r.verdict.failed()) {
+                failures.push_back(g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label);
+                res.failed_rows = true;
+              }
             const BenchRow* num = best_verified(mode, numerator, shape, prec, th, "", claim.numerator_backend);
             // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
             // unless the claim names the denominator's precision or backend (q4k vs an f32 SGEMV):

@@ -77,8 +77,9 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
                             std::find(unset.begin(), unset.end(), kv.first) != unset.end();
     if (!overridden) env.push_back(kv);
   }
-  const StealMeter steal(cpus_for(cpus_, s.threads));
-  const auto r = run_process(argv, env, unset, 0, cpus_for(cpus_, s.threads));
+  const std::vector<int> cpus = cpus_for(cpus_, s.threads);
+  const StealMeter steal(cpus);
+  const auto r = run_process(argv, env, unset, 0, cpus);
   steal_.add(Tier::Ceiling, s.threads, steal.fraction());
   if (!r.ok()) {
     say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
@@ -106,13 +107,14 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   const std::string name = format_bench_name({fam_.family, s.tier, s.shape, s.precision, s.threads, s.cache});
   const std::string json_path = popper::make_temp_file("popper-gbench");
   if (json_path.empty()) throw Error("cannot create a temporary file");
-  const StealMeter steal(cpus_for(cpus_, s.threads));
+  const std::vector<int> cpus = cpus_for(cpus_, s.threads);
+  const StealMeter steal(cpus);
   const auto r = run_process(
       {bin_ + fam_.executable,
        "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
        "--benchmark_repetitions=" + std::to_string(opt_.reps_per_trial), "--benchmark_report_aggregates_only=false",
        "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
-      opt_.env, {}, 0, cpus_for(cpus_, s.threads));
+      opt_.env, {}, 0, cpus);
   steal_.add(s.tier, s.threads, steal.fraction());
   std::ifstream in(json_path);
   std::ostringstream ss;
