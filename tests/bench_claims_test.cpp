@@ -253,6 +253,47 @@ TEST(BenchClaims, ATrialDisturbedOnOneSideIsInconclusiveNotNotMet) {
   EXPECT_EQ(slow.verdict, "not_met") << slow.detail;
 }
 
+namespace {
+// The row with the pace probe's seconds around each trial's process (pace.hpp).
+pb::BenchRow paced(pb::BenchRow r, const std::vector<double>& pace) {
+  for (std::size_t t = 0; t < pace.size(); ++t) r.pace[static_cast<int>(t)] = pace[t];
+  return r;
+}
+}  // namespace
+
+// Rule: a ratio sets aside the trials in which one side's process ran on a
+// slow CPU and the other's did not, and is inconclusive ("disturbed") when
+// fewer than 2 are left; trials at one pace, slow or not, are judged. On the
+// 2-vCPU EPYC guest the FMA throughput of the host's cores fell 1.5x for tens
+// of seconds, and a wrapped side drawn in that period read 1.2x its ceiling.
+TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu) {
+  const auto c = claim("time_ratio", "wrapped", "ceiling", "<", 1.02);
+  const pb::BenchRow ceiling = paced(per_trial("ceiling", "openblas:Zen", std::vector(8, 1.0)), std::vector(8, 2e-3));
+  const pb::BenchRow slower = per_trial("wrapped", "openblas:Zen", std::vector(8, 1.4));
+  // The premise: without a pace, 1.4x in every trial is not met.
+  ASSERT_EQ(judge(c, {slower, ceiling}).verdict, "not_met");
+
+  // Every wrapped process ran slow (3 ms against 2), no ceiling one did: nothing is left to judge.
+  const auto disturbed = judge(c, {paced(slower, std::vector(8, 3e-3)), ceiling});
+  EXPECT_EQ(disturbed.verdict, "inconclusive") << disturbed.detail;
+  EXPECT_NE(disturbed.detail.find("disturbed (8 of 8 trials set aside"), std::string::npos) << disturbed.detail;
+  ASSERT_EQ(disturbed.inconclusive_groups.size(), 1u);  // so it is measured again
+
+  // A slowdown measured at one pace stands: the set-aside cannot hide a slower kernel.
+  EXPECT_EQ(judge(c, {paced(slower, std::vector(8, 2.1e-3)), ceiling}).verdict, "not_met");
+  const std::vector<double> both_slow_early = {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3};
+  const auto same_pace = judge(c, {paced(slower, both_slow_early), paced(ceiling, both_slow_early)});
+  EXPECT_EQ(same_pace.verdict, "not_met") << same_pace.detail;
+  EXPECT_EQ(same_pace.detail.find("set aside"), std::string::npos) << same_pace.detail;
+
+  // Slow on the wrapped side in 3 trials, which read 1.5x; the other 5 read 1.0x and decide.
+  const auto mixed = judge(c, {paced(per_trial("wrapped", "openblas:Zen", {1.5, 1.5, 1.5, 1, 1, 1, 1, 1}),
+                                     {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3}),
+                               ceiling});
+  EXPECT_EQ(mixed.verdict, "met") << mixed.detail;
+  EXPECT_NE(mixed.detail.find("3 of 8 trials set aside"), std::string::npos) << mixed.detail;
+}
+
 // Rule: a claim is judged on the rows of its cache mode only: a cold claim
 // never on warm rows, a warm one (the default) never on cold rows.
 TEST(BenchClaims, AClaimJudgesTheRowsOfItsCacheMode) {

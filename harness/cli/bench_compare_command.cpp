@@ -11,6 +11,7 @@
 #include "bench/compare.hpp"
 #include "bench/device_peak.hpp"
 #include "bench/merge.hpp"
+#include "bench/pace.hpp"
 #include "bench/plan.hpp"
 #include "bench/remeasure.hpp"
 #include "bench/report.hpp"
@@ -91,8 +92,12 @@ void write_reports(const std::string& out, const std::string& name, const bench:
     return it == fam.peak.end() ? std::string() : it->second;
   };
   popper::write_file_atomic(stem + ".svg", bench::render_svg(table, fam.family, &peak, kind("f32"), kind("f64")));
+  // Which processes ran on a slow CPU (pace.hpp): the bench CSV has no column for it.
+  const std::string pace = bench::pace_csv(table);
+  const bool paced = pace.find('\n') + 1 < pace.size();
+  if (paced) popper::write_file_atomic(stem + "-pace.csv", pace);
   std::cout << bench::render_markdown(table, fam.family);
-  std::cerr << "wrote " << stem << ".csv, .md, .svg\n";
+  std::cerr << "wrote " << stem << ".csv, .md, .svg" << (paced ? ", -pace.csv" : "") << "\n";
 }
 
 int compare(CompareArgs a, bool precision_given) {

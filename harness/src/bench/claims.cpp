@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "bench/interval.hpp"
+#include "bench/pace.hpp"
 #include "bench/report.hpp"
 #include "popper/io.hpp"
 #include "popper/version.hpp"
@@ -62,6 +63,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                          const std::map<std::string, std::string>& peak_kind,
                                          const std::vector<std::string>& family_shapes) {
   std::vector<ClaimResult> out;
+  const auto fastest = fastest_pace(table);
   std::set<std::string> precisions;
   std::set<int> threads;
   for (const auto& r : table.rows)
@@ -143,11 +145,28 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             // value = scale / interval(time ratio) or scale * interval(time ratio).
             RatioInterval iv;
             double lo = 0, hi = 0, value = 0;
-            std::string spanned;  // the trials' own ratios, when they widened the interval
-            const TrialSamples tn{&num->samples, &num->trials};
+            std::string spanned;    // the trials' own ratios, when they widened the interval
+            std::string set_aside;  // the trials left out: one side ran on a slow CPU (pace.hpp)
+            // A ratio is judged on the trials whose two processes ran at one pace.
+            const std::set<int> mixed = ratio ? mixed_pace_trials(*num, *den, fastest) : std::set<int>{};
+            const BenchRow num_kept = without_trials(*num, mixed);
+            const BenchRow den_kept = ratio ? without_trials(*den, mixed) : BenchRow{};
+            if (!mixed.empty()) {
+              set_aside = fmt::format(" ({} of {} trials set aside: one side ran on a slow CPU)", mixed.size(),
+                                      trial_count({&num->samples, &num->trials}));
+              if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
+                  trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
+                // Too few trials at one pace to judge: measuring it again may find some.
+                inconclusive.push_back(g.name() + ": disturbed" + set_aside);
+                const int n = trial_count({&num->samples, &num->trials});
+                res.inconclusive_groups.push_back({shape, prec, th, n, static_cast<double>(n + 2)});
+                continue;
+              }
+            }
+            const TrialSamples tn{&num_kept.samples, &num_kept.trials};
             if (ratio) {
               // time_ratio: time(num) / time(den); throughput_ratio: time(den) / time(num) per unit of work.
-              const TrialSamples td{&den->samples, &den->trials};
+              const TrialSamples td{&den_kept.samples, &den_kept.trials};
               const bool time = claim.metric == "time_ratio";
               iv = time ? paired_ratio_interval(tn, td) : paired_ratio_interval(td, tn);
               const double scale = time || den->work_per_iter <= 0 ? 1 : num->work_per_iter / den->work_per_iter;
@@ -180,8 +199,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
             const bool none_hold = !holds(lo, claim.op, claim.threshold) && !holds(hi, claim.op, claim.threshold);
             const std::string figure =
-                fmt::format("{}: {:.4g} [{:.4g}, {:.4g}]{}{}", g.name(), value, lo, hi,
-                            iv.df >= 1 ? "" : " (one trial: within-process noise only)", spanned);
+                fmt::format("{}: {:.4g} [{:.4g}, {:.4g}]{}{}{}", g.name(), value, lo, hi,
+                            iv.df >= 1 ? "" : " (one trial: within-process noise only)", spanned, set_aside);
             res.figures[g.name()] = figure.substr(g.name().size() + 2);
             if (none_hold) {
               failures.push_back(figure + " fails");

@@ -12,7 +12,10 @@
 // the run's trials (interval.hpp); a ratio's interval also spans the sign
 // test's interval of its per-trial ratios (trial_ratio_span), so a trial
 // disturbed on one side leaves the group inconclusive, to be measured again,
-// rather than not_met. A group is met when the whole interval
+// rather than not_met. A ratio leaves out the trials in which one side's
+// process ran on a slow CPU and the other's did not (pace.hpp: the host took
+// the cores' FP throughput for a while); with fewer than 2 trials left on a
+// side the group is inconclusive ("disturbed"). A group is met when the whole interval
 // satisfies `value op threshold`, not_met when none of it does, inconclusive
 // otherwise. The claim is
 //   not_met             when some group is not_met (the detail names the worst)

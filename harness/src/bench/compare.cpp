@@ -16,6 +16,7 @@
 
 #include "bench/ingest.hpp"
 #include "bench/interval.hpp"
+#include "bench/pace.hpp"
 #include "bench/placement.hpp"
 #include "bench/plan.hpp"
 #include "bench/plausibility.hpp"
@@ -309,6 +310,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   BenchTable t = tabulate(runner.take_rows(), topped_up, want_ceiling ? &plan : nullptr, opt, fam, machine, peak);
   t.set_meta("cpus", cpu_list_text(runner.cpus()) + " (every process pinned: a row with T threads on the first T)");
   if (const std::string stolen = runner.steal().summary(); !stolen.empty()) t.set_meta("steal", stolen);
+  if (const std::string pace = pace_summary(t); !pace.empty()) t.set_meta("pace", pace);
   return t;
 }
 

@@ -10,6 +10,7 @@
 // Writes are atomic (temp file in the same directory, fsync, rename). The
 // reader rejects anything malformed with BenchFileError naming file:line.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -66,6 +67,10 @@ struct BenchRow {
   // threads (bench/common/read_bandwidth.hpp); 0 when none. Not a CSV column:
   // compare lists it in the table's `footprint_read_gbs` metadata.
   double read_bound = 0;
+  // Seconds of the pace probe around the process of each trial (pace.hpp); a
+  // trial without one was not probed. Not a CSV column: a table read from a
+  // file has none, and its claims are judged on every trial.
+  std::map<int, double> pace;
 
   // Derived from samples (what the CSV stores alongside them).
   double median() const;

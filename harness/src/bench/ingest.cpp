@@ -146,6 +146,7 @@ void merge_rows(std::vector<BenchRow>& dst, const std::vector<BenchRow>& src) {
         d->samples.push_back(r.samples[i]);
         d->trials.push_back(r.trial_of(i));
       }
+      d->pace.insert(r.pace.begin(), r.pace.end());
       if (r.verdict.failed()) d->verdict = r.verdict;
     }
   }

@@ -185,7 +185,7 @@ std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTabl
   std::vector<std::pair<std::string, std::string>> out;
   for (const char* k :
        {"date", "commit", "popper", "fingerprint", "cpu_model", "blas_core", "compiler", "loadavg_at_start", "steal",
-        "peak_fp32_avx2_gflops", "peak_fp64_avx2_gflops", "peak_avx512", "peak_triad_gbs", "llc"})
+        "pace", "peak_fp32_avx2_gflops", "peak_fp64_avx2_gflops", "peak_avx512", "peak_triad_gbs", "llc"})
     if (auto v = t.meta(k)) out.emplace_back(k, *v);
   return out;
 }

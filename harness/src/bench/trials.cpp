@@ -14,6 +14,7 @@
 
 #include "bench/ingest.hpp"
 #include "bench/interval.hpp"
+#include "bench/pace.hpp"
 #include "bench/placement.hpp"
 #include "bench/plan.hpp"
 #include "bench/steal.hpp"
@@ -56,9 +57,10 @@ void TrialRunner::say(const std::string& s) const {
   if (opt_.progress) opt_.progress(s);
 }
 
-void TrialRunner::add(std::vector<BenchRow> got, int trial) {
+void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace) {
   for (auto& g : got) {
     g.trials.assign(g.samples.size(), trial);
+    if (pace > 0) g.pace[trial] = pace;
     step_rows_[current_step_].insert(g.key);
   }
   merge_rows(rows_, got);
@@ -78,9 +80,11 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
     if (!overridden) env.push_back(kv);
   }
   const std::vector<int> cpus = cpus_for(cpus_, s.threads);
+  const PaceMeter pace(cpus);
   const StealMeter steal(cpus);
   const auto r = run_process(argv, env, unset, 0, cpus);
   steal_.add(Tier::Ceiling, s.threads, steal.fraction());
+  const double paced = pace.seconds();
   if (!r.ok()) {
     say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
         "; its rows are left out");
@@ -100,7 +104,7 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
     g.work_unit = fam_.work_unit;
     g.key.cache_mode = std::string(to_string(s.cache));  // the ceiling CSV has no cache column: the mode asked for
   }
-  add(std::move(got), trial);
+  add(std::move(got), trial, paced);
 }
 
 void TrialRunner::run_suite(const Step& s, int trial) {
@@ -108,6 +112,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   const std::string json_path = popper::make_temp_file("popper-gbench");
   if (json_path.empty()) throw Error("cannot create a temporary file");
   const std::vector<int> cpus = cpus_for(cpus_, s.threads);
+  const PaceMeter pace(cpus);
   const StealMeter steal(cpus);
   const auto r = run_process(
       {bin_ + fam_.executable,
@@ -116,6 +121,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
        "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
       opt_.env, {}, 0, cpus);
   steal_.add(s.tier, s.threads, steal.fraction());
+  const double paced = pace.seconds();
   std::ifstream in(json_path);
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -130,7 +136,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   if (got.empty()) say("warning: " + fam_.executable + " produced no row for " + name);
   for (const auto& g : got)
     if (g.verdict.failed()) say("warning: " + name + ": " + g.verdict.label);
-  add(std::move(got), trial);
+  add(std::move(got), trial, paced);
 }
 
 // One pass over the steps `which` (indices into steps_), shuffled by the trial's seed.

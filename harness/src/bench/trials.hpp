@@ -52,7 +52,7 @@ class TrialRunner {
 
  private:
   void say(const std::string& s) const;
-  void add(std::vector<BenchRow> got, int trial);
+  void add(std::vector<BenchRow> got, int trial, double pace);  // pace < 0: unknown (pace.hpp)
   void run_ceiling(const Step& s, const VendorConfig& cfg, int trial);
   void run_suite(const Step& s, int trial);
   void run_trial(int trial, const std::string& label, std::vector<std::size_t> which);

@@ -1,0 +1,65 @@
+// The CPU's pace: how long a fixed register-only FMA loop takes on a
+// process's CPUs, right before and right after the process. On a 2-vCPU EPYC
+// guest the host took part of the cores' FP throughput for tens of seconds at
+// a time: the loop then ran 1.5x slower, and so did every GEMM timed in that
+// period, whichever side of a ratio it belonged to, while the clock, steal
+// and a latency-bound loop stayed the same. A ratio whose two sides drew
+// different shares of such periods measured the host, not the kernels.
+//
+// So every timed process carries its pace (BenchRow::pace, by trial); a
+// process ran slow when its pace is over kSlowPace x the fastest pace of the
+// run on as many CPUs. A ratio claim sets aside the trials in which one side
+// ran slow and the other did not (claims.hpp), and is judged on the rest.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/csv.hpp"
+
+namespace popper::bench {
+
+// Over this many times the run's fastest pace on as many CPUs: slow. The two
+// periods seen read 1.45-1.6x apart; one period's own spread was under 10%.
+inline constexpr double kSlowPace = 1.2;
+
+// Seconds of the fixed FMA loop on each of `cpus` at once (a thread pinned to
+// each), on the slowest CPU; < 0 when a thread could not be pinned.
+double measure_pace(const std::vector<int>& cpus);
+
+// The pace around one process: measured at construction and at seconds(); a
+// process is as slow as the slower end.
+class PaceMeter {
+ public:
+  explicit PaceMeter(std::vector<int> cpus);
+  double seconds() const;  // < 0 when unknown
+
+ private:
+  std::vector<int> cpus_;
+  double before_;
+};
+
+// The fastest pace of a table's rows, by thread count (a row with T threads
+// ran on T CPUs).
+std::map<int, double> fastest_pace(const BenchTable& t);
+
+// Whether row r's process of `trial` ran slow; false when its pace is unknown.
+bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest);
+
+// The trials both rows measured in which exactly one of them ran slow.
+std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest);
+
+// `r` without the samples of `trials`.
+BenchRow without_trials(const BenchRow& r, const std::set<int>& trials);
+
+// The run's pace by thread count and tier, for the report's header:
+// "1 thread: fastest 7.05 ms; slow (over 1.2x) in ceiling 4 of 40, hand 1 of 16"
+// (processes); "" when nothing was measured.
+std::string pace_summary(const BenchTable& t);
+
+// "key,trial,pace_seconds,median_seconds,slow" per row and trial: which
+// processes ran on a slow CPU, for the report folder.
+std::string pace_csv(const BenchTable& t);
+
+}  // namespace popper::bench

@@ -1,0 +1,113 @@
+// The pace probe around a run's processes (pace.hpp): which processes ran on
+// a slow CPU, and what a ratio sets aside. How claims use it is pinned in
+// bench_claims_test.cpp (ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu).
+#include "bench/pace.hpp"
+
+#include <gtest/gtest.h>
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "bench/ingest.hpp"
+#include "bench/placement.hpp"
+
+namespace pb = popper::bench;
+
+namespace {
+
+pb::BenchRow row(pb::Tier tier, int threads, const std::map<int, double>& pace) {
+  pb::BenchRow r;
+  r.key = {"gemm", tier, "cpu", "a", "f64", threads, "warm"};
+  for (const auto& [trial, s] : pace) {
+    r.samples.push_back(trial + 1.0);
+    r.trials.push_back(trial);
+  }
+  r.pace = pace;
+  return r;
+}
+
+}  // namespace
+
+TEST(BenchPace, SlowIsOverTheFastestPaceOnAsManyCpus) {
+  pb::BenchTable t;
+  t.rows = {row(pb::Tier::Hand, 1, {{0, 2e-3}, {1, 2.5e-3}}), row(pb::Tier::Ceiling, 1, {{0, 2.3e-3}, {1, 2.41e-3}}),
+            row(pb::Tier::Hand, 2, {{0, 3e-3}, {1, 4e-3}})};
+  const auto fastest = pb::fastest_pace(t);
+  EXPECT_EQ(fastest, (std::map<int, double>{{1, 2e-3}, {2, 3e-3}}));
+  EXPECT_TRUE(pb::ran_slow(t.rows[0], 1, fastest));   // 1.25x
+  EXPECT_FALSE(pb::ran_slow(t.rows[1], 0, fastest));  // 1.15x
+  EXPECT_TRUE(pb::ran_slow(t.rows[1], 1, fastest));   // 1.205x
+  EXPECT_TRUE(pb::ran_slow(t.rows[2], 1, fastest));   // 1.33x of the 2-CPU floor, not the 1-CPU one
+  EXPECT_FALSE(pb::ran_slow(t.rows[2], 7, fastest));  // no such trial: unknown is not slow
+  EXPECT_FALSE(pb::ran_slow(row(pb::Tier::Hand, 4, {}), 0, fastest));
+}
+
+TEST(BenchPace, MixedTrialsAreSharedTrialsWithOneSideSlow) {
+  const std::map<int, double> fastest{{1, 2e-3}};
+  const auto a = row(pb::Tier::Wrapped, 1, {{0, 3e-3}, {1, 3e-3}, {2, 2e-3}, {3, 2e-3}, {4, 3e-3}});
+  const auto b = row(pb::Tier::Ceiling, 1, {{0, 3e-3}, {1, 2e-3}, {2, 3e-3}, {3, 2e-3}});
+  EXPECT_EQ(pb::mixed_pace_trials(a, b, fastest), (std::set<int>{1, 2}));  // 4: not shared
+  const auto kept = pb::without_trials(a, {1, 2});
+  EXPECT_EQ(kept.trials, (std::vector<int>{0, 3, 4}));
+  EXPECT_EQ(kept.samples, (std::vector<double>{1, 4, 5}));
+  EXPECT_EQ(kept.pace.size(), 3u);
+}
+
+TEST(BenchPace, MergingRowsKeepsEveryTrialsPace) {
+  std::vector<pb::BenchRow> rows = {row(pb::Tier::Hand, 1, {{0, 2e-3}})};
+  pb::merge_rows(rows, {row(pb::Tier::Hand, 1, {{5, 3e-3}})});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].pace, (std::map<int, double>{{0, 2e-3}, {5, 3e-3}}));
+}
+
+TEST(BenchPace, TheSummaryAndTheCsvNameTheSlowProcesses) {
+  pb::BenchTable t;
+  EXPECT_EQ(pb::pace_summary(t), "");
+  t.rows = {row(pb::Tier::Hand, 1, {{0, 2e-3}, {1, 3e-3}}), row(pb::Tier::Ceiling, 1, {{0, 2.1e-3}})};
+  EXPECT_EQ(pb::pace_summary(t), "1 thread: fastest 2.00 ms; slow (over 1.2x) in ceiling 0 of 1, hand 1 of 2");
+  auto f32 = t.rows[1];  // the same ceiling process's other precision: one process
+  f32.key.precision = "f32";
+  t.rows.push_back(f32);
+  EXPECT_EQ(pb::pace_summary(t), "1 thread: fastest 2.00 ms; slow (over 1.2x) in ceiling 0 of 1, hand 1 of 2");
+  t.rows.pop_back();
+  EXPECT_EQ(pb::pace_csv(t),
+            "row,trial,pace_seconds,median_seconds,slow\n"
+            "gemm/hand/cpu/a/f64/threads:1/warm,0,0.002,1,no\n"
+            "gemm/hand/cpu/a/f64/threads:1/warm,1,0.003,2,yes\n"
+            "gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no\n");
+}
+
+// The probe must see what it guards against: the loop shares its CPU's FP
+// pipes with whatever else runs there (the host's other hyperthread, or here a
+// rival thread), and reads slow. A thread new to a busy CPU may run its first
+// ~7 ms before the scheduler turns to the rival, so some of 12 probes beside
+// it must read slow (each did with p ~ 1/2 on a 2-vCPU guest), while the
+// fastest of 3 alone does not.
+TEST(BenchPace, AProbeSeesARivalOnItsCpu) {
+  const std::vector<int> cpu = {pb::allowed_cpus().front()};
+  double alone = 1e9;
+  for (int i = 0; i < 3; ++i) alone = std::min(alone, pb::measure_pace(cpu));
+  ASSERT_GT(alone, 0);
+  std::atomic<bool> stop{false}, started{false}, pinned{false};
+  std::thread rival([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu[0], &set);
+    pinned = ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) == 0;
+    started = true;
+    volatile double x = 1;
+    while (pinned && !stop.load(std::memory_order_relaxed)) x = x * 0.999999 + 1e-7;
+  });
+  while (!started) std::this_thread::yield();
+  double slowest = 0;
+  for (int i = 0; i < 12 && pinned; ++i) slowest = std::max(slowest, pb::measure_pace(cpu));
+  stop = true;
+  rival.join();
+  ASSERT_TRUE(pinned) << "cannot pin a thread to CPU " << cpu[0];
+  EXPECT_GT(slowest, pb::kSlowPace * alone) << "alone " << alone << " s, beside a rival at most " << slowest << " s";
+  EXPECT_EQ(pb::measure_pace({}), -1);
+}
