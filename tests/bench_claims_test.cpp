@@ -65,7 +65,7 @@ TEST(BenchClaims, ATiersRowIsItsFastestVerifiedRow) {
   const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);
   const auto res = judge(
       c, {timed("hand", "cpu:avx2", 2.0), timed("hand", "cpu:avx512", 1.0), timed("ceiling", "openblas:Zen", 1.0)});
-  EXPECT_EQ(res.verdict, "met") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;
 }
 
 // Rule: a claim naming a precision is judged on that precision's rows only.
@@ -74,10 +74,10 @@ TEST(BenchClaims, AClaimNamingAPrecisionCoversOnlyIt) {
   const std::vector<pb::BenchRow> rows = {
       timed("hand", "cpu", 1.0, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"), timed("hand", "cpu", 2.0, "f64"),
       timed("ceiling", "openblas:Zen", 1.0, "f64")};
-  ASSERT_EQ(judge(c, rows).verdict, "not_met");  // the premise: f64 fails it
+  ASSERT_EQ(judge(c, rows).verdict, pb::ClaimVerdict::NotMet);  // the premise: f64 fails it
   c.precision = "f32";
   const auto res = judge(c, rows);
-  EXPECT_EQ(res.verdict, "met") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;
 }
 
 // Rule: denominator_precision names the denominator row's precision (a q4k
@@ -88,7 +88,7 @@ TEST(BenchClaims, DenominatorPrecisionPicksTheDenominatorRow) {
   c.precision = "q4k";
   const auto res = judge(c, {timed("hand", "cpu", 1.0, "q4k"), timed("ceiling", "openblas:Zen", 2.0, "f32"),
                              timed("ceiling", "ggml-cpu:zen4", 0.5, "q4k")});
-  EXPECT_EQ(res.verdict, "met") << res.detail;  // 2.0 / 1.0, not 0.5 / 1.0
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;  // 2.0 / 1.0, not 0.5 / 1.0
 }
 
 // Rule: denominator_backend picks the denominator among the rows whose backend
@@ -98,7 +98,7 @@ TEST(BenchClaims, DenominatorBackendPicksTheDenominatorRow) {
   c.denominator_backend = "cuda";
   const auto res = judge(
       c, {timed("hand", "cpu", 1.0), timed("device", "vulkan:llvmpipe", 0.1), timed("device", "cuda:sm_90", 1.0)});
-  EXPECT_EQ(res.verdict, "met") << res.detail;  // 1.0 / 1.0, not 1.0 / 0.1
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;  // 1.0 / 1.0, not 1.0 / 0.1
 }
 
 // Rule: a throughput ratio is work per second over work per second: the tiers'
@@ -106,7 +106,7 @@ TEST(BenchClaims, DenominatorBackendPicksTheDenominatorRow) {
 TEST(BenchClaims, ThroughputRatioCountsEachTiersWork) {
   const auto c = claim("throughput_ratio", "hand", "ceiling", ">=", 1.5);
   const auto res = judge(c, {timed("hand", "cpu", 1.0, "f32", 2e9), timed("ceiling", "openblas:Zen", 1.0, "f32", 1e9)});
-  EXPECT_EQ(res.verdict, "met") << res.detail;  // twice the work in the same time: 2.0
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;  // twice the work in the same time: 2.0
 }
 
 // Rule: a fraction of a bandwidth peak compares the row's bytes per second with
@@ -119,7 +119,7 @@ TEST(BenchClaims, PeakFractionOfABandwidthPeakCountsBytes) {
   row.bytes_per_iter = 8e9;  // 8e9 bytes/s: 0.8 of the peak (its 1e9 work/s would read 0.1)
   auto c = claim("peak_fraction", "hand", "", ">=", 0.5);
   const auto res = judge(c, {row}, &peak, {{"f32", "bandwidth"}});
-  EXPECT_EQ(res.verdict, "met") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;
 }
 
 // Rule: no claim is judged against a bound the row beats: a peak fraction
@@ -131,7 +131,7 @@ TEST(BenchClaims, APeakFractionAboveItsBoundIsNotJudged) {
   auto row = timed("hand", "cpu", 1.0, "f32", 1e9);
   row.bytes_per_iter = 11.1e9;  // 111% of the bandwidth
   const auto res = judge(claim("peak_fraction", "hand", "", ">=", 0.7), {row}, &peak, {{"f32", "bandwidth"}});
-  EXPECT_EQ(res.verdict, "not_measured") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::NotMeasured) << res.detail;
   EXPECT_NE(res.detail.find("its bound is invalid: measured at 111.0% of it"), std::string::npos) << res.detail;
 }
 
@@ -159,7 +159,7 @@ TEST(BenchClaims, ABandwidthClaimIsJudgedAgainstItsFootprintsRead) {
   t.set_footprint_reads();
   auto res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Met) << res[0].detail;
   EXPECT_NE(res[0].detail.find("0.75"), std::string::npos) << res[0].detail;
   // Without the probe, the triad: a bound the row beats, so nothing is judged.
   t.rows = {row};
@@ -167,7 +167,7 @@ TEST(BenchClaims, ABandwidthClaimIsJudgedAgainstItsFootprintsRead) {
   t.metadata.clear();
   t.set_footprint_reads();
   res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
-  EXPECT_EQ(res[0].verdict, "not_measured") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMeasured) << res[0].detail;
 }
 
 // Rule: one group not met makes the claim not_met, even when another group is
@@ -177,7 +177,7 @@ TEST(BenchClaims, NotMetOutranksInconclusive) {
   const auto res =
       judge(c, {timed("hand", "cpu", 1.10, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
                 timed("hand", "cpu", 1.02, "f64", 1e9, 0.03), timed("ceiling", "openblas:Zen", 1.0, "f64")});
-  EXPECT_EQ(res.verdict, "not_met") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::NotMet) << res.detail;
   EXPECT_NE(res.detail.find("inconclusive: a/f64"), std::string::npos) << res.detail;  // the premise: f64 straddles
 }
 
@@ -189,7 +189,7 @@ TEST(BenchClaims, InconclusiveOutranksPartiallyMeasured) {
   const auto res = judge(c, {timed("hand", "cpu", 1.0, "f32"), timed("ceiling", "openblas:Zen", 1.0, "f32"),
                              timed("hand", "cpu", 1.02, "f64", 1e9, 0.03), timed("ceiling", "openblas:Zen", 1.0, "f64"),
                              timed("hand", "cpu", 1.0, "bf16")});  // bf16: no ceiling row, not measured
-  EXPECT_EQ(res.verdict, "inconclusive") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Inconclusive) << res.detail;
   EXPECT_NE(res.detail.find("inconclusive: a/f64"), std::string::npos) << res.detail;
   EXPECT_NE(res.detail.find("not measured (or not verified): a/bf16"), std::string::npos) << res.detail;
 }
@@ -199,10 +199,10 @@ TEST(BenchClaims, InconclusiveOutranksPartiallyMeasured) {
 TEST(BenchClaims, ComparisonAtTheThresholdFollowsTheOperator) {
   const std::vector<pb::BenchRow> rows = {timed("hand", "cpu", 1.0, "f32", 1e9, 0.0),
                                           timed("ceiling", "openblas:Zen", 1.0, "f32", 1e9, 0.0)};
-  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", "<=", 1.0), rows).verdict, "met");
-  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">=", 1.0), rows).verdict, "met");
-  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", "<", 1.0), rows).verdict, "not_met");
-  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">", 1.0), rows).verdict, "not_met");
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", "<=", 1.0), rows).verdict, pb::ClaimVerdict::Met);
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">=", 1.0), rows).verdict, pb::ClaimVerdict::Met);
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", "<", 1.0), rows).verdict, pb::ClaimVerdict::NotMet);
+  EXPECT_EQ(judge(claim("time_ratio", "hand", "ceiling", ">", 1.0), rows).verdict, pb::ClaimVerdict::NotMet);
 }
 
 namespace {
@@ -246,11 +246,11 @@ TEST(BenchClaims, ATrialDisturbedOnOneSideIsInconclusiveNotNotMet) {
   const auto boot = pb::paired_ratio_interval({&wrapped.samples, &wrapped.trials}, {&ceiling.samples, &ceiling.trials});
   EXPECT_GT(boot.lo, 1.02);  // the premise: the bootstrap alone says not met
   const auto res = judge(c, {wrapped, ceiling});
-  EXPECT_EQ(res.verdict, "inconclusive") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Inconclusive) << res.detail;
   EXPECT_NE(res.detail.find("6 trials' own ratios span [1, 1.5]"), std::string::npos) << res.detail;
   // Every trial slower: not met, whatever the span.
   const auto slow = judge(c, {per_trial("wrapped", "openblas:Zen", {1.5, 1.1, 1.5, 1.5, 1.4, 1.5}), ceiling});
-  EXPECT_EQ(slow.verdict, "not_met") << slow.detail;
+  EXPECT_EQ(slow.verdict, pb::ClaimVerdict::NotMet) << slow.detail;
 }
 
 namespace {
@@ -271,26 +271,26 @@ TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu) {
   const pb::BenchRow ceiling = paced(per_trial("ceiling", "openblas:Zen", std::vector(8, 1.0)), std::vector(8, 2e-3));
   const pb::BenchRow slower = per_trial("wrapped", "openblas:Zen", std::vector(8, 1.4));
   // The premise: without a pace, 1.4x in every trial is not met.
-  ASSERT_EQ(judge(c, {slower, ceiling}).verdict, "not_met");
+  ASSERT_EQ(judge(c, {slower, ceiling}).verdict, pb::ClaimVerdict::NotMet);
 
   // Every wrapped process ran slow (3 ms against 2), no ceiling one did: nothing is left to judge.
   const auto disturbed = judge(c, {paced(slower, std::vector(8, 3e-3)), ceiling});
-  EXPECT_EQ(disturbed.verdict, "inconclusive") << disturbed.detail;
+  EXPECT_EQ(disturbed.verdict, pb::ClaimVerdict::Inconclusive) << disturbed.detail;
   EXPECT_NE(disturbed.detail.find("disturbed (8 of 8 trials set aside"), std::string::npos) << disturbed.detail;
   ASSERT_EQ(disturbed.inconclusive_groups.size(), 1u);  // so it is measured again
 
   // A slowdown measured at one pace stands: the set-aside cannot hide a slower kernel.
-  EXPECT_EQ(judge(c, {paced(slower, std::vector(8, 2.1e-3)), ceiling}).verdict, "not_met");
+  EXPECT_EQ(judge(c, {paced(slower, std::vector(8, 2.1e-3)), ceiling}).verdict, pb::ClaimVerdict::NotMet);
   const std::vector<double> both_slow_early = {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3};
   const auto same_pace = judge(c, {paced(slower, both_slow_early), paced(ceiling, both_slow_early)});
-  EXPECT_EQ(same_pace.verdict, "not_met") << same_pace.detail;
+  EXPECT_EQ(same_pace.verdict, pb::ClaimVerdict::NotMet) << same_pace.detail;
   EXPECT_EQ(same_pace.detail.find("set aside"), std::string::npos) << same_pace.detail;
 
   // Slow on the wrapped side in 3 trials, which read 1.5x; the other 5 read 1.0x and decide.
   const auto mixed = judge(c, {paced(per_trial("wrapped", "openblas:Zen", {1.5, 1.5, 1.5, 1, 1, 1, 1, 1}),
                                      {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3}),
                                ceiling});
-  EXPECT_EQ(mixed.verdict, "met") << mixed.detail;
+  EXPECT_EQ(mixed.verdict, pb::ClaimVerdict::Met) << mixed.detail;
   EXPECT_NE(mixed.detail.find("3 of 8 trials set aside"), std::string::npos) << mixed.detail;
 }
 
@@ -304,10 +304,10 @@ TEST(BenchClaims, AClaimJudgesTheRowsOfItsCacheMode) {
   const std::vector<pb::BenchRow> rows = {timed("hand", "cpu", 0.5), timed("ceiling", "ggml", 1.0),
                                           cold(timed("hand", "cpu", 1.2)), cold(timed("ceiling", "ggml", 1.0))};
   auto c = claim("time_ratio", "hand", "ceiling", "<=", 1.0);
-  EXPECT_EQ(judge(c, rows).verdict, "met");
+  EXPECT_EQ(judge(c, rows).verdict, pb::ClaimVerdict::Met);
   c.cache = "cold";
   const auto res = judge(c, rows);
-  EXPECT_EQ(res.verdict, "not_met") << res.detail;
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::NotMet) << res.detail;
   EXPECT_EQ(res.detail.rfind("cold rows: worst a/f32/threads:1: 1.2", 0), 0u) << res.detail;
-  EXPECT_EQ(judge(c, {rows[0], rows[1]}).verdict, "not_measured");
+  EXPECT_EQ(judge(c, {rows[0], rows[1]}).verdict, pb::ClaimVerdict::NotMeasured);
 }

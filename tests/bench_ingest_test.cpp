@@ -130,32 +130,32 @@ TEST(BenchClaims, TimeRatioMetNotMetNotMeasured) {
   const std::vector<std::string> ab = {"a", "b"};
   auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, ab);
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Met) << res[0].detail;
   EXPECT_NE(res[0].detail.find("b/f32/threads:1: 1.013"), std::string::npos) << res[0].detail;
   // "shapes: all" is the family's whole list: a shape not run leaves it partially measured.
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b", "x"});
-  EXPECT_EQ(res[0].verdict, "partially_measured") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::PartiallyMeasured) << res[0].detail;
   // Only verified rows count.
   auto unverified = t;
   unverified.rows[3].verdict = pb::Verdict::parse("not_verified: no oracle");
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", unverified, nullptr, {}, ab);
-  EXPECT_EQ(res[0].verdict, "partially_measured") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::PartiallyMeasured) << res[0].detail;
   // An interval that straddles the threshold decides nothing.
   auto straddle = t;
   straddle.rows[3] = timed("wrapped", "b", 1.02, 0.03);
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", straddle, nullptr, {}, ab);
-  EXPECT_EQ(res[0].verdict, "inconclusive") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Inconclusive) << res[0].detail;
   ASSERT_EQ(res[0].inconclusive_groups.size(), 1u);
   EXPECT_EQ(res[0].inconclusive_groups[0].trials, 3);  // paired over the 3 trials
   EXPECT_GT(res[0].inconclusive_groups[0].trials_to_decide, 3);
   t.rows.push_back(timed("ceiling", "c", 1.0));
   t.rows.push_back(timed("wrapped", "c", 1.05));
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b", "c"});
-  EXPECT_EQ(res[0].verdict, "not_met");
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMet);
   EXPECT_NE(res[0].detail.find("c/f32"), std::string::npos) << res[0].detail;
   claim.shapes = {"d"};
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, ab);
-  EXPECT_EQ(res[0].verdict, "not_measured");
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMeasured);
   claim.family = "arrow";
   EXPECT_TRUE(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, ab).empty());
 }
@@ -172,7 +172,7 @@ TEST(BenchClaims, ThroughputRatioAndPeakFraction) {
   pb::BenchTable t;
   t.rows = {timed("ceiling", "a", 1.0), timed("hand", "a", 2.0)};  // hand at half the throughput
   auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
-  EXPECT_EQ(res[0].verdict, "not_met");
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMet);
   EXPECT_NE(res[0].detail.find("a/f32/threads:1: 0.5 ["), std::string::npos) << res[0].detail;
   claim.metric = "peak_fraction";
   claim.denominator.clear();
@@ -181,9 +181,9 @@ TEST(BenchClaims, ThroughputRatioAndPeakFraction) {
   peak.cores = 2;
   peak.fp32_avx2_core = 1e9;  // hand: 1e9 FLOP per 2 s = 0.5e9 FLOP/s = 0.5 of this peak
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, &peak, {{"f32", "fp32"}}, {"a"});
-  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Met) << res[0].detail;
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {{"f32", "fp32"}}, {"a"});
-  EXPECT_EQ(res[0].verdict, "not_measured");
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMeasured);
 }
 
 // A device claim: judged only on the rows of the named backend, not_measured
@@ -206,14 +206,14 @@ TEST(BenchClaims, ThroughputAndNumeratorBackend) {
   t.rows = {device("vulkan:llvmpipe", 1.0)};  // 1e9 per second, but not on CUDA
   auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_EQ(res[0].verdict, "not_measured") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMeasured) << res[0].detail;
   t.rows.push_back(device("cuda:sm_90", 2.0));  // 0.5e9 per second
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
-  EXPECT_EQ(res[0].verdict, "not_met") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMet) << res[0].detail;
   EXPECT_NE(res[0].detail.find("a/f32/threads:1: 5e+08 ["), std::string::npos) << res[0].detail;
   t.rows.back() = device("cuda:sm_90", 0.25);
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
-  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Met) << res[0].detail;
   // A ratio between two backends of one tier: vulkan / cuda throughput.
   claim.metric = "throughput_ratio";
   claim.numerator_backend = "vulkan";
@@ -221,7 +221,7 @@ TEST(BenchClaims, ThroughputAndNumeratorBackend) {
   claim.denominator_backend = "cuda";
   claim.threshold = 0.5;
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a"});
-  EXPECT_EQ(res[0].verdict, "not_met") << res[0].detail;  // 1 s against 0.25 s: 0.25
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMet) << res[0].detail;  // 1 s against 0.25 s: 0.25
   EXPECT_NE(res[0].detail.find("a/f32/threads:1: 0.25 ["), std::string::npos) << res[0].detail;
 }
 
@@ -480,7 +480,7 @@ TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   claim.op = "<";
   claim.threshold = 1.02;
   const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"s"});
-  EXPECT_EQ(res[0].verdict, "met") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Met) << res[0].detail;
   // No ceiling of the wrapped tier's configuration (the train family's wrapped
   // step over OpenBLAS, its ceiling libtorch): no FFI figure, not one against the best.
   t.rows = {haswell, wrapped};
@@ -500,13 +500,14 @@ TEST(BenchClaims, AnIncorrectRowMakesTheClaimNotMet) {
   claim.threshold = 0.5;
   pb::BenchTable t;
   t.rows = {timed("ceiling", "a", 1.0), timed("hand", "a", 1.0), timed("ceiling", "b", 1.0), timed("hand", "b", 0.5)};
-  ASSERT_EQ(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b"})[0].verdict, "met");
+  ASSERT_EQ(pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b"})[0].verdict,
+            pb::ClaimVerdict::Met);
   t.rows[3].verdict =
       pb::Verdict::parse("incorrect: max err 1.0e+00 > bound 1.0e-05");  // as ingested: skipped, no samples
   t.rows[3].samples.clear();
   t.rows[3].trials.clear();
   const auto res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b"});
-  EXPECT_EQ(res[0].verdict, "not_met") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMet) << res[0].detail;
   EXPECT_NE(res[0].detail.find("incorrect"), std::string::npos) << res[0].detail;
 }
 

@@ -158,8 +158,8 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   pb::ClaimRemeasure how;
   how.judge = [](const pb::BenchTable& table) {
     pb::ClaimResult c;
-    c.verdict = table.rows[0].samples.size() < 4 ? "inconclusive" : "met";
-    if (c.verdict == "inconclusive") c.inconclusive_groups = {{"a", "f32", 1, 2, 3}};
+    c.verdict = table.rows[0].samples.size() < 4 ? pb::ClaimVerdict::Inconclusive : pb::ClaimVerdict::Met;
+    if (c.verdict == pb::ClaimVerdict::Inconclusive) c.inconclusive_groups = {{"a", "f32", 1, 2, 3}};
     return std::vector<pb::ClaimResult>{c};
   };
   how.measure = [&](const std::vector<std::string>& shapes, int first, int) {
@@ -176,14 +176,14 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   EXPECT_EQ(measured[0].first, (std::vector<std::string>{"a"}));
   EXPECT_EQ(measured[0].second, 2);
   EXPECT_EQ(t.rows[0].trials, (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(claims.at(0).verdict, "met");
+  EXPECT_EQ(claims.at(0).verdict, pb::ClaimVerdict::Met);
 
   measured.clear();
   how.budget_seconds = 0;
   how.started = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   pb::BenchTable spent;
   spent.rows = {row("hand", "a", {1.0}, {0})};
-  EXPECT_EQ(pb::judge_claims_remeasuring(spent, fam, nullptr, how).at(0).verdict, "inconclusive");
+  EXPECT_EQ(pb::judge_claims_remeasuring(spent, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_TRUE(measured.empty());
 }
 
@@ -198,7 +198,7 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   };
   how.budget_seconds = 1e9;
   how.started = std::chrono::steady_clock::now();
-  auto judged = [](const std::string& verdict, double to_decide) {
+  auto judged = [](pb::ClaimVerdict verdict, double to_decide) {
     return [=](const pb::BenchTable&) {
       pb::ClaimResult c;
       c.verdict = verdict;
@@ -208,13 +208,13 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   };
   pb::BenchTable t;
   t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
-  how.judge = judged("inconclusive", 6 + 2 * how.max_rounds + 1);  // beyond what the rounds add
-  EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, "inconclusive");
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 6 + 2 * how.max_rounds + 1);  // beyond what the rounds add
+  EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_EQ(measured, 0);
-  how.judge = judged("not_met", 7);  // a failing group already decided the claim
+  how.judge = judged(pb::ClaimVerdict::NotMet, 7);  // a failing group already decided the claim
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(measured, 0);
-  how.judge = judged("inconclusive", 6 + 2 * how.max_rounds);  // the last round can decide it
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 6 + 2 * how.max_rounds);  // the last round can decide it
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(measured, 1);  // then the rounds left (fewer each time) no longer can
 }
@@ -223,15 +223,15 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
 // of fast samples, judged alone, does not fail it; pooled, the old ones still do.
 std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table) {
   pb::ClaimResult c;
-  c.contract = "gemm-v1", c.id = "BENCH-X", c.family = "gemm", c.verdict = "met";
+  c.contract = "gemm-v1", c.id = "BENCH-X", c.family = "gemm", c.verdict = pb::ClaimVerdict::Met;
   if (table.rows.empty()) {
-    c.verdict = "not_measured";
+    c.verdict = pb::ClaimVerdict::NotMeasured;
     return {c};
   }
   const auto& s = table.rows.at(0).samples;
   c.figures["a/f32/threads:1"] = std::to_string(*std::max_element(s.begin(), s.end()));
   if (*std::max_element(s.begin(), s.end()) > 1.5) {
-    c.verdict = "not_met";
+    c.verdict = pb::ClaimVerdict::NotMet;
     c.failing_groups = {{"a", "f32", 1}};
   }
   return {c};
@@ -264,7 +264,7 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   ASSERT_EQ(measured.size(), 1u);  // once, as many trials as the failing group had
   EXPECT_EQ(measured[0], (std::pair<std::vector<std::string>, int>{{"a"}, 6}));
   EXPECT_EQ(once.rows[0].samples.size(), 12u);  // the replicate's trials join the table
-  EXPECT_EQ(c.verdict, "inconclusive");
+  EXPECT_EQ(c.verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_NE(c.detail.find("not reproduced (a/f32/threads:1 read 1.0"), std::string::npos) << c.detail;
 
   measured.clear();
@@ -275,7 +275,7 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   c = pb::judge_claims_remeasuring(twice, fam, nullptr, how).at(0);
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_EQ(measured[0].second, pb::kReplicateTrials);  // never fewer
-  EXPECT_EQ(c.verdict, "not_met");
+  EXPECT_EQ(c.verdict, pb::ClaimVerdict::NotMet);
   EXPECT_NE(c.detail.find("reproduced: a/f32/threads:1 read 1.8"), std::string::npos) << c.detail;
 
   measured.clear();  // a replicate that measured nothing leaves the verdict standing
@@ -288,7 +288,7 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   lost.rows = {row("hand", "a", slow, six)};
   c = pb::judge_claims_remeasuring(lost, fam, nullptr, how).at(0);
   EXPECT_EQ(measured.size(), 1u);  // once, not again every round
-  EXPECT_EQ(c.verdict, "not_met");
+  EXPECT_EQ(c.verdict, pb::ClaimVerdict::NotMet);
   EXPECT_NE(c.detail.find("not replicated: its replicate did not measure a/f32/threads:1"), std::string::npos)
       << c.detail;
   how.measure = measure;
@@ -301,7 +301,7 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   };
   pb::BenchTable wrong;
   wrong.rows = {row("hand", "a", slow, six)};
-  EXPECT_EQ(pb::judge_claims_remeasuring(wrong, fam, nullptr, how).at(0).verdict, "not_met");
+  EXPECT_EQ(pb::judge_claims_remeasuring(wrong, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::NotMet);
   EXPECT_TRUE(measured.empty());
 
   how.judge = slow_fails;  // no budget left: the verdict stands, and says so
@@ -311,7 +311,7 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   late.rows = {row("hand", "a", slow, six)};
   c = pb::judge_claims_remeasuring(late, fam, nullptr, how).at(0);
   EXPECT_TRUE(measured.empty());
-  EXPECT_EQ(c.verdict, "not_met");
+  EXPECT_EQ(c.verdict, pb::ClaimVerdict::NotMet);
   EXPECT_NE(c.detail.find("not replicated: the budget was spent"), std::string::npos) << c.detail;
 }
 

@@ -254,11 +254,11 @@ TEST(BenchPlausibility, NoClaimFromAnInvalidRow) {
   auto t = broken_run_table();
   auto res = pb::evaluate_claims({c}, "gemv", t, nullptr, {}, {kShape});
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_EQ(res[0].verdict, "met") << "unmarked, judged from the broken ceiling: " << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Met) << "unmarked, judged from the broken ceiling: " << res[0].detail;
   pb::mark_invalid_vendor_rows(t);
   res = pb::evaluate_claims({c}, "gemv", t, nullptr, {}, {kShape});
   ASSERT_EQ(res.size(), 1u);
-  EXPECT_EQ(res[0].verdict, "not_measured") << res[0].detail;
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMeasured) << res[0].detail;
   EXPECT_EQ(res[0].detail.find("23.5"), std::string::npos) << res[0].detail;
 }
 

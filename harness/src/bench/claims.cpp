@@ -58,6 +58,19 @@ struct Group {
 
 }  // namespace
 
+std::string_view to_string(ClaimVerdict v) {
+  switch (v) {
+    case ClaimVerdict::Met: return "met";
+    case ClaimVerdict::NotMet: return "not_met";
+    case ClaimVerdict::Inconclusive: return "inconclusive";
+    case ClaimVerdict::PartiallyMeasured: return "partially_measured";
+    case ClaimVerdict::NotMeasured: break;
+  }
+  return "not_measured";
+}
+
+std::ostream& operator<<(std::ostream& o, ClaimVerdict v) { return o << to_string(v); }
+
 std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts, const std::string& family,
                                          const BenchTable& table, const PeakResult* peak,
                                          const std::map<std::string, std::string>& peak_kind,
@@ -75,7 +88,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
     for (const auto& claim : c.benchmarks) {
       if (claim.family != family) continue;
       ClaimResult res;
-      res.contract = c.stem, res.id = claim.id, res.family = family, res.verdict = "not_measured";
+      res.contract = c.stem, res.id = claim.id, res.family = family;
       // Only the rows of the claim's cache mode: a cold claim is never judged on warm rows.
       BenchTable mode;
       std::copy_if(table.rows.begin(), table.rows.end(), std::back_inserter(mode.rows),
@@ -157,7 +170,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
                   trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
                 // Too few trials at one pace to judge: measuring it again may find some.
-                inconclusive.push_back(g.name() + ": disturbed" + set_aside);
+                res.figures[g.name()] = "disturbed" + set_aside;
+                inconclusive.push_back(g.name() + ": " + res.figures[g.name()]);
                 const int n = trial_count({&num->samples, &num->trials});
                 res.inconclusive_groups.push_back({shape, prec, th, n, static_cast<double>(n + 2)});
                 continue;
@@ -232,11 +246,11 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
       if (!missing.empty())
         detail += "; not measured (or not verified): " + missing.front() +
                   (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : "");
-      if (!failures.empty()) res.verdict = "not_met";
-      else if (!inconclusive.empty()) res.verdict = "inconclusive";
-      else if (any_met && !missing.empty()) res.verdict = "partially_measured";
-      else if (any_met) res.verdict = "met";
-      else res.verdict = "not_measured";
+      if (!failures.empty()) res.verdict = ClaimVerdict::NotMet;
+      else if (!inconclusive.empty()) res.verdict = ClaimVerdict::Inconclusive;
+      else if (any_met && !missing.empty()) res.verdict = ClaimVerdict::PartiallyMeasured;
+      else if (any_met) res.verdict = ClaimVerdict::Met;
+      else res.verdict = ClaimVerdict::NotMeasured;
       res.detail = detail;
       out.push_back(res);
     }
@@ -256,8 +270,11 @@ void write_claims_json(const std::string& path, const std::string& family, const
     }
   }
   for (const auto& r : results)
-    doc["claims"].push_back(
-        {{"contract", r.contract}, {"id", r.id}, {"family", r.family}, {"verdict", r.verdict}, {"detail", r.detail}});
+    doc["claims"].push_back({{"contract", r.contract},
+                             {"id", r.id},
+                             {"family", r.family},
+                             {"verdict", to_string(r.verdict)},
+                             {"detail", r.detail}});
   doc["popper"] = build_json();
   write_file_atomic(path, doc.dump(2) + "\n");
 }

@@ -26,7 +26,9 @@
 //   not_measured        when no group has data
 #pragma once
 #include <map>
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -36,11 +38,17 @@
 
 namespace popper::bench {
 
+// A claim's verdict (the rules above); its name is what bench-claims.json
+// and the audit read: met, not_met, inconclusive, partially_measured, not_measured.
+enum class ClaimVerdict { Met, NotMet, Inconclusive, PartiallyMeasured, NotMeasured };
+std::string_view to_string(ClaimVerdict v);
+std::ostream& operator<<(std::ostream& o, ClaimVerdict v);
+
 struct ClaimResult {
   std::string contract;  // stem, e.g. gemm-v1
   std::string id;
   std::string family;
-  std::string verdict;  // met | not_met | inconclusive | partially_measured | not_measured
+  ClaimVerdict verdict = ClaimVerdict::NotMeasured;
   std::string detail;
   // Groups whose interval straddles the threshold: what measuring them again could decide.
   struct Inconclusive {
@@ -59,7 +67,8 @@ struct ClaimResult {
   };
   std::vector<Failing> failing_groups;
   bool failed_rows = false;
-  std::map<std::string, std::string> figures;  // every judged group's "value [lo, hi]", by Failing::name()
+  // every judged group's "value [lo, hi]" (or "disturbed (...)"), by Failing::name()
+  std::map<std::string, std::string> figures;
 };
 
 // peak_kind maps precision -> fp32 | fp64 | bandwidth (family.yaml `peak`).

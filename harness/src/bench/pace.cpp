@@ -19,7 +19,7 @@ namespace popper::bench {
 
 namespace {
 
-// About 6 ms on a Zen 3 core (1.25 ns an iteration): longer than a time
+// About 7 ms on a Zen 3 core (10 FMAs every 5 cycles): longer than a time
 // slice, so a thread competing for the CPU shows (a 2 ms loop can run whole
 // between its turns).
 constexpr long kIterations = 4'500'000;
@@ -48,8 +48,7 @@ __attribute__((noinline, target("avx2,fma"))) double fma_loop_avx2(long n) {
 }
 #endif
 
-// Without FMA: ten multiply-add chains. It sees a competing thread, but is
-// bound by latency rather than by the FP pipes' throughput.
+// Without FMA: ten multiply-add chains.
 __attribute__((noinline)) double fma_loop_portable(long n) {
   double a[10];
   for (int j = 0; j < 10; ++j) a[j] = 1.0 + 0.1 * j;
@@ -60,18 +59,18 @@ __attribute__((noinline)) double fma_loop_portable(long n) {
   return s;
 }
 
-double fma_loop(long n) {
+double fma_loop(long n, PaceLoop loop) {
 #if defined(__x86_64__)
   static const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (fma) return fma_loop_avx2(n);
+  if (fma && loop == PaceLoop::Widest) return fma_loop_avx2(n);
 #endif
   return fma_loop_portable(n);
 }
 
-double seconds_of_loop() {
+double seconds_of_loop(PaceLoop loop) {
   static std::atomic<double> sink{0};  // the result is used, so the loop is kept
   const auto t0 = std::chrono::steady_clock::now();
-  const double v = fma_loop(iterations);
+  const double v = fma_loop(iterations, loop);
   const auto t1 = std::chrono::steady_clock::now();
   sink.store(v, std::memory_order_relaxed);
   return std::chrono::duration<double>(t1 - t0).count();
@@ -86,7 +85,7 @@ bool pin_this_thread(int cpu) {
 
 }  // namespace
 
-double measure_pace(const std::vector<int>& cpus) {
+double measure_pace(const std::vector<int>& cpus, PaceLoop loop) {
   if (cpus.empty()) return -1;
   std::vector<double> per_cpu(cpus.size(), -1);
   std::atomic<std::size_t> ready{0};
@@ -98,7 +97,7 @@ double measure_pace(const std::vector<int>& cpus) {
       // Start together: the loops share what the CPUs share (a core, a host's sibling).
       ready.fetch_add(1);
       while (ready.load() < cpus.size()) std::this_thread::yield();
-      if (pinned) per_cpu[i] = seconds_of_loop();
+      if (pinned) per_cpu[i] = seconds_of_loop(loop);
     });
   for (auto& t : threads) t.join();
   if (std::any_of(per_cpu.begin(), per_cpu.end(), [](double x) { return x < 0; })) return -1;

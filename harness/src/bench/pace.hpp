@@ -24,9 +24,14 @@ namespace popper::bench {
 // periods seen read 1.45-1.6x apart; one period's own spread was under 10%.
 inline constexpr double kSlowPace = 1.2;
 
-// Seconds of the fixed FMA loop on each of `cpus` at once (a thread pinned to
+// The loop: AVX2 FMA chains where the CPU has them (bound by the FP pipes'
+// throughput), or the portable multiply-add chains every CPU runs (bound by
+// their latency: they see a rival on the CPU, not a sibling's use of the pipes).
+enum class PaceLoop { Widest, Portable };
+
+// Seconds of the fixed loop on each of `cpus` at once (a thread pinned to
 // each), on the slowest CPU; < 0 when a thread could not be pinned.
-double measure_pace(const std::vector<int>& cpus);
+double measure_pace(const std::vector<int>& cpus, PaceLoop loop = PaceLoop::Widest);
 
 // The pace around one process: measured at construction and at seconds(); a
 // process is as slow as the slower end.

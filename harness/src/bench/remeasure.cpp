@@ -54,7 +54,7 @@ bool replicate_failures(BenchTable& table, const FamilyDescriptor& fam, const Pe
   std::set<std::string> shapes;
   std::vector<std::pair<const ClaimResult*, const ClaimResult::Failing*>> todo;
   for (const auto& c : claims)
-    if (c.verdict == "not_met" && !c.failed_rows)
+    if (c.verdict == ClaimVerdict::NotMet && !c.failed_rows)
       for (const auto& g : c.failing_groups)
         if (!seen.tried.count(replicate_key(c, g))) todo.emplace_back(&c, &g), shapes.insert(g.shape);
   if (todo.empty()) return false;
@@ -95,7 +95,7 @@ bool replicate_failures(BenchTable& table, const FamilyDescriptor& fam, const Pe
 // is inconclusive; one that did says so.
 void apply_replicates(std::vector<ClaimResult>& claims, const Replicates& seen) {
   for (auto& c : claims) {
-    if (c.verdict != "not_met" || c.failed_rows || c.failing_groups.empty()) continue;
+    if (c.verdict != ClaimVerdict::NotMet || c.failed_rows || c.failing_groups.empty()) continue;
     std::string confirmed, unconfirmed;
     bool all_replicated = true;
     for (const auto& g : c.failing_groups) {
@@ -109,7 +109,7 @@ void apply_replicates(std::vector<ClaimResult>& claims, const Replicates& seen) 
     if (!confirmed.empty()) {
       c.detail += "; reproduced: " + confirmed;
     } else if (all_replicated) {
-      c.verdict = "inconclusive";
+      c.verdict = ClaimVerdict::Inconclusive;
       c.detail = "not reproduced (" + unconfirmed + "; two measurements of one build disagree): " + c.detail;
     } else if (!seen.skipped.empty()) {
       c.detail += "; " + seen.skipped;
@@ -136,7 +136,7 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     std::set<std::string> again, hopeless;
     const int can_add = 2 * (how.max_rounds - round);
     for (const auto& c : claims)
-      if (c.verdict == "inconclusive")
+      if (c.verdict == ClaimVerdict::Inconclusive)
         for (const auto& g : c.inconclusive_groups)
           (g.trials_to_decide <= g.trials + can_add ? again : hopeless).insert(g.shape);
     for (const auto& s : again) hopeless.erase(s);
