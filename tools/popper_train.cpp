@@ -191,6 +191,7 @@ int run(const Options& o) {
     const double b = budget ? budget->brick_s[i] : 0;
     char eff[24] = "-", vs[64] = "-";
     if (s.efficiency > 0) std::snprintf(eff, sizeof eff, "%.1f%%", 100 * s.efficiency);
+    if (!s.bound_invalid.empty()) std::snprintf(eff, sizeof eff, "invalid");
     if (b > 0)
       std::snprintf(vs, sizeof vs, "%s (%+.1f%%)", s.median_s > b ? "over" : "under", 100 * (s.median_s / b - 1));
     std::printf("%-14s %12s %12s %5.1f%% %11s  %s%s%s\n", s.name.c_str(), budget ? fmt_ms(b).c_str() : "-",
@@ -200,6 +201,8 @@ int run(const Options& o) {
               fmt_ms(measured.step_s).c_str());
   std::printf("%-14s %12s %12s  (%.2f%% of the step: the median time no brick's span covers)\n", "gap", "",
               fmt_ms(gap).c_str(), 100 * gap / measured.step_s);
+  for (const auto& s : stats)
+    if (!s.bound_invalid.empty()) std::printf("efficiency of %s: %s\n", s.name.c_str(), s.bound_invalid.c_str());
   const double tokens = static_cast<double>(c.tokens()), P = static_cast<double>(rep.matmul_params);
   const double mfu = peaks.flops_per_s > 0 ? 6 * P * tokens / (measured.step_s * peaks.flops_per_s) : 0;
   std::printf(
@@ -254,6 +257,7 @@ int run(const Options& o) {
                              {"median_seconds", stats[i].median_s},
                              {"cv", stats[i].cv},
                              {"efficiency", stats[i].efficiency},
+                             {"bound_invalid", stats[i].bound_invalid},
                              {"escalated", stats[i].escalated},
                              {"why", stats[i].why}});
     j["jidoka"] = rep.stop ? rep.stop->text() : "";

@@ -105,13 +105,15 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-004", [](const popper::Params& p) {
 
 POPPER_FALSIFIER("FALSIFY-BUDGET-005", [](const popper::Params& p) {
   static std::int64_t now = 0;
-  trace::Tracer tr({"steady", "unstable", "inefficient", "efficient"}, 4, [] { return now; });
+  trace::Tracer tr({"steady", "unstable", "inefficient", "efficient", "beyond"}, 4, [] { return now; });
   const std::int64_t ms = 1000000;
   for (std::int64_t i = 0; i < p.integer("steps"); ++i) {
     tr.begin_step(i);
-    // FLOPs against a 1 TFLOP/s peak: inefficient's roofline is 1 ms of its 10, efficient's 5 ms.
-    const std::pair<int, std::int64_t> ops[] = {{0, 10 * ms}, {1, (i % 2 ? 15 : 5) * ms}, {2, 10 * ms}, {3, 10 * ms}};
-    const double flops[] = {0, 0, 1e9, 5e9};
+    // FLOPs against a 1 TFLOP/s peak: inefficient's roofline is 1 ms of its 10, efficient's 5 ms, and
+    // beyond's 20 ms: it runs faster than its bound.
+    const std::pair<int, std::int64_t> ops[] = {
+        {0, 10 * ms}, {1, (i % 2 ? 15 : 5) * ms}, {2, 10 * ms}, {3, 10 * ms}, {4, 10 * ms}};
+    const double flops[] = {0, 0, 1e9, 5e9, 2e10};
     for (const auto& [c, d] : ops) {
       const int id = tr.open("op", c, -1, flops[c], 0);
       now += d;
@@ -121,8 +123,8 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-005", [](const popper::Params& p) {
   }
   const auto stats = trace::category_stats(tr, {1e12, 0}, 0);
   for (const auto& s : stats)
-    std::printf("  %-12s median %.1f ms cv %.2f efficiency %.2f escalated %d (%s)\n", s.name.c_str(), s.median_s * 1e3,
-                s.cv, s.efficiency, s.escalated, s.why.c_str());
+    std::printf("  %-12s median %.1f ms cv %.2f efficiency %.2f escalated %d (%s) %s\n", s.name.c_str(),
+                s.median_s * 1e3, s.cv, s.efficiency, s.escalated, s.why.c_str(), s.bound_invalid.c_str());
   EXPECT_FALSE(stats[0].escalated) << "steady: " << stats[0].why;
   EXPECT_TRUE(stats[1].escalated && stats[1].why.find("cv") != std::string::npos)
       << "unstable (cv " << stats[1].cv << ")";
@@ -130,6 +132,11 @@ POPPER_FALSIFIER("FALSIFY-BUDGET-005", [](const popper::Params& p) {
       << "inefficient: " << stats[2].why;
   EXPECT_FALSE(stats[3].escalated) << "efficient: " << stats[3].why;
   EXPECT_NEAR(stats[3].efficiency, 0.5, 1e-12);
+  EXPECT_TRUE(stats[3].bound_invalid.empty()) << stats[3].bound_invalid;
+  // A bound the brick beats bounds nothing: no efficiency, a reason, and no escalation for it.
+  EXPECT_NE(stats[4].bound_invalid.find("200.0%"), std::string::npos) << "beyond: '" << stats[4].bound_invalid << "'";
+  EXPECT_EQ(stats[4].efficiency, 0) << "an efficiency over 100% is reported";
+  EXPECT_FALSE(stats[4].escalated) << "beyond: " << stats[4].why;
   popper::record_backend("host");
 });
 

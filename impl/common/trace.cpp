@@ -101,6 +101,7 @@ std::vector<CategoryStats> category_stats(const Tracer& t, const Peaks& peaks, s
   std::vector<CategoryStats> out;
   const auto& steps = t.steps();
   const bool ignore_cv = POPPER_MUTANT("trace-escalation-cv-ignored");
+  const bool keep_beaten_bound = POPPER_MUTANT("trace-beaten-bound-kept");
   for (std::size_t c = 0; c < t.categories().size(); ++c) {
     CategoryStats s;
     s.name = t.categories()[c];
@@ -122,11 +123,21 @@ std::vector<CategoryStats> category_stats(const Tracer& t, const Peaks& peaks, s
     const double tb = peaks.bytes_per_s > 0 ? s.bytes / peaks.bytes_per_s : 0;
     s.roofline_s = std::max(tf, tb);
     s.efficiency = s.median_s > 0 && s.roofline_s > 0 ? s.roofline_s / s.median_s : 0;
+    if (s.efficiency > 1 && !keep_beaten_bound) {
+      s.bound_invalid =
+          "measured at " + percent(s.efficiency) +
+          (tf >= tb ? " of its FP32-peak roofline: the brick's FLOP count or the peak probe is wrong "
+                      "for it"
+                    : " of its triad roofline: its operands are partly cache-resident, or the triad's footprint, "
+                      "access pattern, thread count or page size differ from this brick's") +
+          ", so the bound is invalid";
+      s.efficiency = 0;
+    }
     if (s.cv > th.cv && !ignore_cv) {
       s.escalated = true;
       s.why = "cv " + percent(s.cv) + " > " + percent(th.cv);
     }
-    if (s.roofline_s > 0 && s.efficiency < th.efficiency) {
+    if (s.roofline_s > 0 && s.bound_invalid.empty() && s.efficiency < th.efficiency) {
       s.why +=
           std::string(s.escalated ? "; " : "") + "efficiency " + percent(s.efficiency) + " < " + percent(th.efficiency);
       s.escalated = true;

@@ -112,7 +112,10 @@ struct CategoryStats {
   double median_s = 0, cv = 0;  // over the steps considered
   double flops = 0, bytes = 0;  // per step (median step's)
   double roofline_s = 0;        // max(flops / peak, bytes / bandwidth)
-  double efficiency = 0;        // roofline_s / median_s (0 when unknown)
+  double efficiency = 0;        // roofline_s / median_s (0 when unknown or the bound is invalid)
+  // Set when the brick ran faster than its roofline: the peak or the triad
+  // behind it does not bound this brick, so no efficiency is reported.
+  std::string bound_invalid;
   bool escalated = false;
   std::string why;  // "cv 23% > 15%", "efficiency 12% < 25%"
 };
