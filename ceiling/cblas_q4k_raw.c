@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
     float* y = (float*)malloc((size_t)sh->rows * sizeof *y);
     double* seconds = (double*)malloc((size_t)a.reps * sizeof *seconds);
     double* sorted = (double*)malloc((size_t)a.reps * sizeof *sorted);
-    if (!A || !x || !y || !seconds || !sorted) {
+    double* paces = (double*)malloc((size_t)a.reps * sizeof *paces);
+    if (!A || !x || !y || !seconds || !sorted || !paces) {
       printf("# skipped: cannot allocate %zu floats\n", n);
       return 0;
     }
@@ -83,13 +84,16 @@ int main(int argc, char** argv) {
     snprintf(verdict, sizeof verdict, "verified(err %.2e%s)", worst, sh->rows > 256 ? " sampled 256 rows" : "");
     const long iters = ceiling_iterations(one);
     struct sgemv_call call = {A, x, y, sh->rows, sh->cols};
-    for (int rep = 0; rep < a.reps; ++rep) sorted[rep] = seconds[rep] = ceiling_time_calls(&a, iters, run_sgemv, &call);
+    for (int rep = 0; rep < a.reps; ++rep) {
+      sorted[rep] = seconds[rep] = ceiling_time_calls(&a, iters, run_sgemv, &call);
+      paces[rep] = ceiling_pace_seconds;
+    }
     ceiling_bound_check(bytes, sorted, a.reps, ceiling_read_bound_again(bound, bytes, a.threads, 5), a.threads, verdict,
                         sizeof verdict);
     for (int rep = 0; rep < a.reps; ++rep)
-      ceiling_print_row("q4k", backend, sh->name, "f32", a.threads, rep, iters, seconds[rep],
-                        2.0 * (double)sh->rows * sh->cols, bytes, verdict);
-    free(sorted), free(seconds), free(y), free(x), free(A);
+      ceiling_print_paced_row("q4k", backend, sh->name, "f32", a.threads, rep, iters, seconds[rep],
+                              2.0 * (double)sh->rows * sh->cols, bytes, verdict, paces[rep]);
+    free(paces), free(sorted), free(seconds), free(y), free(x), free(A);
   }
   return 0;
 }

@@ -149,6 +149,7 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     float* xv = (float*)malloc((size_t)sh->cols * sizeof *xv);
     float* yv = (float*)malloc((size_t)sh->rows * sizeof *yv);
     double* seconds = (double*)malloc((size_t)a->reps * sizeof *seconds);
+    double* paces = (double*)malloc((size_t)a->reps * sizeof *paces);
     popper_q4k_fill_blocks(blocks, nblocks, POPPER_Q4K_SEED);
     ceiling_fill(xv, (size_t)sh->cols, 0, POPPER_Q4K_SEED + 1);
     ggml_backend_tensor_set(w, blocks, 0, nblocks * POPPER_Q4K_BLOCK_BYTES);
@@ -165,7 +166,10 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     char backend_name[96];
     snprintf(backend_name, sizeof backend_name, "ggml-cpu:%s%s", variant, repack ? "+repack" : "");
     struct graph_call call = {backend, graph};
-    for (int rep = 0; rep < a->reps; ++rep) seconds[rep] = ceiling_time_calls(a, iters, run_graph, &call);
+    for (int rep = 0; rep < a->reps; ++rep) {
+      seconds[rep] = ceiling_time_calls(a, iters, run_graph, &call);
+      paces[rep] = ceiling_pace_seconds;
+    }
     detach_threadpool(reg, backend, &pool); /* its workers must not share the cores with the probe */
     double sorted[1024];
     const int n = a->reps < 1024 ? a->reps : 1024;
@@ -173,9 +177,9 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
     ceiling_bound_check(bytes, sorted, n, ceiling_read_bound_again(bound, bytes, a->threads, 5), a->threads, verdict,
                         sizeof verdict);
     for (int rep = 0; rep < a->reps; ++rep)
-      ceiling_print_row("q4k", backend_name, sh->name, "q4k", a->threads, rep, iters, seconds[rep],
-                        2.0 * sh->rows * (double)sh->cols, bytes, verdict);
-    free(seconds), free(yv), free(xv), free(blocks);
+      ceiling_print_paced_row("q4k", backend_name, sh->name, "q4k", a->threads, rep, iters, seconds[rep],
+                              2.0 * sh->rows * (double)sh->cols, bytes, verdict, paces[rep]);
+    free(paces), free(seconds), free(yv), free(xv), free(blocks);
     ggml_backend_buffer_free(buf_io);
     ggml_backend_buffer_free(buf_w);
   }

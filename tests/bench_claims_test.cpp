@@ -294,6 +294,38 @@ TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu) {
   EXPECT_NE(mixed.detail.find("3 of 8 trials set aside"), std::string::npos) << mixed.detail;
 }
 
+// Rule: a ratio is judged on the repetitions probed at a steady pace inside
+// their process; a trial whose every repetition ran slow is a slow trial.
+TEST(BenchClaims, ARatioIsJudgedOnTheRepetitionsItsCpuRanSteady) {
+  const auto c = claim("time_ratio", "wrapped", "ceiling", "<", 1.02);
+  // Two repetitions in each of 8 trials, each with the pace probed around it.
+  auto reps = [](const std::string& tier, std::pair<double, double> seconds, std::pair<double, double> pace) {
+    pb::BenchRow r = per_trial(tier, "openblas:Zen", {});
+    for (int t = 0; t < 8; ++t) {
+      r.samples.insert(r.samples.end(), {seconds.first, seconds.second});
+      r.trials.insert(r.trials.end(), {t, t});
+      r.sample_pace.insert(r.sample_pace.end(), {pace.first, pace.second});
+    }
+    return r;
+  };
+  const pb::BenchRow ceiling = reps("ceiling", {1.0, 1.0}, {2e-3, 2e-3});
+  // The wrapped side's second repetition in every trial ran on a slow CPU and read 1.6x.
+  pb::BenchRow wrapped = reps("wrapped", {1.0, 1.6}, {2e-3, 3e-3});
+  const auto steady = judge(c, {wrapped, ceiling});
+  EXPECT_EQ(steady.verdict, pb::ClaimVerdict::Met) << steady.detail;
+  EXPECT_NE(steady.detail.find("8 repetitions set aside"), std::string::npos) << steady.detail;
+  // The premise: unprobed, each trial's median is 1.3x, and the slow repetitions decide.
+  std::fill(wrapped.sample_pace.begin(), wrapped.sample_pace.end(), 0.0);
+  const auto unprobed = judge(c, {wrapped, ceiling});
+  EXPECT_NE(unprobed.verdict, pb::ClaimVerdict::Met) << unprobed.detail;
+  // Every wrapped repetition slow and no ceiling one: every trial is set aside, and measured again.
+  const auto slow = judge(c, {reps("wrapped", {1.6, 1.6}, {3e-3, 3e-3}), ceiling});
+  EXPECT_EQ(slow.verdict, pb::ClaimVerdict::Inconclusive) << slow.detail;
+  EXPECT_NE(slow.detail.find("8 of 8 trials set aside"), std::string::npos) << slow.detail;
+  // A slower kernel at a steady pace stays not met.
+  EXPECT_EQ(judge(c, {reps("wrapped", {1.4, 1.4}, {2e-3, 2.1e-3}), ceiling}).verdict, pb::ClaimVerdict::NotMet);
+}
+
 // Rule: a claim is judged on the rows of its cache mode only: a cold claim
 // never on warm rows, a warm one (the default) never on cold rows.
 TEST(BenchClaims, AClaimJudgesTheRowsOfItsCacheMode) {

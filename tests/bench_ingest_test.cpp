@@ -20,7 +20,7 @@ TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
     "benchmarks": [
       {"name": "gemm/hand/small_64/f32/threads:1/real_time", "run_name": "gemm/hand/small_64/f32/threads:1/real_time",
        "run_type": "iteration", "repetition_index": 0, "iterations": 100, "real_time": 2.0, "time_unit": "ms",
-       "flop": 524288, "bytes": 49152, "label": "verified"},
+       "flop": 524288, "bytes": 49152, "label": "verified", "pace_seconds": 0.0071},
       {"name": "gemm/hand/small_64/f32/threads:1/real_time", "run_name": "gemm/hand/small_64/f32/threads:1/real_time",
        "run_type": "iteration", "repetition_index": 1, "iterations": 100, "real_time": 4000.0, "time_unit": "us",
        "flop": 524288, "bytes": 49152, "read_bytes_per_second": 3.5e10, "label": "verified"},
@@ -35,6 +35,7 @@ TEST(BenchIngest, GoogleBenchmarkJsonPerRepetition) {
   ASSERT_EQ(rows[0].samples.size(), 2u);  // the aggregate is not a sample
   EXPECT_DOUBLE_EQ(rows[0].samples[0], 0.002);
   EXPECT_DOUBLE_EQ(rows[0].samples[1], 0.004);
+  EXPECT_EQ(rows[0].sample_pace, (std::vector<double>{0.0071, 0}));  // the second repetition was not probed
   EXPECT_DOUBLE_EQ(rows[0].work_per_iter, 524288);
   EXPECT_DOUBLE_EQ(rows[0].read_bound, 3.5e10);  // the suite's read probe, where it gave one
   EXPECT_EQ(rows[1].read_bound, 0);
@@ -69,6 +70,21 @@ TEST(BenchIngest, CeilingCsvGroupsRepetitions) {
   EXPECT_EQ(rows[0].samples.size(), 2u);
   EXPECT_DOUBLE_EQ(rows[0].median(), 2.0e-05);
   EXPECT_THROW(pb::rows_from_ceiling_csv(csv + "gemm,ceiling,x,small_64,f32,1,2,1000,abc,1,1,nv\n", "c"),
+               pb::BenchFileError);
+  EXPECT_EQ(rows[0].sample_pace, (std::vector<double>{0, 0}));  // a program that writes no pace column
+}
+
+TEST(BenchIngest, CeilingCsvCarriesEachRepetitionsPace) {
+  const std::string csv =
+      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,"
+      "verdict,pace_seconds\n"
+      "gemm,ceiling,openblas:Zen,small_64,f64,1,0,1000,1.5e-05,524288,98304,verified,7.1e-03\n"
+      "gemm,ceiling,openblas:Zen,small_64,f64,1,1,1000,1.8e-05,524288,98304,verified,9.4e-03\n";
+  const auto rows = pb::rows_from_ceiling_csv(csv, "c");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].sample_pace, (std::vector<double>{7.1e-3, 9.4e-3}));
+  // Each row has the header's column count.
+  EXPECT_THROW(pb::rows_from_ceiling_csv(csv + "gemm,ceiling,x,small_64,f64,1,2,1000,1e-5,1,1,verified\n", "c"),
                pb::BenchFileError);
 }
 

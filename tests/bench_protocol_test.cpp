@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -146,16 +148,20 @@ TEST(BenchProtocol, EveryBenchMutantNameRoundTrips) {
 }
 
 namespace {
-// Runs `body` as one registered benchmark of 4 iterations and returns its error message ("" when timed).
-std::string run_one(const std::string& name, std::function<void(benchmark::State&)> body) {
+// Runs `body` as one registered benchmark of 4 iterations and returns its error message ("" when timed);
+// `counters`, when given, receives the run's counters.
+std::string run_one(const std::string& name, std::function<void(benchmark::State&)> body,
+                    std::map<std::string, double>* counters = nullptr) {
   struct Capture : benchmark::BenchmarkReporter {
     std::string error;
+    std::map<std::string, double> counters;
     bool ran = false;
     bool ReportContext(const Context&) override { return true; }
     void ReportRuns(const std::vector<Run>& runs) override {
       for (const auto& r : runs) {
         ran = true;
         if (r.error_occurred) error = r.error_message;
+        for (const auto& [k, v] : r.counters) counters[k] = v.value;
       }
     }
   } capture;
@@ -163,6 +169,7 @@ std::string run_one(const std::string& name, std::function<void(benchmark::State
   benchmark::RunSpecifiedBenchmarks(&capture, "^" + name + "/");
   benchmark::ClearRegisteredBenchmarks();
   EXPECT_TRUE(capture.ran) << name;
+  if (counters) *counters = capture.counters;
   return capture.error;
 }
 }  // namespace
@@ -230,4 +237,32 @@ TEST(BenchApi, ColdRowsWakeTheTierBeforeEveryCall) {
   EXPECT_EQ(run_one("wake/warm", row(pb::CacheMode::Warm, wakes, after, calls)), "");
   EXPECT_GT(calls, 0);
   EXPECT_EQ(wakes, 0);
+}
+
+// A 1-thread CPU row carries the pace probed around each repetition (its
+// process runs on one CPU, the probe's); a row on more threads, a device row
+// and a row under the gate's fixed iterations (valgrind) carry none.
+TEST(BenchApi, OneThreadRowsCarryThePaceAroundEachRepetition) {
+  auto row = [](pb::Tier tier, int threads) {
+    return [tier, threads](benchmark::State& st) {
+      pb::Case c;
+      c.family = "paced";
+      c.tier = tier;
+      c.threads = threads;
+      pb::measure(
+          st, c, pb::Verdict::verified(), [] {}, pb::Work{.work = 1, .bytes = 0, .unit = "items"});
+    };
+  };
+  std::map<std::string, double> counters;
+  EXPECT_EQ(run_one("paced/one", row(pb::Tier::Hand, 1), &counters), "");
+  EXPECT_GT(counters[pb::kPaceCounter], 0);
+  EXPECT_LT(counters[pb::kPaceCounter], 10) << "seconds";
+  EXPECT_EQ(run_one("paced/two", row(pb::Tier::Hand, 2), &counters), "");
+  EXPECT_EQ(counters.count(pb::kPaceCounter), 0u);
+  EXPECT_EQ(run_one("paced/device", row(pb::Tier::Device, 1), &counters), "");
+  EXPECT_EQ(counters.count(pb::kPaceCounter), 0u);
+  ::setenv("POPPER_BENCH_ITERATIONS", "4", 1);
+  EXPECT_EQ(run_one("paced/gate", row(pb::Tier::Hand, 1), &counters), "");
+  ::unsetenv("POPPER_BENCH_ITERATIONS");
+  EXPECT_EQ(counters.count(pb::kPaceCounter), 0u);
 }

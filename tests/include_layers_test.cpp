@@ -48,7 +48,7 @@ const std::map<std::string, std::string> kPublicRoom = {
     {"scaffold.hpp", "contract"},    {"binding.hpp", "binding"},
     {"audit.hpp", "audit"},          {"mutant_runner.hpp", "audit"},
     {"migrate.hpp", "migrate"},      {"ceiling_cli.h", "bench"},
-    {"cache_evict.h", "common"},
+    {"cache_evict.h", "common"},     {"pace.h", "common"},
 };
 
 // contract/ files that stand above the loader and may include it.

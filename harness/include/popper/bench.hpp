@@ -48,6 +48,7 @@
 
 #include "popper/bench_protocol.hpp"
 #include "popper/cache_evict.h"
+#include "popper/pace.h"
 
 namespace popper::bench {
 
@@ -310,10 +311,15 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
       timed_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     }
   };
+  // The pace of a 1-thread CPU row's CPU around this repetition (popper/pace.h);
+  // not under the gate's fixed iterations, which run under valgrind.
+  const bool paced = c.threads == 1 && c.tier != Tier::Device && fixed_iterations() == 0;
+  if (paced) popper_pace_begin();
   detail::in_timed_path = true;  // through the call after timing, which goes the timed loop's way
   if (cached) call();
   if (unsynchronised || cached) time_loop(timed_call);
   else time_loop(call);
+  const double pace = paced ? popper_pace_end() : 0;
   // A call that returns done has nothing to wait for, so it cannot outlive its timer.
   double outlived = 0;
   if (unsynchronised || w.wait) {
@@ -351,6 +357,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   state.SetLabel(v.label);
   if (w.work > 0) state.counters[w.unit] = benchmark::Counter(w.work);
   if (w.bytes > 0) state.counters["bytes"] = benchmark::Counter(w.bytes);
+  if (pace > 0) state.counters[kPaceCounter] = benchmark::Counter(pace);
 }
 
 // A family's axes and its per-case body; add() registers the cross product.

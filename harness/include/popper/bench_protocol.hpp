@@ -241,6 +241,10 @@ struct BenchMutantResult {
 // `popper bench compare` sums over its processes.
 inline constexpr const char* kRecheckSecondsLine = "popper-bench: verification after timing took ";
 
+// A repetition's pace (popper/pace.h), in seconds: the suites' Google
+// Benchmark counter and the ceiling CSV's last column, on 1-thread rows.
+inline constexpr const char* kPaceCounter = "pace_seconds";
+
 // Uniform in [-1, 1) from a 64-bit LCG: ceiling_fill in popper/ceiling_cli.h
 // draws the same values, so every tier of a row sees the same operands.
 template <class Range>

@@ -10,7 +10,9 @@
  * BLIS_ARCH_TYPE) really loads before timing anything (vendors.hpp).
  * stdout: the header line, then one row per repetition
  *   family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,
- *   flop_per_iter,bytes_per_iter,verdict
+ *   flop_per_iter,bytes_per_iter,verdict,pace_seconds
+ * (pace_seconds: the pace probe around that repetition on a 1-thread row,
+ * popper/pace.h; 0 when not probed)
  * --min-time: seconds one repetition lasts at least (default 0.2; bench
  * compare passes its own, as it does to the suites).
  * --cache cold: every timed call starts with its operands out of the caches
@@ -33,6 +35,7 @@
 #include <unistd.h>
 
 #include "popper/cache_evict.h"
+#include "popper/pace.h"
 
 #define CEILING_MAX_FILTERS 64
 
@@ -81,21 +84,29 @@ static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long
   }
 }
 
+static double ceiling_pace_seconds = 0; /* the last timed batch's pace; 0 when not probed */
+
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch
- * (warm), or each call alone after popper_evict, which is not timed (cold). */
+ * (warm), or each call alone after popper_evict, which is not timed (cold).
+ * On one thread, the pace around the batch goes to ceiling_pace_seconds. */
+
 static double ceiling_time_calls(const struct ceiling_args* a, long iters, void (*call)(void*), void* ctx) {
+  const int paced = a->threads == 1;
+  if (paced) popper_pace_begin();
+  double total = 0;
   if (!a->cold) {
     const double t0 = ceiling_now();
     for (long it = 0; it < iters; ++it) call(ctx);
-    return (ceiling_now() - t0) / (double)iters;
+    total = ceiling_now() - t0;
+  } else {
+    for (long it = 0; it < iters; ++it) {
+      popper_evict();
+      const double t0 = ceiling_now();
+      call(ctx);
+      total += ceiling_now() - t0;
+    }
   }
-  double total = 0;
-  for (long it = 0; it < iters; ++it) {
-    popper_evict();
-    const double t0 = ceiling_now();
-    call(ctx);
-    total += ceiling_now() - t0;
-  }
+  ceiling_pace_seconds = paced ? popper_pace_end() : 0;
   return total / (double)iters;
 }
 
@@ -202,15 +213,25 @@ static int ceiling_open(int argc, char** argv, const char* program, int count, c
 static void ceiling_print_header(void) {
   printf(
       "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,"
-      "bytes_per_iter,verdict\n");
+      "bytes_per_iter,verdict,pace_seconds\n");
 }
 
+/* One CSV row; pace_seconds: the pace around that repetition (0: not probed). */
+static void ceiling_print_paced_row(const char* family, const char* backend, const char* shape, const char* precision,
+                                    int threads, int rep, long iterations, double seconds_per_iter,
+                                    double work_per_iter, double bytes_per_iter, const char* verdict,
+                                    double pace_seconds) {
+  printf("%s,ceiling,%s,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,%s,%.6e\n", family, backend, shape, precision, threads, rep,
+         iterations, seconds_per_iter, work_per_iter, bytes_per_iter, verdict, pace_seconds);
+  fflush(stdout);
+}
+
+/* One CSV row for the repetition ceiling_time_calls timed last. */
 static void ceiling_print_row(const char* family, const char* backend, const char* shape, const char* precision,
                               int threads, int rep, long iterations, double seconds_per_iter, double work_per_iter,
                               double bytes_per_iter, const char* verdict) {
-  printf("%s,ceiling,%s,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,%s\n", family, backend, shape, precision, threads, rep,
-         iterations, seconds_per_iter, work_per_iter, bytes_per_iter, verdict);
-  fflush(stdout);
+  ceiling_print_paced_row(family, backend, shape, precision, threads, rep, iterations, seconds_per_iter, work_per_iter,
+                          bytes_per_iter, verdict, ceiling_pace_seconds);
 }
 
 #endif

@@ -159,20 +159,25 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             RatioInterval iv;
             double lo = 0, hi = 0, value = 0;
             std::string spanned;    // the trials' own ratios, when they widened the interval
-            std::string set_aside;  // the trials left out: one side ran on a slow CPU (pace.hpp)
-            // A ratio is judged on the trials whose two processes ran at one pace.
-            const std::set<int> mixed = ratio ? mixed_pace_trials(*num, *den, fastest) : std::set<int>{};
-            const BenchRow num_kept = without_trials(*num, mixed);
-            const BenchRow den_kept = ratio ? without_trials(*den, mixed) : BenchRow{};
+            std::string set_aside;  // the repetitions and trials left out: their CPU ran slow (pace.hpp)
+            // A ratio is judged on the repetitions probed at a steady pace, then on the trials
+            // whose two processes ran at one pace.
+            const BenchRow num_steady = ratio ? steady_samples(*num, fastest) : *num;
+            const BenchRow den_steady = ratio ? steady_samples(*den, fastest) : BenchRow{};
+            if (const std::size_t slow_reps = num->samples.size() - num_steady.samples.size() +
+                                              (ratio ? den->samples.size() - den_steady.samples.size() : 0))
+              set_aside = fmt::format(" ({} repetitions set aside: their CPU ran slow)", slow_reps);
+            const std::set<int> mixed = ratio ? mixed_pace_trials(num_steady, den_steady, fastest) : std::set<int>{};
+            const BenchRow num_kept = without_trials(num_steady, mixed);
+            const BenchRow den_kept = ratio ? without_trials(den_steady, mixed) : BenchRow{};
             if (!mixed.empty()) {
-              set_aside = fmt::format(" ({} of {} trials set aside: one side ran on a slow CPU)", mixed.size(),
-                                      trial_count({&num->samples, &num->trials}));
+              const int n = trial_count({&num->samples, &num->trials});
+              set_aside += fmt::format(" ({} of {} trials set aside: one side ran on a slow CPU)", mixed.size(), n);
               if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
                   trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
                 // Too few trials at one pace to judge: measuring it again may find some.
                 res.figures[g.name()] = "disturbed" + set_aside;
                 inconclusive.push_back(g.name() + ": " + res.figures[g.name()]);
-                const int n = trial_count({&num->samples, &num->trials});
                 res.inconclusive_groups.push_back({shape, prec, th, n, static_cast<double>(n + 2)});
                 continue;
               }

@@ -64,6 +64,7 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
       if (r.key == s.key) {
         r.samples = f->samples;
         r.trials = f->trials;
+        r.sample_pace = f->sample_pace;
       }
   }
   t.set_meta_list("vendor_rows_remeasured", noted);

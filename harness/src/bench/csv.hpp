@@ -71,10 +71,15 @@ struct BenchRow {
   // trial without one was not probed. Not a CSV column: a table read from a
   // file has none, and its claims are judged on every trial.
   std::map<int, double> pace;
+  // Seconds of the pace probe around each sample's repetition, inside its
+  // process (popper/pace.h; 1-thread rows); 0 where not probed. Not a CSV
+  // column either.
+  std::vector<double> sample_pace;
 
   // Derived from samples (what the CSV stores alongside them).
   double median() const;
   int trial_of(std::size_t sample) const { return sample < trials.size() ? trials[sample] : 0; }
+  double pace_of(std::size_t sample) const { return sample < sample_pace.size() ? sample_pace[sample] : 0; }
   double throughput() const;  // work_per_iter / median seconds; 0 for instruction rows
   bool valid() const { return invalid_reason.empty(); }
 };

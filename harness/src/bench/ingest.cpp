@@ -71,12 +71,15 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
     if (b.value("error_occurred", false)) {
       row->verdict = Verdict::parse(b.value("error_message", std::string("error")), true);
       row->samples.clear();
+      row->sample_pace.clear();
       continue;
     }
     if (row->samples.empty() && row->verdict != Verdict{}) continue;  // an earlier repetition errored
     const std::string label = b.value("label", "");
     row->verdict = label.empty() ? Verdict::not_verified("no label") : Verdict::parse(label);
     row->samples.push_back(to_seconds(b.value("real_time", 0.0), b.value("time_unit", "ns")));
+    row->sample_pace.push_back(b.contains(kPaceCounter) && b[kPaceCounter].is_number() ? b[kPaceCounter].get<double>()
+                                                                                       : 0.0);
     if (b.contains(work_unit) && b[work_unit].is_number()) row->work_per_iter = b[work_unit].get<double>();
     if (b.contains("bytes") && b["bytes"].is_number()) row->bytes_per_iter = b["bytes"].get<double>();
     if (b.contains("read_bytes_per_second") && b["read_bytes_per_second"].is_number())
@@ -86,9 +89,12 @@ std::vector<BenchRow> rows_from_gbench_json(const std::string& text, const std::
 }
 
 std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::string& file) {
+  // A program built against an older popper/ceiling_cli.h writes no pace column.
   static const std::string header =
       "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,"
       "verdict";
+  static const std::string paced_header = header + "," + kPaceCounter;
+  std::size_t columns = 12;
   std::vector<BenchRow> rows;
   std::istringstream in(text);
   std::string line;
@@ -106,14 +112,16 @@ std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     if (!header_seen) {
-      if (line != header) throw BenchFileError(file + ":" + std::to_string(lineno) + ": not a ceiling CSV header");
+      if (line != header && line != paced_header)
+        throw BenchFileError(file + ":" + std::to_string(lineno) + ": not a ceiling CSV header");
+      columns = line == header ? 12 : 13;
       header_seen = true;
       continue;
     }
     const auto f = split(line, ',');
-    if (f.size() != 12)
-      throw BenchFileError(file + ":" + std::to_string(lineno) + ": expected 12 columns, found " +
-                           std::to_string(f.size()));
+    if (f.size() != columns)
+      throw BenchFileError(file + ":" + std::to_string(lineno) + ": expected " + std::to_string(columns) +
+                           " columns, found " + std::to_string(f.size()));
     const auto tier = parse_tier(f[1]);
     if (!tier)
       throw BenchFileError(file + ":" + std::to_string(lineno) + ": tier '" + f[1] + "' is not one of " + tier_names());
@@ -128,6 +136,7 @@ std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::
       row->verdict = Verdict::parse(f[11]);
     }
     row->samples.push_back(num(f[8], "seconds_per_iter"));
+    row->sample_pace.push_back(columns == 13 ? num(f[12], kPaceCounter) : 0);
   }
   if (!header_seen && !rows.empty()) throw BenchFileError(file + ": no ceiling CSV header");
   return rows;
@@ -139,12 +148,18 @@ void merge_rows(std::vector<BenchRow>& dst, const std::vector<BenchRow>& src) {
     if (!d) {
       dst.push_back(r);
       dst.back().trials.resize(r.samples.size(), 0);
-      for (std::size_t i = 0; i < r.samples.size(); ++i) dst.back().trials[i] = r.trial_of(i);
-    } else {
+      dst.back().sample_pace.resize(r.samples.size(), 0);
       for (std::size_t i = 0; i < r.samples.size(); ++i) {
-        d->trials.resize(d->samples.size(), 0);
+        dst.back().trials[i] = r.trial_of(i);
+        dst.back().sample_pace[i] = r.pace_of(i);
+      }
+    } else {
+      d->trials.resize(d->samples.size(), 0);
+      d->sample_pace.resize(d->samples.size(), 0);
+      for (std::size_t i = 0; i < r.samples.size(); ++i) {
         d->samples.push_back(r.samples[i]);
         d->trials.push_back(r.trial_of(i));
+        d->sample_pace.push_back(r.pace_of(i));
       }
       d->pace.insert(r.pace.begin(), r.pace.end());
       if (r.verdict.failed()) d->verdict = r.verdict;

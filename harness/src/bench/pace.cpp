@@ -2,79 +2,21 @@
 
 #include <fmt/format.h>
 
+#include "popper/pace.h"
+
 #include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <thread>
 #include <tuple>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace popper::bench {
 
 namespace {
 
-// About 7 ms on a Zen 3 core (10 FMAs every 5 cycles): longer than a time
-// slice, so a thread competing for the CPU shows (a 2 ms loop can run whole
-// between its turns).
-constexpr long kIterations = 4'500'000;
-volatile long iterations = kIterations;  // read each time: no two loops are folded into one
-
-// acc = acc * m + c converges to 0.1: no denormal, no overflow, whatever n.
-#if defined(__x86_64__)
-__attribute__((noinline, target("avx2,fma"))) double fma_loop_avx2(long n) {
-  const __m256d m = _mm256_set1_pd(0.999999), c = _mm256_set1_pd(1e-7);
-  __m256d a0 = _mm256_set1_pd(1.0), a1 = _mm256_set1_pd(1.1), a2 = _mm256_set1_pd(1.2), a3 = _mm256_set1_pd(1.3),
-          a4 = _mm256_set1_pd(1.4), a5 = _mm256_set1_pd(1.5), a6 = _mm256_set1_pd(1.6), a7 = _mm256_set1_pd(1.7),
-          a8 = _mm256_set1_pd(1.8), a9 = _mm256_set1_pd(1.9);
-  // Ten independent chains cover the FMA latency on both pipes: the loop is bound by their throughput.
-  for (long i = 0; i < n; ++i) {
-    a0 = _mm256_fmadd_pd(a0, m, c), a1 = _mm256_fmadd_pd(a1, m, c), a2 = _mm256_fmadd_pd(a2, m, c);
-    a3 = _mm256_fmadd_pd(a3, m, c), a4 = _mm256_fmadd_pd(a4, m, c), a5 = _mm256_fmadd_pd(a5, m, c);
-    a6 = _mm256_fmadd_pd(a6, m, c), a7 = _mm256_fmadd_pd(a7, m, c), a8 = _mm256_fmadd_pd(a8, m, c);
-    a9 = _mm256_fmadd_pd(a9, m, c);
-  }
-  const __m256d s = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
-                                                _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7))),
-                                  _mm256_add_pd(a8, a9));
-  alignas(32) double out[4];
-  _mm256_store_pd(out, s);
-  return out[0] + out[1] + out[2] + out[3];
-}
-#endif
-
-// Without FMA: ten multiply-add chains.
-__attribute__((noinline)) double fma_loop_portable(long n) {
-  double a[10];
-  for (int j = 0; j < 10; ++j) a[j] = 1.0 + 0.1 * j;
-  for (long i = 0; i < n; ++i)
-    for (double& x : a) x = x * 0.999999 + 1e-7;
-  double s = 0;
-  for (double x : a) s += x;
-  return s;
-}
-
-double fma_loop(long n, PaceLoop loop) {
-#if defined(__x86_64__)
-  static const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (fma && loop == PaceLoop::Widest) return fma_loop_avx2(n);
-#endif
-  return fma_loop_portable(n);
-}
-
-double seconds_of_loop(PaceLoop loop) {
-  static std::atomic<double> sink{0};  // the result is used, so the loop is kept
-  const auto t0 = std::chrono::steady_clock::now();
-  const double v = fma_loop(iterations, loop);
-  const auto t1 = std::chrono::steady_clock::now();
-  sink.store(v, std::memory_order_relaxed);
-  return std::chrono::duration<double>(t1 - t0).count();
-}
+double seconds_of_loop(PaceLoop loop) { return popper_pace_seconds(loop == PaceLoop::Widest ? 1 : 0); }
 
 bool pin_this_thread(int cpu) {
   cpu_set_t set;
@@ -113,13 +55,46 @@ double PaceMeter::seconds() const {
 
 std::map<int, double> fastest_pace(const BenchTable& t) {
   std::map<int, double> out;
-  for (const auto& r : t.rows)
-    for (const auto& [trial, s] : r.pace) {
-      if (s <= 0) continue;
-      const auto [it, fresh] = out.emplace(r.key.threads, s);
-      if (!fresh) it->second = std::min(it->second, s);
-    }
+  auto add = [&](int threads, double s) {
+    if (s <= 0) return;
+    const auto [it, fresh] = out.emplace(threads, s);
+    if (!fresh) it->second = std::min(it->second, s);
+  };
+  for (const auto& r : t.rows) {
+    for (const auto& [trial, s] : r.pace) add(r.key.threads, s);
+    for (double s : r.sample_pace) add(r.key.threads, s);
+  }
   return out;
+}
+
+BenchRow steady_samples(const BenchRow& r, const std::map<int, double>& fastest) {
+  const auto f = fastest.find(r.key.threads);
+  if (f == fastest.end()) return r;
+  const double limit = kSlowPace * f->second;
+  auto steady = [&](std::size_t i) { return r.pace_of(i) > 0 && r.pace_of(i) <= limit; };
+  std::map<int, double> steady_max, slow_min;  // by trial, over its probed samples
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const double p = r.pace_of(i);
+    if (p <= 0) continue;
+    const int t = r.trial_of(i);
+    if (steady(i)) steady_max[t] = std::max(steady_max[t], p);
+    else slow_min[t] = slow_min.count(t) ? std::min(slow_min[t], p) : p;
+  }
+  BenchRow kept = r;
+  kept.samples.clear(), kept.trials.clear(), kept.sample_pace.clear();
+  for (std::size_t i = 0; i < r.samples.size(); ++i) {
+    const int t = r.trial_of(i);
+    // A trial with a steady repetition keeps those; one without keeps every repetition.
+    if (steady_max.count(t) && r.pace_of(i) > 0 && !steady(i)) continue;
+    kept.samples.push_back(r.samples[i]);
+    kept.trials.push_back(t);
+    kept.sample_pace.push_back(r.pace_of(i));
+  }
+  // The process ran at the pace of the repetitions it kept: steady when it kept steady ones.
+  for (const auto& [t, p] : steady_max) kept.pace[t] = p;
+  for (const auto& [t, p] : slow_min)
+    if (!steady_max.count(t)) kept.pace[t] = std::max(kept.pace.count(t) ? kept.pace[t] : 0.0, p);
+  return kept;
 }
 
 bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest) {
@@ -142,10 +117,12 @@ BenchRow without_trials(const BenchRow& r, const std::set<int>& trials) {
   BenchRow kept = r;
   kept.samples.clear();
   kept.trials.clear();
+  kept.sample_pace.clear();
   for (std::size_t i = 0; i < r.samples.size(); ++i)
     if (!trials.count(r.trial_of(i))) {
       kept.samples.push_back(r.samples[i]);
       kept.trials.push_back(r.trial_of(i));
+      kept.sample_pace.push_back(r.pace_of(i));
     }
   for (int t : trials) kept.pace.erase(t);
   return kept;
@@ -166,6 +143,14 @@ std::string pace_summary(const BenchTable& t) {
         ++c.all;
         c.slow += ran_slow(r, trial, fastest);
       }
+  std::map<int, Count> reps;  // repetitions probed inside their process
+  for (const auto& r : t.rows)
+    for (double s : r.sample_pace)
+      if (s > 0) {
+        Count& c = reps[r.key.threads];
+        ++c.all;
+        c.slow += s > kSlowPace * fastest.at(r.key.threads);
+      }
   std::string out;
   for (const auto& [threads, tiers] : by) {
     std::string parts;
@@ -173,24 +158,33 @@ std::string pace_summary(const BenchTable& t) {
       parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", tier_text(tier), c.slow, c.all);
     out += fmt::format("{}{} thread{}: fastest {:.2f} ms; slow (over {}x) in {}", out.empty() ? "" : "; ", threads,
                        threads == 1 ? "" : "s", 1e3 * fastest.at(threads), kSlowPace, parts);
+    if (const auto it = reps.find(threads); it != reps.end())
+      out += fmt::format("; repetitions probed in their process: slow in {} of {}", it->second.slow, it->second.all);
   }
   return out;
 }
 
 std::string pace_csv(const BenchTable& t) {
   const auto fastest = fastest_pace(t);
-  std::string out = "row,trial,pace_seconds,median_seconds,slow\n";
+  std::string out = "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds\n";
   for (const auto& r : t.rows)
     for (const auto& [trial, s] : r.pace) {
       std::vector<double> mine;
+      std::string rep_paces, rep_seconds;  // ';'-separated, in the order measured
       for (std::size_t i = 0; i < r.samples.size(); ++i)
-        if (r.trial_of(i) == trial) mine.push_back(r.samples[i]);
+        if (r.trial_of(i) == trial) {
+          mine.push_back(r.samples[i]);
+          if (r.pace_of(i) > 0) {
+            rep_paces += fmt::format("{}{:.6g}", rep_paces.empty() ? "" : ";", r.pace_of(i));
+            rep_seconds += fmt::format("{}{:.6g}", rep_seconds.empty() ? "" : ";", r.samples[i]);
+          }
+        }
       if (mine.empty()) continue;
       std::sort(mine.begin(), mine.end());
       const std::size_t n = mine.size();
       const double median = n % 2 ? mine[n / 2] : 0.5 * (mine[n / 2 - 1] + mine[n / 2]);
-      out += fmt::format("{},{},{:.6g},{:.6g},{}\n", r.key.to_string(), trial, s, median,
-                         ran_slow(r, trial, fastest) ? "yes" : "no");
+      out += fmt::format("{},{},{:.6g},{:.6g},{},{},{}\n", r.key.to_string(), trial, s, median,
+                         ran_slow(r, trial, fastest) ? "yes" : "no", rep_paces, rep_seconds);
     }
   return out;
 }

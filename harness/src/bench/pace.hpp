@@ -6,9 +6,11 @@
 // and a latency-bound loop stayed the same. A ratio whose two sides drew
 // different shares of such periods measured the host, not the kernels.
 //
-// So every timed process carries its pace (BenchRow::pace, by trial); a
-// process ran slow when its pace is over kSlowPace x the fastest pace of the
-// run on as many CPUs. A ratio claim sets aside the trials in which one side
+// So every timed process carries its pace (BenchRow::pace, by trial), and
+// each repetition of a 1-thread row the pace around it inside its process
+// (BenchRow::sample_pace, popper/pace.h); a process or a repetition ran slow
+// when its pace is over kSlowPace x the fastest pace of the run on as many
+// CPUs. A ratio claim sets aside the trials in which one side
 // ran slow and the other did not (claims.hpp), and is judged on the rest.
 #pragma once
 #include <map>
@@ -45,9 +47,18 @@ class PaceMeter {
   double before_;
 };
 
-// The fastest pace of a table's rows, by thread count (a row with T threads
-// ran on T CPUs).
+// The fastest pace of a table's rows, around processes and repetitions, by
+// thread count (a row with T threads ran on T CPUs).
 std::map<int, double> fastest_pace(const BenchTable& t);
+
+// `r` judged by the pace probed around each repetition inside its process
+// (BenchRow::sample_pace): in a trial with a repetition at a steady pace, the
+// slow repetitions are left out, and the trial's pace is that of the ones
+// kept; in a trial whose every probed repetition ran slow, all are kept and
+// the trial is slow. Trials without such probes are as they were. The host's
+// share of a core changes within a process's second: the probes around the
+// process alone miss it.
+BenchRow steady_samples(const BenchRow& r, const std::map<int, double>& fastest);
 
 // Whether row r's process of `trial` ran slow; false when its pace is unknown.
 bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest);
