@@ -240,9 +240,11 @@ int main(int argc, char** argv) {
     char backend[96];
     snprintf(backend, sizeof backend, "openblas:%s", core);
     for (int r = 0; r < args.reps; ++r) {
+      ceiling_pace_begin(&args);
       const double start = ceiling_now();
       for (long it = 0; it < iters; ++it) CEILING_CALL();
       const double per_iter = (ceiling_now() - start) / (double)iters;
+      ceiling_pace_end(&args);
       ceiling_print_row("fused", backend, s->name, "f32", args.threads, r, iters, per_iter, flop, bytes,
                         "not_verified");
       fprintf(stderr, "ceiling fused %s threads=%d rep %d/%d: %.3f ms\n", s->name, args.threads, r + 1, args.reps,

@@ -237,9 +237,11 @@ int main(int argc, char** argv) {
     if (mae <= 1e-3) snprintf(verdict, sizeof verdict, "verified(sampled 2 rows)");
     else snprintf(verdict, sizeof verdict, "incorrect: MAE %.3e > 1e-3", mae);
     for (int r = 0; r < reps && mae <= 1e-3; ++r) {
+      ceiling_pace_begin(&args);
       const double start = ceiling_now();
       for (long it = 0; it < iters; ++it) run_call(&p, workers, threads);
       const double per_iter = (ceiling_now() - start) / (double)iters;
+      ceiling_pace_end(&args);
       ceiling_print_row("nsa", backend, sh->name, "bf16", threads, r, iters, per_iter, popper_nsa_flop(sh),
                         popper_nsa_bytes(sh), verdict);
       fprintf(stderr, "ceiling nsa %s threads=%d rep %d/%d: %.3f GFLOP/s\n", sh->name, threads, r + 1, reps,

@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
     if (solve_class(&in, args.threads) != 0) fprintf(stderr, "# %s: some atoms failed to factor\n", sh->name);
     for (r = 0; r < args.reps; ++r) {
       long iters = 0;
+      ceiling_pace_begin(&args);
       const double t0 = ceiling_now();
       double t1;
       do {
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
         ++iters;
         t1 = ceiling_now();
       } while (t1 - t0 < ceiling_min_rep_seconds);
+      ceiling_pace_end(&args);
       ceiling_print_row("arrow", backend, sh->name, "f64", args.threads, r, iters, (t1 - t0) / (double)iters, flop,
                         bytes, "not_verified");
     }

@@ -145,10 +145,13 @@ int main(int argc, char** argv) {
       for (int rep = 0; rep < a.reps; ++rep) {
         std::fprintf(stderr, "ceiling_torch_train_raw: %s threads %d rep %d (%ld steps)\n", name, a.threads, rep,
                      iters);
+        ceiling_pace_begin(&a);
         t0 = ceiling_now();
         for (long i = 0; i < iters; ++i) m.step(b, nullptr, 1);
-        ceiling_print_row("train", backend.c_str(), name, "f32", a.threads, rep, iters,
-                          (ceiling_now() - t0) / static_cast<double>(iters), flop, 0.0, verdict.c_str());
+        const double per_step = (ceiling_now() - t0) / static_cast<double>(iters);
+        ceiling_pace_end(&a);
+        ceiling_print_row("train", backend.c_str(), name, "f32", a.threads, rep, iters, per_step, flop, 0.0,
+                          verdict.c_str());
       }
     }
   } catch (const std::exception& e) {

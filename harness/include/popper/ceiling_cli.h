@@ -84,15 +84,22 @@ static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long
   }
 }
 
-static double ceiling_pace_seconds = 0; /* the last timed batch's pace; 0 when not probed */
+static double ceiling_pace_seconds = 0; /* the last timed repetition's pace; 0 when not probed */
+
+/* Around a repetition a program times itself: on one thread, the pace
+ * around it (popper/pace.h) goes to ceiling_pace_seconds for its row. */
+static inline void ceiling_pace_begin(const struct ceiling_args* a) {
+  if (a->threads == 1) popper_pace_begin();
+}
+static inline void ceiling_pace_end(const struct ceiling_args* a) {
+  ceiling_pace_seconds = a->threads == 1 ? popper_pace_end() : 0;
+}
 
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch
- * (warm), or each call alone after popper_evict, which is not timed (cold).
- * On one thread, the pace around the batch goes to ceiling_pace_seconds. */
-
+ * (warm), or each call alone after popper_evict, which is not timed (cold),
+ * between ceiling_pace_begin and ceiling_pace_end. */
 static double ceiling_time_calls(const struct ceiling_args* a, long iters, void (*call)(void*), void* ctx) {
-  const int paced = a->threads == 1;
-  if (paced) popper_pace_begin();
+  ceiling_pace_begin(a);
   double total = 0;
   if (!a->cold) {
     const double t0 = ceiling_now();
@@ -106,7 +113,7 @@ static double ceiling_time_calls(const struct ceiling_args* a, long iters, void 
       total += ceiling_now() - t0;
     }
   }
-  ceiling_pace_seconds = paced ? popper_pace_end() : 0;
+  ceiling_pace_end(a);
   return total / (double)iters;
 }
 
