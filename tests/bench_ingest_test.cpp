@@ -58,13 +58,19 @@ TEST(BenchIngest, DeclinedRunIsNotRunNotIncorrect) {
   EXPECT_TRUE(rows[0].samples.empty()) << "a later repetition must not revive a declined row";
 }
 
+namespace {
+// The ceiling CSV header a program built before the pace column writes.
+const std::string kCeilingHeader =
+    "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,"
+    "verdict";
+}  // namespace
+
 TEST(BenchIngest, CeilingCsvGroupsRepetitions) {
-  const std::string csv =
-      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,"
-      "verdict\n"
-      "gemm,ceiling,openblas:Zen,small_64,f32,1,0,1000,1.0e-05,524288,49152,not_verified\n"
-      "gemm,ceiling,openblas:Zen,small_64,f32,1,1,1000,3.0e-05,524288,49152,not_verified\n"
-      "gemm,ceiling,openblas:Zen,small_64,f64,1,0,1000,2.0e-05,524288,98304,not_verified\n";
+  const std::string csv = kCeilingHeader +
+                          "\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f32,1,0,1000,1.0e-05,524288,49152,not_verified\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f32,1,1,1000,3.0e-05,524288,49152,not_verified\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f64,1,0,1000,2.0e-05,524288,98304,not_verified\n";
   const auto rows = pb::rows_from_ceiling_csv(csv, "c");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].samples.size(), 2u);
@@ -75,11 +81,10 @@ TEST(BenchIngest, CeilingCsvGroupsRepetitions) {
 }
 
 TEST(BenchIngest, CeilingCsvCarriesEachRepetitionsPace) {
-  const std::string csv =
-      "family,tier,backend,shape,precision,threads,rep,iterations,seconds_per_iter,flop_per_iter,bytes_per_iter,"
-      "verdict,pace_seconds\n"
-      "gemm,ceiling,openblas:Zen,small_64,f64,1,0,1000,1.5e-05,524288,98304,verified,7.1e-03\n"
-      "gemm,ceiling,openblas:Zen,small_64,f64,1,1,1000,1.8e-05,524288,98304,verified,9.4e-03\n";
+  const std::string csv = kCeilingHeader +
+                          ",pace_seconds\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f64,1,0,1000,1.5e-05,524288,98304,verified,7.1e-03\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f64,1,1,1000,1.8e-05,524288,98304,verified,9.4e-03\n";
   const auto rows = pb::rows_from_ceiling_csv(csv, "c");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].sample_pace, (std::vector<double>{7.1e-3, 9.4e-3}));
