@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "popper/ceiling_count.h"
 #include "workloads/gemm/product_check.h"
 #include "workloads/gemm/shapes.h"
 
@@ -126,9 +127,10 @@ int main(int argc, char** argv) {
       }
       filters[nfilters++] = argv[++i];
     } else if (i + 1 < argc && strcmp(arg, "--reps") == 0) {
-      reps = atoi(argv[++i]);
+      reps = ceiling_parse_count(argv[++i], CEILING_MAX_REPS);
     } else if (i + 1 < argc && strcmp(arg, "--threads") == 0) {
-      threads = atoi(argv[++i]); /* host threads do not apply to the device; recorded in the CSV */
+      threads = ceiling_parse_count(
+          argv[++i], CEILING_MAX_THREADS); /* host threads do not apply to the device; recorded in the CSV */
     } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
       precision = argv[++i];
     } else if (i + 1 < argc && strcmp(arg, "--min-time") == 0) {
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
     }
   }
   if (reps < 1 || threads < 1) {
-    fprintf(stderr, "--reps and --threads must be >= 1\n");
+    fprintf(stderr, "ceiling_cublas_gemm_raw: " CEILING_COUNT_ERROR, CEILING_MAX_REPS, CEILING_MAX_THREADS);
     return 2;
   }
   if (precision && strcmp(precision, "f32") != 0 && strcmp(precision, "f16") != 0 && strcmp(precision, "bf16") != 0) {

@@ -1,10 +1,13 @@
 // Every ceiling program a family names answers --probe with the configuration
 // it loads ("# config: <name>") or why it cannot run ("# skipped: ..."),
 // without timing anything: bench compare refuses a family whose ceiling
-// ignores the flag (it did for q4k, fused and nsa).
+// ignores the flag (it did for q4k, fused and nsa). Every one also refuses a
+// count it cannot hold before it allocates or times anything.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "bench/family.hpp"
 #include "common/process.hpp"
@@ -33,6 +36,30 @@ TEST(CeilingProbe, EveryFamilyCeilingAnswersProbe) {
   }
   // The sanitizer configuration builds no bench programs: reported, never passed.
   if (probed == 0) GTEST_SKIP() << "no ceiling program is built in " << POPPER_BINARY_DIR;
+}
+
+TEST(CeilingProbe, EveryFamilyCeilingRefusesACountItCannotHold) {
+  // 400000000000 wrapped to 568041472 repetitions under atoi: a ceiling then
+  // allocated gigabytes and timed for hours.
+  const std::vector<std::vector<std::string>> bad = {
+      {"--reps", "400000000000"}, {"--reps", "5x"}, {"--reps", "0"}, {"--threads", "-2"}, {"--threads", ""}};
+  int checked = 0;
+  for (const auto& name : list_families(POPPER_SOURCE_DIR)) {
+    const FamilyDescriptor fam = load_family(POPPER_SOURCE_DIR, name);
+    for (const auto& prog : fam.ceilings) {
+      const std::string bin = std::string(POPPER_BINARY_DIR) + "/bin/ceiling_" + prog;
+      if (!std::filesystem::exists(bin)) continue;
+      for (const auto& args : bad) {
+        const ProcessResult r = run_process({bin, args[0], args[1]}, {}, {}, 60);
+        EXPECT_EQ(r.exit_code, 2) << bin << " " << args[0] << " '" << args[1] << "': " << r.describe();
+        EXPECT_NE(r.err.find("--reps must be a whole number"), std::string::npos)
+            << bin << " " << args[0] << " '" << args[1] << "' said: " << r.err;
+        EXPECT_EQ(r.out.find("ceiling,"), std::string::npos) << bin << " timed a row: " << r.out;
+        ++checked;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no ceiling program is built in " << POPPER_BINARY_DIR;
 }
 
 }  // namespace

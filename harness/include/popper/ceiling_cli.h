@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "popper/cache_evict.h"
+#include "popper/ceiling_count.h"
 #include "popper/pace.h"
 
 #define CEILING_MAX_FILTERS 64
@@ -135,9 +136,9 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
       }
       a->filters[a->nfilters++] = argv[++i];
     } else if (i + 1 < argc && strcmp(arg, "--reps") == 0) {
-      a->reps = atoi(argv[++i]);
+      a->reps = ceiling_parse_count(argv[++i], CEILING_MAX_REPS);
     } else if (i + 1 < argc && strcmp(arg, "--threads") == 0) {
-      a->threads = atoi(argv[++i]);
+      a->threads = ceiling_parse_count(argv[++i], CEILING_MAX_THREADS);
     } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
       a->precision = argv[++i];
     } else if (i + 1 < argc && strcmp(arg, "--cache") == 0) {
@@ -168,7 +169,7 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
     }
   }
   if (a->reps < 1 || a->threads < 1) {
-    fprintf(stderr, "%s: --reps and --threads must be >= 1\n", program);
+    fprintf(stderr, "%s: " CEILING_COUNT_ERROR, program, CEILING_MAX_REPS, CEILING_MAX_THREADS);
     return 2;
   }
   return 0;
