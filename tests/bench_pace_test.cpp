@@ -2,6 +2,7 @@
 // a slow CPU, and what a ratio sets aside. How claims use it is pinned in
 // bench_claims_test.cpp (ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu).
 #include "bench/pace.hpp"
+#include "popper/pace.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <atomic>
 #include <thread>
 
@@ -124,7 +127,7 @@ TEST(BenchPace, ATrialKeepsItsRepetitionsProbedAtASteadyPace) {
 
 // The probe must see what it guards against: the loop shares its CPU with
 // whatever else runs there (the host's other hyperthread, or here a rival
-// thread), and reads slow. A thread new to a busy CPU may run its ~7 ms whole
+// thread), and reads slow. A thread new to a busy CPU may run its ~7 ms probe whole
 // before the scheduler turns to a rival of equal weight (about half the time
 // on this guest's kernel, and once in 300 runs 12 probes in a row did), so the
 // probes run niced: the rival then takes its turns during each of them.
@@ -158,6 +161,22 @@ TEST_P(BenchPaceLoop, AProbeSeesARivalOnItsCpu) {
   ASSERT_TRUE(pinned) << "cannot pin a thread to CPU " << cpu[0];
   EXPECT_GT(beside, pb::kSlowPace * alone) << "alone " << alone << " s, beside a rival " << beside << " s";
   EXPECT_EQ(pb::measure_pace({}, GetParam()), -1);
+}
+
+// Every FMA of the loop takes its addend from memory, so the loop is bound by
+// the load ports as well as the FP pipes: a sibling on the load ports moved
+// OpenBLAS's 64^3 DGEMM by 25% while a loop of constant addends read steady
+// (popper/pace.h). With the addends constant, the sum would not follow them.
+TEST_P(BenchPaceLoop, EveryFmaTakesItsAddendFromMemory) {
+  const bool widest = GetParam() == pb::PaceLoop::Widest;
+  alignas(64) static double zeros[POPPER_PACE_DOUBLES], tiny[POPPER_PACE_DOUBLES];
+  std::fill(std::begin(tiny), std::end(tiny), 1e-7);
+  const long n = 100 * POPPER_PACE_ROUND;
+  const double from_zeros = popper_pace_loop(widest, zeros, n), from_tiny = popper_pace_loop(widest, tiny, n);
+  // Each chain (10, of 4 lanes where AVX2 runs) gains c (1 - m^n) / (1 - m) from addends c.
+  const bool avx2 = widest && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const double gain = (avx2 ? 40 : 10) * 1e-7 * (1 - std::pow(0.999999, n)) / 1e-6;
+  EXPECT_NEAR(from_tiny - from_zeros, gain, 1e-6 * gain) << "zeros " << from_zeros << ", 1e-7 " << from_tiny;
 }
 
 // Every loop, whatever this CPU has: the portable one is what a CPU without FMA runs.

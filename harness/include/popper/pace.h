@@ -1,9 +1,17 @@
-/* The pace probe's loop: one fixed, register-only FMA loop, timed on the
- * calling thread. popper bench compare times it on a process's CPUs before
- * and after the process (bench/pace.hpp); the suites (popper/bench.hpp) and
- * the raw-C ceilings (popper/ceiling_cli.h) time it around each repetition of
- * a 1-thread row, where the host's share of the core can change within a
+/* The pace probe's loop: a fixed amount of work, timed on the calling
+ * thread. popper bench compare times it on a process's CPUs before and after
+ * the process (bench/pace.hpp); the suites (popper/bench.hpp) and the raw-C
+ * ceilings (popper/ceiling_cli.h) time it around each repetition of a
+ * 1-thread row, where the host's share of the core can change within a
  * process. One loop for all three, so every reading is on one scale.
+ *
+ * Its FMAs take their addends from an L1-resident buffer, so it is bound by
+ * the FP pipes and the load ports at once, and a tenant on the core's other
+ * hyperthread slows it whichever of the two it uses. The load ports are the
+ * ones that move small kernels: over 600 repetitions on a Zen 3 guest,
+ * OpenBLAS's 1-thread 64^3 DGEMM read 15 us or 18-19 us; an FMA loop with
+ * constant addends read within 6% in both states, this loop 1.06x its fastest
+ * (median) in the first and 1.5x in the second.
  * Header-only, C11 and C++. */
 #ifndef POPPER_PACE_H
 #define POPPER_PACE_H
@@ -14,23 +22,40 @@
 #include <immintrin.h>
 #endif
 
-/* About 7 ms on a Zen 3 core (10 FMAs every 5 cycles): longer than a time
- * slice, so a thread competing for the CPU shows. */
+/* About 7 ms on a Zen 3 core (10 FMAs and 10 loads every 5 cycles): longer
+ * than a time slice, so a thread competing for the CPU shows. */
 #define POPPER_PACE_ITERATIONS 4500000L
+#define POPPER_PACE_ROUND 25                         /* iterations per pass over the buffer */
+#define POPPER_PACE_DOUBLES (POPPER_PACE_ROUND * 40) /* 8000 bytes: in every L1 data cache */
 
-/* acc = acc * m + c converges to 0.1: no denormal, no overflow, whatever n. */
+/* The addends (zeros unless a test writes others), behind a volatile pointer
+ * so no compiler folds the loads. */
+static inline double* popper_pace_addends(void) {
+  static double buf[POPPER_PACE_DOUBLES] __attribute__((aligned(64)));
+  static double* volatile opaque = buf;
+  return opaque;
+}
+
+/* acc = acc * m + addend decays from 1-2 toward addend / (1 - m): no overflow,
+ * and no denormal below 7e8 iterations. */
 #if defined(__x86_64__)
-/* Ten independent chains cover the FMA latency on both pipes: bound by their throughput. */
-__attribute__((noinline, unused, target("avx2,fma"))) static double popper_pace_loop_avx2(long n) {
-  const __m256d m = _mm256_set1_pd(0.999999), c = _mm256_set1_pd(1e-7);
+/* Ten independent chains cover the FMA latency on both pipes, each FMA's
+ * addend a 32-byte load: bound by the FMA and the load throughput. */
+__attribute__((noinline, unused, target("avx2,fma"))) static double popper_pace_loop_avx2(const double* addends,
+                                                                                          long n) {
+  const __m256d m = _mm256_set1_pd(0.999999);
   __m256d a0 = _mm256_set1_pd(1.0), a1 = _mm256_set1_pd(1.1), a2 = _mm256_set1_pd(1.2), a3 = _mm256_set1_pd(1.3),
           a4 = _mm256_set1_pd(1.4), a5 = _mm256_set1_pd(1.5), a6 = _mm256_set1_pd(1.6), a7 = _mm256_set1_pd(1.7),
           a8 = _mm256_set1_pd(1.8), a9 = _mm256_set1_pd(1.9);
-  for (long i = 0; i < n; ++i) {
-    a0 = _mm256_fmadd_pd(a0, m, c), a1 = _mm256_fmadd_pd(a1, m, c), a2 = _mm256_fmadd_pd(a2, m, c);
-    a3 = _mm256_fmadd_pd(a3, m, c), a4 = _mm256_fmadd_pd(a4, m, c), a5 = _mm256_fmadd_pd(a5, m, c);
-    a6 = _mm256_fmadd_pd(a6, m, c), a7 = _mm256_fmadd_pd(a7, m, c), a8 = _mm256_fmadd_pd(a8, m, c);
-    a9 = _mm256_fmadd_pd(a9, m, c);
+  for (long i = 0; i < n; i += POPPER_PACE_ROUND) {
+    const double* p = addends;
+    for (int k = 0; k < POPPER_PACE_ROUND; ++k, p += 40) {
+      a0 = _mm256_fmadd_pd(a0, m, _mm256_load_pd(p)), a1 = _mm256_fmadd_pd(a1, m, _mm256_load_pd(p + 4));
+      a2 = _mm256_fmadd_pd(a2, m, _mm256_load_pd(p + 8)), a3 = _mm256_fmadd_pd(a3, m, _mm256_load_pd(p + 12));
+      a4 = _mm256_fmadd_pd(a4, m, _mm256_load_pd(p + 16)), a5 = _mm256_fmadd_pd(a5, m, _mm256_load_pd(p + 20));
+      a6 = _mm256_fmadd_pd(a6, m, _mm256_load_pd(p + 24)), a7 = _mm256_fmadd_pd(a7, m, _mm256_load_pd(p + 28));
+      a8 = _mm256_fmadd_pd(a8, m, _mm256_load_pd(p + 32)), a9 = _mm256_fmadd_pd(a9, m, _mm256_load_pd(p + 36));
+    }
   }
   const __m256d s = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)),
                                                 _mm256_add_pd(_mm256_add_pd(a4, a5), _mm256_add_pd(a6, a7))),
@@ -41,34 +66,45 @@ __attribute__((noinline, unused, target("avx2,fma"))) static double popper_pace_
 }
 #endif
 
-/* Without FMA: ten multiply-add chains, bound by their latency (they see a
- * rival on the CPU, not a sibling's use of the pipes). */
-__attribute__((noinline, unused)) static double popper_pace_loop_portable(long n) {
+/* Without FMA: ten multiply-add chains with loaded addends, bound by their
+ * latency (they see a rival on the CPU, not a sibling's use of the pipes). */
+__attribute__((noinline, unused)) static double popper_pace_loop_portable(const double* addends, long n) {
   double a[10];
   for (int j = 0; j < 10; ++j) a[j] = 1.0 + 0.1 * j;
-  for (long i = 0; i < n; ++i)
-    for (int j = 0; j < 10; ++j) a[j] = a[j] * 0.999999 + 1e-7;
+  for (long i = 0; i < n; i += POPPER_PACE_ROUND)
+    for (int k = 0; k < POPPER_PACE_ROUND; ++k)
+      for (int j = 0; j < 10; ++j) a[j] = a[j] * 0.999999 + addends[40 * k + 4 * j];
   double s = 0;
   for (int j = 0; j < 10; ++j) s += a[j];
   return s;
 }
 
-/* Seconds of the loop on the calling thread: the AVX2 FMA loop where the CPU
- * has it and `widest` is set, else the portable one. */
+/* The loop the probe runs: AVX2 and FMA where the CPU has them and `widest` is set. */
+static inline double popper_pace_loop(int widest, const double* addends, long n) {
+#if defined(__x86_64__)
+  if (widest && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return popper_pace_loop_avx2(addends, n);
+#else
+  (void)widest;
+#endif
+  return popper_pace_loop_portable(addends, n);
+}
+
+static inline double popper_pace_clock(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds of the loop on the calling thread. */
 static inline double popper_pace_seconds(int widest) {
   static volatile long iterations = POPPER_PACE_ITERATIONS; /* read each time: no two loops are folded into one */
   volatile double sink;                                     /* the result is used, so the loop is kept */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-#if defined(__x86_64__)
-  if (widest && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    sink = popper_pace_loop_avx2(iterations);
-  else
-#endif
-    sink = popper_pace_loop_portable(iterations);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const double* addends = popper_pace_addends();
+  const double t0 = popper_pace_clock();
+  sink = popper_pace_loop(widest, addends, iterations);
   (void)sink;
-  return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  return popper_pace_clock() - t0;
 }
 
 /* The pace around one repetition of a 1-thread row: the loop before it and
@@ -86,12 +122,6 @@ struct popper_pace_state {
 static inline struct popper_pace_state* popper_pace_state_here(void) {
   static struct popper_pace_state s;
   return &s;
-}
-
-static inline double popper_pace_clock(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static inline void popper_pace_begin(void) {

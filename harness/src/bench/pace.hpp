@@ -26,9 +26,11 @@ namespace popper::bench {
 // periods seen read 1.45-1.6x apart; one period's own spread was under 10%.
 inline constexpr double kSlowPace = 1.2;
 
-// The loop: AVX2 FMA chains where the CPU has them (bound by the FP pipes'
-// throughput), or the portable multiply-add chains every CPU runs (bound by
-// their latency: they see a rival on the CPU, not a sibling's use of the pipes).
+// The loop (popper/pace.h): AVX2 FMA chains whose addends are loads from the
+// L1, where the CPU has them (bound by the FP pipes' and the load ports'
+// throughput: they see a sibling hyperthread's use of either), or the
+// portable multiply-add chains every CPU runs (bound by their latency: they
+// see a rival on the CPU, not a sibling's use of the pipes).
 enum class PaceLoop { Widest, Portable };
 
 // Seconds of the fixed loop on each of `cpus` at once (a thread pinned to
