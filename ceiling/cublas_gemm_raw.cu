@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
     } else if (i + 1 < argc && strcmp(arg, "--reps") == 0) {
       reps = ceiling_parse_count(argv[++i], CEILING_MAX_REPS);
     } else if (i + 1 < argc && strcmp(arg, "--threads") == 0) {
-      threads = ceiling_parse_count(
-          argv[++i], CEILING_MAX_THREADS); /* host threads do not apply to the device; recorded in the CSV */
+      /* host threads do not apply to the device; recorded in the CSV */
+      threads = ceiling_parse_count(argv[++i], CEILING_MAX_THREADS);
     } else if (i + 1 < argc && strcmp(arg, "--precision") == 0) {
       precision = argv[++i];
     } else if (i + 1 < argc && strcmp(arg, "--min-time") == 0) {

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
-#include <atomic>
 #include <thread>
 
 #include "bench/ingest.hpp"
@@ -127,7 +127,7 @@ TEST(BenchPace, ATrialKeepsItsRepetitionsProbedAtASteadyPace) {
 
 // The probe must see what it guards against: the loop shares its CPU with
 // whatever else runs there (the host's other hyperthread, or here a rival
-// thread), and reads slow. A thread new to a busy CPU may run its ~7 ms probe whole
+// thread), and reads slow. A thread new to a busy CPU may run its ~7 ms whole
 // before the scheduler turns to a rival of equal weight (about half the time
 // on this guest's kernel, and once in 300 runs 12 probes in a row did), so the
 // probes run niced: the rival then takes its turns during each of them.
