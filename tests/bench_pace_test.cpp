@@ -174,8 +174,7 @@ TEST_P(BenchPaceLoop, EveryFmaTakesItsAddendFromMemory) {
   const long n = 100 * POPPER_PACE_ROUND;
   const double from_zeros = popper_pace_loop(widest, zeros, n), from_tiny = popper_pace_loop(widest, tiny, n);
   // Each chain (10, of 4 lanes where AVX2 runs) gains c (1 - m^n) / (1 - m) from addends c.
-  const bool avx2 = widest && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const double gain = (avx2 ? 40 : 10) * 1e-7 * (1 - std::pow(0.999999, n)) / 1e-6;
+  const double gain = (popper_pace_runs_avx2(widest) ? 40 : 10) * 1e-7 * (1 - std::pow(0.999999, n)) / 1e-6;
   EXPECT_NEAR(from_tiny - from_zeros, gain, 1e-6 * gain) << "zeros " << from_zeros << ", 1e-7 " << from_tiny;
 }
 

@@ -25,8 +25,11 @@
 /* About 7 ms on a Zen 3 core (10 FMAs and 10 loads every 5 cycles): longer
  * than a time slice, so a thread competing for the CPU shows. */
 #define POPPER_PACE_ITERATIONS 4500000L
-#define POPPER_PACE_ROUND 25                         /* iterations per pass over the buffer */
-#define POPPER_PACE_DOUBLES (POPPER_PACE_ROUND * 40) /* 8000 bytes: in every L1 data cache */
+/* Per iteration, ten 32-byte loads (40 doubles); 25 iterations a pass over
+ * the buffer, 8000 bytes: in every L1 data cache. */
+#define POPPER_PACE_STEP 40
+#define POPPER_PACE_ROUND 25
+#define POPPER_PACE_DOUBLES (POPPER_PACE_ROUND * POPPER_PACE_STEP)
 
 /* The addends (zeros), behind a volatile pointer so no compiler folds the loads. */
 static inline const double* popper_pace_addends(void) {
@@ -48,7 +51,7 @@ __attribute__((noinline, unused, target("avx2,fma"))) static double popper_pace_
           a8 = _mm256_set1_pd(1.8), a9 = _mm256_set1_pd(1.9);
   for (long i = 0; i < n; i += POPPER_PACE_ROUND) {
     const double* p = addends;
-    for (int k = 0; k < POPPER_PACE_ROUND; ++k, p += 40) {
+    for (int k = 0; k < POPPER_PACE_ROUND; ++k, p += POPPER_PACE_STEP) {
       a0 = _mm256_fmadd_pd(a0, m, _mm256_load_pd(p)), a1 = _mm256_fmadd_pd(a1, m, _mm256_load_pd(p + 4));
       a2 = _mm256_fmadd_pd(a2, m, _mm256_load_pd(p + 8)), a3 = _mm256_fmadd_pd(a3, m, _mm256_load_pd(p + 12));
       a4 = _mm256_fmadd_pd(a4, m, _mm256_load_pd(p + 16)), a5 = _mm256_fmadd_pd(a5, m, _mm256_load_pd(p + 20));
@@ -72,19 +75,25 @@ __attribute__((noinline, unused)) static double popper_pace_loop_portable(const 
   for (int j = 0; j < 10; ++j) a[j] = 1.0 + 0.1 * j;
   for (long i = 0; i < n; i += POPPER_PACE_ROUND)
     for (int k = 0; k < POPPER_PACE_ROUND; ++k)
-      for (int j = 0; j < 10; ++j) a[j] = a[j] * 0.999999 + addends[40 * k + 4 * j];
+      for (int j = 0; j < 10; ++j) a[j] = a[j] * 0.999999 + addends[POPPER_PACE_STEP * k + 4 * j];
   double s = 0;
   for (int j = 0; j < 10; ++j) s += a[j];
   return s;
 }
 
-/* The loop the probe runs: AVX2 and FMA where the CPU has them and `widest` is set. */
-static inline double popper_pace_loop(int widest, const double* addends, long n) {
+/* Whether the probe runs the AVX2 loop: where the CPU has AVX2 and FMA and `widest` is set. */
+static inline int popper_pace_runs_avx2(int widest) {
 #if defined(__x86_64__)
-  if (widest && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return popper_pace_loop_avx2(addends, n);
+  return widest && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
   (void)widest;
+  return 0;
+#endif
+}
+
+static inline double popper_pace_loop(int widest, const double* addends, long n) {
+#if defined(__x86_64__)
+  if (popper_pace_runs_avx2(widest)) return popper_pace_loop_avx2(addends, n);
 #endif
   return popper_pace_loop_portable(addends, n);
 }
