@@ -178,12 +178,17 @@ std::string run_one(const std::string& name, std::function<void(benchmark::State
 // is done. Given its wait, measure() times the wait after the timed loop and
 // reports the row invalid; the same tier waiting inside its call is timed.
 TEST(BenchApi, WorkThatOutlivesItsTimerMakesTheRowInvalid) {
-  // The unsynchronised work lasts far longer than launching it, even under
-  // emulation (qemu starts a thread in milliseconds).
-  auto row = [](bool waits_inside_the_call, int work_ms) {
-    return [waits_inside_the_call, work_ms](benchmark::State& st) {
+  // Unsynchronised, each call takes 5 ms and leaves work that ends a tenth of
+  // the loop so far after the call returns (at least 3 ms), however long a
+  // loaded or emulated machine takes to start its thread: five times the 2%
+  // allowed, yet within the 7 ms pace probe that follows a native 1-thread
+  // loop. Synchronised, each call waits for 100 ms of work, so the 2% of its
+  // loop (8 ms) holds a preemption on a loaded 2-core runner.
+  using Clock = std::chrono::steady_clock;
+  auto row = [](bool waits_inside_the_call) {
+    return [waits_inside_the_call](benchmark::State& st) {
       std::vector<std::future<void>> pending;
-      auto work = [work_ms] { std::this_thread::sleep_for(std::chrono::milliseconds(work_ms)); };
+      Clock::time_point first_call{};
       pb::Case c;
       c.family = "async";
       pb::Work w{.work = 1, .bytes = 0, .unit = "items", .wait = [&] {
@@ -193,15 +198,27 @@ TEST(BenchApi, WorkThatOutlivesItsTimerMakesTheRowInvalid) {
       pb::measure(
           st, c, pb::Verdict::verified(),
           [&] {
-            pending.push_back(std::async(std::launch::async, work));
+            if (first_call == Clock::time_point{}) first_call = Clock::now();
+            std::promise<Clock::time_point> returned;
+            pending.push_back(std::async(
+                std::launch::async, [at = returned.get_future(), start = first_call, waits_inside_the_call]() mutable {
+                  using std::chrono::milliseconds;
+                  const Clock::time_point t = at.get();
+                  const Clock::duration lasts = waits_inside_the_call
+                                                    ? milliseconds(100)
+                                                    : std::max<Clock::duration>((t - start) / 10, milliseconds(3));
+                  std::this_thread::sleep_until(t + lasts);
+                }));
+            if (!waits_inside_the_call) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            returned.set_value(Clock::now());
             if (waits_inside_the_call) w.wait();
           },
           w);
     };
   };
-  const std::string unsynchronised = run_one("async/unsynchronised", row(false, 300));
+  const std::string unsynchronised = run_one("async/unsynchronised", row(false));
   EXPECT_TRUE(unsynchronised.starts_with("invalid: the work outlived its timer")) << unsynchronised;
-  EXPECT_EQ(run_one("async/synchronised", row(true, 2)), "");
+  EXPECT_EQ(run_one("async/synchronised", row(true)), "");
 }
 
 // A cold row's eviction idles the process, so a tier that parks its threads

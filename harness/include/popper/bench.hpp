@@ -319,14 +319,16 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   if (cached) call();
   if (unsynchronised || cached) time_loop(timed_call);
   else time_loop(call);
-  const double pace = paced ? popper_pace_end() : 0;
-  // A call that returns done has nothing to wait for, so it cannot outlive its timer.
+  // A call that returns done has nothing to wait for, so it cannot outlive its
+  // timer. The wait comes before the pace probe, which would give the work
+  // the probe's time to finish unseen.
   double outlived = 0;
   if (unsynchronised || w.wait) {
     const auto loop_end = Clock::now();
     wait_for_work();
     outlived = std::chrono::duration<double>(Clock::now() - loop_end).count();
   }
+  const double pace = paced ? popper_pace_end() : 0;
   const auto recheck_start = Clock::now();
   if (recheck) {
     recheck.refill(0x9e3779b97f4a7c15ULL);
