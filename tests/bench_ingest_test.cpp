@@ -407,7 +407,8 @@ TEST(BenchReport, ARowJustAboveTheLlcFasterThanItsDramBoundIsCacheResident) {
   EXPECT_TRUE(std::isnan(f[0].shapes[0].hand_pct_of_bound));
   EXPECT_NE(f[0].shapes[0].bound_invalid.find("hand measured at 200.0% of its DRAM bound"), std::string::npos)
       << f[0].shapes[0].bound_invalid;
-  EXPECT_NE(pb::bound_cell(f[0].shapes[0]).find("(invalid: hand measured at 200.0%"), std::string::npos);
+  EXPECT_NE(pb::bound_cell(f[0].shapes[0], pb::throughput_scale(t)).find("(invalid: hand measured at 200.0%"),
+            std::string::npos);
   t.rows = {row(1e9, 9.9)};  // just within it: valid
   EXPECT_TRUE(pb::table_figures(t)[0].shapes[0].bound_invalid.empty());
 }
@@ -476,6 +477,21 @@ TEST(BenchReport, WithoutARooflineTheBoundIsTheRowsMeasuredPeak) {
       << over.bound_invalid;
   EXPECT_TRUE(std::isnan(over.hand_pct_of_bound));
   EXPECT_TRUE(std::isnan(over.ceiling_pct_of_bound));
+}
+
+// A table that counts items (decode: tokens) shows its bound in the unit of its
+// throughput columns, not in giga-units that round a 60 tokens/s bound to 0.0.
+TEST(BenchReport, AnItemsTableShowsItsBoundInItsOwnUnit) {
+  pb::BenchTable t;
+  auto hand = timed("hand", "canary", 8.0 / 40);  // 8 tokens in 0.2 s: 40 tokens/s
+  hand.work_per_iter = 8;
+  hand.work_unit = "items";
+  hand.pct_of_peak = 50;
+  t.rows = {hand};
+  const auto scale = pb::throughput_scale(t);
+  EXPECT_EQ(scale.unit, "items/s");
+  EXPECT_EQ(pb::bound_cell(pb::table_figures(t)[0].shapes[0], scale), "80.0 (measured peak)");
+  EXPECT_NE(pb::render_markdown(t, "decode").find("| 80.0 (measured peak) |"), std::string::npos);
 }
 
 TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {

@@ -112,8 +112,6 @@ double at_threads(const double* v, int threads, int cores) {
   return std::min(v[1], v[0] * threads);
 }
 
-std::string gf(double flops) { return num(flops * 1e-9, "%.1f"); }
-
 std::string mib(double bytes) {
   char b[32];
   std::snprintf(b, sizeof b, bytes >= 1024.0 * 1024 ? "%.1f MiB" : "%.0f KiB",
@@ -295,10 +293,11 @@ std::vector<GroupFigures> table_figures(const BenchTable& t) {
   return out;
 }
 
-std::string bound_cell(const ShapeFigures& f) {
-  if (!f.bound_invalid.empty()) return gf(f.bound ? f.bound->flops : f.peak) + " (invalid: " + f.bound_invalid + ")";
-  if (!f.bound) return f.peak > 0 ? gf(f.peak) + " (measured peak)" : "—";
-  std::string cell = gf(f.bound->flops) + " (" + f.bound->limit;
+std::string bound_cell(const ShapeFigures& f, const ThroughputScale& scale) {
+  auto shown = [&](double throughput) { return num(throughput * scale.factor, "%.1f"); };
+  if (!f.bound_invalid.empty()) return shown(f.bound ? f.bound->flops : f.peak) + " (invalid: " + f.bound_invalid + ")";
+  if (!f.bound) return f.peak > 0 ? shown(f.peak) + " (measured peak)" : "—";
+  std::string cell = shown(f.bound->flops) + " (" + f.bound->limit;
   if (f.bound->in_llc) cell += " " + mib(f.bound_row->bytes_per_iter);
   else cell += ", " + num(f.bound->intensity, "%.3g") + " flop/B";
   return cell + ")";
@@ -363,10 +362,10 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
                                   : " [invalid: " + f.invalid_ceilings.front()->invalid_reason + "]";
       out << "| " << f.shape << " | " << ceiling_cell << " | " << tput(f.wrapped) << " | " << tput(f.hand) << " | "
           << num(f.hand_vs_ceiling, "%.3f×") << " | " << num(f.ffi, "%.3f×") << " | "
-          << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f) << " | " << num(f.hand_pct_of_bound, "%.1f%%")
-          << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | " << num(f.cv_pct[0], "%.1f%%") << " / "
-          << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%") << " | " << f.verdict_wrapped.label
-          << " / " << f.verdict_hand.label << " |\n";
+          << num(f.wrapped_vs_ceiling, "%.3f×") << " | " << bound_cell(f, scale) << " | "
+          << num(f.hand_pct_of_bound, "%.1f%%") << " | " << num(f.ceiling_pct_of_bound, "%.1f%%") << " | "
+          << num(f.cv_pct[0], "%.1f%%") << " / " << num(f.cv_pct[1], "%.1f%%") << " / " << num(f.cv_pct[2], "%.1f%%")
+          << " | " << f.verdict_wrapped.label << " / " << f.verdict_hand.label << " |\n";
     }
   }
   // Tiers beside the three above (a device backend, the reference, packing): every row, as measured.

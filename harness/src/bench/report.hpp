@@ -83,8 +83,6 @@ struct GroupFigures {
 std::vector<GroupFigures> table_figures(const BenchTable& t);
 // The metadata lines a report shows, in order ("date", "commit", "fingerprint", ...): those the table has.
 std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTable& t);
-// "45.2 (DRAM, 0.93 flop/B)" | "220.1 (compute, in LLC 1.2 MiB)" | "—": the bound cell of a line.
-std::string bound_cell(const ShapeFigures& f);
 // "GFLOP/s", or "G items/s" when the table counts items: the unit of its throughput columns.
 // How throughput is shown: GFLOP/s for flop rows; items/s with the SI prefix
 // (G, M, k or none) that keeps the table's fastest row >= 1 (decode: tokens/s).
@@ -93,6 +91,9 @@ struct ThroughputScale {
   std::string unit = "GFLOP/s";
 };
 ThroughputScale throughput_scale(const BenchTable& t);
+// "45.2 (DRAM, 0.93 flop/B)" | "220.1 (compute, in LLC 1.2 MiB)" | "—": the bound cell of a line,
+// in the table's throughput unit.
+std::string bound_cell(const ShapeFigures& f, const ThroughputScale& scale);
 // v formatted with printf's fmt, or "—" when NaN or <= 0.
 std::string figure(double v, const char* fmt);
 

@@ -275,9 +275,10 @@ void render_bench(std::ostringstream& o, const BenchPage& b) {
                       ")</small>")
         << "</td><td>" << tput(f.wrapped) << "</td><td>" << tput(f.hand) << "</td><td><b>"
         << bench::figure(f.hand_vs_ceiling, "%.3f×") << "</b></td><td>" << bench::figure(f.hand_pct_of_peak, "%.1f%%")
-        << "</td><td>" << esc(bench::bound_cell(f)) << "</td><td>" << bench::figure(f.hand_pct_of_bound, "%.1f%%")
-        << "</td><td>" << bench::figure(f.ceiling_pct_of_bound, "%.1f%%") << "</td><td>"
-        << bench::figure(f.ffi, "%.3f×") << "</td><td>" << bench::figure(f.wrapped_vs_ceiling, "%.3f×") << "</td><td>"
+        << "</td><td>" << esc(bench::bound_cell(f, scale)) << "</td><td>"
+        << bench::figure(f.hand_pct_of_bound, "%.1f%%") << "</td><td>"
+        << bench::figure(f.ceiling_pct_of_bound, "%.1f%%") << "</td><td>" << bench::figure(f.ffi, "%.3f×")
+        << "</td><td>" << bench::figure(f.wrapped_vs_ceiling, "%.3f×") << "</td><td>"
         << bench::figure(f.cv_pct[0], "%.1f%%") << " / " << bench::figure(f.cv_pct[1], "%.1f%%") << " / "
         << bench::figure(f.cv_pct[2], "%.1f%%") << "</td><td>" << verdict_badge(f.verdict_wrapped) << " "
         << verdict_badge(f.verdict_hand) << "</td></tr>\n";
