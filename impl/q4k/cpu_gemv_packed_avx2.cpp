@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "impl/q4k/cpu_q4k_kernels.hpp"
 
@@ -23,12 +24,21 @@ inline __m256i broadcast32(const std::int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Byte p of every 32-bit lane, zero-extended into both 16-bit halves of the lane.
+// Byte p of every 32-bit lane, zero-extended into both 16-bit halves of the
+// lane. The shuffle controls are constants: p is known only at run time in
+// block_sums' loop, and built there from p they took a sixth of the kernel's
+// time (Zen 3, an L2-resident 256 x 4096).
+alignas(32) constexpr std::int8_t kByteOfLanes[4][32] = {
+    {0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12, -128,
+     0, -128, 0, -128, 4, -128, 4, -128, 8, -128, 8, -128, 12, -128, 12, -128},
+    {1, -128, 1, -128, 5, -128, 5, -128, 9, -128, 9, -128, 13, -128, 13, -128,
+     1, -128, 1, -128, 5, -128, 5, -128, 9, -128, 9, -128, 13, -128, 13, -128},
+    {2, -128, 2, -128, 6, -128, 6, -128, 10, -128, 10, -128, 14, -128, 14, -128,
+     2, -128, 2, -128, 6, -128, 6, -128, 10, -128, 10, -128, 14, -128, 14, -128},
+    {3, -128, 3, -128, 7, -128, 7, -128, 11, -128, 11, -128, 15, -128, 15, -128,
+     3, -128, 3, -128, 7, -128, 7, -128, 11, -128, 11, -128, 15, -128, 15, -128}};
 inline __m256i byte_of_lanes16(__m256i v, int p) {
-  const char z = -128, b0 = static_cast<char>(p), b1 = static_cast<char>(4 + p), b2 = static_cast<char>(8 + p),
-             b3 = static_cast<char>(12 + p);
-  return _mm256_shuffle_epi8(v, _mm256_setr_epi8(b0, z, b0, z, b1, z, b1, z, b2, z, b2, z, b3, z, b3, z,  //
-                                                 b0, z, b0, z, b1, z, b1, z, b2, z, b2, z, b3, z, b3, z));
+  return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kByteOfLanes[p])));
 }
 
 // 8 FP16 values exactly as FP32: the exponent and mantissa moved to FP32's
@@ -93,8 +103,7 @@ inline void sub_block_sums(const PackedBlock& pb, int c, const std::int8_t* xh, 
 // S1 and S2 of the group's 16 rows (two halves of 8) of one block. Per
 // sub-block the int16 sums (8 chunks: |.| <= 30480) are weighted by sc_j.
 inline void block_sums(const PackedBlock& pb, const ScalesMins (&sm)[2], const std::int8_t* xh, const std::int8_t* xl,
-                       const std::int32_t* sub_sum, __m256i (&s1)[2], __m256i (&s2)[2], const char* ahead,
-                       bool mins_high_only) {
+                       const std::int32_t* pairs, __m256i (&s1)[2], __m256i (&s2)[2], const char* ahead) {
   __m256i sum_h[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()}, sum_l[2] = {sum_h[0], sum_h[0]};
   const auto weigh = [&](const __m256i(&hs)[2], const __m256i(&ls)[2], int byte) {
     for (int h = 0; h < 2; ++h) {
@@ -110,18 +119,10 @@ inline void block_sums(const PackedBlock& pb, const ScalesMins (&sm)[2], const s
     sub_block_sums<true>(pb, c, xh, xl, hs, ls, ahead);
     weigh(hs, ls, 2 * c + 1);
   }
-  // S2 = sum_j m_j sub_sum_j on vpmaddwd: sub_sum_j = 256 hi_j + lo_j (lo_j in
-  // [0, 255], |hi_j| <= 1024: both int16), the m_j of a lane paired as (m_0, m_2),
-  // (m_1, m_3), (m_4, m_6), (m_5, m_7) in its two 16-bit halves. Exact.
-  __m256i hi[4], lo[4];
-  for (int k = 0; k < 4; ++k) {
-    const int j0 = k % 2 + 4 * (k / 2), j1 = j0 + 2;
-    hi[k] = _mm256_set1_epi32(static_cast<std::int32_t>((static_cast<std::uint32_t>(sub_sum[j0] >> 8) & 0xFFFF) |
-                                                        static_cast<std::uint32_t>(sub_sum[j1] >> 8) << 16));
-    // Mutation point (q4k-packed-avx2-mins-high-only): the low bytes are left out.
-    lo[k] =
-        mins_high_only ? _mm256_setzero_si256() : _mm256_set1_epi32((sub_sum[j0] & 0xFF) | (sub_sum[j1] & 0xFF) << 16);
-  }
+  // S2 = sum_j m_j sub_sum_j on vpmaddwd, the sub-block sums' 16-bit pieces
+  // from `pairs` (min_pairs).
+  const auto pair = [&](int k) { return _mm256_set1_epi32(pairs[k]); };
+  const __m256i hi[4] = {pair(0), pair(1), pair(2), pair(3)}, lo[4] = {pair(4), pair(5), pair(6), pair(7)};
   const __m256i even = _mm256_set1_epi32(0x00FF00FF);
   for (int h = 0; h < 2; ++h) {
     s1[h] = _mm256_add_epi32(_mm256_slli_epi32(sum_h[h], 7), sum_l[h]);
@@ -143,9 +144,33 @@ inline __m256d add_block(__m256d acc, __m128 d, __m128 dmin, __m128i s1, __m128i
   return _mm256_add_pd(acc, _mm256_mul_pd(s_b, t));
 }
 
+// Block b's sub-block sums (they depend on x only) as vpmaddwd operands, at
+// pairs[8b .. 8b+7]: sub_sum_j = 256 hi_j + lo_j (lo_j in [0, 255], |hi_j| <=
+// 1024: both int16), paired as the m_j of a lane are, (m_0, m_2), (m_1, m_3),
+// (m_4, m_6), (m_5, m_7) in its two 16-bit halves; four hi words, then four
+// lo. So S2 = 256 sum(m hi) + sum(m lo), exact. Built once per call, not in
+// every row group from scalars (3% of the kernel's time there).
+const std::int32_t* min_pairs(const PackedRows& a) {
+  thread_local std::vector<std::int32_t> pairs;
+  pairs.resize(static_cast<std::size_t>(8 * a.nb));
+  for (std::int64_t b = 0; b < a.nb; ++b) {
+    const std::int32_t* sub_sum = a.sub_sum + b * kSubBlocks;
+    std::int32_t* out = pairs.data() + 8 * b;
+    for (int k = 0; k < 4; ++k) {
+      const int j0 = k % 2 + 4 * (k / 2), j1 = j0 + 2;
+      out[k] = static_cast<std::int32_t>((static_cast<std::uint32_t>(sub_sum[j0] >> 8) & 0xFFFF) |
+                                         static_cast<std::uint32_t>(sub_sum[j1] >> 8) << 16);
+      // Mutation point (q4k-packed-avx2-mins-high-only): the low bytes are left out.
+      out[4 + k] = a.mut == PackedMutation::Avx2MinsHighOnly ? 0 : (sub_sum[j0] & 0xFF) | (sub_sum[j1] & 0xFF) << 16;
+    }
+  }
+  return pairs.data();
+}
+
 }  // namespace
 
 void gemv_packed_avx2(const PackedRows& a, std::size_t g0, std::size_t g1) {
+  const std::int32_t* pairs = min_pairs(a);
   for (std::size_t g = g0; g < g1; ++g) {
     const PackedBlock* group = a.w + g * static_cast<std::size_t>(a.nb);
     __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
@@ -157,8 +182,7 @@ void gemv_packed_avx2(const PackedRows& a, std::size_t g0, std::size_t g1) {
       const ScalesMins sm[2] = {ScalesMins(pb.scales, 0),
                                 ScalesMins(pb.scales, a.mut == PackedMutation::Avx2HalfScales ? 0 : 1)};
       __m256i s1[2], s2[2];
-      block_sums(pb, sm, a.x_hi + b * kBlockWeights, a.x_lo + b * kBlockWeights, a.sub_sum + b * kSubBlocks, s1, s2,
-                 ahead, a.mut == PackedMutation::Avx2MinsHighOnly);
+      block_sums(pb, sm, a.x_hi + b * kBlockWeights, a.x_lo + b * kBlockWeights, pairs + 8 * b, s1, s2, ahead);
       for (int h = 0; h < 2; ++h) {
         const __m256 d = fp16x8_to_f32(pb.d + 8 * h), dmin = fp16x8_to_f32(pb.dmin + 8 * h);
         acc[2 * h] = add_block(acc[2 * h], _mm256_castps256_ps128(d), _mm256_castps256_ps128(dmin),
