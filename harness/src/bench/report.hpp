@@ -83,7 +83,6 @@ struct GroupFigures {
 std::vector<GroupFigures> table_figures(const BenchTable& t);
 // The metadata lines a report shows, in order ("date", "commit", "fingerprint", ...): those the table has.
 std::vector<std::pair<std::string, std::string>> report_metadata(const BenchTable& t);
-// "GFLOP/s", or "G items/s" when the table counts items: the unit of its throughput columns.
 // How throughput is shown: GFLOP/s for flop rows; items/s with the SI prefix
 // (G, M, k or none) that keeps the table's fastest row >= 1 (decode: tokens/s).
 struct ThroughputScale {
