@@ -113,28 +113,38 @@ static void pack_kv_block(const AttnArgs& a, const AttnGeom& g, std::int64_t b, 
                           std::int64_t nk, float* Kt, float* Kp, float* Vp, float* Vt) {
   const bool drop = (a.mut & kMutBf16WidenDropsLowBit) != 0;
   const std::int64_t D = g.D, Dp = g.Dp;
-  for (std::int64_t j = 0; j < kTileKv; ++j) {
-    const bool live = j < nk;
-    const std::int64_t base = live ? ((b * a.kv_len + j0 + j) * a.kv_heads + hk) * D : 0;
-    for (std::int64_t c = 0; c < Dp; ++c) {
-      const bool in = live && c < D;
-      const float kv = in ? in_at(a.k, a.k16, base + c, drop) : 0.0f;
-      const float vv = in ? in_at(a.v, a.v16, base + c, drop) : 0.0f;
-      if (Kt && c < D) Kt[c * kTileKv + j] = kv;
+  for (std::int64_t j = 0; j < nk; ++j) {
+    const std::int64_t base = ((b * a.kv_len + j0 + j) * a.kv_heads + hk) * D;
+    for (std::int64_t c = 0; c < D; ++c) {
+      const float kv = in_at(a.k, a.k16, base + c, drop), vv = in_at(a.v, a.v16, base + c, drop);
+      if (Kt) Kt[c * kTileKv + j] = kv;
       if (Kp) Kp[j * Dp + c] = kv;
       if (Vp) Vp[j * Dp + c] = vv;
-      if (Vt && c < D) Vt[c * kTileKv + j] = vv;
+      if (Vt) Vt[c * kTileKv + j] = vv;
     }
+    if (Kp) zero_floats(Kp + j * Dp + D, Dp - D);
+    if (Vp) zero_floats(Vp + j * Dp + D, Dp - D);
   }
+  // The keys past nk are zero, written apart from the copy so that a block of
+  // a few keys (a decode step's) costs a few keys' copies, not 64.
+  for (std::int64_t c = 0; c < D; ++c) {
+    if (Kt) zero_floats(Kt + c * kTileKv + nk, kTileKv - nk);
+    if (Vt) zero_floats(Vt + c * kTileKv + nk, kTileKv - nk);
+  }
+  if (Kp) zero_floats(Kp + nk * Dp, (kTileKv - nk) * Dp);
+  if (Vp) zero_floats(Vp + nk * Dp, (kTileKv - nk) * Dp);
 }
 
-// rows x Dp, rows >= `rows` zero; values * mul.
+// The first `rows` rows x Dp (columns past D zero), values * mul. The tile's
+// other rows are left as they are: every tile_gemm over them stops at `rows`.
 static void pack_rows(const float* f32, const std::uint16_t* b16, bool drop, std::int64_t first_row_offset,
                       std::int64_t row_stride, std::int64_t rows, std::int64_t D, std::int64_t Dp, float mul,
                       float* out) {
-  for (std::int64_t r = 0; r < kTileQ; ++r)
-    for (std::int64_t c = 0; c < Dp; ++c)
-      out[r * Dp + c] = (r < rows && c < D) ? in_at(f32, b16, first_row_offset + r * row_stride + c, drop) * mul : 0.0f;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < D; ++c)
+      out[r * Dp + c] = in_at(f32, b16, first_row_offset + r * row_stride + c, drop) * mul;
+    zero_floats(out + r * Dp + D, Dp - D);
+  }
 }
 
 // One query head's state in a forward unit: its scaled Q rows, score tile,
@@ -212,7 +222,7 @@ static void attn_fwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
   for (std::int64_t gi = 0; gi < group; ++gi) {
     const FwdHead h = head(gi);
     pack_rows(a.q, a.q16, drop, g.q_row(b, i0, head_of(gi), Sq, Hq), Hq * D, rows, D, Dp, a.scale * kLog2e, h.Qs);
-    zero_floats(h.O, kTileQ * Dp);
+    zero_floats(h.O, rows * Dp);
     for (int r = 0; r < kTileQ; ++r) h.m[r] = kNegInf, h.l[r] = 0.0f;
   }
 
