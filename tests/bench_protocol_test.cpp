@@ -1,6 +1,7 @@
 // The bench protocol (popper/bench_protocol.hpp) and the suite API's cross
 // product (popper/bench.hpp): names and verdicts written and read in one place.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -246,7 +247,10 @@ TEST(BenchApi, ColdRowsWakeTheTierBeforeEveryCall) {
     };
   };
   int wakes = 0, after = 0, calls = 0;
+  const double saved = pb::detail::min_time_seconds;
+  pb::detail::min_time_seconds = 0.01;  // each of the 4 iterations is a repetition of cold calls
   EXPECT_EQ(run_one("wake/cold", row(pb::CacheMode::Cold, wakes, after, calls)), "");
+  pb::detail::min_time_seconds = saved;
   EXPECT_GT(calls, 0);
   EXPECT_EQ(wakes, calls);
   EXPECT_EQ(after, calls);
@@ -254,6 +258,64 @@ TEST(BenchApi, ColdRowsWakeTheTierBeforeEveryCall) {
   EXPECT_EQ(run_one("wake/warm", row(pb::CacheMode::Warm, wakes, after, calls)), "");
   EXPECT_GT(calls, 0);
   EXPECT_EQ(wakes, 0);
+}
+
+// Google Benchmark sizes a repetition on the timed seconds, which leave out
+// a cold row's evictions: a call far shorter than its eviction would make a
+// repetition last thousands of evictions. A cold repetition is instead one
+// iteration of the evicted calls that fill the min time, evictions included.
+TEST(BenchApi, ColdRepetitionsLastTheMinTimeEvictionsIncluded) {
+  int calls = 0;
+  pb::Family("coldsize")
+      .shapes({"s"})
+      .precisions({"f32"})
+      .tiers({pb::Tier::Hand})
+      .cache_modes({pb::CacheMode::Cold})
+      .add([&calls](benchmark::State& st, const pb::Case& c) {
+        pb::measure(
+            st, c, pb::Verdict::verified(), [&calls] { ++calls; }, pb::Work{.work = 1, .unit = "items"});
+      });
+  struct Capture : benchmark::BenchmarkReporter {
+    std::vector<Run> runs;
+    bool ReportContext(const Context&) override { return true; }
+    void ReportRuns(const std::vector<Run>& r) override { runs.insert(runs.end(), r.begin(), r.end()); }
+  } capture;
+  const double saved = pb::detail::min_time_seconds;
+  pb::detail::min_time_seconds = 0.05;
+  const auto t0 = std::chrono::steady_clock::now();
+  benchmark::RunSpecifiedBenchmarks(&capture, "^coldsize/");
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  pb::detail::min_time_seconds = saved;
+  benchmark::ClearRegisteredBenchmarks();
+  ASSERT_EQ(capture.runs.size(), 1u);
+  const auto& run = capture.runs[0];
+  EXPECT_FALSE(run.error_occurred) << run.error_message;
+  EXPECT_EQ(run.iterations, 1);
+  EXPECT_GE(calls, 2) << "a 50 ms repetition of empty calls holds more than one eviction";
+  EXPECT_EQ(run.counters.at("calls").value, calls);
+  // Sized on timed seconds alone, the empty calls would run until Google
+  // Benchmark's iteration cap: hours of evictions.
+  EXPECT_LT(wall, 30.0) << "seconds for a 50 ms repetition";
+}
+
+// A core's private caches keep its last reads whatever another core reads
+// (a non-inclusive last-level cache), so a cold row's eviction reads on every
+// CPU the row's process may use, and on no other.
+TEST(BenchApi, ColdEvictionReadsOnEveryCpuOfTheProcess) {
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  const int cpus = CPU_COUNT(&all);
+  if (cpus < 2) GTEST_SKIP() << "requires 2 CPUs: this process may use " << cpus;
+  popper_evict();
+  EXPECT_EQ(*popper_evict_other_cpus_read(), std::min(cpus - 1, 64));
+  // Pinned to one CPU, as a 1-thread row is: no other CPU reads.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(::sched_getcpu(), &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+  popper_evict();
+  EXPECT_EQ(*popper_evict_other_cpus_read(), 0);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 // A 1-thread CPU row carries the pace probed around each repetition (its

@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <initializer_list>
@@ -250,6 +251,8 @@ inline CallLane& call_lane() {
 }
 // Seconds this process spent verifying after timing (run_suite prints it).
 inline double recheck_seconds = 0;
+// --benchmark_min_time (run_suite reads it; Google Benchmark's default).
+inline double min_time_seconds = 0.5;
 }  // namespace detail
 
 // Whether this call of the case's tier is to do half its work (the
@@ -291,20 +294,40 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   // The timed loop over `f`: the plain call, or the call as the mutant under test makes it.
   auto time_loop = [&](auto& f) {
     if (c.cache == CacheMode::Cold) {
-      // Each call timed alone, after the eviction (manual time: the eviction is not counted).
+      // Each call timed alone, after the eviction (manual time: the eviction is
+      // not counted). Google Benchmark sizes a repetition on the timed seconds
+      // alone, so a call much shorter than the eviction would make it last
+      // many times --benchmark_min_time. A repetition is therefore one
+      // iteration of as many evicted calls as fill the min time, evictions
+      // included (popper/cache_evict.h), as the ceilings' cold repetitions are.
       const bool keep_warm = mutant == BenchMutant::WarmUnderCold;
       const std::size_t per_call = popper_evict_bytes();
       std::size_t evicted = 0;
-      for (auto _ : state) {
+      long calls = 0;
+      auto one_cold_call = [&] {
         if (!keep_warm) evicted += popper_evict();
         if (w.wake) w.wake();
         const auto t0 = Clock::now();
         call_tier(c.tier, f);
         const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-        state.SetIterationTime(t);
         timed_seconds += t;
+        ++calls;
+        return t;
+      };
+      for (auto _ : state) {
+        if (fixed_iterations() > 0) {
+          state.SetIterationTime(one_cold_call());
+          continue;
+        }
+        const double before = timed_seconds;
+        const auto start = Clock::now();
+        const long calls_before = calls;
+        do one_cold_call();
+        while (std::chrono::duration<double>(Clock::now() - start).count() < detail::min_time_seconds);
+        state.SetIterationTime((timed_seconds - before) / static_cast<double>(calls - calls_before));
       }
-      evicted_every_call = evicted >= per_call * static_cast<std::size_t>(state.iterations());
+      evicted_every_call = evicted >= per_call * static_cast<std::size_t>(calls);
+      if (fixed_iterations() == 0) state.counters["calls"] = benchmark::Counter(static_cast<double>(calls));
     } else {
       const auto t0 = Clock::now();
       for (auto _ : state) call_tier(c.tier, f);
@@ -437,6 +460,7 @@ class Family {
       else b->UseRealTime();
       b->Unit(unit_);
       if (iterations > 0) b->Iterations(iterations);
+      else if (c.cache == CacheMode::Cold) b->Iterations(1);  // measure() fills the repetition itself
     }
   }
 
@@ -515,6 +539,11 @@ inline int run_suite(int argc, char** argv, std::initializer_list<TierBackend> b
   for (const TierBackend& b : backends)
     benchmark::AddCustomContext(std::string("popper_backend_").append(to_string(b.tier)), b.backend);
   keep_freed_memory();
+  for (int i = 1; i < argc; ++i)
+    if (const std::string_view a = argv[i]; a.starts_with("--benchmark_min_time=")) {
+      const double t = std::strtod(argv[i] + std::strlen("--benchmark_min_time="), nullptr);
+      if (t > 0) detail::min_time_seconds = t;
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
