@@ -1,9 +1,11 @@
 // bench compare's trials (compare.hpp) on a fake suite: a step whose rows were
 // noisier than the plan assumed gets top-up trials, up to the cap, numbered
 // after the planned ones; a quiet step gets none; no top-up when the trial
-// count was given; a budget stops a trial before a step that would overrun it.
+// count was given; a budget stops a trial before a step that would overrun it;
+// a step that hangs is killed at the step limit, said, and its rows left out.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -28,6 +30,7 @@ case "$*" in *--benchmark_list_tests*) echo fake/hand/quiet/f32/threads:1; echo 
 for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
 shape=quiet; case $filter in *loud*) shape=loud;; esac
 [ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+[ "$FAKE_HANG" = $shape ] && exec sleep 3600
 n=$(cat "$0.$shape" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.$shape"
 t=1.0; [ $shape = loud ] && [ $((n % 2)) = 1 ] && t=1.5
 name=fake/hand/$shape/f32/threads:1
@@ -90,6 +93,29 @@ TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRow
   co.budget_seconds = 0;  // no budget: every step of both trials
   const auto all = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_EQ(all.rows.size(), 2u);
+  fs::remove_all(build);
+}
+
+TEST(BenchCompare, AHungStepIsKilledAtTheStepLimitWithAWarningAndTheOtherRowsKept) {
+  const fs::path build = fake_build();
+  const auto fam =
+      pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
+  auto co = options(build);
+  co.env = {{"FAKE_HANG", "loud"}};
+  co.step_timeout_seconds = 0.5;
+  std::vector<std::string> said;
+  co.progress = [&said](const std::string& s) { said.push_back(s); };
+  const auto start = std::chrono::steady_clock::now();
+  const auto t = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60.0);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0].key.shape, "quiet");
+  int killed = 0;
+  for (const auto& s : said)
+    if (s.find("fake/hand/loud/f32/threads:1 failed: timed out (killed) after 0.5 s, the step limit") !=
+        std::string::npos)
+      ++killed;
+  EXPECT_EQ(killed, 2) << "one warning per trial";
   fs::remove_all(build);
 }
 

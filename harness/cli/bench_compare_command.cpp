@@ -33,6 +33,7 @@ struct CompareArgs {
   bench::TrialRequest request;
   std::string noise_from, shard;
   double min_time = 0.2;
+  double step_timeout = 0;  // 0: the rule in CompareOptions
   std::string out = "reports";
   std::string contracts = "contracts";
   bool no_core_types = false, refresh_peak = false, rescreen = false;
@@ -64,6 +65,7 @@ bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyD
   if (a.device) co.env = fam.device->env;
   co.require_device = a.require_device;
   co.min_time = a.min_time;
+  co.step_timeout_seconds = a.step_timeout;
   co.blas_core_types = !a.no_core_types;
   co.rescreen = a.rescreen;
   co.progress = progress;
@@ -205,6 +207,10 @@ void add_bench_compare_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--precision", a->precisions, "precisions, e.g. f32,f64");
   cmd->add_option("--tiers", a->tiers, "tiers to run (ceiling,wrapped,hand,reference)");
   cmd->add_option("--min-time", a->min_time, "minimum seconds per repetition (Google Benchmark)");
+  cmd->add_option("--step-timeout", a->step_timeout,
+                  "seconds one step's process may run before it is killed and its rows left out (default: 120 plus "
+                  "ten times its repetitions' min time)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--out", a->out, "report folder");
   cmd->add_option("--contracts", a->contracts, "contract folder whose benchmarks claims are evaluated");
   cmd->add_flag("--no-core-types", a->no_core_types, "run the ceiling only under the default OpenBLAS core");

@@ -37,6 +37,10 @@ struct CompareOptions {
   // > 0: a trial after the first two starts only if it fits (trial_fits_budget);
   // the plan's estimate of a trial's length can be far off (vendor configurations).
   double budget_seconds = 0;
+  // Seconds one step's process may run before it is killed and its rows left
+  // out (a hung kernel); 0: kStepTimeoutFloorSeconds plus ten times the step's
+  // repetitions' min time.
+  double step_timeout_seconds = 0;
   bool blas_core_types = true;  // also run ceilings under other runnable core types
   // The ceiling's screening timings are reused from <build>/ceiling-screening-
   // <family>.json when nothing they depend on changed (vendors.hpp); true: time them again.

@@ -47,10 +47,20 @@ TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam,
   char text[32];  // --min-time for the ceilings and the suites alike
   std::snprintf(text, sizeof text, "%g", opt.min_time);
   min_time_ = text;
+  // A step runs its repetitions of about min_time each, plus setup and
+  // verification (seconds on the largest shapes); one far past that is a hung
+  // kernel or a loop mis-sized, and is killed with its rows left out rather
+  // than stalling the run without a word.
+  step_timeout_ = opt.step_timeout_seconds > 0 ? opt.step_timeout_seconds
+                                               : kStepTimeoutFloorSeconds + 10.0 * opt.reps_per_trial * opt.min_time;
 }
 
 double TrialRunner::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+std::string TrialRunner::timeout_text(const ProcessResult& r) const {
+  return r.timed_out ? fmt::format(" after {:g} s, the step limit", step_timeout_) : "";
 }
 
 void TrialRunner::say(const std::string& s) const {
@@ -82,11 +92,11 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
   const std::vector<int> cpus = cpus_for(cpus_, s.threads);
   const PaceMeter pace(cpus);
   const StealMeter steal(cpus);
-  const auto r = run_process(argv, env, unset, 0, cpus);
+  const auto r = run_process(argv, env, unset, step_timeout_, cpus);
   steal_.add(Tier::Ceiling, s.threads, steal.fraction());
   const double paced = pace.seconds();
   if (!r.ok()) {
-    say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() +
+    say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() + timeout_text(r) +
         "; its rows are left out");
     return;
   }
@@ -119,7 +129,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
        "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
        "--benchmark_repetitions=" + std::to_string(opt_.reps_per_trial), "--benchmark_report_aggregates_only=false",
        "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
-      opt_.env, {}, 0, cpus);
+      opt_.env, {}, step_timeout_, cpus);
   steal_.add(s.tier, s.threads, steal.fraction());
   const double paced = pace.seconds();
   std::ifstream in(json_path);
@@ -127,7 +137,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   ss << in.rdbuf();
   ::unlink(json_path.c_str());
   if (!r.ok()) {
-    say("warning: " + fam_.executable + " " + name + " failed: " + r.describe() + "; row left out");
+    say("warning: " + fam_.executable + " " + name + " failed: " + r.describe() + timeout_text(r) + "; row left out");
     return;
   }
   if (const auto at = r.err.rfind(kRecheckSecondsLine); at != std::string::npos)

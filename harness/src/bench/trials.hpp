@@ -17,6 +17,7 @@
 #include "bench/family.hpp"
 #include "bench/steal.hpp"
 #include "bench/vendors.hpp"
+#include "common/process.hpp"
 
 namespace popper::bench {
 
@@ -30,6 +31,9 @@ struct Step {
   std::string ceiling;
   CacheMode cache = CacheMode::Warm;
 };
+
+// A step's process may run this long, plus ten times its repetitions' min time.
+inline constexpr double kStepTimeoutFloorSeconds = 120;
 
 // "3m05s", "1h02m".
 std::string duration_text(double seconds);
@@ -52,6 +56,7 @@ class TrialRunner {
 
  private:
   void say(const std::string& s) const;
+  std::string timeout_text(const ProcessResult& r) const;       // empty unless r timed out
   void add(std::vector<BenchRow> got, int trial, double pace);  // pace < 0: unknown (pace.hpp)
   void run_ceiling(const Step& s, const VendorConfig& cfg, int trial);
   void run_suite(const Step& s, int trial);
@@ -62,7 +67,8 @@ class TrialRunner {
   const CeilingPlan& plan_;
   std::vector<Step> steps_;
   std::string bin_, min_time_;
-  std::vector<int> cpus_;  // the run's CPU set (placement.hpp)
+  double step_timeout_ = 0;  // seconds one step's process may run before it is killed
+  std::vector<int> cpus_;    // the run's CPU set (placement.hpp)
   std::vector<BenchRow> rows_;
   std::vector<std::set<BenchKey>> step_rows_;  // the rows each step produced (top-up)
   std::size_t current_step_ = 0, done_ = 0, total_ = 0;
