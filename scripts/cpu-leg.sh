@@ -50,21 +50,39 @@ if [ "$MODEL" != native ]; then
   echo "== $SITE: left to the native runs (see scripts/cpu-leg.sh): ${skip//:/ }"
 fi
 rc=0
-echo "== $SITE: contract tests"
-"${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 "${FILTER[@]}" \
-    --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json"
-tests_rc=$?
-# Under qemu-user the whole run can die of SIGSEGV (2 of 5 full Haswell runs,
-# in FALSIFY-TRAIN-001, which passes alone, repeated, natively and under
-# valgrind; the cause is unknown). Such a death is said here and the run
-# repeated once; a test that fails, or a second death, fails the leg.
-if [ "$tests_rc" -gt 128 ] && [ "$MODEL" != native ]; then
-  echo "== $SITE: WARNING: popper_contract_tests died of signal $((tests_rc - 128)) under qemu-user; running it again"
-  "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 "${FILTER[@]}" \
-      --gtest_output="json:$RESULTS/cpu-$MODEL-contract_tests.json"
-  tests_rc=$?
-fi
-[ "$tests_rc" -eq 0 ] || rc=1
+# An emulated leg runs its contract tests as two gtest shards side by side:
+# the legs run two at a time on a 2-core runner, and the slowest one (Nehalem,
+# whose scalar paths emulate slowest) would otherwise finish alone on one core
+# long after the others. The audit reads every cpu-*-contract_tests.json;
+# the site of each test is in its own result.
+SHARDS=1
+[ "$MODEL" != native ] && SHARDS=2
+rm -f "$RESULTS/cpu-$MODEL-contract_tests.json" "$RESULTS/cpu-$MODEL".shard*-contract_tests.json
+contract_tests() {  # SHARD: runs that shard, writing its JSON; exits with the tests' status
+  local shard=$1 out="$RESULTS/cpu-$MODEL-contract_tests.json"
+  [ "$shard" -gt 0 ] && out="$RESULTS/cpu-$MODEL.shard$shard-contract_tests.json"
+  local run=("${ENV[@]}" GTEST_TOTAL_SHARDS=$SHARDS GTEST_SHARD_INDEX=$shard "${PREFIX[@]}"
+             "$BUILD/bin/popper_contract_tests" --gtest_brief=1 "${FILTER[@]}" --gtest_output="json:$out")
+  "${run[@]}"
+  local tests_rc=$?
+  # Under qemu-user the whole run can die of SIGSEGV (2 of 5 full Haswell runs,
+  # in FALSIFY-TRAIN-001, which passes alone, repeated, natively and under
+  # valgrind; the cause is unknown). Such a death is said here and the run
+  # repeated once; a test that fails, or a second death, fails the leg.
+  if [ "$tests_rc" -gt 128 ] && [ "$MODEL" != native ]; then
+    echo "== $SITE: WARNING: popper_contract_tests (shard $shard) died of signal $((tests_rc - 128)) under qemu-user; running it again"
+    "${run[@]}"
+    tests_rc=$?
+  fi
+  return "$tests_rc"
+}
+echo "== $SITE: contract tests ($SHARDS shard(s))"
+pids=()
+for ((shard = 0; shard < SHARDS; ++shard)); do
+  contract_tests "$shard" &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
 echo "== $SITE: harness tests"
 "${ENV[@]}" "${PREFIX[@]}" "$BUILD/bin/popper_harness_tests" --gtest_brief=1 \
     --gtest_output="json:$RESULTS/cpu-$MODEL-harness_tests.json" || rc=1
