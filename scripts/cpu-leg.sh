@@ -7,8 +7,9 @@
 # the mutants that break only one CPU path run in this leg, so the audit can
 # show which leg catches which.
 #   scripts/cpu-leg.sh MODEL BUILD_DIR SOURCE_DIR
-# Writes BUILD_DIR/results/cpu-MODEL-{contract,harness}_tests.json and
-# cpu-MODEL-mutants.json. Exit 77 (ctest: skipped) when qemu-user is missing,
+# Writes BUILD_DIR/results/cpu-MODEL-{contract,harness}_tests.json (an
+# emulated leg's second contract-test shard: cpu-MODEL.shard1-contract_tests.json)
+# and cpu-MODEL-mutants.json. Exit 77 (ctest: skipped) when qemu-user is missing,
 # unless POPPER_REQUIRE_QEMU=1 (CI), where that is a failure.
 set -u
 MODEL="$1"; BUILD="$2"; SRC="$3"

@@ -65,7 +65,7 @@ static double ceiling_now(void) {
 static double ceiling_min_rep_seconds = 0.2;
 
 /* Set by ceiling_parse_args under --cache cold. */
-static int ceiling_cold_calls = 0;
+static int ceiling_cold_mode = 0;
 
 /* Seconds one popper_evict takes, measured once (cold runs only). */
 static double ceiling_evict_seconds(void) {
@@ -86,7 +86,7 @@ static double ceiling_evict_seconds(void) {
  * times the min time. */
 static long ceiling_iterations(double one_call_seconds) {
   const double min_rep = ceiling_min_rep_seconds;
-  const double per_iter = one_call_seconds + (ceiling_cold_calls ? ceiling_evict_seconds() : 0);
+  const double per_iter = one_call_seconds + (ceiling_cold_mode ? ceiling_evict_seconds() : 0);
   long iters = per_iter > 0 ? (long)(min_rep / per_iter) + 1 : 1;
   return iters < 1 ? 1 : iters;
 }
@@ -166,7 +166,7 @@ static int ceiling_parse_args(int argc, char** argv, struct ceiling_args* a, con
         fprintf(stderr, "%s: --cache is warm or cold, not '%s'\n", program, mode);
         return 2;
       }
-      a->cold = ceiling_cold_calls = strcmp(mode, "cold") == 0;
+      a->cold = ceiling_cold_mode = strcmp(mode, "cold") == 0;
       if (a->cold && !ceiling_cold_supported) {
         fprintf(stderr, "%s: does not time cold (--cache cold)\n", program);
         return 2;
