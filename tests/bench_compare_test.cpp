@@ -30,7 +30,7 @@ case "$*" in *--benchmark_list_tests*) echo fake/hand/quiet/f32/threads:1; echo 
 for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
 shape=quiet; case $filter in *loud*) shape=loud;; esac
 [ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
-[ "$FAKE_HANG" = $shape ] && exec sleep 3600
+[ "$FAKE_HANG" = $shape ] && exec sleep 20  # past any step limit a test sets, yet finite
 n=$(cat "$0.$shape" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.$shape"
 t=1.0; [ $shape = loud ] && [ $((n % 2)) = 1 ] && t=1.5
 name=fake/hand/$shape/f32/threads:1
@@ -38,6 +38,11 @@ printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_typ
 )";
   fs::permissions(exe, fs::perms::owner_all);
   return dir;
+}
+
+// The family descriptor of bin/bench_fake.
+pb::FamilyDescriptor fake_family() {
+  return pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
 }
 
 pb::CompareOptions options(const fs::path& build) {
@@ -61,8 +66,7 @@ std::set<int> trials_of(const pb::BenchTable& t, const std::string& shape) {
 
 TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
   const fs::path build = fake_build();
-  const auto fam =
-      pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
+  const auto fam = fake_family();
   auto co = options(build);
   co.top_up_trials = 3;
   co.top_up_alpha = 0.001;
@@ -81,8 +85,7 @@ TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
 TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRowsMeasured) {
   // Each step takes about 0.4 s; after the first, a second would pass the 0.6 s budget.
   const fs::path build = fake_build();
-  const auto fam =
-      pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
+  const auto fam = fake_family();
   auto co = options(build);
   co.env = {{"FAKE_SLEEP", "0.4"}};
   co.budget_seconds = 0.6;
@@ -98,8 +101,7 @@ TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRow
 
 TEST(BenchCompare, AHungStepIsKilledAtTheStepLimitWithAWarningAndTheOtherRowsKept) {
   const fs::path build = fake_build();
-  const auto fam =
-      pb::parse_family_yaml("family: fake\nexecutable: bench_fake\nceilings: []\nwork_unit: flop\n", "f.yaml");
+  const auto fam = fake_family();
   auto co = options(build);
   co.env = {{"FAKE_HANG", "loud"}};
   co.step_timeout_seconds = 0.5;

@@ -149,6 +149,20 @@ TEST(BenchProtocol, EveryBenchMutantNameRoundTrips) {
 }
 
 namespace {
+// --benchmark_min_time for measure()'s cold repetitions while it lives.
+class ScopedMinTime {
+ public:
+  explicit ScopedMinTime(double seconds) : saved_(pb::detail::min_time_seconds) {
+    pb::detail::min_time_seconds = seconds;
+  }
+  ~ScopedMinTime() { pb::detail::min_time_seconds = saved_; }
+  ScopedMinTime(const ScopedMinTime&) = delete;
+  ScopedMinTime& operator=(const ScopedMinTime&) = delete;
+
+ private:
+  double saved_;
+};
+
 // Runs `body` as one registered benchmark of 4 iterations and returns its error message ("" when timed);
 // `counters`, when given, receives the run's counters.
 std::string run_one(const std::string& name, std::function<void(benchmark::State&)> body,
@@ -247,10 +261,10 @@ TEST(BenchApi, ColdRowsWakeTheTierBeforeEveryCall) {
     };
   };
   int wakes = 0, after = 0, calls = 0;
-  const double saved = pb::detail::min_time_seconds;
-  pb::detail::min_time_seconds = 0.01;  // each of the 4 iterations is a repetition of cold calls
-  EXPECT_EQ(run_one("wake/cold", row(pb::CacheMode::Cold, wakes, after, calls)), "");
-  pb::detail::min_time_seconds = saved;
+  {
+    const ScopedMinTime short_repetitions(0.01);  // each of the 4 iterations is a repetition of cold calls
+    EXPECT_EQ(run_one("wake/cold", row(pb::CacheMode::Cold, wakes, after, calls)), "");
+  }
   EXPECT_GT(calls, 0);
   EXPECT_EQ(wakes, calls);
   EXPECT_EQ(after, calls);
@@ -280,12 +294,12 @@ TEST(BenchApi, ColdRepetitionsLastTheMinTimeEvictionsIncluded) {
     bool ReportContext(const Context&) override { return true; }
     void ReportRuns(const std::vector<Run>& r) override { runs.insert(runs.end(), r.begin(), r.end()); }
   } capture;
-  const double saved = pb::detail::min_time_seconds;
-  pb::detail::min_time_seconds = 0.05;
   const auto t0 = std::chrono::steady_clock::now();
-  benchmark::RunSpecifiedBenchmarks(&capture, "^coldsize/");
+  {
+    const ScopedMinTime min_time(0.05);
+    benchmark::RunSpecifiedBenchmarks(&capture, "^coldsize/");
+  }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  pb::detail::min_time_seconds = saved;
   benchmark::ClearRegisteredBenchmarks();
   ASSERT_EQ(capture.runs.size(), 1u);
   const auto& run = capture.runs[0];

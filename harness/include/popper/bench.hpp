@@ -304,6 +304,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
       const std::size_t per_call = popper_evict_bytes();
       std::size_t evicted = 0;
       long calls = 0;
+      const bool fixed = fixed_iterations() > 0;  // the gate: one call an iteration, as Google Benchmark counts
       auto one_cold_call = [&] {
         if (!keep_warm) evicted += popper_evict();
         if (w.wake) w.wake();
@@ -315,7 +316,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
         return t;
       };
       for (auto _ : state) {
-        if (fixed_iterations() > 0) {
+        if (fixed) {
           state.SetIterationTime(one_cold_call());
           continue;
         }
@@ -327,7 +328,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
         state.SetIterationTime((timed_seconds - before) / static_cast<double>(calls - calls_before));
       }
       evicted_every_call = evicted >= per_call * static_cast<std::size_t>(calls);
-      if (fixed_iterations() == 0) state.counters["calls"] = benchmark::Counter(static_cast<double>(calls));
+      if (!fixed) state.counters["calls"] = benchmark::Counter(static_cast<double>(calls));
     } else {
       const auto t0 = Clock::now();
       for (auto _ : state) call_tier(c.tier, f);

@@ -46,9 +46,9 @@ static inline size_t popper_evict_core_bytes(void) {
 typedef struct {
   unsigned long bits[POPPER_EVICT_MAX_CPUS / (8 * sizeof(unsigned long))];
 } popper_cpu_mask;
+enum { POPPER_CPU_MASK_WORD_BITS = 8 * sizeof(unsigned long) };
 static inline int popper_cpu_in(const popper_cpu_mask* m, int cpu) {
-  const int w = (int)(8 * sizeof(unsigned long));
-  return (int)((m->bits[cpu / w] >> (cpu % w)) & 1UL);
+  return (int)((m->bits[cpu / POPPER_CPU_MASK_WORD_BITS] >> (cpu % POPPER_CPU_MASK_WORD_BITS)) & 1UL);
 }
 
 struct popper_evict_job {
@@ -69,7 +69,7 @@ static inline void* popper_evict_on_cpu(void* arg) {
   struct popper_evict_job* job = (struct popper_evict_job*)arg;
   popper_cpu_mask one;
   memset(&one, 0, sizeof one);
-  one.bits[job->cpu / (8 * sizeof(unsigned long))] |= 1UL << (job->cpu % (8 * sizeof(unsigned long)));
+  one.bits[job->cpu / POPPER_CPU_MASK_WORD_BITS] |= 1UL << (job->cpu % POPPER_CPU_MASK_WORD_BITS);
   /* Not pinned (a CPU the mask no longer offers): the read still runs, somewhere. */
   (void)syscall(SYS_sched_setaffinity, 0, sizeof one, &one);
   unsigned long long sum = 0;
@@ -108,10 +108,10 @@ static inline size_t popper_evict(void) {
   struct popper_evict_job jobs[kMaxJobs];
   pthread_t threads[kMaxJobs];
   int started = 0;
-  const size_t core_lines = popper_evict_core_bytes() / 64 < lines ? popper_evict_core_bytes() / 64 : lines;
+  const size_t core_lines = popper_evict_core_bytes() / 64;
   for (int cpu = 0; got > 0 && cpu < 8 * (int)got && cpu < POPPER_EVICT_MAX_CPUS && started < kMaxJobs; ++cpu) {
     if (!popper_cpu_in(&mask, cpu) || (unsigned)cpu == here) continue;
-    jobs[started].buf = buf, jobs[started].lines = core_lines, jobs[started].cpu = cpu;
+    jobs[started].buf = buf, jobs[started].lines = core_lines < lines ? core_lines : lines, jobs[started].cpu = cpu;
     jobs[started].on_cpu = 0, jobs[started].sum = 0;
     if (pthread_create(&threads[started], NULL, popper_evict_on_cpu, &jobs[started]) != 0) break;
     ++started;
