@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/fill.hpp"
-#include "common/pool_wake.hpp"
+#include "common/cold_row_pool.hpp"
 #include "common/read_bandwidth.hpp"
 #include "gemm/gemm_device.hpp"
 #include "gemm/testbed.hpp"
@@ -108,8 +108,9 @@ void bench_gemm(benchmark::State& state, const pb::Case& c) {
     };
     recheck.verify = verify;
   }
-  pb::measure(state, c, v, call,
-              {.work = 2.0 * double(m) * double(n) * double(k), .bytes = bytes, .wake = suite::pool_wake(c)}, recheck);
+  const suite::ColdRowPool pool(c);
+  pb::measure(state, c, v, call, {.work = 2.0 * double(m) * double(n) * double(k), .bytes = bytes, .wake = pool.wake()},
+              recheck);
   if (!read.empty() && !state.error_occurred())
     state.counters["read_bytes_per_second"] = *std::max_element(read.begin(), read.end());
 }

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "common/fill.hpp"
-#include "common/pool_wake.hpp"
+#include "common/cold_row_pool.hpp"
 #include "common/read_bandwidth.hpp"
 #include "impl/q4k/bandwidth_bound.hpp"
 #include "impl/q4k/cpu_q4k.hpp"
@@ -182,8 +182,9 @@ void bench_q4k(benchmark::State& state, const pb::Case& c) {
   }
   const double bytes = q4k::gemv_bytes(rows, cols);
   const auto t0 = Clock::now();
+  const suite::ColdRowPool pool(c);
   pb::measure(state, c, f.verdict, timed,
-              {.work = 2.0 * double(rows) * double(cols), .bytes = bytes, .wake = suite::pool_wake(c)}, recheck);
+              {.work = 2.0 * double(rows) * double(cols), .bytes = bytes, .wake = pool.wake()}, recheck);
   const auto t1 = loop_end.value_or(Clock::now());
   if (state.error_occurred()) return;
   // A cold row's wall time includes its evictions, so the check against the

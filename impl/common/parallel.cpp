@@ -62,6 +62,19 @@ bool exact_threads() {
 ScopedExactThreads::ScopedExactThreads() { exact_scopes().fetch_add(1); }
 ScopedExactThreads::~ScopedExactThreads() { exact_scopes().fetch_sub(1); }
 
+namespace {
+// Workers 0 .. n-1 spin rather than sleep (ScopedSpinningWorkers).
+std::atomic<int>& spinning_workers() {
+  static std::atomic<int> n{0};
+  return n;
+}
+}  // namespace
+ScopedSpinningWorkers::ScopedSpinningWorkers(int threads)
+    : previous_(spinning_workers().exchange(std::max(threads - 1, 0))) {
+  wake(threads);  // those asleep now spin from here on
+}
+ScopedSpinningWorkers::~ScopedSpinningWorkers() { spinning_workers().store(previous_); }
+
 int hardware_threads() {
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
@@ -116,7 +129,7 @@ class Pool {
     // Each worker starts from generation 0, not from whatever it reads once it
     // runs: a pool destroyed before a worker got going (a short process) has
     // already advanced the generation, and that worker would sleep through it.
-    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(0); });
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { worker_loop(i, 0); });
   }
   ~Pool() {
     stop_.store(true);
@@ -144,12 +157,15 @@ class Pool {
     return true;
   }
 
-  void worker_loop(std::uint64_t seen) {
+  void worker_loop(int index, std::uint64_t seen) {
     t_in_pool = true;
     for (;;) {
-      // Spin a little (a kernel often calls run() again at once), then sleep.
+      // Spin a little (a kernel often calls run() again at once), then sleep;
+      // held spinning by a ScopedSpinningWorkers that covers this worker.
       std::uint64_t s = state_.load(std::memory_order_acquire);
-      for (int spin = 0; (s >> kSlotBits) == seen && spin < 2000; ++spin) {
+      for (int spin = 0;
+           (s >> kSlotBits) == seen && (spin < 2000 || index < spinning_workers().load(std::memory_order_relaxed));
+           ++spin) {
         _mm_pause();
         s = state_.load(std::memory_order_acquire);
       }

@@ -59,6 +59,25 @@ class ScopedExactThreads {
   ScopedExactThreads& operator=(const ScopedExactThreads&) = delete;
 };
 
+// While a ScopedSpinningWorkers(threads) lives (any thread), the workers a
+// run() on `threads` threads takes part spin for the next run() instead of
+// going to sleep (it wakes them if they sleep); the others sleep as before. For a bench's cold row, which
+// idles the workers through each eviction (milliseconds) where back-to-back
+// calls, a decode's GEMVs, never let them sleep: a core left idle that long
+// starts the next call slower (on a 2-vCPU Zen 4 guest the woken worker's half
+// of a 2-thread Q4_K GEMV ran 1.5x longer than the caller's), and ggml's
+// threadpool polls through the same gap by default.
+class ScopedSpinningWorkers {
+ public:
+  explicit ScopedSpinningWorkers(int threads);
+  ~ScopedSpinningWorkers();
+  ScopedSpinningWorkers(const ScopedSpinningWorkers&) = delete;
+  ScopedSpinningWorkers& operator=(const ScopedSpinningWorkers&) = delete;
+
+ private:
+  int previous_;
+};
+
 // Sets OpenBLAS's thread count for the scope and restores it after (RAII):
 // wrapped tiers that loop over independent problems run the library on one
 // thread and parallelise across problems, as a user would.

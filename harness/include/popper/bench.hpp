@@ -150,6 +150,9 @@ struct Work {
   // spin): wakes them, untimed, after a cold row's eviction. The eviction
   // idles the process for milliseconds, which calls back to back over copies
   // of the operands never do, so the timed call starts as such a call does.
+  // Woken is not enough where an idle core starts slower: popper's own suites
+  // also keep the pool's workers spinning through the eviction, as a vendor's
+  // threadpool polls through it (bench/common/cold_row_pool.hpp).
   std::function<void()> wake = {};
 };
 
