@@ -294,6 +294,44 @@ TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu) {
   EXPECT_NE(mixed.detail.find("3 of 8 trials set aside"), std::string::npos) << mixed.detail;
 }
 
+namespace {
+// The row on 2 CPUs with the link probe's round trip around each trial's process (pace.hpp).
+pb::BenchRow linked(pb::BenchRow r, const std::vector<double>& link) {
+  r.key.threads = 2;
+  for (std::size_t t = 0; t < link.size(); ++t) r.link[static_cast<int>(t)] = link[t];
+  return r;
+}
+}  // namespace
+
+// Rule: a ratio also sets aside the trials in which one side's CPUs were far
+// apart and the other's were not. On the 2-vCPU Zen 4 guest the vCPUs sat on
+// one CCD (round trip 51-79 ns) or two (312-382 ns), switching every few
+// seconds, and OpenBLAS's 2-thread small_128 f64 took 52 or 95 us with them,
+// called from C or through popper alike: BENCH-GEMM-001 read 1.8x in a trial
+// that paired a far wrapped process with a near ceiling.
+TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSidesCpusWereFarApart) {
+  const auto c = claim("time_ratio", "wrapped", "ceiling", "<", 1.02);
+  constexpr double kNear = 6e-8, kFar = 3.3e-7;
+  const pb::BenchRow ceiling = linked(per_trial("ceiling", "openblas:Zen", {1, 1.83, 1, 1, 1, 1, 1.83, 1}),
+                                      {kNear, kFar, kNear, kNear, kNear, kNear, kFar, kNear});
+  const pb::BenchRow wrapped = linked(per_trial("wrapped", "openblas:Zen", {1, 1, 1.83, 1.83, 1, 1, 1.83, 1}),
+                                      {kNear, kNear, kFar, kFar, kNear, kNear, kFar, kNear});
+  // The premise: without the links, the trials that paired far with near decide nothing good.
+  pb::BenchRow unlinked_w = wrapped, unlinked_c = ceiling;
+  unlinked_w.link.clear(), unlinked_c.link.clear();
+  ASSERT_NE(judge(c, {unlinked_w, unlinked_c}).verdict, pb::ClaimVerdict::Met);
+  // Trials 1-3 are set aside; trial 6, far on both sides, is judged as it is.
+  const auto res = judge(c, {wrapped, ceiling});
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;
+  EXPECT_NE(res.detail.find("3 of 8 trials set aside: one side's CPUs were far apart"), std::string::npos)
+      << res.detail;
+  // A slower wrapper measured with both sides near stands: the set-aside cannot hide it.
+  const auto slower =
+      judge(c, {linked(per_trial("wrapped", "openblas:Zen", std::vector(8, 1.3)), std::vector(8, kNear)),
+                linked(per_trial("ceiling", "openblas:Zen", std::vector(8, 1.0)), std::vector(8, kNear))});
+  EXPECT_EQ(slower.verdict, pb::ClaimVerdict::NotMet) << slower.detail;
+}
+
 // Rule: a ratio is judged on the repetitions probed at a steady pace inside
 // their process; a trial whose every repetition ran slow is a slow trial.
 TEST(BenchClaims, ARatioIsJudgedOnTheRepetitionsItsCpuRanSteady) {

@@ -67,9 +67,11 @@ TEST(BenchPace, MergingRowsKeepsEveryTrialsPace) {
   std::vector<pb::BenchRow> rows = {row(pb::Tier::Hand, 1, {{0, 2e-3}})};
   auto later = row(pb::Tier::Hand, 1, {{5, 3e-3}});
   later.sample_pace = {2.5e-3};
+  later.link = {{5, 6e-8}};
   pb::merge_rows(rows, {later});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].pace, (std::map<int, double>{{0, 2e-3}, {5, 3e-3}}));
+  EXPECT_EQ(rows[0].link, (std::map<int, double>{{5, 6e-8}}));
   EXPECT_EQ(rows[0].sample_pace, (std::vector<double>{0, 2.5e-3}));
   EXPECT_EQ(pb::without_trials(rows[0], {0}).sample_pace, (std::vector<double>{2.5e-3}));
 }
@@ -85,15 +87,61 @@ TEST(BenchPace, TheSummaryAndTheCsvNameTheSlowProcesses) {
   EXPECT_EQ(pb::pace_summary(t), "1 thread: fastest 2.00 ms; slow (over 1.2x) in ceiling 0 of 1, hand 1 of 2");
   t.rows.pop_back();
   EXPECT_EQ(pb::pace_csv(t),
-            "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds\n"
-            "gemm/hand/cpu/a/f64/threads:1/warm,0,0.002,1,no,,\n"
-            "gemm/hand/cpu/a/f64/threads:1/warm,1,0.003,2,yes,,\n"
-            "gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,,\n");
+            "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far\n"
+            "gemm/hand/cpu/a/f64/threads:1/warm,0,0.002,1,no,,,0,no\n"
+            "gemm/hand/cpu/a/f64/threads:1/warm,1,0.003,2,yes,,,0,no\n"
+            "gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,,,0,no\n");
   t.rows[1].sample_pace = {2.6e-3};
   EXPECT_EQ(pb::pace_summary(t),
             "1 thread: fastest 2.00 ms; slow (over 1.2x) in ceiling 0 of 1, hand 1 of 2; repetitions probed in their "
             "process: slow in 1 of 1");
-  EXPECT_NE(pb::pace_csv(t).find("gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,0.0026,1\n"), std::string::npos);
+  EXPECT_NE(pb::pace_csv(t).find("gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,0.0026,1,0,no\n"),
+            std::string::npos);
+  // On two CPUs, the link too: the wrapped process of trial 1 ran with its CPUs far apart.
+  auto two = row(pb::Tier::Wrapped, 2, {{0, 3e-3}, {1, 3e-3}});
+  two.link = {{0, 6e-8}, {1, 3.3e-7}};
+  t.rows = {two};
+  EXPECT_EQ(pb::pace_summary(t),
+            "2 threads: fastest 3.00 ms; slow (over 1.2x) in wrapped 0 of 2; link closest 0.060 us; far (over 2x) in "
+            "wrapped 1 of 2");
+  EXPECT_NE(pb::pace_csv(t).find("gemm/wrapped/cpu/a/f64/threads:2/warm,1,0.003,2,no,,,3.3e-07,yes\n"),
+            std::string::npos);
+}
+
+// The link (pace.hpp): a cache line's round trip between a process's CPUs.
+// The 2-vCPU Zen 4 guest's vCPUs sat on one CCD of the host (51-79 ns) or on
+// two (312-382 ns), switching every few seconds, and OpenBLAS's 2-thread GEMM
+// took twice as long in the second placement.
+TEST(BenchPace, TheLinkIsARoundTripBetweenTheProcesssCpus) {
+  EXPECT_EQ(pb::measure_link({::sched_getcpu()}), 0.0);  // one CPU: no link
+  EXPECT_LT(pb::measure_link({::sched_getcpu(), CPU_SETSIZE - 1}), 0.0) << "a CPU no thread can be pinned to";
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &all)) cpus.push_back(c);
+  if (cpus.size() < 2) GTEST_SKIP() << "requires 2 CPUs: this process may use " << cpus.size();
+  const double s = pb::measure_link(cpus);
+  EXPECT_GT(s, 0.0);
+  EXPECT_LT(s, 1e-3) << "a round trip of one cache line between two CPUs, in seconds";
+}
+
+TEST(BenchPace, FarIsOverTwiceTheClosestLinkOnAsManyCpusAndSetAsideWhenOneSided) {
+  auto a = row(pb::Tier::Wrapped, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}});
+  auto b = row(pb::Tier::Ceiling, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}});
+  a.link = {{0, 6e-8}, {1, 3.3e-7}, {2, 1e-7}, {3, 3.1e-7}};
+  b.link = {{0, 5.5e-8}, {1, 6e-8}, {2, 3.2e-7}, {3, 3.4e-7}};
+  pb::BenchTable t;
+  t.rows = {a, b, row(pb::Tier::Hand, 1, {{0, 2e-3}})};
+  const auto closest = pb::closest_link(t);
+  EXPECT_EQ(closest, (std::map<int, double>{{2, 5.5e-8}}));  // a 1-CPU process has no link
+  EXPECT_FALSE(pb::ran_far(a, 0, closest));
+  EXPECT_TRUE(pb::ran_far(a, 1, closest));
+  EXPECT_FALSE(pb::ran_far(a, 2, closest));  // 1.8x: near
+  EXPECT_FALSE(pb::ran_far(a, 9, closest));  // no such trial: unknown is not far
+  // Trial 1: only a far; trial 2: only b; trial 3: both far, judged as they are.
+  EXPECT_EQ(pb::mixed_link_trials(a, b, closest), (std::set<int>{1, 2}));
+  EXPECT_EQ(pb::without_trials(a, {1, 2}).link, (std::map<int, double>{{0, 6e-8}, {3, 3.1e-7}}));
 }
 
 // Inside a process the host's share of the core changes within a second: a

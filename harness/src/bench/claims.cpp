@@ -77,6 +77,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                          const std::vector<std::string>& family_shapes) {
   std::vector<ClaimResult> out;
   const auto fastest = fastest_pace(table);
+  const auto closest = closest_link(table);
   std::set<std::string> precisions;
   std::set<int> threads;
   for (const auto& r : table.rows)
@@ -161,18 +162,24 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             std::string spanned;    // the trials' own ratios, when they widened the interval
             std::string set_aside;  // the repetitions and trials left out: their CPU ran slow (pace.hpp)
             // A ratio is judged on the repetitions probed at a steady pace, then on the trials
-            // whose two processes ran at one pace.
+            // whose two processes ran at one pace and with their CPUs as close.
             const BenchRow num_steady = ratio ? steady_samples(*num, fastest) : *num;
             const BenchRow den_steady = ratio ? steady_samples(*den, fastest) : BenchRow{};
             if (const std::size_t slow_reps = num->samples.size() - num_steady.samples.size() +
                                               (ratio ? den->samples.size() - den_steady.samples.size() : 0))
               set_aside = fmt::format(" ({} repetitions set aside: their CPU ran slow)", slow_reps);
-            const std::set<int> mixed = ratio ? mixed_pace_trials(num_steady, den_steady, fastest) : std::set<int>{};
+            const std::set<int> slow = ratio ? mixed_pace_trials(num_steady, den_steady, fastest) : std::set<int>{};
+            const std::set<int> far = ratio ? mixed_link_trials(num_steady, den_steady, closest) : std::set<int>{};
+            std::set<int> mixed = slow;
+            mixed.insert(far.begin(), far.end());
             const BenchRow num_kept = without_trials(num_steady, mixed);
             const BenchRow den_kept = ratio ? without_trials(den_steady, mixed) : BenchRow{};
             if (!mixed.empty()) {
               const int n = trial_count({&num->samples, &num->trials});
-              set_aside += fmt::format(" ({} of {} trials set aside: one side ran on a slow CPU)", mixed.size(), n);
+              const char* why = far.empty()    ? "one side ran on a slow CPU"
+                                : slow.empty() ? "one side's CPUs were far apart"
+                                               : "one side ran on a slow CPU, or on CPUs far apart";
+              set_aside += fmt::format(" ({} of {} trials set aside: {})", mixed.size(), n, why);
               if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
                   trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
                 // Too few trials at one pace to judge: measuring it again may find some.

@@ -71,6 +71,10 @@ struct BenchRow {
   // trial without one was not probed. Not a CSV column: a table read from a
   // file has none, and its claims are judged on every trial.
   std::map<int, double> pace;
+  // Seconds of a cache line's round trip between the CPUs of the process of
+  // each trial (pace.hpp, PaceMeter::link_seconds); only processes on several
+  // CPUs have one. Not a CSV column either.
+  std::map<int, double> link;
   // Seconds of the pace probe around each sample's repetition, inside its
   // process (popper/pace.h; 1-thread rows); 0 where not probed. Not a CSV
   // column either.

@@ -162,6 +162,7 @@ void merge_rows(std::vector<BenchRow>& dst, const std::vector<BenchRow>& src) {
         d->sample_pace.push_back(r.pace_of(i));
       }
       d->pace.insert(r.pace.begin(), r.pace.end());
+      d->link.insert(r.link.begin(), r.link.end());
       if (r.verdict.failed()) d->verdict = r.verdict;
     }
   }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <tuple>
 
@@ -46,11 +47,85 @@ double measure_pace(const std::vector<int>& cpus, PaceLoop loop) {
   return *std::max_element(per_cpu.begin(), per_cpu.end());
 }
 
-PaceMeter::PaceMeter(std::vector<int> cpus) : cpus_(std::move(cpus)), before_(measure_pace(cpus_)) {}
+namespace {
+
+// The least mean round trip of kLinkBatches batches of kLinkTrips between a
+// thread pinned to `a` and one pinned to `b`; < 0 when a pin failed or a side
+// stopped answering for kLinkPatience.
+constexpr int kLinkBatches = 5;
+constexpr long kLinkTrips = 200;
+constexpr auto kLinkPatience = std::chrono::milliseconds(200);
+
+double link_between(int a, int b) {
+  struct alignas(64) Line {
+    std::atomic<long> trips{0};  // odd: a served trip n = (v - 1) / 2; even: b returned it
+  } line;
+  std::atomic<int> pinned{0};
+  std::atomic<bool> stop{false}, failed{false};
+  // Waits until the line reads `want`; false once the other side gave up or is past patience.
+  auto wait_for = [&](long want) {
+    const auto deadline = std::chrono::steady_clock::now() + kLinkPatience;
+    for (long spin = 1; line.trips.load(std::memory_order_acquire) != want; ++spin)
+      if (spin % 4096 == 0 && (stop.load() || std::chrono::steady_clock::now() > deadline)) {
+        failed = true, stop = true;
+        return false;
+      }
+    return true;
+  };
+  auto start_together = [&](int cpu) {
+    if (!pin_this_thread(cpu)) failed = true, stop = true;
+    pinned.fetch_add(1);
+    while (pinned.load() < 2) std::this_thread::yield();
+    return !stop.load();
+  };
+  double best = -1;
+  std::thread other([&] {
+    if (!start_together(b)) return;
+    for (long n = 0; n < kLinkBatches * kLinkTrips; ++n) {
+      if (!wait_for(2 * n + 1)) return;
+      line.trips.store(2 * n + 2, std::memory_order_release);
+    }
+  });
+  std::thread server([&] {
+    if (!start_together(a)) return;
+    for (long n = 0, batch = 0; batch < kLinkBatches; ++batch) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (long i = 0; i < kLinkTrips; ++i, ++n) {
+        line.trips.store(2 * n + 1, std::memory_order_release);
+        if (!wait_for(2 * n + 2)) return;
+      }
+      const double mean = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kLinkTrips;
+      best = best < 0 ? mean : std::min(best, mean);
+    }
+  });
+  server.join();
+  other.join();
+  return failed ? -1 : best;
+}
+
+}  // namespace
+
+double measure_link(const std::vector<int>& cpus) {
+  double worst = 0;
+  for (std::size_t k = 1; k < cpus.size(); ++k) {
+    const double s = link_between(cpus[0], cpus[k]);
+    if (s < 0) return -1;
+    worst = std::max(worst, s);
+  }
+  return worst;
+}
+
+PaceMeter::PaceMeter(std::vector<int> cpus)
+    : cpus_(std::move(cpus)), before_(measure_pace(cpus_)), link_before_(measure_link(cpus_)) {}
 
 double PaceMeter::seconds() const {
   const double after = measure_pace(cpus_);
   return before_ < 0 || after < 0 ? -1 : std::max(before_, after);
+}
+
+double PaceMeter::link_seconds() const {
+  const double after = measure_link(cpus_);
+  return link_before_ < 0 || after < 0 ? -1 : std::max(link_before_, after);
 }
 
 std::map<int, double> fastest_pace(const BenchTable& t) {
@@ -103,14 +178,43 @@ bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest
   return p != r.pace.end() && f != fastest.end() && p->second > kSlowPace * f->second;
 }
 
-std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
+namespace {
+// The trials both rows measured in which `marked(row, trial)` holds for exactly one of them.
+template <class Marked>
+std::set<int> trials_marked_on_one_side(const BenchRow& a, const BenchRow& b, Marked marked) {
   std::set<int> in_a, out;
   for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
   for (std::size_t i = 0; i < b.samples.size(); ++i) {
     const int t = b.trial_of(i);
-    if (in_a.count(t) && ran_slow(a, t, fastest) != ran_slow(b, t, fastest)) out.insert(t);
+    if (in_a.count(t) && marked(a, t) != marked(b, t)) out.insert(t);
   }
   return out;
+}
+}  // namespace
+
+std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
+  return trials_marked_on_one_side(a, b, [&](const BenchRow& r, int t) { return ran_slow(r, t, fastest); });
+}
+
+std::map<int, double> closest_link(const BenchTable& t) {
+  std::map<int, double> out;
+  for (const auto& r : t.rows)
+    for (const auto& [trial, s] : r.link)
+      if (s > 0) {
+        const auto [it, fresh] = out.emplace(r.key.threads, s);
+        if (!fresh) it->second = std::min(it->second, s);
+      }
+  return out;
+}
+
+bool ran_far(const BenchRow& r, int trial, const std::map<int, double>& closest) {
+  const auto l = r.link.find(trial);
+  const auto c = closest.find(r.key.threads);
+  return l != r.link.end() && c != closest.end() && l->second > kFarLink * c->second;
+}
+
+std::set<int> mixed_link_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& closest) {
+  return trials_marked_on_one_side(a, b, [&](const BenchRow& r, int t) { return ran_far(r, t, closest); });
 }
 
 BenchRow without_trials(const BenchRow& r, const std::set<int>& trials) {
@@ -124,7 +228,7 @@ BenchRow without_trials(const BenchRow& r, const std::set<int>& trials) {
       kept.trials.push_back(r.trial_of(i));
       kept.sample_pace.push_back(r.pace_of(i));
     }
-  for (int t : trials) kept.pace.erase(t);
+  for (int t : trials) kept.pace.erase(t), kept.link.erase(t);
   return kept;
 }
 
@@ -151,22 +255,40 @@ std::string pace_summary(const BenchTable& t) {
         ++c.all;
         c.slow += s > kSlowPace * fastest.at(r.key.threads);
       }
-  std::string out;
-  for (const auto& [threads, tiers] : by) {
+  const auto closest = closest_link(t);
+  std::map<int, std::map<Tier, Count>> far;  // processes on several CPUs, by their link
+  seen.clear();
+  for (const auto& r : t.rows)
+    for (const auto& [trial, s] : r.link)
+      if (s > 0 && seen.insert({r.key.backend, r.key.shape, r.key.threads, r.key.cache_mode, trial, s}).second) {
+        Count& c = far[r.key.threads][r.key.tier];
+        ++c.all;
+        c.slow += ran_far(r, trial, closest);
+      }
+  auto by_tier = [](const std::map<Tier, Count>& tiers) {
     std::string parts;
     for (const auto& [tier, c] : tiers)
       parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", tier_text(tier), c.slow, c.all);
+    return parts;
+  };
+  std::string out;
+  for (const auto& [threads, tiers] : by) {
     out += fmt::format("{}{} thread{}: fastest {:.2f} ms; slow (over {}x) in {}", out.empty() ? "" : "; ", threads,
-                       threads == 1 ? "" : "s", 1e3 * fastest.at(threads), kSlowPace, parts);
+                       threads == 1 ? "" : "s", 1e3 * fastest.at(threads), kSlowPace, by_tier(tiers));
     if (const auto it = reps.find(threads); it != reps.end())
       out += fmt::format("; repetitions probed in their process: slow in {} of {}", it->second.slow, it->second.all);
+    if (const auto it = far.find(threads); it != far.end())
+      out += fmt::format("; link closest {:.3f} us; far (over {}x) in {}", 1e6 * closest.at(threads), kFarLink,
+                         by_tier(it->second));
   }
   return out;
 }
 
 std::string pace_csv(const BenchTable& t) {
   const auto fastest = fastest_pace(t);
-  std::string out = "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds\n";
+  const auto closest = closest_link(t);
+  std::string out =
+      "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far\n";
   for (const auto& r : t.rows)
     for (const auto& [trial, s] : r.pace) {
       std::vector<double> mine;
@@ -183,8 +305,10 @@ std::string pace_csv(const BenchTable& t) {
       std::sort(mine.begin(), mine.end());
       const std::size_t n = mine.size();
       const double median = n % 2 ? mine[n / 2] : 0.5 * (mine[n / 2 - 1] + mine[n / 2]);
-      out += fmt::format("{},{},{:.6g},{:.6g},{},{},{}\n", r.key.to_string(), trial, s, median,
-                         ran_slow(r, trial, fastest) ? "yes" : "no", rep_paces, rep_seconds);
+      const auto link = r.link.find(trial);
+      out += fmt::format("{},{},{:.6g},{:.6g},{},{},{},{:.6g},{}\n", r.key.to_string(), trial, s, median,
+                         ran_slow(r, trial, fastest) ? "yes" : "no", rep_paces, rep_seconds,
+                         link == r.link.end() ? 0.0 : link->second, ran_far(r, trial, closest) ? "yes" : "no");
     }
   return out;
 }

@@ -6,12 +6,22 @@
 // and a latency-bound loop stayed the same. A ratio whose two sides drew
 // different shares of such periods measured the host, not the kernels.
 //
+// A process on several CPUs also carries its link: the round trip of a cache
+// line between its first CPU and each other one, before and after it. The
+// same guest's two vCPUs sat on one CCD of the host (round trip 51-79 ns) or
+// on two (312-382 ns), switching every few seconds; OpenBLAS's 2-thread GEMM
+// of 128^3 f64, whose threads share their packed panels every call, took
+// 51-61 us in the first placement and 92-106 us in the second, in each of 140
+// processes, and so did its call from C or through popper, whichever drew it.
+// A process ran far when its link is over kFarLink x the run's closest.
+//
 // So every timed process carries its pace (BenchRow::pace, by trial), and
 // each repetition of a 1-thread row the pace around it inside its process
 // (BenchRow::sample_pace, popper/pace.h); a process or a repetition ran slow
 // when its pace is over kSlowPace x the fastest pace of the run on as many
 // CPUs. A ratio claim sets aside the trials in which one side
-// ran slow and the other did not (claims.hpp), and is judged on the rest.
+// ran slow and the other did not, or far and the other did not (claims.hpp),
+// and is judged on the rest.
 #pragma once
 #include <map>
 #include <set>
@@ -26,6 +36,10 @@ namespace popper::bench {
 // periods seen read 1.45-1.6x apart; one period's own spread was under 10%.
 inline constexpr double kSlowPace = 1.2;
 
+// Over this many times the run's closest link on as many CPUs: far. The two
+// placements seen read 4-7x apart; one placement's own spread was under 1.6x.
+inline constexpr double kFarLink = 2.0;
+
 // The loop (popper/pace.h): AVX2 FMA chains whose addends are loads from the
 // L1, where the CPU has them (bound by the FP pipes' and the load ports'
 // throughput: they see a sibling hyperthread's use of either), or the
@@ -37,16 +51,24 @@ enum class PaceLoop { Widest, Portable };
 // each), on the slowest CPU; < 0 when a thread could not be pinned.
 double measure_pace(const std::vector<int>& cpus, PaceLoop loop = PaceLoop::Widest);
 
-// The pace around one process: measured at construction and at seconds(); a
-// process is as slow as the slower end.
+// Seconds of a cache line's round trip between cpus[0] and each other CPU of
+// `cpus` (two threads pinned there, handing it back and forth), the farthest
+// pair's; the least of a few batches, so a preempted batch does not count.
+// 0 for one CPU; < 0 when a thread could not be pinned or the other never ran.
+double measure_link(const std::vector<int>& cpus);
+
+// The pace and the link around one process: measured at construction and at
+// seconds() and link_seconds(); a process is as slow, and as far, as the
+// worse end.
 class PaceMeter {
  public:
   explicit PaceMeter(std::vector<int> cpus);
-  double seconds() const;  // < 0 when unknown
+  double seconds() const;       // < 0 when unknown
+  double link_seconds() const;  // 0 on one CPU, < 0 when unknown
 
  private:
   std::vector<int> cpus_;
-  double before_;
+  double before_, link_before_;
 };
 
 // The fastest pace of a table's rows, around processes and repetitions, by
@@ -68,16 +90,28 @@ bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest
 // The trials both rows measured in which exactly one of them ran slow.
 std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest);
 
+// The closest link of a table's rows (BenchRow::link), by thread count.
+std::map<int, double> closest_link(const BenchTable& t);
+
+// Whether row r's process of `trial` ran far; false when its link is unknown.
+bool ran_far(const BenchRow& r, int trial, const std::map<int, double>& closest);
+
+// The trials both rows measured in which exactly one of them ran far.
+std::set<int> mixed_link_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& closest);
+
 // `r` without the samples of `trials`.
 BenchRow without_trials(const BenchRow& r, const std::set<int>& trials);
 
 // The run's pace by thread count and tier, for the report's header:
 // "1 thread: fastest 7.05 ms; slow (over 1.2x) in ceiling 4 of 40, hand 1 of 16"
-// (processes); "" when nothing was measured.
+// (processes), and on more CPUs their link: "2 threads: ...; link closest
+// 0.059 us; far (over 2x) in ceiling 9 of 20, hand 8 of 10"; "" when nothing
+// was measured.
 std::string pace_summary(const BenchTable& t);
 
-// "key,trial,pace_seconds,median_seconds,slow" per row and trial: which
-// processes ran on a slow CPU, for the report folder.
+// "row,trial,pace_seconds,median_seconds,slow,...,link_seconds,far" per row
+// and trial: which processes ran on a slow CPU or far apart, for the report
+// folder.
 std::string pace_csv(const BenchTable& t);
 
 }  // namespace popper::bench

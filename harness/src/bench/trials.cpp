@@ -67,10 +67,11 @@ void TrialRunner::say(const std::string& s) const {
   if (opt_.progress) opt_.progress(s);
 }
 
-void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace) {
+void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace, double link) {
   for (auto& g : got) {
     g.trials.assign(g.samples.size(), trial);
     if (pace > 0) g.pace[trial] = pace;
+    if (link > 0) g.link[trial] = link;
     step_rows_[current_step_].insert(g.key);
   }
   merge_rows(rows_, got);
@@ -94,7 +95,7 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
   const StealMeter steal(cpus);
   const auto r = run_process(argv, env, unset, step_timeout_, cpus);
   steal_.add(Tier::Ceiling, s.threads, steal.fraction());
-  const double paced = pace.seconds();
+  const double paced = pace.seconds(), linked = pace.link_seconds();
   if (!r.ok()) {
     say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() + timeout_text(r) +
         "; its rows are left out");
@@ -114,7 +115,7 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
     g.work_unit = fam_.work_unit;
     g.key.cache_mode = std::string(to_string(s.cache));  // the ceiling CSV has no cache column: the mode asked for
   }
-  add(std::move(got), trial, paced);
+  add(std::move(got), trial, paced, linked);
 }
 
 void TrialRunner::run_suite(const Step& s, int trial) {
@@ -131,7 +132,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
        "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
       opt_.env, {}, step_timeout_, cpus);
   steal_.add(s.tier, s.threads, steal.fraction());
-  const double paced = pace.seconds();
+  const double paced = pace.seconds(), linked = pace.link_seconds();
   std::ifstream in(json_path);
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -146,7 +147,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   if (got.empty()) say("warning: " + fam_.executable + " produced no row for " + name);
   for (const auto& g : got)
     if (g.verdict.failed()) say("warning: " + name + ": " + g.verdict.label);
-  add(std::move(got), trial, paced);
+  add(std::move(got), trial, paced, linked);
 }
 
 // One pass over the steps `which` (indices into steps_), shuffled by the trial's seed.

@@ -56,8 +56,9 @@ class TrialRunner {
 
  private:
   void say(const std::string& s) const;
-  std::string timeout_text(const ProcessResult& r) const;       // empty unless r timed out
-  void add(std::vector<BenchRow> got, int trial, double pace);  // pace < 0: unknown (pace.hpp)
+  std::string timeout_text(const ProcessResult& r) const;  // empty unless r timed out
+  // pace, link < 0: unknown; link 0: one CPU (pace.hpp)
+  void add(std::vector<BenchRow> got, int trial, double pace, double link);
   void run_ceiling(const Step& s, const VendorConfig& cfg, int trial);
   void run_suite(const Step& s, int trial);
   void run_trial(int trial, const std::string& label, std::vector<std::size_t> which);
