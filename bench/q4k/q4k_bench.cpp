@@ -181,8 +181,8 @@ void bench_q4k(benchmark::State& state, const pb::Case& c) {
     recheck.verify = [&] { return check_rows(f, tier, true); };
   }
   const double bytes = q4k::gemv_bytes(rows, cols);
-  const auto t0 = Clock::now();
   const suite::ColdRowPool pool(c);
+  const auto t0 = Clock::now();
   pb::measure(state, c, f.verdict, timed,
               {.work = 2.0 * double(rows) * double(cols), .bytes = bytes, .wake = pool.wake()}, recheck);
   const auto t1 = loop_end.value_or(Clock::now());
