@@ -126,11 +126,11 @@ TEST(BenchPace, TheLinkIsARoundTripBetweenTheProcesssCpus) {
   EXPECT_LT(s, 1e-3) << "a round trip of one cache line between two CPUs, in seconds";
 }
 
-TEST(BenchPace, FarIsOverTwiceTheClosestLinkOnAsManyCpusAndSetAsideWhenOneSided) {
-  auto a = row(pb::Tier::Wrapped, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}});
-  auto b = row(pb::Tier::Ceiling, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}});
-  a.link = {{0, 6e-8}, {1, 3.3e-7}, {2, 1e-7}, {3, 3.1e-7}};
-  b.link = {{0, 5.5e-8}, {1, 6e-8}, {2, 3.2e-7}, {3, 3.4e-7}};
+TEST(BenchPace, FarIsOverTwiceTheClosestLinkAndATrialsSidesDifferingTwiceAreSetAside) {
+  auto a = row(pb::Tier::Wrapped, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}, {4, 3e-3}});
+  auto b = row(pb::Tier::Ceiling, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}, {4, 3e-3}});
+  a.link = {{0, 6e-8}, {1, 3.3e-7}, {2, 1e-7}, {3, 3.1e-7}, {4, 6.2e-8}};
+  b.link = {{0, 5.5e-8}, {1, 6e-8}, {2, 3.2e-7}, {3, 3.4e-7}};  // trial 4: no link on b's side
   pb::BenchTable t;
   t.rows = {a, b, row(pb::Tier::Hand, 1, {{0, 2e-3}})};
   const auto closest = pb::closest_link(t);
@@ -139,9 +139,17 @@ TEST(BenchPace, FarIsOverTwiceTheClosestLinkOnAsManyCpusAndSetAsideWhenOneSided)
   EXPECT_TRUE(pb::ran_far(a, 1, closest));
   EXPECT_FALSE(pb::ran_far(a, 2, closest));  // 1.8x: near
   EXPECT_FALSE(pb::ran_far(a, 9, closest));  // no such trial: unknown is not far
-  // Trial 1: only a far; trial 2: only b; trial 3: both far, judged as they are.
-  EXPECT_EQ(pb::mixed_link_trials(a, b, closest), (std::set<int>{1, 2}));
-  EXPECT_EQ(pb::without_trials(a, {1, 2}).link, (std::map<int, double>{{0, 6e-8}, {3, 3.1e-7}}));
+  // Trials 1 and 2: 5.5x and 3.2x apart; trial 3: both far, judged as they are; trial 4: unknown on one side.
+  EXPECT_EQ(pb::mixed_link_trials(a, b), (std::set<int>{1, 2}));
+  EXPECT_EQ(pb::without_trials(a, {1, 2}).link, (std::map<int, double>{{0, 6e-8}, {3, 3.1e-7}, {4, 6.2e-8}}));
+  // A closer third placement (25 ns) makes both of the others far, but a trial that drew
+  // 60 ns on one side and 330 ns on the other still drew two placements.
+  auto c = row(pb::Tier::Hand, 2, {{0, 3e-3}});
+  c.link = {{0, 2.5e-8}};
+  t.rows.push_back(c);
+  EXPECT_TRUE(pb::ran_far(a, 0, pb::closest_link(t)));
+  EXPECT_TRUE(pb::ran_far(b, 2, pb::closest_link(t)));
+  EXPECT_EQ(pb::mixed_link_trials(a, b), (std::set<int>{1, 2}));
 }
 
 // Inside a process the host's share of the core changes within a second: a

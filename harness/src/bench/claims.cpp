@@ -77,7 +77,6 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                          const std::vector<std::string>& family_shapes) {
   std::vector<ClaimResult> out;
   const auto fastest = fastest_pace(table);
-  const auto closest = closest_link(table);
   std::set<std::string> precisions;
   std::set<int> threads;
   for (const auto& r : table.rows)
@@ -169,7 +168,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                               (ratio ? den->samples.size() - den_steady.samples.size() : 0))
               set_aside = fmt::format(" ({} repetitions set aside: their CPU ran slow)", slow_reps);
             const std::set<int> slow = ratio ? mixed_pace_trials(num_steady, den_steady, fastest) : std::set<int>{};
-            const std::set<int> far = ratio ? mixed_link_trials(num_steady, den_steady, closest) : std::set<int>{};
+            const std::set<int> far = ratio ? mixed_link_trials(num_steady, den_steady) : std::set<int>{};
             std::set<int> mixed = slow;
             mixed.insert(far.begin(), far.end());
             const BenchRow num_kept = without_trials(num_steady, mixed);
@@ -177,8 +176,9 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             if (!mixed.empty()) {
               const int n = trial_count({&num->samples, &num->trials});
               const char* why = far.empty()    ? "one side ran on a slow CPU"
-                                : slow.empty() ? "one side's CPUs were far apart"
-                                               : "one side ran on a slow CPU, or on CPUs far apart";
+                                : slow.empty() ? "the two sides' CPUs were placed apart differently"
+                                               : "one side ran on a slow CPU, or the two sides' CPUs were placed "
+                                                 "apart differently";
               set_aside += fmt::format(" ({} of {} trials set aside: {})", mixed.size(), n, why);
               if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
                   trial_count({&den_kept.samples, &den_kept.trials}) < 2) {

@@ -213,8 +213,13 @@ bool ran_far(const BenchRow& r, int trial, const std::map<int, double>& closest)
   return l != r.link.end() && c != closest.end() && l->second > kFarLink * c->second;
 }
 
-std::set<int> mixed_link_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& closest) {
-  return trials_marked_on_one_side(a, b, [&](const BenchRow& r, int t) { return ran_far(r, t, closest); });
+std::set<int> mixed_link_trials(const BenchRow& a, const BenchRow& b) {
+  std::set<int> out;
+  for (const auto& [t, la] : a.link)
+    if (const auto lb = b.link.find(t); lb != b.link.end() && la > 0 && lb->second > 0 &&
+                                        std::max(la, lb->second) > kFarLink * std::min(la, lb->second))
+      out.insert(t);
+  return out;
 }
 
 BenchRow without_trials(const BenchRow& r, const std::set<int>& trials) {

@@ -13,15 +13,16 @@
 // of 128^3 f64, whose threads share their packed panels every call, took
 // 51-61 us in the first placement and 92-106 us in the second, in each of 140
 // processes, and so did its call from C or through popper, whichever drew it.
-// A process ran far when its link is over kFarLink x the run's closest.
+// A process ran far when its link is over kFarLink x the run's closest; a
+// trial whose two sides' links differ by over kFarLink x drew two placements.
 //
 // So every timed process carries its pace (BenchRow::pace, by trial), and
 // each repetition of a 1-thread row the pace around it inside its process
 // (BenchRow::sample_pace, popper/pace.h); a process or a repetition ran slow
 // when its pace is over kSlowPace x the fastest pace of the run on as many
 // CPUs. A ratio claim sets aside the trials in which one side
-// ran slow and the other did not, or far and the other did not (claims.hpp),
-// and is judged on the rest.
+// ran slow and the other did not, or the two sides' CPUs were placed apart
+// differently (claims.hpp), and is judged on the rest.
 #pragma once
 #include <map>
 #include <set>
@@ -96,8 +97,11 @@ std::map<int, double> closest_link(const BenchTable& t);
 // Whether row r's process of `trial` ran far; false when its link is unknown.
 bool ran_far(const BenchRow& r, int trial, const std::map<int, double>& closest);
 
-// The trials both rows measured in which exactly one of them ran far.
-std::set<int> mixed_link_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& closest);
+// The trials both rows measured whose two links differ by over kFarLink x:
+// the two processes drew different placements. Judged pairwise, not against
+// the run's closest link: three placements were seen (about 25, 60 and 330 ns),
+// and against the closest the second and third are both far.
+std::set<int> mixed_link_trials(const BenchRow& a, const BenchRow& b);
 
 // `r` without the samples of `trials`.
 BenchRow without_trials(const BenchRow& r, const std::set<int>& trials);
