@@ -128,16 +128,20 @@ double PaceMeter::link_seconds() const {
   return link_before_ < 0 || after < 0 ? -1 : std::max(link_before_, after);
 }
 
+namespace {
+// Keeps in `least` the least positive s seen for each thread count.
+void keep_least(std::map<int, double>& least, int threads, double s) {
+  if (s <= 0) return;
+  const auto [it, fresh] = least.emplace(threads, s);
+  if (!fresh) it->second = std::min(it->second, s);
+}
+}  // namespace
+
 std::map<int, double> fastest_pace(const BenchTable& t) {
   std::map<int, double> out;
-  auto add = [&](int threads, double s) {
-    if (s <= 0) return;
-    const auto [it, fresh] = out.emplace(threads, s);
-    if (!fresh) it->second = std::min(it->second, s);
-  };
   for (const auto& r : t.rows) {
-    for (const auto& [trial, s] : r.pace) add(r.key.threads, s);
-    for (double s : r.sample_pace) add(r.key.threads, s);
+    for (const auto& [trial, s] : r.pace) keep_least(out, r.key.threads, s);
+    for (double s : r.sample_pace) keep_least(out, r.key.threads, s);
   }
   return out;
 }
@@ -178,32 +182,20 @@ bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest
   return p != r.pace.end() && f != fastest.end() && p->second > kSlowPace * f->second;
 }
 
-namespace {
-// The trials both rows measured in which `marked(row, trial)` holds for exactly one of them.
-template <class Marked>
-std::set<int> trials_marked_on_one_side(const BenchRow& a, const BenchRow& b, Marked marked) {
+std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
   std::set<int> in_a, out;
   for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
   for (std::size_t i = 0; i < b.samples.size(); ++i) {
     const int t = b.trial_of(i);
-    if (in_a.count(t) && marked(a, t) != marked(b, t)) out.insert(t);
+    if (in_a.count(t) && ran_slow(a, t, fastest) != ran_slow(b, t, fastest)) out.insert(t);
   }
   return out;
-}
-}  // namespace
-
-std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
-  return trials_marked_on_one_side(a, b, [&](const BenchRow& r, int t) { return ran_slow(r, t, fastest); });
 }
 
 std::map<int, double> closest_link(const BenchTable& t) {
   std::map<int, double> out;
   for (const auto& r : t.rows)
-    for (const auto& [trial, s] : r.link)
-      if (s > 0) {
-        const auto [it, fresh] = out.emplace(r.key.threads, s);
-        if (!fresh) it->second = std::min(it->second, s);
-      }
+    for (const auto& [trial, s] : r.link) keep_least(out, r.key.threads, s);
   return out;
 }
 
@@ -237,43 +229,49 @@ BenchRow without_trials(const BenchRow& r, const std::set<int>& trials) {
   return kept;
 }
 
-std::string pace_summary(const BenchTable& t) {
-  const auto fastest = fastest_pace(t);
-  struct Count {
-    int slow = 0, all = 0;
-  };
+namespace {
+struct Count {
+  int marked = 0, all = 0;
+};
+
+// By thread count and tier: the processes with a probe in `probe` (BenchRow::pace
+// or ::link), and those of them `marked` (ran slow, ran far).
+template <class Marked>
+std::map<int, std::map<Tier, Count>> count_processes(const BenchTable& t, std::map<int, double> BenchRow::*probe,
+                                                     Marked marked) {
   std::map<int, std::map<Tier, Count>> by;
-  // A ceiling process writes a row per precision, each with the process's pace: count it once.
+  // A ceiling process writes a row per precision, each with the process's probe: count it once.
   std::set<std::tuple<std::string, std::string, int, std::string, int, double>> seen;
   for (const auto& r : t.rows)
-    for (const auto& [trial, s] : r.pace)
+    for (const auto& [trial, s] : r.*probe)
       if (s > 0 && seen.insert({r.key.backend, r.key.shape, r.key.threads, r.key.cache_mode, trial, s}).second) {
         Count& c = by[r.key.threads][r.key.tier];
         ++c.all;
-        c.slow += ran_slow(r, trial, fastest);
+        c.marked += marked(r, trial);
       }
+  return by;
+}
+}  // namespace
+
+std::string pace_summary(const BenchTable& t) {
+  const auto fastest = fastest_pace(t);
+  const auto by =
+      count_processes(t, &BenchRow::pace, [&](const BenchRow& r, int trial) { return ran_slow(r, trial, fastest); });
   std::map<int, Count> reps;  // repetitions probed inside their process
   for (const auto& r : t.rows)
     for (double s : r.sample_pace)
       if (s > 0) {
         Count& c = reps[r.key.threads];
         ++c.all;
-        c.slow += s > kSlowPace * fastest.at(r.key.threads);
+        c.marked += s > kSlowPace * fastest.at(r.key.threads);
       }
   const auto closest = closest_link(t);
-  std::map<int, std::map<Tier, Count>> far;  // processes on several CPUs, by their link
-  seen.clear();
-  for (const auto& r : t.rows)
-    for (const auto& [trial, s] : r.link)
-      if (s > 0 && seen.insert({r.key.backend, r.key.shape, r.key.threads, r.key.cache_mode, trial, s}).second) {
-        Count& c = far[r.key.threads][r.key.tier];
-        ++c.all;
-        c.slow += ran_far(r, trial, closest);
-      }
+  const auto far =
+      count_processes(t, &BenchRow::link, [&](const BenchRow& r, int trial) { return ran_far(r, trial, closest); });
   auto by_tier = [](const std::map<Tier, Count>& tiers) {
     std::string parts;
     for (const auto& [tier, c] : tiers)
-      parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", tier_text(tier), c.slow, c.all);
+      parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", tier_text(tier), c.marked, c.all);
     return parts;
   };
   std::string out;
@@ -281,7 +279,7 @@ std::string pace_summary(const BenchTable& t) {
     out += fmt::format("{}{} thread{}: fastest {:.2f} ms; slow (over {}x) in {}", out.empty() ? "" : "; ", threads,
                        threads == 1 ? "" : "s", 1e3 * fastest.at(threads), kSlowPace, by_tier(tiers));
     if (const auto it = reps.find(threads); it != reps.end())
-      out += fmt::format("; repetitions probed in their process: slow in {} of {}", it->second.slow, it->second.all);
+      out += fmt::format("; repetitions probed in their process: slow in {} of {}", it->second.marked, it->second.all);
     if (const auto it = far.find(threads); it != far.end())
       out += fmt::format("; link closest {:.3f} us; far (over {}x) in {}", 1e6 * closest.at(threads), kFarLink,
                          by_tier(it->second));
