@@ -38,8 +38,9 @@
 
 namespace popper::decode::resident {
 
-// One launch: `items` work items of 32 lanes each (a Vulkan workgroup, a CUDA
-// warp), its arguments and the Q4_K matrices it reads (binding W0, W1, W2).
+// One launch: `items` work items of 32 lanes each (a CUDA warp; a Vulkan
+// workgroup holds four), its arguments and the Q4_K matrices it reads
+// (binding W0, W1, W2).
 struct Launch {
   Kernel kernel;
   Args args;

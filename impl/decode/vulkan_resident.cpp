@@ -39,6 +39,7 @@ const std::uint32_t kHead[] =
 
 constexpr std::uint32_t kBindings = 8;  // act, step, vectors, kv, rope, W0, W1, W2
 constexpr std::uint32_t kMaxGroupsX = 65535;
+constexpr std::uint32_t kItemsPerGroup = 4;  // work items of 32 lanes per workgroup: resident_common.glsl's kItems
 
 // The six pipelines, built once per process; a device that cannot build one
 // leaves the reason and the backend is unavailable.
@@ -148,7 +149,8 @@ class VulkanResident final : public Backend {
       std::array<vulkan::Buffer*, kBindings> b{act_.get(),  step_.get(),   vectors_.get(), kv_.get(),
                                                rope_.get(), unused_.get(), unused_.get(),  unused_.get()};
       for (std::size_t i = 0; i < l.weights.size(); ++i) b[5 + i] = &weights(l.weights[i]);
-      const std::uint32_t gx = std::min(l.items, kMaxGroupsX), gy = (l.items + gx - 1) / gx;
+      const std::uint32_t groups = (l.items + kItemsPerGroup - 1) / kItemsPerGroup;
+      const std::uint32_t gx = std::min(groups, kMaxGroupsX), gy = (groups + gx - 1) / gx;
       sequence_->dispatch(*pipelines().kernel[static_cast<std::size_t>(l.kernel)], b, &l.args, sizeof(Args), gx, gy);
     }
     sequence_->copy(*act_, std::size_t{layout_.logits} * sizeof(float), *logits_host_, 0,

@@ -6,9 +6,10 @@
 #include "resident_common.glsl"
 
 void main() {
+  if (!live()) return;  // no barrier follows
   const uint b = item();
-  if (b >= args.rows) return;
-  const uint token = step[0];
-  const Q4kLane v = lane_block0(token, args.rows, b, lane());
-  for (uint j = 0u; j < 8u; ++j) act[args.out_off + 256u * b + 32u * j + lane()] = q4k_weight(v, j);
+  const Q4kRaw v = load_block0(step[0], args.rows, b);
+#define STORE(j) act[args.out_off + 256u * b + 32u * j + lane()] = q4k_weight(v, j);
+  EIGHT(STORE)
+#undef STORE
 }

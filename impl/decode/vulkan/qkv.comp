@@ -8,6 +8,7 @@
 // W0 = W_q, W1 = W_k, W2 = W_v. Items: the Hq D/2 query pairs, the Hkv D/2
 // key pairs, then the Hkv D value rows (args.rows in all); a pair's two rows
 // are summed side by side, each in the Warp32 order.
+#define RESIDENT_GEMV
 #include "resident_common.glsl"
 
 // The RoPE pair (r0, r0 + D/2) of rows y0, y1 at position pos.
@@ -24,60 +25,35 @@ float biased(float y, uint at) {
   return (args.flags & kBias) != 0u ? r : y;
 }
 
-#define PAIR_SUMS(BLOCK, r0, r1)                                          \
-  for (uint b = 0u; b < nb; ++b) {                                        \
-    const Q4kLane v0 = BLOCK(r0, nb, b, lane()), v1 = BLOCK(r1, nb, b, lane()); \
-    for (uint j = 0u; j < 8u; ++j) {                                      \
-      const uint i = 256u * b + 32u * j + lane();                         \
-      precise float a = (act[args.in_off + i] * inv) * vec[args.norm + i]; \
-      precise float p0 = q4k_weight(v0, j) * a;                           \
-      precise float p1 = q4k_weight(v1, j) * a;                           \
-      acc0 = acc0 + p0;                                                   \
-      acc1 = acc1 + p1;                                                   \
-    }                                                                     \
-  }
+float activation(uint i, float inv) { return normed(inv, i); }
 
 void main() {
-  const uint it = item();
-  if (it >= args.rows) return;
+  const uint it = live_item();
   const uint nb = args.hidden / 256u, half_dim = args.head_dim / 2u;
   const uint q_pairs = args.q_width / 2u, k_pairs = args.kv_width / 2u;
   const uint pos = step[1];
-  const float inv = rms_inverse(args.in_off, args.hidden);
-  precise float acc0 = 0.0, acc1 = 0.0;
-  if (it < q_pairs + k_pairs) {
-    const bool is_q = it < q_pairs;
-    const uint p = is_q ? it : it - q_pairs;
-    const uint r0 = (p / half_dim) * args.head_dim + p % half_dim, r1 = r0 + half_dim;
-    if (is_q) {
-      PAIR_SUMS(lane_block0, r0, r1)
-    } else {
-      PAIR_SUMS(lane_block1, r0, r1)
-    }
-    const float y0 = tree_sum(acc0), y1 = tree_sum(acc1);
+  const bool is_pair = it < q_pairs + k_pairs, is_q = it < q_pairs;
+  const uint p = is_q ? it : it - q_pairs;
+  const uint r0 = is_pair ? (p / half_dim) * args.head_dim + p % half_dim : it - q_pairs - k_pairs;
+  const uint r1 = r0 + half_dim;
+  // W_q, W_k or W_v; a value row's second sum repeats its first, unused.
+  const uint m = is_q ? 0u : is_pair ? 1u : 2u;
+  float acc0, acc1;
+  pair_dot(m, r0, m, is_pair ? r1 : r0, nb, true, acc0, acc1);
+  // Both trees in every item: the shared-memory path's barriers need the whole workgroup.
+  const float y0 = tree_sum(acc0), y1 = tree_sum(acc1);
+  if (!live() || lane() != 0u) return;
+  if (is_pair) {
     const uint at = is_q ? 0u : args.q_width;
     const vec2 o = rotate(biased(y0, at + r0), biased(y1, at + r1), r0, pos);
-    if (lane() == 0u) {
-      if (is_q) {
-        act[args.out_off + r0] = o.x;
-        act[args.out_off + r1] = o.y;
-      } else {
-        kv[args.kv_k + pos * args.kv_width + r0] = o.x;
-        kv[args.kv_k + pos * args.kv_width + r1] = o.y;
-      }
+    if (is_q) {
+      act[args.out_off + r0] = o.x;
+      act[args.out_off + r1] = o.y;
+    } else {
+      kv[args.kv_k + pos * args.kv_width + r0] = o.x;
+      kv[args.kv_k + pos * args.kv_width + r1] = o.y;
     }
   } else {
-    const uint r = it - q_pairs - k_pairs;
-    for (uint b = 0u; b < nb; ++b) {
-      const Q4kLane v = lane_block2(r, nb, b, lane());
-      for (uint j = 0u; j < 8u; ++j) {
-        const uint i = 256u * b + 32u * j + lane();
-        precise float a = (act[args.in_off + i] * inv) * vec[args.norm + i];
-        precise float p0 = q4k_weight(v, j) * a;
-        acc0 = acc0 + p0;
-      }
-    }
-    const float y = biased(tree_sum(acc0), args.q_width + args.kv_width + r);
-    if (lane() == 0u) kv[args.kv_v + pos * args.kv_width + r] = y;
+    kv[args.kv_v + pos * args.kv_width + r0] = biased(y0, args.q_width + args.kv_width + r0);
   }
 }
