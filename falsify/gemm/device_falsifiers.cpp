@@ -3,12 +3,18 @@
 // inputs with FP32 accumulation). Every layout and transpose, shapes ragged
 // against the 128 x 128 block tile and the k step, leading dimensions that
 // allow 16-byte reads and ones that do not, a base address off by one
-// element, and alpha/beta with beta = 0 over a C full of NaN.
+// element, and alpha/beta with beta = 0 over a C full of NaN. On sm_90 the
+// tensor-core grid runs under both of its kernels (WMMA and wgmma).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <optional>
 #include <random>
+#include <string>
+#include <string_view>
 
 #include "impl/common/device.hpp"
 #include "impl/gemm/cuda_gemm.hpp"
@@ -140,13 +146,44 @@ void check_tensor_cores(const popper::Params& p, const char* name, Bits (*narrow
         << name << ": exact data, element " << i << " not exact (k = " << s.k << ")";
 }
 
+// POPPER_CUDA_TC_KERNEL set to `value` for the guard's life, then restored.
+class TcKernelOverride {
+ public:
+  explicit TcKernelOverride(const char* value) {
+    if (const char* v = std::getenv(kName)) saved_ = v;
+    ::setenv(kName, value, 1);
+  }
+  ~TcKernelOverride() { saved_ ? ::setenv(kName, saved_->c_str(), 1) : ::unsetenv(kName); }
+  TcKernelOverride(const TcKernelOverride&) = delete;
+  TcKernelOverride& operator=(const TcKernelOverride&) = delete;
+
+ private:
+  static constexpr const char* kName = "POPPER_CUDA_TC_KERNEL";
+  std::optional<std::string> saved_;
+};
+
 POPPER_FALSIFIER("FALSIFY-GEMM-017", [](const popper::Params& p) {
   std::mt19937_64 rng(p.seed());
   ASSERT_TRUE(popper::device::cuda_status().usable());
-  check_tensor_cores<cuda::half_bits>(p, "hand_gemm_f16", cuda::float_to_half, cuda::half_to_float, cuda::hand_gemm_f16,
-                                      rng);
-  check_tensor_cores<cuda::bf16_bits>(p, "hand_gemm_bf16", cuda::float_to_bf16, cuda::bf16_to_float,
-                                      cuda::hand_gemm_bf16, rng);
+  // Where the wgmma kernel runs (sm_90), the whole grid under each kernel;
+  // elsewhere under the WMMA kernel alone.
+  const bool wgmma = cuda::hand_gemm_tc_wgmma_available();
+  for (const char* kernel : {"wmma", "wgmma"}) {
+    if (!wgmma && std::string_view(kernel) == "wgmma") continue;
+    const TcKernelOverride use(kernel);
+    const std::uint64_t before = cuda::hand_gemm_tc_wgmma_calls();
+    const std::string f16 = std::string("hand_gemm_f16 (") + kernel + ")";
+    const std::string bf16 = std::string("hand_gemm_bf16 (") + kernel + ")";
+    check_tensor_cores<cuda::half_bits>(p, f16.c_str(), cuda::float_to_half, cuda::half_to_float, cuda::hand_gemm_f16,
+                                        rng);
+    if (::testing::Test::HasFatalFailure()) return;
+    check_tensor_cores<cuda::bf16_bits>(p, bf16.c_str(), cuda::float_to_bf16, cuda::bf16_to_float, cuda::hand_gemm_bf16,
+                                        rng);
+    if (::testing::Test::HasFatalFailure()) return;
+    const std::uint64_t took = cuda::hand_gemm_tc_wgmma_calls() - before;
+    if (std::string_view(kernel) == "wgmma") EXPECT_GT(took, 0u) << "no call took the wgmma kernel";
+    else EXPECT_EQ(took, 0u) << "POPPER_CUDA_TC_KERNEL=wmma, yet calls took the wgmma kernel";
+  }
   // Device-resident operands at unaligned addresses: the guarded (non cp.async) copies.
   const Stream st;
   const auto d = shape_list(p).back();

@@ -583,6 +583,22 @@ void hand_gemm_bf16_device(const GemmShape& s, float alpha, DeviceSpan<const bf1
   hand_device("hand_gemm_bf16_device", HandKernel::Bf16, s, alpha, a, b, beta, c, stream);
 }
 
+bool hand_gemm_tc_wgmma_available() {
+#if POPPER_HAVE_CUDA
+  return device_usable() && detail::tc_wgmma_available();
+#else
+  return false;
+#endif
+}
+
+std::uint64_t hand_gemm_tc_wgmma_calls() {
+#if POPPER_HAVE_CUDA
+  return detail::tc_wgmma_launches();
+#else
+  return 0;
+#endif
+}
+
 Backend hand_gemm_f32(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b, float beta,
                       std::span<float> c) {
   return hand_host("hand_gemm_f32", s, alpha, a, b, beta, c, hand_gemm_f32_device, identity);

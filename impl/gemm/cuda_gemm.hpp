@@ -131,6 +131,14 @@ void hand_gemm_f16_device(const GemmShape&, float alpha, DeviceSpan<const half_b
                           float beta, DeviceSpan<float> c, StreamHandle stream);
 void hand_gemm_bf16_device(const GemmShape&, float alpha, DeviceSpan<const bf16_bits> a, DeviceSpan<const bf16_bits> b,
                            float beta, DeviceSpan<float> c, StreamHandle stream);
+// The tensor-core entries (f16, bf16) run a second kernel on compute
+// capability 9.0 when the build has its sm_90a image (hand_gemm_wgmma_sm90a.cu:
+// wgmma, 128 x 256 block tiles) and both operands allow 16-byte reads; every
+// other call runs the WMMA kernel. POPPER_CUDA_TC_KERNEL=wmma forces the WMMA
+// kernel; =wgmma takes wgmma for every call whose operands allow it and
+// fails the call (cudaErrorNotSupported) on a device without it.
+bool hand_gemm_tc_wgmma_available();       // the current device runs the wgmma kernel
+std::uint64_t hand_gemm_tc_wgmma_calls();  // calls that took it so far (process-wide)
 
 // RAII device allocation of `count` elements of T (cudaMalloc / cudaFree).
 // Throws Unsupported when no device is usable.

@@ -1,5 +1,6 @@
 # GEMM extras: record ptxas resource usage of the hand CUDA kernels (the SIMT
-# FP32 kernel and the tensor-core kernel, every instantiation) at build time:
+# FP32 kernel, the WMMA tensor-core kernel and, where built, the sm_90a wgmma
+# kernel; every instantiation) at build time:
 # registers, spills and shared memory, so FALSIFY-GEMM-011 can check the
 # limits. Compiled for sm_90 (Hopper, where the kernels are judged) when it is
 # among CMAKE_CUDA_ARCHITECTURES, else for the first of them. The log lands
@@ -19,10 +20,22 @@ if(POPPER_HAVE_CUDA)
   endif()
   set(_gemm_commands)
   set(_gemm_parts)
-  foreach(kernel hand_gemm hand_gemm_tc)
+  set(_gemm_kernels hand_gemm hand_gemm_tc)
+  set(_gemm_sources ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm.cu ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm_tc.cu)
+  if(POPPER_HAVE_SM90A)
+    # The wgmma kernel exists for sm_90a only.
+    list(APPEND _gemm_kernels hand_gemm_wgmma_sm90a)
+    list(APPEND _gemm_sources ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm_wgmma_sm90a.cu)
+  endif()
+  foreach(kernel IN LISTS _gemm_kernels)
     set(_cu ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/${kernel}.cu)
+    if(kernel MATCHES "_sm90a$")
+      set(_gemm_gencode -gencode=arch=compute_90a,code=sm_90a)
+    else()
+      set(_gemm_gencode -arch=sm_${_gemm_arch})
+    endif()
     list(APPEND _gemm_commands
-      COMMAND ${CMAKE_CUDA_COMPILER} -std=c++20 -O3 -arch=sm_${_gemm_arch} -Xptxas -v
+      COMMAND ${CMAKE_CUDA_COMPILER} -std=c++20 -O3 ${_gemm_gencode} -Xptxas -v
               -I${PROJECT_SOURCE_DIR} -DPOPPER_HAVE_CUDA=1
               -c ${_cu} -o ${_gemm_dir}/${kernel}_ptxas.o > ${_gemm_dir}/${kernel}_ptxas.part 2>&1)
     list(APPEND _gemm_parts ${_gemm_dir}/${kernel}_ptxas.part)
@@ -32,8 +45,7 @@ if(POPPER_HAVE_CUDA)
     COMMAND ${CMAKE_COMMAND} -E make_directory ${_gemm_dir}
     ${_gemm_commands}
     COMMAND ${CMAKE_COMMAND} -E cat ${_gemm_parts} > ${_gemm_ptxas_log}
-    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm.cu ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm_tc.cu
-            ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm_launch.hpp
+    DEPENDS ${_gemm_sources} ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm_launch.hpp
     COMMENT "ptxas resource usage of the hand GEMM kernels (sm_${_gemm_arch})"
     VERBATIM)
   add_custom_target(popper_gemm_ptxas_log ALL DEPENDS ${_gemm_ptxas_log})

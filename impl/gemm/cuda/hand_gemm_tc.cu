@@ -14,11 +14,16 @@
 // loads a chunk. Ragged edges are zero-filled and never written. The epilogue
 // stages each accumulator through a per-warp 16 x 16 scratch in the freed
 // shared memory and writes alpha acc + beta C (C not read when beta == 0).
+// On sm_90, operands that allow 16-byte reads go to the wgmma kernel
+// (hand_gemm_wgmma_sm90a.cu) instead; select_tc_kernel below decides.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "impl/gemm/cuda/hand_gemm_launch.hpp"
@@ -205,8 +210,62 @@ int launch(const StridedOperands& o, cudaStream_t st) {
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> wgmma_launches{0};
+}  // namespace
+
+bool tc_wgmma_available() {
+#if POPPER_HAVE_SM90A
+  // Per device: 0 not probed yet, 1 available, 2 not.
+  static std::atomic<signed char> known[64];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (device >= 0 && device < 64 && known[device].load(std::memory_order_relaxed) != 0)
+    return known[device].load(std::memory_order_relaxed) == 1;
+  int major = 0, minor = 0;
+  bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess;
+  if (!ok) (void)cudaGetLastError();
+  // sm_90a code runs on compute capability 9.0 only.
+  ok = ok && major == 9 && minor == 0 && probe_hand_gemm_wgmma() == 0;
+  if (device >= 0 && device < 64) known[device].store(ok ? 1 : 2, std::memory_order_relaxed);
+  return ok;
+#else
+  return false;
+#endif
+}
+
+std::uint64_t tc_wgmma_launches() { return wgmma_launches.load(std::memory_order_relaxed); }
+
+int select_tc_kernel(const StridedOperands& o, TcKernel* kernel) {
+  const char* env = std::getenv("POPPER_CUDA_TC_KERNEL");
+  const bool force_wmma = env != nullptr && std::strcmp(env, "wmma") == 0;
+  const bool force_wgmma = env != nullptr && std::strcmp(env, "wgmma") == 0;
+  if (env != nullptr && *env != '\0' && std::strcmp(env, "auto") != 0 && !force_wmma && !force_wgmma)
+    return static_cast<int>(cudaErrorInvalidValue);
+  *kernel = TcKernel::Wmma;
+  if (force_wmma) return 0;
+  const bool available = tc_wgmma_available();
+  if (force_wgmma && !available) return static_cast<int>(cudaErrorNotSupported);
+  // One block per 128 x 256 tile on a 1-D grid.
+  const std::int64_t blocks = ((o.m + kWgmmaTileM - 1) / kWgmmaTileM) * ((o.n + kWgmmaTileN - 1) / kWgmmaTileN);
+  if (available && o.a_vector && o.b_vector && blocks <= 0x7fffffff) *kernel = TcKernel::Wgmma;
+  return 0;
+}
+
 int launch_hand_gemm_tc(HalfType type, const StridedOperands& o, void* stream) {
+  TcKernel kernel = TcKernel::Wmma;
+  if (const int e = select_tc_kernel(o, &kernel); e != 0) return e;
   if (o.m == 0 || o.n == 0) return 0;
+#if POPPER_HAVE_SM90A
+  if (kernel == TcKernel::Wgmma) {
+    wgmma_launches.fetch_add(1, std::memory_order_relaxed);
+    return launch_hand_gemm_wgmma(type, o, stream);
+  }
+#endif
   const auto st = static_cast<cudaStream_t>(stream);
   return type == HalfType::Bf16 ? launch<__nv_bfloat16>(o, st) : launch<__half>(o, st);
 }
