@@ -564,6 +564,21 @@ TEST(BenchFamily, DeviceBlockGivesTheDeviceRun) {
   EXPECT_THROW(pb::parse_family_yaml("family: g\ndevice:\n  peak: {f32: warp}\n", "g.yaml"), popper::Error);
 }
 
+// The host CPU's pace and link set trials aside (pace.hpp); rows the device
+// times with its own events must not lose trials to the host's noise.
+TEST(BenchFamily, OnlyRowsTheHostTimedAreJudgedByTheHostsPace) {
+  const auto f = pb::parse_family_yaml(
+      "family: gemm\nceilings: [cblas_gemm_raw]\ndevice:\n  ceilings: [cublas_gemm_raw]\n  peak: {f16: device_f16}\n",
+      "family.yaml");
+  pb::BenchKey hand;
+  hand.tier = pb::Tier::Hand;
+  pb::BenchKey device = hand;
+  device.tier = pb::Tier::Device;
+  EXPECT_TRUE(pb::host_timed(f, hand));
+  EXPECT_FALSE(pb::host_timed(f, device));
+  EXPECT_FALSE(pb::host_timed(pb::on_device(f), hand));  // a cuBLAS ceiling or hand CUDA kernel
+}
+
 // Work accounting: fewer instructions a call than the declared FLOP over the
 // widest vector instruction of the precision is implausible; at or above it,
 // or work not counted in FLOP, nothing is said.

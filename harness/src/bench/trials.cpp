@@ -70,8 +70,12 @@ void TrialRunner::say(const std::string& s) const {
 void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace, double link) {
   for (auto& g : got) {
     g.trials.assign(g.samples.size(), trial);
-    if (pace > 0) g.pace[trial] = pace;
-    if (link > 0) g.link[trial] = link;
+    if (!host_timed(fam_, g.key)) {
+      g.sample_pace.clear();  // the suite's own probes are of the host too
+    } else {
+      if (pace > 0) g.pace[trial] = pace;
+      if (link > 0) g.link[trial] = link;
+    }
     step_rows_[current_step_].insert(g.key);
   }
   merge_rows(rows_, got);
