@@ -570,13 +570,9 @@ TEST(BenchFamily, OnlyRowsTheHostTimedAreJudgedByTheHostsPace) {
   const auto f = pb::parse_family_yaml(
       "family: gemm\nceilings: [cblas_gemm_raw]\ndevice:\n  ceilings: [cublas_gemm_raw]\n  peak: {f16: device_f16}\n",
       "family.yaml");
-  pb::BenchKey hand;
-  hand.tier = pb::Tier::Hand;
-  pb::BenchKey device = hand;
-  device.tier = pb::Tier::Device;
-  EXPECT_TRUE(pb::host_timed(f, hand));
-  EXPECT_FALSE(pb::host_timed(f, device));
-  EXPECT_FALSE(pb::host_timed(pb::on_device(f), hand));  // a cuBLAS ceiling or hand CUDA kernel
+  EXPECT_TRUE(pb::host_timed(f, pb::Tier::Hand));
+  EXPECT_FALSE(pb::host_timed(f, pb::Tier::Device));
+  EXPECT_FALSE(pb::host_timed(pb::on_device(f), pb::Tier::Hand));  // a cuBLAS ceiling or hand CUDA kernel
 }
 
 // Work accounting: fewer instructions a call than the declared FLOP over the

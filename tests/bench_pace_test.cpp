@@ -126,6 +126,14 @@ TEST(BenchPace, TheLinkIsARoundTripBetweenTheProcesssCpus) {
   EXPECT_LT(s, 1e-3) << "a round trip of one cache line between two CPUs, in seconds";
 }
 
+// A process the device times (family.hpp's host_timed) is not probed: its pace and link are unknown.
+TEST(BenchPace, AMeterThatDoesNotProbeReadsUnknown) {
+  const pb::PaceMeter none({::sched_getcpu()}, false);
+  EXPECT_LT(none.seconds(), 0.0);
+  EXPECT_LT(none.link_seconds(), 0.0);
+  EXPECT_GT(pb::PaceMeter({::sched_getcpu()}).seconds(), 0.0);
+}
+
 TEST(BenchPace, FarIsOverTwiceTheClosestLinkAndATrialsSidesDifferingTwiceAreSetAside) {
   auto a = row(pb::Tier::Wrapped, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}, {4, 3e-3}});
   auto b = row(pb::Tier::Ceiling, 2, {{0, 3e-3}, {1, 3e-3}, {2, 3e-3}, {3, 3e-3}, {4, 3e-3}});

@@ -148,7 +148,7 @@ FamilyDescriptor on_device(const FamilyDescriptor& f) {
   return d;
 }
 
-bool host_timed(const FamilyDescriptor& f, const BenchKey& k) { return !f.device_tiers && k.tier != Tier::Device; }
+bool host_timed(const FamilyDescriptor& f, Tier tier) { return !f.device_tiers && tier != Tier::Device; }
 
 std::vector<std::string> list_families(const std::string& source_dir, const std::string& build_dir) {
   std::vector<std::string> out;

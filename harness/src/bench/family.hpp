@@ -95,11 +95,10 @@ FamilyDescriptor parse_family_yaml(const std::string& text, const std::string& p
 // device block, no vendor core types. Throws Error when the family has none.
 FamilyDescriptor on_device(const FamilyDescriptor& f);
 
-// Whether a row of this family was timed by the host CPU, so that the host's
-// pace and link probes bear on it: not a device row (tier device, or any row
-// of an on_device() run), which the device times with its own events.
-struct BenchKey;
-bool host_timed(const FamilyDescriptor& f, const BenchKey& k);
+// Whether this family's rows of `tier` are timed by the host CPU, so that the
+// host's pace and link probes bear on them: not device rows (tier device, or
+// any row of an on_device() run), which the device times with its own events.
+bool host_timed(const FamilyDescriptor& f, Tier tier);
 
 // Families with a family.yaml under <source_dir>/bench, and under
 // <build_dir>/popper-bench when a build directory is given.

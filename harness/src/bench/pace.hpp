@@ -60,15 +60,17 @@ double measure_link(const std::vector<int>& cpus);
 
 // The pace and the link around one process: measured at construction and at
 // seconds() and link_seconds(); a process is as slow, and as far, as the
-// worse end.
+// worse end. With `probe` false (a process the device times, family.hpp's
+// host_timed) nothing is measured and both read as unknown.
 class PaceMeter {
  public:
-  explicit PaceMeter(std::vector<int> cpus);
+  explicit PaceMeter(std::vector<int> cpus, bool probe = true);
   double seconds() const;       // < 0 when unknown
   double link_seconds() const;  // 0 on one CPU, < 0 when unknown
 
  private:
   std::vector<int> cpus_;
+  bool probe_;
   double before_, link_before_;
 };
 

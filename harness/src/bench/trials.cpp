@@ -70,12 +70,9 @@ void TrialRunner::say(const std::string& s) const {
 void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace, double link) {
   for (auto& g : got) {
     g.trials.assign(g.samples.size(), trial);
-    if (!host_timed(fam_, g.key)) {
-      g.sample_pace.clear();  // the suite's own probes are of the host too
-    } else {
-      if (pace > 0) g.pace[trial] = pace;
-      if (link > 0) g.link[trial] = link;
-    }
+    if (pace > 0) g.pace[trial] = pace;
+    if (link > 0) g.link[trial] = link;
+    if (!host_timed(fam_, g.key.tier)) g.sample_pace.clear();  // the suite's own probes are of the host too
     step_rows_[current_step_].insert(g.key);
   }
   merge_rows(rows_, got);
@@ -95,7 +92,7 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
     if (!overridden) env.push_back(kv);
   }
   const std::vector<int> cpus = cpus_for(cpus_, s.threads);
-  const PaceMeter pace(cpus);
+  const PaceMeter pace(cpus, host_timed(fam_, Tier::Ceiling));
   const StealMeter steal(cpus);
   const auto r = run_process(argv, env, unset, step_timeout_, cpus);
   steal_.add(Tier::Ceiling, s.threads, steal.fraction());
@@ -127,7 +124,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   const std::string json_path = popper::make_temp_file("popper-gbench");
   if (json_path.empty()) throw Error("cannot create a temporary file");
   const std::vector<int> cpus = cpus_for(cpus_, s.threads);
-  const PaceMeter pace(cpus);
+  const PaceMeter pace(cpus, host_timed(fam_, s.tier));
   const StealMeter steal(cpus);
   const auto r = run_process(
       {bin_ + fam_.executable,
