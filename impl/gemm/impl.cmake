@@ -46,6 +46,7 @@ if(POPPER_HAVE_CUDA)
     ${_gemm_commands}
     COMMAND ${CMAKE_COMMAND} -E cat ${_gemm_parts} > ${_gemm_ptxas_log}
     DEPENDS ${_gemm_sources} ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/hand_gemm_launch.hpp
+            ${CMAKE_CURRENT_SOURCE_DIR}/gemm/cuda/cp_async.hpp
     COMMENT "ptxas resource usage of the hand GEMM kernels (sm_${_gemm_arch})"
     VERBATIM)
   add_custom_target(popper_gemm_ptxas_log ALL DEPENDS ${_gemm_ptxas_log})

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "impl/gemm/cuda/cp_async.hpp"
 #include "impl/gemm/cuda/hand_gemm_launch.hpp"
 
 namespace popper::gemm::cuda::detail {
@@ -43,16 +44,6 @@ constexpr int kStage = (BM * (BK + PAD) > BK * (BM + PAD)) ? BM * (BK + PAD) : B
 static_assert(BM == BN, "one stage size serves both operands");
 static_assert(BM * BK / 8 == 2 * THREADS, "two 16-byte chunks per thread and operand");
 static_assert(8 * 16 * 16 * sizeof(float) <= 4 * kStage * sizeof(u16), "the epilogue scratch fits the freed stages");
-
-__device__ inline void cp_async16(void* smem, const void* gmem, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-}
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ inline void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 // Eight elements x[0], x[stride], ... of which the first `valid` exist (the
 // rest 0) into 16 bytes of shared memory: unaligned operands, kept out of

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "impl/gemm/cuda/cp_async.hpp"
 #include "impl/gemm/cuda/hand_gemm_launch.hpp"
 
 namespace popper::gemm::cuda::detail {
@@ -47,14 +48,6 @@ static_assert(BM == 2 * 64, "one m64 wgmma per warpgroup");
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-__device__ inline void cp_async16(std::uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ inline void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 // A chunk cut by an edge (or wholly past it): its `valid` elements read one
 // by one, the rest zero, stored with an ordinary 16-byte store. A cp.async
 // with a src-size under 16 was reported by compute-sanitizer as a 16-byte
