@@ -85,7 +85,9 @@ inline void sub_block_sums(const PackedBlock& pb, int c, const std::int8_t* xh, 
 #pragma GCC unroll 4
   for (int kk = 0; kk < 8; ++kk) {
     const std::uint8_t* chunk = pb.qs[8 * c + kk][0];
-    prefetch_line(ahead, 16 * c + (kHigh ? 8 : 0) + kk);  // 64 steps a block, a line each
+    // Once per line, in the second pass over it: with the request in the
+    // first, GCC 12 left the second's loop rolled (8% more instructions).
+    if constexpr (kHigh) prefetch_chunk(ahead, 8 * c + kk);
     __m256i va = _mm256_load_si256(reinterpret_cast<const __m256i*>(chunk));
     __m256i vb = _mm256_load_si256(reinterpret_cast<const __m256i*>(chunk + 32));
     if constexpr (kHigh) va = _mm256_srli_epi16(va, 4), vb = _mm256_srli_epi16(vb, 4);
@@ -177,6 +179,7 @@ void gemv_packed_avx2(const PackedRows& a, std::size_t g0, std::size_t g1) {
     for (std::int64_t b = 0; b < a.nb; ++b) {
       const PackedBlock& pb = group[b];
       const char* ahead = block_ahead(a, g * static_cast<std::size_t>(a.nb) + static_cast<std::size_t>(b));
+      prefetch_header(ahead);
       const __m256d s_b = _mm256_set1_pd(a.scale[b]);
       // Mutation point (q4k-packed-avx2-half-scales): rows 8..15 read the scale words of rows 0..7.
       const ScalesMins sm[2] = {ScalesMins(pb.scales, 0),

@@ -59,8 +59,7 @@ inline void sub_block_pair(const PackedBlock& pb, int c, const std::int8_t* xh, 
   __m512i h0 = _mm512_setzero_si512(), l0 = h0, h1 = h0, l1 = h0;
   for (int kk = 0; kk < 8; ++kk) {
     const __m512i v = _mm512_load_si512(pb.qs[8 * c + kk]);
-    prefetch_line(ahead, 2 * (8 * c + kk)),
-        prefetch_line(ahead, 2 * (8 * c + kk) + 1);  // 32 steps a block, 2 lines each
+    prefetch_chunk(ahead, 8 * c + kk);
     const int at = 64 * c + 4 * kk;
     const __m512i lo = _mm512_and_si512(v, low4);
 #if POPPER_Q4K_VNNI
@@ -101,6 +100,7 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
     for (std::int64_t b = 0; b < a.nb; ++b) {
       const PackedBlock& pb = group[b];
       const char* ahead = block_ahead(a, g * static_cast<std::size_t>(a.nb) + static_cast<std::size_t>(b));
+      prefetch_header(ahead);
       // The scale words of 16 rows (format in q4k.hpp): bytes j of sc03 / m03 are sc_j / m_j (j < 4),
       // of sc47 / m47 sc_{j+4} / m_{j+4}.
       const __m512i u0 = _mm512_load_si512(pb.scales[0]), u1 = _mm512_load_si512(pb.scales[1]),

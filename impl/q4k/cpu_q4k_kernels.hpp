@@ -151,15 +151,19 @@ namespace {
 // that the hardware prefetchers alone fall behind (on a Zen 4,
 // big_32768x4096 at one thread: AVX-512 2.9-4.6 ms without, 1.7-2.5 ms with
 // the block 4 ahead requested; AVX2 6.8 -> 3.2 ms). The requests are spread
-// over the block's loop, one or two 64-byte lines per chunk step, rather than
-// issued as one burst of 36 per block: on an Intel Xeon, at one thread on
-// llama_ffn_11008x4096, AVX2 1.46-1.51 ms with the burst and 1.22-1.23 ms
-// spread; AVX-512 with VNNI 0.93-0.94 -> 0.89-0.92 ms.
-// While block i of the group-major stream is computed, the 64 lines (4 KiB:
-// that block and most of the next) from the start of block i + kAheadBlocks
-// are requested; near the end, from the last block's (a prefetch is a hint
-// and never faults, so lines past the buffer's end are harmless).
+// over the block's loop rather than issued as one burst of 36 per block (on
+// an Intel Xeon, llama_ffn_11008x4096 at one thread: AVX2 1.46-1.51 ms with
+// the burst, 1.22-1.23 ms spread). Each of the 36 lines of block
+// i + kAheadBlocks is requested exactly once while block i is computed: its
+// 4 header lines as the block starts, one chunk line per chunk step. A
+// request for a line already on its way is not free: 64 requests a block,
+// most of them repeats, made the AVX-512 kernel 20-25% slower cold on a Zen 4
+// (big_32768x4096 one thread: 3.6-3.9 ms against 2.9 once per line).
+// Near the end the last block is requested again (a prefetch is a hint and
+// never faults).
 inline constexpr std::size_t kAheadBlocks = 2;
+inline constexpr int kHeaderLines = static_cast<int>(offsetof(PackedBlock, qs) / 64);
+static_assert(offsetof(PackedBlock, qs) % 64 == 0 && sizeof(PackedBlock) / 64 == kHeaderLines + 32);
 
 inline const char* block_ahead(const PackedRows& a, std::size_t index) {
   const auto blocks = static_cast<std::size_t>((a.rows + kPackRows - 1) / kPackRows * a.nb);
@@ -172,6 +176,13 @@ inline void prefetch_line(const char* ahead, int line) {
   const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(ahead) + 64u * static_cast<unsigned>(line);
   __builtin_prefetch(reinterpret_cast<const void*>(at), 0, 3);
 }
+
+inline void prefetch_header(const char* ahead) {
+  for (int line = 0; line < kHeaderLines; ++line) prefetch_line(ahead, line);
+}
+
+// The line of chunk step k (0..31) of the block ahead.
+inline void prefetch_chunk(const char* ahead, int k) { prefetch_line(ahead, kHeaderLines + k); }
 
 // Stores group g's 16 results, only the rows that exist.
 inline void store_group(const PackedRows& a, std::size_t g, const float* v) {
