@@ -494,6 +494,34 @@ TEST(BenchReport, AnItemsTableShowsItsBoundInItsOwnUnit) {
   EXPECT_NE(pb::render_markdown(t, "decode").find("| 80.0 (measured peak) |"), std::string::npos);
 }
 
+// Where the suite read an items row's own footprint (decode: one token's
+// weights), that read bounds the row, not the triad behind its pct_of_peak:
+// one Zen 4 thread decoded the canary at 110% of the triad.
+TEST(BenchReport, AnItemsRowIsBoundedByTheReadOfItsFootprint) {
+  auto table = [](double tokens_per_second) {
+    pb::BenchTable t;
+    auto hand = timed("hand", "canary", 8.0 / tokens_per_second);
+    hand.work_per_iter = 8;
+    hand.work_unit = "items";
+    hand.bytes_per_iter = 8e9;                        // 1 GB a token
+    hand.pct_of_peak = 100 * tokens_per_second / 36;  // a triad of 36 GB/s
+    hand.read_bound = 50e9;                           // 50 tokens/s
+    t.rows = {hand};
+    t.set_footprint_reads();
+    return t;
+  };
+  const pb::BenchTable t = table(40);  // 111% of the triad
+  const auto f = pb::table_figures(t)[0].shapes[0];
+  EXPECT_TRUE(f.bound_invalid.empty()) << f.bound_invalid;
+  EXPECT_NEAR(f.peak, 50, 1e-9);
+  EXPECT_NEAR(f.hand_pct_of_bound, 80, 1e-9);
+  EXPECT_EQ(pb::bound_cell(f, pb::throughput_scale(t)), "50.0 (read of its footprint)");
+  // A row above its read is above a bound, and is said to be.
+  const auto over = pb::table_figures(table(60))[0].shapes[0];
+  EXPECT_NE(over.bound_invalid.find("120.0% of its footprint's read bound"), std::string::npos) << over.bound_invalid;
+  EXPECT_TRUE(std::isnan(over.hand_pct_of_bound));
+}
+
 TEST(BenchReport, FfiOverheadComparesTheSameOpenBlasCore) {
   // Haswell ceiling is faster, but the wrapped tier ran on Zen: FFI overhead is
   // measured against the Zen ceiling (1.01), not the best core (1.5).

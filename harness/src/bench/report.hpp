@@ -69,8 +69,9 @@ struct ShapeFigures {
   // Why the bound does not hold for this shape ("" when it does): a tier measured above it. The
   // percentages of it are then left blank; no figure is judged against a bound a kernel beats.
   std::string bound_invalid;
-  double peak = 0;   // without a roofline (device rows): the measured peak the rows' pct_of_peak divides by
-  double cv_pct[3];  // ceiling, wrapped, hand: 100 * stddev / mean (0 with one sample)
+  double peak = 0;            // without a roofline (device rows): the measured peak the rows' pct_of_peak divides by
+  bool peak_is_read = false;  // peak is a read of the row's own footprint (footprint_read), not the triad
+  double cv_pct[3];           // ceiling, wrapped, hand: 100 * stddev / mean (0 with one sample)
   Verdict verdict_wrapped, verdict_hand;  // the tier's verdict column, not run without a row
 };
 struct GroupFigures {
