@@ -20,6 +20,7 @@
 #include "impl/common/parallel.hpp"
 
 #include <immintrin.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,6 +77,11 @@ ScopedSpinningWorkers::ScopedSpinningWorkers(int threads)
 ScopedSpinningWorkers::~ScopedSpinningWorkers() { spinning_workers().store(previous_); }
 
 int hardware_threads() {
+  // The CPUs this thread may run on, not those online: a process pinned to 2
+  // CPUs of a 16-CPU host would otherwise keep 15 workers, every one of which
+  // a job wakes to contend for those 2 CPUs.
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
 }

@@ -39,7 +39,8 @@ void run(std::size_t n, int threads, const RangeBody& body);
 // (a bench's cold row, after its eviction). threads <= 1: nothing.
 void wake(int threads);
 
-// Workers the machine offers (online CPUs); the upper bound for `threads`.
+// The CPUs the calling thread may run on (its affinity; the online CPUs when
+// that cannot be read): the pool's size, and the default for `threads`.
 int hardware_threads();
 
 // Like run, but balances by cost: cost[i] >= 0 is item i's work; ranges are
