@@ -350,7 +350,8 @@ std::string render_markdown(const BenchTable& t, const std::string& family) {
                  "traffic); so is a working set up to twice the measured LLC that some tier ran faster than its DRAM "
                  "term allows, marked \"cache-resident\" (the probe doubles its sizes, so the real LLC may be larger). "
                  "A row whose suite read its own footprint on its threads (q4k; gemm's GEMV shapes) takes that read as "
-                 "BW (\"read of N MiB\"). "
+                 "BW (\"read of N MiB\"); a row that counts items (decode's tokens) is bounded by that read alone "
+                 "(\"read of its footprint\"). "
           : t.meta("device_peaks")
               ? "Bound = the device's measured peak for the precision (" + *t.meta("device_peaks") + "). "
               : std::string("Roofline: no measured peaks in this table (run `popper peak`). "))
