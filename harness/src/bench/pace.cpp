@@ -117,20 +117,21 @@ double measure_link(const std::vector<int>& cpus) {
 
 PaceMeter::PaceMeter(std::vector<int> cpus, bool probe)
     : cpus_(std::move(cpus)),
-      probe_(probe),
       before_(probe ? measure_pace(cpus_) : -1),
       link_before_(probe ? measure_link(cpus_) : -1) {}
 
+// An end left unknown (not probed, or a failed probe) leaves the process's
+// pace unknown, so the other end is not measured.
 double PaceMeter::seconds() const {
-  if (!probe_) return -1;
+  if (before_ < 0) return -1;
   const double after = measure_pace(cpus_);
-  return before_ < 0 || after < 0 ? -1 : std::max(before_, after);
+  return after < 0 ? -1 : std::max(before_, after);
 }
 
 double PaceMeter::link_seconds() const {
-  if (!probe_) return -1;
+  if (link_before_ < 0) return -1;
   const double after = measure_link(cpus_);
-  return link_before_ < 0 || after < 0 ? -1 : std::max(link_before_, after);
+  return after < 0 ? -1 : std::max(link_before_, after);
 }
 
 namespace {

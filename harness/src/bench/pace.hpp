@@ -70,8 +70,7 @@ class PaceMeter {
 
  private:
   std::vector<int> cpus_;
-  bool probe_;
-  double before_, link_before_;
+  double before_, link_before_;  // < 0: not probed, or unknown
 };
 
 // The fastest pace of a table's rows, around processes and repetitions, by
