@@ -4,6 +4,7 @@
 // rule it pins.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -168,6 +169,54 @@ TEST(BenchClaims, ABandwidthClaimIsJudgedAgainstItsFootprintsRead) {
   t.set_footprint_reads();
   res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
   EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMeasured) << res[0].detail;
+}
+
+// Rule: where the suite probed the read in every process of a row, a bandwidth
+// claim pairs each process's time with its own read. Here the host placed the
+// processes' CPUs alternately where memory reads at 40 and at 20 GB/s, and the
+// kernel streams at 80% of either: judged against the fastest read, the
+// slow-placed half pulls the median to 0.53, and a 0.7 bar is not met.
+TEST(BenchClaims, ABandwidthClaimPairsEachProcessWithItsOwnRead) {
+  pb::PeakResult peak;
+  peak.cores = 2;
+  peak.bandwidth_core = 10e9;
+  auto row = timed("hand", "cpu", 1.0, "f32", 1e9);
+  row.bytes_per_iter = 16e9;
+  row.samples.clear(), row.trials.clear();
+  row.key.threads = 2;
+  for (int t = 0; t < 6; ++t) {
+    const double read = t % 2 ? 20e9 : 40e9;  // two CPUs far apart (two CCDs' links) read faster
+    row.read[t] = read;
+    row.link[t] = t % 2 ? 5e-8 : 3e-7;
+    row.read_bound = std::max(row.read_bound, read);
+    for (int i = 0; i < 3; ++i) {
+      row.samples.push_back(row.bytes_per_iter / (0.8 * read) * (1 + 0.001 * i));
+      row.trials.push_back(t);
+    }
+  }
+  popper::Contract k;
+  k.stem = "gemm-v1";
+  k.benchmarks.push_back(claim("peak_fraction", "hand", "", ">=", 0.7));
+  pb::BenchTable t;
+  t.rows = {row};
+  t.set_footprint_reads();
+  auto res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Met) << res[0].detail;
+  EXPECT_NE(res[0].detail.find("each process against its own read; CPUs far apart in 3 of 6"), std::string::npos)
+      << res[0].detail;
+  EXPECT_NE(res[0].detail.find("0.79"), std::string::npos) << res[0].detail;
+  // The same kernel at half of its own read in every process fails the bar.
+  for (auto& s : t.rows[0].samples) s *= 1.6;
+  res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
+  EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMet) << res[0].detail;
+  // A trial without its own read (a table read back from a CSV has none):
+  // the fastest read bounds every trial again, and the slow half shows.
+  for (auto& s : t.rows[0].samples) s /= 1.6;
+  t.rows[0].read.erase(5);
+  res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
+  EXPECT_EQ(res[0].detail.find("each process against its own read"), std::string::npos) << res[0].detail;
+  EXPECT_NE(res[0].verdict, pb::ClaimVerdict::Met) << res[0].detail;
 }
 
 // Rule: one group not met makes the claim not_met, even when another group is

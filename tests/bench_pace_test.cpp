@@ -68,10 +68,15 @@ TEST(BenchPace, MergingRowsKeepsEveryTrialsPace) {
   auto later = row(pb::Tier::Hand, 1, {{5, 3e-3}});
   later.sample_pace = {2.5e-3};
   later.link = {{5, 6e-8}};
+  rows[0].read = {{0, 20e9}}, rows[0].read_bound = 20e9;  // each process's read probe too
+  later.read = {{5, 30e9}}, later.read_bound = 30e9;
   pb::merge_rows(rows, {later});
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].pace, (std::map<int, double>{{0, 2e-3}, {5, 3e-3}}));
   EXPECT_EQ(rows[0].link, (std::map<int, double>{{5, 6e-8}}));
+  EXPECT_EQ(rows[0].read, (std::map<int, double>{{0, 20e9}, {5, 30e9}}));
+  EXPECT_EQ(rows[0].read_bound, 30e9);  // the fastest of them, not the first trial's
+  EXPECT_EQ(pb::without_trials(rows[0], {0}).read, (std::map<int, double>{{5, 30e9}}));
   EXPECT_EQ(rows[0].sample_pace, (std::vector<double>{0, 2.5e-3}));
   EXPECT_EQ(pb::without_trials(rows[0], {0}).sample_pace, (std::vector<double>{2.5e-3}));
 }
@@ -87,24 +92,26 @@ TEST(BenchPace, TheSummaryAndTheCsvNameTheSlowProcesses) {
   EXPECT_EQ(pb::pace_summary(t), "1 thread: fastest 2.00 ms; slow (over 1.2x) in ceiling 0 of 1, hand 1 of 2");
   t.rows.pop_back();
   EXPECT_EQ(pb::pace_csv(t),
-            "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far\n"
-            "gemm/hand/cpu/a/f64/threads:1/warm,0,0.002,1,no,,,0,no\n"
-            "gemm/hand/cpu/a/f64/threads:1/warm,1,0.003,2,yes,,,0,no\n"
-            "gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,,,0,no\n");
+            "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far,"
+            "read_gbs\n"
+            "gemm/hand/cpu/a/f64/threads:1/warm,0,0.002,1,no,,,0,no,0\n"
+            "gemm/hand/cpu/a/f64/threads:1/warm,1,0.003,2,yes,,,0,no,0\n"
+            "gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,,,0,no,0\n");
   t.rows[1].sample_pace = {2.6e-3};
   EXPECT_EQ(pb::pace_summary(t),
             "1 thread: fastest 2.00 ms; slow (over 1.2x) in ceiling 0 of 1, hand 1 of 2; repetitions probed in their "
             "process: slow in 1 of 1");
-  EXPECT_NE(pb::pace_csv(t).find("gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,0.0026,1,0,no\n"),
+  EXPECT_NE(pb::pace_csv(t).find("gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,0.0026,1,0,no,0\n"),
             std::string::npos);
   // On two CPUs, the link too: the wrapped process of trial 1 ran with its CPUs far apart.
   auto two = row(pb::Tier::Wrapped, 2, {{0, 3e-3}, {1, 3e-3}});
   two.link = {{0, 6e-8}, {1, 3.3e-7}};
+  two.read = {{1, 25.5e9}};  // and the read its suite probed there, where it probed one
   t.rows = {two};
   EXPECT_EQ(pb::pace_summary(t),
             "2 threads: fastest 3.00 ms; slow (over 1.2x) in wrapped 0 of 2; link closest 0.060 us; far (over 2x) in "
             "wrapped 1 of 2");
-  EXPECT_NE(pb::pace_csv(t).find("gemm/wrapped/cpu/a/f64/threads:2/warm,1,0.003,2,no,,,3.3e-07,yes\n"),
+  EXPECT_NE(pb::pace_csv(t).find("gemm/wrapped/cpu/a/f64/threads:2/warm,1,0.003,2,no,,,3.3e-07,yes,25.5\n"),
             std::string::npos);
 }
 

@@ -47,6 +47,20 @@ const BenchRow* best_verified(const BenchTable& t, Tier tier, const std::string&
   return best;
 }
 
+// The seconds a row's bytes take at each trial's own read (BenchRow::read), one
+// sample per trial; empty unless every trial of the row has one.
+BenchRow read_time_row(const BenchRow& r) {
+  BenchRow bound;
+  if (r.bytes_per_iter <= 0) return bound;
+  for (const int t : std::set<int>(r.trials.begin(), r.trials.end())) {
+    const auto it = r.read.find(t);
+    if (it == r.read.end() || it->second <= 0) return {};
+    bound.samples.push_back(r.bytes_per_iter / it->second);
+    bound.trials.push_back(t);
+  }
+  return bound;
+}
+
 struct Group {
   std::string shape, precision;
   int threads;
@@ -77,6 +91,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                          const std::vector<std::string>& family_shapes) {
   std::vector<ClaimResult> out;
   const auto fastest = fastest_pace(table);
+  const auto closest = closest_link(table);
   std::set<std::string> precisions;
   std::set<int> threads;
   for (const auto& r : table.rows)
@@ -209,6 +224,29 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});
               value = num->work_per_iter / iv.ratio, lo = num->work_per_iter / iv.hi, hi = num->work_per_iter / iv.lo;
+            } else if (const BenchRow bound = read_time_row(num_kept); kind == "bandwidth" && !bound.samples.empty()) {
+              // peak_fraction of a bandwidth = time(read the bytes) / time(row), per process.
+              const TrialSamples tb{&bound.samples, &bound.trials};
+              iv = paired_ratio_interval(tb, tn);
+              value = iv.ratio, lo = iv.lo, hi = iv.hi;
+              const TrialRatioSpan span = trial_ratio_span(tb, tn);
+              if (span.trials > 0 && (span.lo < lo || span.hi > hi)) {
+                lo = std::min(lo, span.lo), hi = std::max(hi, span.hi);
+                spanned =
+                    fmt::format(" (its {} trials' own ratios span [{:.4g}, {:.4g}])", span.trials, span.lo, span.hi);
+              }
+              // Near and far CPUs read memory at different speeds (one CCD's link, or two): say the mix.
+              int linked = 0, far_apart = 0;
+              for (const int t : bound.trials)
+                if (num_kept.link.count(t)) ++linked, far_apart += ran_far(num_kept, t, closest);
+              spanned += linked ? fmt::format(" (each process against its own read; CPUs far apart in {} of {})",
+                                              far_apart, linked)
+                                : std::string(" (each process against its own read)");
+              if (value > 1) {
+                missing.push_back(
+                    fmt::format("{} (its bound is invalid: measured at {:.1f}% of it)", g.name(), 100 * value));
+                continue;
+              }
             } else {  // peak_fraction = work / (time * peak)
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});

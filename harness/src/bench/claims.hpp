@@ -4,7 +4,11 @@
 // For each (shape, precision, threads) group the claim covers, the value is
 //   time_ratio        median time(numerator) / median time(denominator)
 //   throughput_ratio  throughput(numerator) / throughput(denominator)
-//   peak_fraction     throughput(numerator) / measured peak
+//   peak_fraction     throughput(numerator) / measured peak; for a bandwidth
+//                     peak the suite probed in each process (BenchRow::read),
+//                     each trial's time against the read of its own process,
+//                     paired as a ratio is: the host may place a process's
+//                     CPUs where they read at half the speed of another's
 //   throughput        throughput(numerator) in work units per second
 // from each tier's best *verified* row (of a backend starting with
 // numerator_backend / denominator_backend when the claim names one) (a row counts only when its verdict

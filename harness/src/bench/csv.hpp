@@ -67,6 +67,9 @@ struct BenchRow {
   // threads (bench/common/read_bandwidth.hpp); 0 when none. Not a CSV column:
   // compare lists it in the table's `footprint_read_gbs` metadata.
   double read_bound = 0;
+  // The same probe's bytes/s in the process of each trial: a bandwidth claim
+  // judges each process against its own read (claims.hpp). Not a CSV column.
+  std::map<int, double> read;
   // Seconds of the pace probe around the process of each trial (pace.hpp); a
   // trial without one was not probed. Not a CSV column: a table read from a
   // file has none, and its claims are judged on every trial.

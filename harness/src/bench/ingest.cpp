@@ -163,6 +163,8 @@ void merge_rows(std::vector<BenchRow>& dst, const std::vector<BenchRow>& src) {
       }
       d->pace.insert(r.pace.begin(), r.pace.end());
       d->link.insert(r.link.begin(), r.link.end());
+      d->read.insert(r.read.begin(), r.read.end());
+      d->read_bound = std::max(d->read_bound, r.read_bound);
       if (r.verdict.failed()) d->verdict = r.verdict;
     }
   }

@@ -231,7 +231,7 @@ BenchRow without_trials(const BenchRow& r, const std::set<int>& trials) {
       kept.trials.push_back(r.trial_of(i));
       kept.sample_pace.push_back(r.pace_of(i));
     }
-  for (int t : trials) kept.pace.erase(t), kept.link.erase(t);
+  for (int t : trials) kept.pace.erase(t), kept.link.erase(t), kept.read.erase(t);
   return kept;
 }
 
@@ -297,7 +297,8 @@ std::string pace_csv(const BenchTable& t) {
   const auto fastest = fastest_pace(t);
   const auto closest = closest_link(t);
   std::string out =
-      "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far\n";
+      "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far,"
+      "read_gbs\n";
   for (const auto& r : t.rows)
     for (const auto& [trial, s] : r.pace) {
       std::vector<double> mine;
@@ -315,9 +316,11 @@ std::string pace_csv(const BenchTable& t) {
       const std::size_t n = mine.size();
       const double median = n % 2 ? mine[n / 2] : 0.5 * (mine[n / 2 - 1] + mine[n / 2]);
       const auto link = r.link.find(trial);
-      out += fmt::format("{},{},{:.6g},{:.6g},{},{},{},{:.6g},{}\n", r.key.to_string(), trial, s, median,
+      const auto read = r.read.find(trial);
+      out += fmt::format("{},{},{:.6g},{:.6g},{},{},{},{:.6g},{},{:.4g}\n", r.key.to_string(), trial, s, median,
                          ran_slow(r, trial, fastest) ? "yes" : "no", rep_paces, rep_seconds,
-                         link == r.link.end() ? 0.0 : link->second, ran_far(r, trial, closest) ? "yes" : "no");
+                         link == r.link.end() ? 0.0 : link->second, ran_far(r, trial, closest) ? "yes" : "no",
+                         read == r.read.end() ? 0.0 : read->second * 1e-9);
     }
   return out;
 }

@@ -114,9 +114,9 @@ BenchRow without_trials(const BenchRow& r, const std::set<int>& trials);
 // was measured.
 std::string pace_summary(const BenchTable& t);
 
-// "row,trial,pace_seconds,median_seconds,slow,...,link_seconds,far" per row
-// and trial: which processes ran on a slow CPU or far apart, for the report
-// folder.
+// "row,trial,pace_seconds,median_seconds,slow,...,link_seconds,far,read_gbs"
+// per row and trial: which processes ran on a slow CPU or far apart, and the
+// read their suite probed (0: none), for the report folder.
 std::string pace_csv(const BenchTable& t);
 
 }  // namespace popper::bench

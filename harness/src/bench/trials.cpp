@@ -72,6 +72,7 @@ void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace, double 
     g.trials.assign(g.samples.size(), trial);
     if (pace > 0) g.pace[trial] = pace;
     if (link > 0) g.link[trial] = link;
+    if (g.read_bound > 0) g.read[trial] = g.read_bound;
     if (!host_timed(fam_, g.key.tier)) g.sample_pace.clear();  // the suite's own probes are of the host too
     step_rows_[current_step_].insert(g.key);
   }
