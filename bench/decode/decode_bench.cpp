@@ -82,14 +82,19 @@ std::string backend_for(Tier t) {
   }
 }
 
-// The cpu backend's logits for a prompt the check after timing decodes, kept
-// per shape and prompt (the canary's take seconds; every row of a shape
-// decodes the same fresh prompt).
+// The cpu backend's logits for a prompt the checks before and after timing
+// decode, kept per shape and prompt, in the process and across the run's
+// processes (pb::shared_reference): the canary's take seconds, and every row
+// of a shape decodes the same two prompts.
 const std::vector<float>& expected_logits(const popper_decode_shape& sh, const dec::Model& m,
                                           const std::vector<std::int32_t>& prompt, int threads) {
   static std::map<std::pair<std::string, std::vector<std::int32_t>>, std::vector<float>> kept;
   auto& e = kept[{sh.name, prompt}];
-  if (e.empty()) e = dec::make_backend("cpu", m, threads)->logits(prompt);
+  if (e.empty()) {
+    std::string key = fmt::format("decode/{}/threads:{}/prompt", sh.name, threads);
+    for (const std::int32_t t : prompt) key += fmt::format(" {}", t);
+    e = pb::shared_reference(key, [&] { return dec::make_backend("cpu", m, threads)->logits(prompt); });
+  }
   return e;
 }
 
@@ -131,7 +136,7 @@ void bench_decode(benchmark::State& state, const pb::Case& c) {
     if (tier == Tier::Reference) {
       v = pb::Verdict::not_verified("the reference is the oracle");
     } else {
-      const auto a = dec::compare_logits(got, dec::make_backend("cpu", m, threads)->logits(check));
+      const auto a = dec::compare_logits(got, expected_logits(sh, m, check, threads));
       v = a.cosine >= dec::kMinCosine
               ? pb::Verdict::verified(fmt::format("cos {:.6f}", a.cosine))
               : pb::Verdict::incorrect(

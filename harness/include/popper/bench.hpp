@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "popper/bench_protocol.hpp"
+#include "popper/bench_reference.hpp"
 #include "popper/cache_evict.h"
 #include "popper/pace.h"
 

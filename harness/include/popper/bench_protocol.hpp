@@ -241,6 +241,11 @@ struct BenchMutantResult {
 // `popper bench compare` sums over its processes.
 inline constexpr const char* kRecheckSecondsLine = "popper-bench: verification after timing took ";
 
+// The directory `popper bench compare` gives its suites' processes for the
+// reference results they share (popper/bench_reference.hpp), for as long as
+// the run lasts.
+inline constexpr const char* kReferenceDirEnv = "POPPER_BENCH_REFERENCE_DIR";
+
 // A repetition's pace (popper/pace.h), in seconds: the suites' Google
 // Benchmark counter and the ceiling CSV's last column, on 1-thread rows.
 inline constexpr const char* kPaceCounter = "pace_seconds";

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -53,6 +54,14 @@ TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam,
   // than stalling the run without a word.
   step_timeout_ = opt.step_timeout_seconds > 0 ? opt.step_timeout_seconds
                                                : kStepTimeoutFloorSeconds + 10.0 * opt.reps_per_trial * opt.min_time;
+  suite_env_ = opt.env;
+  reference_dir_ = popper::make_temp_dir("popper-bench-reference");
+  if (!reference_dir_.empty()) suite_env_.emplace_back(kReferenceDirEnv, reference_dir_);
+}
+
+TrialRunner::~TrialRunner() {
+  std::error_code ec;
+  if (!reference_dir_.empty()) std::filesystem::remove_all(reference_dir_, ec);
 }
 
 double TrialRunner::elapsed() const {
@@ -132,7 +141,7 @@ void TrialRunner::run_suite(const Step& s, int trial) {
        "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
        "--benchmark_repetitions=" + std::to_string(opt_.reps_per_trial), "--benchmark_report_aggregates_only=false",
        "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
-      opt_.env, {}, step_timeout_, cpus);
+      suite_env_, {}, step_timeout_, cpus);
   steal_.add(s.tier, s.threads, steal.fraction());
   const double paced = pace.seconds(), linked = pace.link_seconds();
   std::ifstream in(json_path);

@@ -41,6 +41,9 @@ std::string duration_text(double seconds);
 class TrialRunner {
  public:
   TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam, const CeilingPlan& plan, std::vector<Step> steps);
+  ~TrialRunner();  // removes the run's shared reference results
+  TrialRunner(const TrialRunner&) = delete;
+  TrialRunner& operator=(const TrialRunner&) = delete;
   // The planned trials (opt.trials) while the budget allows; returns how many ran.
   int run_planned();
   // Up to opt.top_up_trials more trials of the steps whose rows' noise needs
@@ -68,6 +71,10 @@ class TrialRunner {
   const CeilingPlan& plan_;
   std::vector<Step> steps_;
   std::string bin_, min_time_;
+  // The suites' environment: the run's, and the directory of the reference
+  // results their processes share (popper/bench_reference.hpp), if one could be made.
+  std::string reference_dir_;
+  Environment suite_env_;
   double step_timeout_ = 0;  // seconds one step's process may run before it is killed
   std::vector<int> cpus_;    // the run's CPU set (placement.hpp)
   std::vector<BenchRow> rows_;
