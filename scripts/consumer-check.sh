@@ -112,22 +112,39 @@ base=$(sed -n 's/^saved \([^ ]*\) .*/\1/p' "$work/baseline.log")
 # commit, and --rerun builds the baseline's own commit to interleave with.
 git -C "$proj" add baselines &&
   git -C "$proj" -c user.name=consumer-check -c user.email=ci@localhost commit -qm "dot baseline" > /dev/null
-"$popper" bench compare --family dot --shapes gate "${timed[@]}" --out reports-again > "$work/compare-again.log" 2>&1
-if ! "$popper" bench check --baseline "$base" --current reports-again/bench-dot.csv --rerun > "$work/check.log" 2>&1; then
-  echo "consumer-check: the clean check failed" >&2; tail -30 "$work/check.log" >&2; exit 1
+# On a shared machine one timed check can meet a disturbance on one side
+# (a false REGRESSION of 1.7x, interleaved, in one of three runs on a loaded
+# 2-core Zen 4 guest). Each timed check that goes the unexpected way is run
+# once more, from a fresh measurement, and said; only two in a row fail.
+clean_check() {  # RUN: the clean compare and check; exit status of the check
+  "$popper" bench compare --family dot --shapes gate "${timed[@]}" --out reports-again > "$work/compare-again.log" 2>&1
+  "$popper" bench check --baseline "$base" --current reports-again/bench-dot.csv --rerun > "$work/check.log" 2>&1
+}
+if ! clean_check; then
+  echo "consumer-check: WARNING: the clean check failed; measuring again once:"
+  grep -E '^(REGRESSION|NOISY) ' "$work/check.log" | head -3
+  clean_check || { echo "consumer-check: the clean check failed twice" >&2; tail -30 "$work/check.log" >&2; exit 1; }
 fi
 grep -m1 'interleaved now with' "$work/check.log" | sed 's/.*(\(commit [^)]*\)).*/consumer-check: interleaved with the baseline side: \1/'
 tail -2 "$work/check.log"
 
 step "the same check with a 50% slowdown injected into the hand tier must fail"
-POPPER_BENCH_INJECT_SLOWDOWN=0.5 "$popper" bench compare --family dot --shapes gate "${timed[@]}" \
-  --out reports-slow > "$work/compare-slow.log" 2>&1
-set +e
-"$popper" bench check --baseline "$base" --current reports-slow/bench-dot.csv --rerun > "$work/check-slow.log" 2>&1
-rc=$?
-set -e
+slow_check() {  # the compare with the slowdown injected and its check; sets rc
+  POPPER_BENCH_INJECT_SLOWDOWN=0.5 "$popper" bench compare --family dot --shapes gate "${timed[@]}" \
+    --out reports-slow > "$work/compare-slow.log" 2>&1
+  set +e
+  "$popper" bench check --baseline "$base" --current reports-slow/bench-dot.csv --rerun > "$work/check-slow.log" 2>&1
+  rc=$?
+  set -e
+}
+slow_check
+if [ "$rc" -ne 1 ]; then
+  echo "consumer-check: WARNING: the injected slowdown's check exited $rc, not 1; measuring again once:"
+  grep -E '^[A-Z]+ +dot/hand/' "$work/check-slow.log" | head -3
+  slow_check
+fi
 grep -E 'REGRESSION' "$work/check-slow.log" | head -3
-[ "$rc" -eq 1 ] || { echo "consumer-check: the injected slowdown's check exited $rc, not 1" >&2; exit 1; }
+[ "$rc" -eq 1 ] || { echo "consumer-check: the injected slowdown's check exited $rc twice, not 1" >&2; exit 1; }
 
 step "the bench mutants fail the compare too"
 for mutant in cached-result skipped-work unsynchronised-timing; do
