@@ -8,7 +8,8 @@
 # show which leg catches which.
 #   scripts/cpu-leg.sh MODEL BUILD_DIR SOURCE_DIR
 # Writes BUILD_DIR/results/cpu-MODEL-{contract,harness}_tests.json (an
-# emulated leg's second contract-test shard: cpu-MODEL.shard1-contract_tests.json)
+# emulated leg's second contract-test shard: cpu-MODEL.shard1-contract_tests.json;
+# the native leg's capped runs: cpu-native.isa-max-ISA-contract_tests.json)
 # and cpu-MODEL-mutants.json. Exit 77 (ctest: skipped) when qemu-user is missing,
 # unless POPPER_REQUIRE_QEMU=1 (CI), where that is a failure.
 set -u
@@ -31,24 +32,31 @@ ENV=(env -u OPENBLAS_CORETYPE -u POPPER_ISA_MAX POPPER_DISPATCH=auto)
 # Under qemu-user every vector instruction is emulated. Where the CPU model
 # has FMA (Haswell), each fused multiply-add is a call per lane (perf on the
 # leg: float32_muladd and fmaf half the time), 100 to 1000 times slower than
-# native: on a 2-core Xeon host the whole leg ran past 40 minutes. The Haswell
-# leg therefore leaves the tests that take 20 s or more there
-# (`qemu -cpu Haswell` beside a build) to the native runs (make
-# test, the native leg, whose AVX-512 CPU runs the AVX2 paths where tests
-# force them): the decode canary's parity tests (10-78 s each),
-# FALSIFY-GEMM-002 (143 s), -005 (29 s), -013 (over 3 minutes),
-# FALSIFY-FUSED-006 (30 s), FALSIFY-NSA-001 (over 15 minutes), -006 (89 s),
-# FALSIFY-TRAIN-001 (62 s), -003 (over 10 minutes), -004 (142 s), -006 (41 s)
-# and KANI-Q4K-001 (43 s). Its dispatch, every other test of every family and
-# its mutants stay. The budget contract's tests time a training step; under an
-# emulator that timing says nothing of any CPU, so no emulated leg runs them,
-# and the emulated legs can run side by side (make test-cpus).
+# native: on a 2-core Xeon host the whole leg ran past 40 minutes. So each
+# emulated leg leaves its slowest tests to the native leg, which runs them
+# with the kernels capped at the path that leg takes (POPPER_ISA_MAX: the
+# path is recorded as forced, at site "native:isa-max=<isa>"):
+#   Haswell (20 s or more there): the decode canary's parity tests (10-78 s
+#     each), FALSIFY-GEMM-002 (143 s), -005 (29 s), -013 (over 3 minutes),
+#     FALSIFY-FUSED-006 (30 s), FALSIFY-NSA-001 (over 15 minutes), -006 (89 s),
+#     FALSIFY-TRAIN-001 (62 s), -003 (over 10 minutes), -004 (142 s), -006
+#     (41 s) and KANI-Q4K-001 (43 s); natively, capped at avx2: 21 s in all.
+#   Nehalem (15 s or more there, 260 of its 373 CPU-s): FALSIFY-TRAIN-003
+#     (81 s), FALSIFY-NSA-001 (56 s), FALSIFY-GEMM-002 (47 s), FALSIFY-MBP-006
+#     (31 s), FALSIFY-GEMM-013 (26 s), FALSIFY-MBP-005 (19 s); natively,
+#     capped at scalar: 24 s.
+# Each leg's dispatch, every other test of every family and its mutants stay.
+# The budget contract's tests time a training step; under an emulator that
+# timing says nothing of any CPU, so no emulated leg runs them, and the
+# emulated legs can run side by side (make test-cpus).
+LEFT_OUT_Haswell=multi_backend_parity_v1.*:gemm_v1.FALSIFY_GEMM_002:gemm_v1.FALSIFY_GEMM_005:gemm_v1.FALSIFY_GEMM_013:fused_kernels_v1.FALSIFY_FUSED_006:nsa_selection_v1.FALSIFY_NSA_001:nsa_selection_v1.FALSIFY_NSA_006:training_step_v1.FALSIFY_TRAIN_001:training_step_v1.FALSIFY_TRAIN_003:training_step_v1.FALSIFY_TRAIN_004:training_step_v1.FALSIFY_TRAIN_006:q4k_gemv_v1.KANI_Q4K_001
+LEFT_OUT_Nehalem=training_step_v1.FALSIFY_TRAIN_003:nsa_selection_v1.FALSIFY_NSA_001:gemm_v1.FALSIFY_GEMM_002:multi_backend_parity_v1.FALSIFY_MBP_006:gemm_v1.FALSIFY_GEMM_013:multi_backend_parity_v1.FALSIFY_MBP_005
 FILTER=()
 if [ "$MODEL" != native ]; then
-  skip=training_step_budget_v1.*
-  [ "$MODEL" = Haswell ] && skip+=:multi_backend_parity_v1.*:gemm_v1.FALSIFY_GEMM_002:gemm_v1.FALSIFY_GEMM_005:gemm_v1.FALSIFY_GEMM_013:fused_kernels_v1.FALSIFY_FUSED_006:nsa_selection_v1.FALSIFY_NSA_001:nsa_selection_v1.FALSIFY_NSA_006:training_step_v1.FALSIFY_TRAIN_001:training_step_v1.FALSIFY_TRAIN_003:training_step_v1.FALSIFY_TRAIN_004:training_step_v1.FALSIFY_TRAIN_006:q4k_gemv_v1.KANI_Q4K_001
+  left_out_var=LEFT_OUT_$MODEL
+  skip=training_step_budget_v1.*${!left_out_var:+:${!left_out_var}}
   FILTER=("--gtest_filter=-$skip")
-  echo "== $SITE: left to the native runs (see scripts/cpu-leg.sh): ${skip//:/ }"
+  echo "== $SITE: left to the native leg (see scripts/cpu-leg.sh): ${skip//:/ }"
 fi
 rc=0
 # An emulated leg runs its contract tests as two gtest shards side by side:
@@ -84,6 +92,21 @@ for ((shard = 0; shard < SHARDS; ++shard)); do
   pids+=($!)
 done
 for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+# The native leg then runs what the emulated legs left out, capped at each
+# leg's path, the two side by side.
+if [ "$MODEL" = native ]; then
+  capped_tests() {  # ISA FILTER
+    local out="$RESULTS/cpu-native.isa-max-$1-contract_tests.json"
+    echo "== native: the tests left out under emulation, kernels capped at $1: ${2//:/ }"
+    "${ENV[@]}" POPPER_ISA_MAX="$1" "$BUILD/bin/popper_contract_tests" --gtest_brief=1 --gtest_filter="$2" \
+        --gtest_output="json:$out"
+  }
+  rm -f "$RESULTS"/cpu-native.isa-max-*-contract_tests.json
+  capped_tests avx2 "$LEFT_OUT_Haswell" & avx2_pid=$!
+  capped_tests scalar "$LEFT_OUT_Nehalem" & scalar_pid=$!
+  wait "$avx2_pid" || rc=1
+  wait "$scalar_pid" || rc=1
+fi
 # The bench orchestration tests (compare's trials, budgets and step limits,
 # the bench API's timer, the ceiling probes, the screening cache) time child
 # processes, which run natively (qemu-user does not follow exec): in an

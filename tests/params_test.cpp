@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -26,4 +27,25 @@ TEST(Params, EmulatedOverridesApplyOnlyUnderAnEmulatedCpuOrASanitizerBuild) {
   EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64}));
   EXPECT_EQ(p.integer("n"), 3) << "keys the emulated map does not name keep their value";
   ::unsetenv("POPPER_CPU_MODEL");
+}
+
+// The site a result names: an ISA cap is said, and is no emulator.
+TEST(ExecutionSite, NamesTheEmulatorAndTheIsaCap) {
+  const char* cap = std::getenv("POPPER_ISA_MAX");
+  const std::string saved = cap ? cap : "";
+  ::unsetenv("POPPER_CPU_MODEL");
+  ::unsetenv("POPPER_ISA_MAX");
+  EXPECT_EQ(popper::execution_site(), "native");
+  ::setenv("POPPER_ISA_MAX", "scalar", 1);
+  EXPECT_EQ(popper::execution_site(), "native:isa-max=scalar");
+  const popper::Params p("FALSIFY-X-002", {{"l", {64, 4096}}, {"emulated", {{"l", {64}}}}});
+  if (!popper::sanitizer_build()) {
+    EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64, 4096})) << "a cap is not an emulator";
+  }
+  ::setenv("POPPER_CPU_MODEL", "Haswell", 1);
+  EXPECT_EQ(popper::execution_site(), "emulated:Haswell:isa-max=scalar");
+  ::unsetenv("POPPER_ISA_MAX");
+  EXPECT_EQ(popper::execution_site(), "emulated:Haswell");
+  ::unsetenv("POPPER_CPU_MODEL");
+  if (cap) ::setenv("POPPER_ISA_MAX", saved.c_str(), 1);
 }

@@ -140,7 +140,8 @@ struct Evidence {
 // The evidence recorded since the last take (run_bound takes it per test).
 Evidence take_evidence();
 // "native", or "emulated:<model>" when POPPER_CPU_MODEL names the CPU model an
-// emulator presents (set by the CPU-matrix legs, make test-cpus).
+// emulator presents (set by the CPU-matrix legs, make test-cpus); followed by
+// ":isa-max=<isa>" when POPPER_ISA_MAX caps the kernels' paths.
 std::string execution_site();
 // Whether this harness is a sanitizer build (make asan), where a test's
 // params.emulated applies as under an emulated CPU (Params::find).

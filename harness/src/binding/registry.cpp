@@ -183,7 +183,11 @@ Evidence take_evidence() {
 
 std::string execution_site() {
   const char* m = std::getenv("POPPER_CPU_MODEL");
-  return m && *m ? std::string("emulated:") + m : std::string("native");
+  std::string site = m && *m ? std::string("emulated:") + m : std::string("native");
+  // A run with its kernels capped (the CPU matrix's native run of the tests
+  // an emulated leg leaves out) says so, as evidence of that path only.
+  if (const char* cap = std::getenv("POPPER_ISA_MAX"); cap && *cap) site += std::string(":isa-max=") + cap;
+  return site;
 }
 
 bool forced_paths_allowed() { return !env_is("POPPER_DISPATCH", "auto"); }
