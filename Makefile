@@ -73,13 +73,23 @@ test-run: build
 # Results of the CPU-matrix legs (make test-cpus), when present, join the
 # evidence: per obligation, which CPU paths passed where. The bench mutants'
 # results (ctest bench_mutants_<family>) give the benchmarks' power.
+# Where make test's own audit (ctest contract_audit) already ran every test
+# under each of its mutants, with this build's binaries and these contracts,
+# its results are reused rather than run again (60-80 s on a 2-core runner);
+# they are copied to reports/mutants.json, where a run would write them.
 CPU_LEGS = $(wildcard $(BUILD_DIR)/results/cpu-*-contract_tests.json)
 CPU_MUTANTS = $(wildcard $(BUILD_DIR)/results/cpu-*-mutants.json)
 BENCH_MUTANTS = $(wildcard $(BUILD_DIR)/results/bench-mutants-*.json)
+TEST_MUTANTS := $(BUILD_DIR)/results/audit/mutants.json
+REUSED_MUTANTS = $(shell [ $(TEST_MUTANTS) -nt $(BUILD_DIR)/bin/popper_contract_tests ] && \
+  [ $(TEST_MUTANTS) -nt $(POPPER) ] && [ -z "$$(find contracts -name '*.yaml' -newer $(TEST_MUTANTS))" ] && \
+  echo $(TEST_MUTANTS))
 audit: $(if $(SKIP_TESTS),build,test-run)
-	$(POPPER) audit --contracts contracts --mutants \
+	$(if $(REUSED_MUTANTS),@echo "audit: reusing make test's mutant results ($(REUSED_MUTANTS))" && mkdir -p reports && \
+	  cp $(REUSED_MUTANTS) reports/.mutants.json.part && mv reports/.mutants.json.part reports/mutants.json)
+	$(POPPER) audit --contracts contracts $(if $(REUSED_MUTANTS),,--mutants) \
 	  --results $(BUILD_DIR)/results/contract_tests $(CPU_LEGS) \
-	  $(if $(CPU_MUTANTS),--mutant-results $(CPU_MUTANTS)) \
+	  $(if $(CPU_MUTANTS)$(REUSED_MUTANTS),--mutant-results $(CPU_MUTANTS) $(REUSED_MUTANTS)) \
 	  $(if $(BENCH_MUTANTS),--bench-mutant-results $(BENCH_MUTANTS)) \
 	  --test-binary $(BUILD_DIR)/bin/popper_contract_tests \
 	  $(if $(wildcard reports/bench-claims.json),--bench-claims reports/bench-claims.json) \
