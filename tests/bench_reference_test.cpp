@@ -1,6 +1,9 @@
 // Reference results shared by a run's processes (popper/bench_reference.hpp).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -75,4 +78,38 @@ TEST(BenchReference, ACorruptEntryIsComputedAgain) {
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(pb::shared_reference("k", compute), std::vector<float>(64, 2.0f));  // rewritten whole
   EXPECT_EQ(calls, 3);
+}
+
+// A run stopped by a signal leaves its directory: the next run removes the
+// directories of processes that are gone, and nothing else.
+TEST(BenchReference, ARunRemovesTheDirectoriesOfRunsThatAreGone) {
+  const RunDir tmp;
+  const char* was = std::getenv("TMPDIR");
+  const std::string saved = was ? was : "";
+  ::setenv("TMPDIR", tmp.path.c_str(), 1);
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(gone, &status, 0), gone);
+  const fs::path root(tmp.path);
+  const auto dir = [&](const std::string& name) {
+    fs::create_directory(root / name);
+    std::ofstream(root / name / "entry") << "x";
+    return root / name;
+  };
+  const auto orphan = dir("popper-run-test-" + std::to_string(gone) + "-abcdef");
+  const auto mine = dir("popper-run-test-" + std::to_string(::getpid()) + "-ghijkl");
+  const auto first = dir("popper-run-test-1-mnopqr");  // pid 1 is always there
+  const auto other = dir("popper-run-test-notapid-stuvwx");
+  const auto other_stem = dir("popper-other-" + std::to_string(gone) + "-abcdef");
+  const std::string made = popper::make_run_dir("popper-run-test");
+  if (was) ::setenv("TMPDIR", saved.c_str(), 1);
+  else ::unsetenv("TMPDIR");
+  EXPECT_FALSE(fs::exists(orphan)) << "the directory of a process that is gone stays";
+  for (const auto& kept : {mine, first, other, other_stem}) EXPECT_TRUE(fs::exists(kept / "entry")) << kept;
+  ASSERT_FALSE(made.empty());
+  EXPECT_EQ(fs::path(made).parent_path(), root);
+  EXPECT_EQ(fs::path(made).filename().string().rfind("popper-run-test-" + std::to_string(::getpid()) + "-", 0), 0u)
+      << made;
 }

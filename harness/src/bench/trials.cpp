@@ -55,7 +55,7 @@ TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam,
   step_timeout_ = opt.step_timeout_seconds > 0 ? opt.step_timeout_seconds
                                                : kStepTimeoutFloorSeconds + 10.0 * opt.reps_per_trial * opt.min_time;
   suite_env_ = opt.env;
-  reference_dir_ = popper::make_temp_dir("popper-bench-reference");
+  reference_dir_ = popper::make_run_dir("popper-bench-reference");
   if (!reference_dir_.empty()) suite_env_.emplace_back(kReferenceDirEnv, reference_dir_);
 }
 
