@@ -39,6 +39,8 @@ PackedMutation active_packed_mutation(Isa isa) {
   if (isa == Isa::Avx512 && POPPER_MUTANT("q4k-packed-high-nibble-scale")) return PackedMutation::HighNibbleScale;
   if (isa == Isa::Avx2 && POPPER_MUTANT("q4k-packed-avx2-half-scales")) return PackedMutation::Avx2HalfScales;
   if (isa == Isa::Avx2 && POPPER_MUTANT("q4k-packed-avx2-mins-high-only")) return PackedMutation::Avx2MinsHighOnly;
+  if (isa == Isa::Avx512 && POPPER_MUTANT("q4k-packed-avx512-mins-low-piece"))
+    return PackedMutation::Avx512MinsNoLowPiece;
   if (POPPER_MUTANT("q4k-packed-ragged-store")) return PackedMutation::RaggedStore;
   return PackedMutation::None;
 }

@@ -22,6 +22,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "impl/q4k/cpu_q4k_kernels.hpp"
 
@@ -49,6 +50,43 @@ inline void fp16_to_f64(const std::uint16_t* h, __m512d& lo, __m512d& hi) {
   const __m512 f = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
   lo = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
   hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
+}
+
+// acc + the sum of the 4 products u8 x s8 in each 32-bit lane (u: bytes m_j
+// <= 63, so without VNNI the int16 pairs of vpmaddubsw cannot saturate).
+inline __m512i dot4(__m512i acc, __m512i u, __m512i s) {
+#if POPPER_Q4K_VNNI
+  return _mm512_dpbusd_epi32(acc, u, s);
+#else
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#endif
+}
+
+// Block b's sub-block sums (they depend on x only) as signed bytes for dot4,
+// at pieces[6b .. 6b+5]: sub_sum_j = 2^14 c2_j + 2^7 c1_j + c0_j (c0, c1 in
+// [0, 127]; |sub_sum| <= 32 * 2^13, so c2 in [-16, 16]); word 2p + h holds
+// piece p of sub-blocks 4h .. 4h+3, byte i that of 4h + i, as the m_j of a
+// lane are held. So S2 = 2^14 sum(m c2) + 2^7 sum(m c1) + sum(m c0), exact.
+// Built once per call, not per row group.
+const std::int32_t* min_pieces(const PackedRows& a) {
+  thread_local std::vector<std::int32_t> pieces;
+  pieces.resize(static_cast<std::size_t>(6 * a.nb));
+  for (std::int64_t b = 0; b < a.nb; ++b) {
+    const std::int32_t* sub_sum = a.sub_sum + b * kSubBlocks;
+    for (int p = 0; p < 3; ++p)
+      for (int h = 0; h < 2; ++h) {
+        std::uint32_t word = 0;
+        for (int i = 0; i < 4; ++i) {
+          const std::int32_t ss = sub_sum[4 * h + i];
+          // Mutation point (q4k-packed-avx512-mins-low-piece): piece 0 is left out.
+          const bool dropped = p == 0 && a.mut == PackedMutation::Avx512MinsNoLowPiece;
+          const std::int32_t piece = dropped ? 0 : p == 2 ? ss >> 14 : (ss >> (7 * p)) & 127;
+          word |= (static_cast<std::uint32_t>(piece) & 0xFF) << (8 * i);
+        }
+        pieces[static_cast<std::size_t>(6 * b + 2 * p + h)] = static_cast<std::int32_t>(word);
+      }
+  }
+  return pieces.data();
 }
 
 // The contribution of sub-blocks 2c and 2c + 1 (chunks 8c .. 8c + 7) to S1,
@@ -94,6 +132,7 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
   const __m512i m6 = _mm512_set1_epi32(0x3F3F3F3F), m4 = _mm512_set1_epi32(0x0F0F0F0F),
                 m2 = _mm512_set1_epi32(0x30303030);
   const bool high_nibble_scale = a.mut == PackedMutation::HighNibbleScale;
+  const std::int32_t* pieces = min_pieces(a);
   for (std::size_t g = g0; g < g1; ++g) {
     const PackedBlock* group = a.w + g * static_cast<std::size_t>(a.nb);
     __m512d acc_lo = _mm512_setzero_pd(), acc_hi = _mm512_setzero_pd();  // rows 0..7, 8..15
@@ -121,12 +160,13 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
 #if !POPPER_Q4K_VNNI
       s1 = _mm512_add_epi32(_mm512_slli_epi32(sum_h, 7), sum_l);
 #endif
-      const std::int32_t* ss = a.sub_sum + b * kSubBlocks;
-      __m512i s2 = _mm512_setzero_si512();
-      for (int j = 0; j < kSubBlocks; ++j) {
-        const __m512i mj = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? m03 : m47, 8 * (j % 4)), _mm512_set1_epi32(0xFF));
-        s2 = _mm512_add_epi32(s2, _mm512_mullo_epi32(mj, _mm512_set1_epi32(ss[j])));
-      }
+      const std::int32_t* pc = pieces + 6 * b;
+      __m512i s2p[3];
+      for (int p = 0; p < 3; ++p)
+        s2p[p] = dot4(dot4(_mm512_setzero_si512(), m03, _mm512_set1_epi32(pc[2 * p])), m47,
+                      _mm512_set1_epi32(pc[2 * p + 1]));
+      const __m512i s2 =
+          _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(s2p[2], 14), _mm512_slli_epi32(s2p[1], 7)), s2p[0]);
       // acc += s_b * (d * S1 - dmin * S2), each operation rounded as the scalar kernel rounds it.
       __m512d d_lo, d_hi, dm_lo, dm_hi;
       fp16_to_f64(pb.d, d_lo, d_hi);

@@ -117,11 +117,12 @@ inline constexpr int kPackRows = 16;
 // Mutation points of the packed kernels (contracts/q4k/q4k-gemv-v1.yaml), decided once per call.
 enum class PackedMutation : std::uint8_t {
   None,
-  Fp32Sum,           // q4k-packed-fp32-sum: the row sums rounded to FP32 after every block
-  HighNibbleScale,   // q4k-packed-high-nibble-scale: AVX-512 weighs sub-block 2c + 1 with the scale of 2c
-  Avx2HalfScales,    // q4k-packed-avx2-half-scales: AVX2 rows 8..15 take the scales of rows 0..7
-  Avx2MinsHighOnly,  // q4k-packed-avx2-mins-high-only: AVX2's S2 leaves out the sub-block sums' low bytes
-  RaggedStore,       // q4k-packed-ragged-store: a ragged last group stores one row fewer
+  Fp32Sum,               // q4k-packed-fp32-sum: the row sums rounded to FP32 after every block
+  HighNibbleScale,       // q4k-packed-high-nibble-scale: AVX-512 weighs sub-block 2c + 1 with the scale of 2c
+  Avx2HalfScales,        // q4k-packed-avx2-half-scales: AVX2 rows 8..15 take the scales of rows 0..7
+  Avx2MinsHighOnly,      // q4k-packed-avx2-mins-high-only: AVX2's S2 leaves out the sub-block sums' low bytes
+  Avx512MinsNoLowPiece,  // q4k-packed-avx512-mins-low-piece: AVX-512's S2 leaves out the sums' lowest 7-bit piece
+  RaggedStore,           // q4k-packed-ragged-store: a ragged last group stores one row fewer
 };
 
 // Computes y for row groups [g0, g1) of packed W (nb blocks per row). The
