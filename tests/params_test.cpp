@@ -29,7 +29,8 @@ TEST(Params, EmulatedOverridesApplyOnlyUnderAnEmulatedCpuOrASanitizerBuild) {
   ::unsetenv("POPPER_CPU_MODEL");
 }
 
-// The site a result names: an ISA cap is said, and is no emulator.
+// The site a result names: an ISA cap is said, and is no emulator; the
+// CPU path it picks is recorded as forced.
 TEST(ExecutionSite, NamesTheEmulatorAndTheIsaCap) {
   const char* cap = std::getenv("POPPER_ISA_MAX");
   const std::string saved = cap ? cap : "";
@@ -42,6 +43,12 @@ TEST(ExecutionSite, NamesTheEmulatorAndTheIsaCap) {
   if (!popper::sanitizer_build()) {
     EXPECT_EQ(p.integers("l"), (std::vector<std::int64_t>{64, 4096})) << "a cap is not an emulator";
   }
+  popper::take_evidence();
+  popper::record_backend("cpu:scalar");
+  popper::record_backend("openblas:Haswell");
+  const auto ev = popper::take_evidence();
+  EXPECT_EQ(popper::format_backends(ev.backends), "cpu:scalar=forced,openblas:Haswell=auto")
+      << "under a cap the CPU path is the cap's choice, a library's is still its own";
   ::setenv("POPPER_CPU_MODEL", "Haswell", 1);
   EXPECT_EQ(popper::execution_site(), "emulated:Haswell:isa-max=scalar");
   ::unsetenv("POPPER_ISA_MAX");

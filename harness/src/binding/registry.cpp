@@ -157,6 +157,9 @@ bool env_is(const char* name, const char* value) {
 }  // namespace
 
 void record_backend(const std::string& tag, Dispatch how) {
+  // Under POPPER_ISA_MAX the cap chose the CPU path, not the kernel: such a
+  // path is never evidence of the kernel's own dispatch, whatever the caller says.
+  if (const char* cap = std::getenv("POPPER_ISA_MAX"); cap && *cap && tag.rfind("cpu:", 0) == 0) how = Dispatch::Forced;
   auto& log = evidence_log();
   std::lock_guard lock(log.mu);
   for (const auto& b : log.ev.backends)
