@@ -12,8 +12,10 @@
 //           vpmaddwd by the sub-block scale into int32, S1 = 128 sum_H + sum_L.
 // With VNNI the high nibbles are masked in place (16 q, <= 240 as u8) and the
 // sub-block's S shifted back by 4, exact; vpmaddubsw would saturate on 16 q.
-// S2 = sum_j m_j sub_sum_j by vpmulld; then the scalar kernel's FP64 steps on
-// 2 x 8 rows, in the same order, so the bits are the scalar kernel's.
+// S2 = sum_j m_j sub_sum_j by byte dot products over 7-bit pieces of the
+// sub-block sums (min_pieces), fewer instructions than a vpmulld per j, which
+// one core overlaps better with a cold stream; then the scalar kernel's FP64
+// steps on 2 x 8 rows, in the same order, so the bits are the scalar kernel's.
 //
 // GCC 12 reports the deliberately undefined upper lanes of its AVX-512 cast
 // and convert intrinsics (_mm512_undefined_*) as maybe-uninitialized.
