@@ -117,10 +117,11 @@ struct CapabilityRegistrar {
 //   tags: "cpu:scalar" "cpu:avx2" "cpu:avx512" "openblas:<core>" "cuda:sm_90"
 //         "vulkan:<device>" "ggml-cpu" "reference" ...
 // `Forced` marks a path chosen by a dispatch override rather than by the
-// kernel's own detection; under POPPER_ISA_MAX every "cpu:" path is. run_bound writes the set as the result properties
-// popper_backends / popper_declines / popper_where, which the audit reads: a
-// `requires: [cuda]` test with no cuda evidence is skipped, never passed, and
-// an obligation with `backends:` is covered only by evidence on each.
+// kernel's own detection; under POPPER_ISA_MAX every "cpu:" path is. run_bound
+// writes the set as the result properties popper_backends / popper_declines /
+// popper_where, which the audit reads: a `requires: [cuda]` test with no cuda
+// evidence is skipped, never passed, and an obligation with `backends:` is
+// covered only by evidence on each.
 enum class Dispatch { Auto, Forced };
 const char* to_string(Dispatch how);  // "auto" | "forced"
 void record_backend(const std::string& tag, Dispatch how = Dispatch::Auto);
