@@ -154,12 +154,18 @@ bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v && std::string(v) == value;
 }
+
+// POPPER_ISA_MAX, the cap on the kernels' CPU paths (cpu_features.cpp reads it); "" when none.
+std::string isa_cap() {
+  const char* v = std::getenv("POPPER_ISA_MAX");
+  return v ? v : "";
+}
 }  // namespace
 
 void record_backend(const std::string& tag, Dispatch how) {
   // Under POPPER_ISA_MAX the cap chose the CPU path, not the kernel: such a
   // path is never evidence of the kernel's own dispatch, whatever the caller says.
-  if (const char* cap = std::getenv("POPPER_ISA_MAX"); cap && *cap && tag.rfind("cpu:", 0) == 0) how = Dispatch::Forced;
+  if (tag.rfind("cpu:", 0) == 0 && !isa_cap().empty()) how = Dispatch::Forced;
   auto& log = evidence_log();
   std::lock_guard lock(log.mu);
   for (const auto& b : log.ev.backends)
@@ -189,7 +195,7 @@ std::string execution_site() {
   std::string site = m && *m ? std::string("emulated:") + m : std::string("native");
   // A run with its kernels capped (the CPU matrix's native run of the tests
   // an emulated leg leaves out) says so, as evidence of that path only.
-  if (const char* cap = std::getenv("POPPER_ISA_MAX"); cap && *cap) site += std::string(":isa-max=") + cap;
+  if (const std::string cap = isa_cap(); !cap.empty()) site += ":isa-max=" + cap;
   return site;
 }
 
