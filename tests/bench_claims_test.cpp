@@ -284,6 +284,38 @@ TEST(BenchInterval, TrialRatioSpanIsTheSignTestIntervalOfPerTrialRatios) {
   EXPECT_EQ(pb::trial_ratio_span({&a.samples, &a.trials}, {&b.samples, &b.trials}).trials, 0);
 }
 
+// Rule: the trials it takes for the sign test's interval to leave out m
+// ratios on one side: k = m + 1 at alpha 0.05, so 1, 9, 12 and 15 for m = 0..3
+// (P(B <= 1) at 9 trials 10/512; P(B <= 2) at 12 79/4096; at 11 it is 67/2048).
+TEST(BenchInterval, SignTestTrialsOutvoteTheTrialsOnOneSide) {
+  EXPECT_EQ(pb::sign_test_trials(0), 1);
+  EXPECT_EQ(pb::sign_test_trials(1), 9);
+  EXPECT_EQ(pb::sign_test_trials(2), 12);
+  EXPECT_EQ(pb::sign_test_trials(3), 15);
+  for (int n = 1; n < 40; ++n) EXPECT_LE(pb::sign_test_trials(pb::sign_test_rank(n) - 1), n) << n;
+}
+
+// Rule: a group whose bootstrap interval is off the threshold, but whose span
+// reaches across it by one trial, is decided in 9 trials (the sign test
+// outvotes one trial there), not left hopeless: every 1-thread gate group of
+// BENCH-GEMM-001 that one trial of six took over 1.02 was left inconclusive
+// with rounds and budget to spare.
+TEST(BenchClaims, OneTrialAcrossTheThresholdIsDecidedByNineTrials) {
+  const auto c = claim("time_ratio", "wrapped", "ceiling", "<", 1.02);
+  const pb::BenchRow wrapped = per_trial("wrapped", "openblas:Zen", {1.0, 1.002, 0.998, 1.08, 1.001, 0.999});
+  const pb::BenchRow ceiling = per_trial("ceiling", "openblas:Zen", std::vector(6, 1.0));
+  const auto res = judge(c, {wrapped, ceiling});
+  ASSERT_EQ(res.verdict, pb::ClaimVerdict::Inconclusive) << res.detail;
+  ASSERT_EQ(res.inconclusive_groups.size(), 1u);
+  EXPECT_EQ(res.inconclusive_groups[0].trials, 6);
+  EXPECT_EQ(res.inconclusive_groups[0].trials_to_decide, 9);
+  // Three more trials at the wrapper's own pace: the one trial is outvoted.
+  const pb::BenchRow more =
+      per_trial("wrapped", "openblas:Zen", {1.0, 1.002, 0.998, 1.08, 1.001, 0.999, 1.003, 0.997, 1.0});
+  const auto decided = judge(c, {more, per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0))});
+  EXPECT_EQ(decided.verdict, pb::ClaimVerdict::Met) << decided.detail;
+}
+
 // Rule: a trial disturbed on one side keeps a ratio group inconclusive, to be
 // measured again, where the bootstrap of medians alone would call it not_met
 // (the wrapped tier at 2 threads read 2.04x [1.09, 2.15] in one run of a build

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -61,15 +62,19 @@ BenchRow read_time_row(const BenchRow& r) {
   return bound;
 }
 
-// Widens [lo, hi] to the span of the trials' own ratios num/den times scale
-// (interval.hpp, trial_ratio_span), and says so; "" when it was inside.
-std::string widen_to_trial_span(const TrialSamples& num, const TrialSamples& den, double scale, double& lo,
-                                double& hi) {
-  const TrialRatioSpan span = trial_ratio_span(num, den);
-  if (span.trials == 0 || (scale * span.lo >= lo && scale * span.hi <= hi)) return "";
-  lo = std::min(lo, scale * span.lo), hi = std::max(hi, scale * span.hi);
-  return fmt::format(" (its {} trials' own ratios span [{:.4g}, {:.4g}])", span.trials, scale * span.lo,
-                     scale * span.hi);
+// The trials' own ratios num/den times scale (interval.hpp, trial_ratio_span).
+TrialRatioSpan scaled_trial_span(const TrialSamples& num, const TrialSamples& den, double scale) {
+  TrialRatioSpan span = trial_ratio_span(num, den);
+  span.lo *= scale, span.hi *= scale;
+  for (auto& r : span.ratios) r.ratio *= scale;
+  return span;
+}
+
+// Widens [lo, hi] to the span, and says so; "" when it was inside.
+std::string widen_to_trial_span(const TrialRatioSpan& span, double& lo, double& hi) {
+  if (span.trials == 0 || (span.lo >= lo && span.hi <= hi)) return "";
+  lo = std::min(lo, span.lo), hi = std::max(hi, span.hi);
+  return fmt::format(" (its {} trials' own ratios span [{:.4g}, {:.4g}])", span.trials, span.lo, span.hi);
 }
 
 struct Group {
@@ -183,6 +188,13 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             }
             // value = scale / interval(time ratio) or scale * interval(time ratio).
             RatioInterval iv;
+            TrialRatioSpan span;  // the trials' own ratios, for a ratio judged per process
+            // Its two sides: value = scale x ratio of a's to b's medians (what measuring again narrows).
+            struct Sides {
+              BenchRow a, b;
+              double scale;
+            };
+            std::optional<Sides> sides;
             double lo = 0, hi = 0, value = 0;
             std::string spanned;    // the trials' own ratios, when they widened the interval
             std::string set_aside;  // the repetitions and trials left out: their CPU ran slow (pace.hpp)
@@ -225,7 +237,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               value = scale * iv.ratio, lo = scale * iv.lo, hi = scale * iv.hi;
               // The bootstrap of medians undercovers with a few trials; a trial disturbed on one
               // side shows in the per-trial span, which keeps the group inconclusive (interval.hpp).
-              spanned = time ? widen_to_trial_span(tn, td, scale, lo, hi) : widen_to_trial_span(td, tn, scale, lo, hi);
+              span = time ? scaled_trial_span(tn, td, scale) : scaled_trial_span(td, tn, scale);
+              sides = time ? Sides{num_kept, den_kept, scale} : Sides{den_kept, num_kept, scale};
             } else if (claim.metric == "throughput") {  // work / time
               const std::vector<double> one{1.0};
               iv = ratio_interval(tn, {&one, nullptr});
@@ -235,7 +248,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               const TrialSamples tb{&bound.samples, &bound.trials};
               iv = paired_ratio_interval(tb, tn);
               value = iv.ratio, lo = iv.lo, hi = iv.hi;
-              spanned = widen_to_trial_span(tb, tn, 1, lo, hi);
+              span = scaled_trial_span(tb, tn, 1);
+              sides = Sides{bound, num_kept, 1};
               // Near and far CPUs read memory at different speeds (one CCD's link, or two): say the mix.
               int linked = 0, far_apart = 0;
               for (const int t : bound.trials)
@@ -251,6 +265,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                   (kind == "bandwidth" || kind == "device_bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
               value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
             }
+            const double boot_lo = lo, boot_hi = hi;  // before the trials' own ratios widen them
+            spanned = widen_to_trial_span(span, lo, hi) + spanned;
             if (claim.metric == "peak_fraction" && value > 1) {
               // No claim is judged against a bound the row beats (report.hpp, bound_invalid).
               missing.push_back(
@@ -268,11 +284,24 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               res.failing_groups.push_back({shape, prec, th});
             } else if (!all_hold) {
               inconclusive.push_back(figure + " straddles " + claim.op + " " + std::to_string(claim.threshold));
-              // The interval's half-width on the threshold's side shrinks as 1/sqrt(trials).
+              // The trials that read across the threshold leave the span once enough others
+              // outvote them (the sign test); the others' bootstrap half-width on the threshold's
+              // side shrinks as 1/sqrt(trials).
+              const bool value_holds = holds(value, claim.op, claim.threshold);
+              std::set<int> across;
+              for (const auto& r : span.ratios)
+                if (holds(r.ratio, claim.op, claim.threshold) != value_holds) across.insert(r.trial);
+              double in_lo = boot_lo, in_hi = boot_hi;
+              if (sides && !across.empty()) {
+                const BenchRow a = without_trials(sides->a, across), b = without_trials(sides->b, across);
+                const RatioInterval in = paired_ratio_interval({&a.samples, &a.trials}, {&b.samples, &b.trials});
+                if (in.df >= 1) in_lo = sides->scale * in.lo, in_hi = sides->scale * in.hi;
+              }
+              const int n = iv.df + 1, m = static_cast<int>(across.size());
               const double dist = std::fabs(std::log(value / claim.threshold));
-              const double half = value >= claim.threshold ? std::log(value / lo) : std::log(hi / value);
-              const int n = iv.df + 1;
-              const double need = dist > 0 && half > 0 ? std::ceil(n * (half / dist) * (half / dist)) : 1e9;
+              const double half = value >= claim.threshold ? std::log(value / in_lo) : std::log(in_hi / value);
+              const double need_in = half > dist ? std::ceil((n - m) * (half / dist) * (half / dist)) : n - m;
+              const double need = dist <= 0 ? 1e9 : std::max(need_in + m, static_cast<double>(sign_test_trials(m)));
               res.inconclusive_groups.push_back({shape, prec, th, n, std::min(need, 1e9)});
             } else any_met = true;
             const bool is_worse = (claim.op == "<" || claim.op == "<=") ? value > worst : value < worst;

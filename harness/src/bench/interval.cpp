@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "bench/stats.hpp"
 #include "popper/error.hpp"
@@ -193,15 +194,7 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   return summarize(logs, median(all_n) / median(all_d), alpha, static_cast<int>(vn.size()) - 1);
 }
 
-TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den, double alpha) {
-  const auto gn = by_trial(num), gd = by_trial(den);
-  std::vector<double> r;
-  for (const auto& [t, v] : gn)
-    if (auto it = gd.find(t); it != gd.end() && !v.empty() && !it->second.empty())
-      r.push_back(median(v) / median(it->second));
-  if (r.empty()) return {};
-  std::sort(r.begin(), r.end());
-  const int n = static_cast<int>(r.size());
+int sign_test_rank(int n, double alpha) {
   // k - 1 = the largest j with P(B <= j) <= alpha/2, B ~ Binomial(n, 1/2); k at least 1.
   int k = 1;
   double tail = 0, term = std::pow(0.5, n);  // P(B = 0)
@@ -211,7 +204,27 @@ TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den
     k = j + 1;
     term *= static_cast<double>(n - j) / (j + 1);
   }
-  return {r[static_cast<std::size_t>(k - 1)], r[static_cast<std::size_t>(n - k)], n};
+  return k;
+}
+
+int sign_test_trials(int outside, double alpha) {
+  int n = 1;
+  while (sign_test_rank(n, alpha) <= outside) ++n;
+  return n;
+}
+
+TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den, double alpha) {
+  const auto gn = by_trial(num), gd = by_trial(den);
+  std::vector<TrialRatioSpan::Ratio> r;
+  for (const auto& [t, v] : gn)
+    if (auto it = gd.find(t); it != gd.end() && !v.empty() && !it->second.empty())
+      r.push_back({median(v) / median(it->second), t});
+  if (r.empty()) return {};
+  std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.ratio < b.ratio; });
+  const int n = static_cast<int>(r.size());
+  const int k = sign_test_rank(n, alpha);
+  const double lo = r[static_cast<std::size_t>(k - 1)].ratio, hi = r[static_cast<std::size_t>(n - k)].ratio;
+  return {lo, hi, n, std::move(r)};
 }
 
 namespace {

@@ -59,8 +59,21 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
 struct TrialRatioSpan {
   double lo = 0, hi = 0;
   int trials = 0;  // shared trials; 0: none, the span is empty
+  struct Ratio {
+    double ratio;
+    int trial;
+  };
+  std::vector<Ratio> ratios;  // the r_t, ascending
 };
 TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den, double alpha = 0.05);
+
+// The k above for n trials.
+int sign_test_rank(int n, double alpha = 0.05);
+// The fewest trials whose sign-test interval leaves out `outside` of their
+// ratios on one side (k = outside + 1): 1 for none, 9 for one, 12 for two at
+// alpha 0.05. Trials that read on the far side of a threshold are outvoted
+// only by that many; narrowing the bootstrap alone does not reach them.
+int sign_test_trials(int outside, double alpha = 0.05);
 
 // Interval of one row's median itself (the same two-level bootstrap, against
 // a constant): what the report's error bars show. `ratio` is the median.
