@@ -10,8 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "bench/ingest.hpp"
 #include "bench/interval.hpp"
@@ -161,10 +164,25 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   add(std::move(got), trial, paced, linked);
 }
 
-// One pass over the steps `which` (indices into steps_), shuffled by the trial's seed.
+std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector<std::size_t> which,
+                                     std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::map<std::tuple<std::string, int, CacheMode>, std::vector<std::size_t>> by_block;
+  for (const std::size_t i : which) by_block[{steps[i].shape, steps[i].threads, steps[i].cache}].push_back(i);
+  std::vector<std::vector<std::size_t>> blocks;
+  for (auto& [key, block] : by_block) {
+    std::shuffle(block.begin(), block.end(), rng);
+    blocks.push_back(std::move(block));
+  }
+  std::shuffle(blocks.begin(), blocks.end(), rng);
+  std::vector<std::size_t> order;
+  for (const auto& block : blocks) order.insert(order.end(), block.begin(), block.end());
+  return order;
+}
+
+// One pass over the steps `which` (indices into steps_), in the trial's order.
 void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std::size_t> which) {
-  std::mt19937_64 rng(opt_.order_seed + static_cast<std::uint64_t>(trial));
-  std::shuffle(which.begin(), which.end(), rng);
+  which = trial_order(steps_, std::move(which), opt_.order_seed + static_cast<std::uint64_t>(trial));
   for (std::size_t at = 0; at < which.size(); ++at) {
     const Step& s = steps_[which[at]];
     const double now = elapsed();

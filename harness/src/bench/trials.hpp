@@ -7,6 +7,7 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <set>
 #include <string>
@@ -31,6 +32,16 @@ struct Step {
   std::string ceiling;
   CacheMode cache = CacheMode::Warm;
 };
+
+// The order one trial runs the steps `which` (indices into `steps`) in: the
+// steps of one shape, thread count and cache mode run one after another, and
+// both those blocks and the steps within each are shuffled by `seed`. The two
+// sides of a ratio then run seconds apart rather than anywhere in a trial: on
+// a 2-vCPU guest whose host moved the vCPUs between one CCD and two every few
+// seconds, half of the 2-thread trials drew one placement for each side and
+// were set aside (pace.hpp).
+std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector<std::size_t> which,
+                                     std::uint64_t seed);
 
 // A step's process may run this long, plus ten times its repetitions' min time.
 inline constexpr double kStepTimeoutFloorSeconds = 120;

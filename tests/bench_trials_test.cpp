@@ -1,0 +1,62 @@
+// The order a trial runs its steps in (bench/trials.hpp).
+#include "bench/trials.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace pb = popper::bench;
+
+namespace {
+// Every tier, and a ceiling, of each shape at 1 and 2 threads, warm, and one cold shape.
+std::vector<pb::Step> steps() {
+  std::vector<pb::Step> out;
+  for (const std::string shape : {"small_64", "small_128", "wide_640"})
+    for (const int threads : {1, 2}) {
+      out.push_back({shape, pb::Tier::Ceiling, "", threads, "cblas_gemm_raw"});
+      for (const pb::Tier tier : {pb::Tier::Hand, pb::Tier::Wrapped})
+        for (const std::string prec : {"f32", "f64"}) out.push_back({shape, tier, prec, threads, ""});
+    }
+  out.push_back({"gemv_1k", pb::Tier::Hand, "f32", 1, "", pb::CacheMode::Cold});
+  out.push_back({"gemv_1k", pb::Tier::Ceiling, "", 1, "cblas_gemm_raw", pb::CacheMode::Cold});
+  return out;
+}
+
+std::tuple<std::string, int, pb::CacheMode> block_of(const pb::Step& s) { return {s.shape, s.threads, s.cache}; }
+}  // namespace
+
+// Rule: a trial runs each step once; the steps of one shape, thread count and
+// cache mode run one after another, so the two sides of a ratio run seconds
+// apart; the blocks and the steps within them are shuffled, differently from
+// one trial's seed to the next.
+TEST(BenchTrials, StepsOfOneShapeAndThreadCountRunTogetherInShuffledOrder) {
+  const auto all = steps();
+  std::vector<std::size_t> which(all.size());
+  std::iota(which.begin(), which.end(), 0);
+  std::set<std::vector<std::size_t>> orders;
+  std::set<std::size_t> first_steps;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto order = pb::trial_order(all, which, seed);
+    auto sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted, which) << "each step exactly once";
+    std::set<std::tuple<std::string, int, pb::CacheMode>> closed;
+    for (std::size_t at = 0; at < order.size(); ++at) {
+      const auto block = block_of(all[order[at]]);
+      EXPECT_EQ(closed.count(block), 0u) << "a block resumed after another began: step " << at << ", seed " << seed;
+      if (at + 1 < order.size() && block_of(all[order[at + 1]]) != block) closed.insert(block);
+    }
+    orders.insert(order);
+    first_steps.insert(order.front());
+  }
+  EXPECT_EQ(orders.size(), 20u) << "the order changes from one trial to the next";
+  EXPECT_GT(first_steps.size(), 5u) << "any block, and any step in it, may come first";
+  // A subset (a top-up or remeasure trial) keeps only what it was given.
+  const auto some = pb::trial_order(all, {0, 5, 7}, 3);
+  EXPECT_EQ(std::set<std::size_t>(some.begin(), some.end()), (std::set<std::size_t>{0, 5, 7}));
+}
