@@ -284,6 +284,26 @@ TEST(BenchInterval, TrialRatioSpanIsTheSignTestIntervalOfPerTrialRatios) {
   EXPECT_EQ(pb::trial_ratio_span({&a.samples, &a.trials}, {&b.samples, &b.trials}).trials, 0);
 }
 
+// Rule: a paired ratio is the median of the trials' own ratios. With trial
+// effects larger than the kernels' difference (a host that placed whole
+// processes near or far), each side's pooled median is the mid-pack trial's,
+// and a ratio of them would be that one trial's ratio.
+TEST(BenchInterval, APairedRatioIsTheMedianOfTheTrialsOwnRatios) {
+  const pb::BenchRow den = per_trial("ceiling", "c", {1, 2, 3, 4, 5});
+  const pb::BenchRow num = per_trial("wrapped", "openblas", {1, 2, 3.3, 4, 5});  // trial 2 reads 1.1
+  const auto iv = pb::paired_ratio_interval({&num.samples, &num.trials}, {&den.samples, &den.trials});
+  EXPECT_DOUBLE_EQ(iv.ratio, 1.0);
+  EXPECT_EQ(iv.df, 4);
+  EXPECT_LE(iv.lo, 1.0);
+  EXPECT_GE(iv.hi, 1.0);
+  // Every trial 1.1: so is the ratio, and the bootstrap has nothing to vary.
+  const pb::BenchRow slower = per_trial("wrapped", "openblas", {1.1, 2.2, 3.3, 4.4, 5.5});
+  const auto all = pb::paired_ratio_interval({&slower.samples, &slower.trials}, {&den.samples, &den.trials});
+  EXPECT_NEAR(all.ratio, 1.1, 1e-12);
+  EXPECT_NEAR(all.lo, 1.1, 1e-12);
+  EXPECT_NEAR(all.hi, 1.1, 1e-12);
+}
+
 // Rule: the trials it takes for the sign test's interval to leave out m
 // ratios on one side: k = m + 1 at alpha 0.05, so 1, 9, 12 and 15 for m = 0..3
 // (P(B <= 1) at 9 trials 10/512; P(B <= 2) at 12 79/4096; at 11 it is 67/2048).

@@ -173,25 +173,25 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   check_nonempty(den, "denominator");
   const auto gn = by_trial(num), gd = by_trial(den);
   std::vector<const std::vector<double>*> vn, vd;
-  std::vector<double> all_n, all_d;
+  std::vector<double> trial_logs;  // each shared trial's log ratio of medians
   for (const auto& [t, v] : gn)
     if (auto it = gd.find(t); it != gd.end()) {
       vn.push_back(&v);
       vd.push_back(&it->second);
-      all_n.insert(all_n.end(), v.begin(), v.end());
-      all_d.insert(all_d.end(), it->second.begin(), it->second.end());
+      trial_logs.push_back(std::log(median(v) / median(it->second)));
     }
   if (vn.empty()) return ratio_interval(num, den, alpha, resamples, seed);  // no shared trial: unpaired
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::size_t> pick(0, vn.size() - 1);
-  std::vector<double> logs, pool;
-  std::vector<std::size_t> draw(vn.size());
+  std::vector<double> logs, pool, drawn(vn.size());
   for (int b = 0; b < resamples; ++b) {
-    for (auto& i : draw) i = pick(rng);
-    logs.push_back(
-        std::log(resampled_quantile(vn, draw, 0.5, rng, pool) / resampled_quantile(vd, draw, 0.5, rng, pool)));
+    for (auto& d : drawn) {
+      const std::vector<std::size_t> trial{pick(rng)};
+      d = std::log(resampled_quantile(vn, trial, 0.5, rng, pool) / resampled_quantile(vd, trial, 0.5, rng, pool));
+    }
+    logs.push_back(median(drawn));
   }
-  return summarize(logs, median(all_n) / median(all_d), alpha, static_cast<int>(vn.size()) - 1);
+  return summarize(logs, std::exp(median(trial_logs)), alpha, static_cast<int>(vn.size()) - 1);
 }
 
 int sign_test_rank(int n, double alpha) {

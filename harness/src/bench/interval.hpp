@@ -7,7 +7,13 @@
 //   repeat B times: draw the trials of each side with replacement, then the
 //   samples within each drawn trial with replacement; R* = ratio of medians.
 //   Paired (both sides measured in the same trials, e.g. two tiers of one
-//   run): the same trial draw serves both sides, so shared trial noise cancels.
+//   run): R = the median over trials of each trial's own ratio of medians,
+//   and R* the same over a draw of trials (each drawn trial's samples
+//   resampled on both sides), so noise a trial's two sides share cancels in
+//   its ratio. A ratio of the pooled medians would not: on a host that placed
+//   whole trials on one CCD or two, each side's pooled median fell on
+//   whichever trial sat mid-pack, and two such trials' times differed by more
+//   than the 2% a claim was judged on.
 // Interval: the alpha/2 and 1 - alpha/2 percentiles of R*.
 // Test against a threshold c: t = (log R - log c) / se, with
 // df = trials(num) + trials(den) - 2 (paired: trials - 1) degrees of freedom;
@@ -32,7 +38,7 @@ struct TrialSamples {
 };
 
 struct RatioInterval {
-  double ratio = 0;  // median(num) / median(den) over all samples
+  double ratio = 0;  // median(num) / median(den) over all samples; paired: the median per-trial ratio
   double lo = 0, hi = 0;
   double log_se = 0;                          // bootstrap standard error of log(ratio) (robust: half the central 68%)
   double log_se_below = 0, log_se_above = 0;  // one side each, from lo and hi (see above)
