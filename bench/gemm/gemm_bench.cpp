@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/fill.hpp"
+#include "common/operands.hpp"
 #include "common/cold_row_pool.hpp"
 #include "common/read_bandwidth.hpp"
 #include "gemm/gemm_device.hpp"
@@ -67,7 +68,7 @@ void bench_gemm(benchmark::State& state, const pb::Case& c) {
   std::vector<double> read;
   if (streams_b(sh) && c.tier != pb::Tier::Reference)
     read = suite::read_bandwidth(std::size_t(bytes), c.threads, 5, c.cache);
-  std::vector<T> a(m * k), b(k * n), out(m * n, T(0));
+  suite::OperandVector<T> a(m * k), b(k * n), out(m * n, T(0));
   suite::fill_uniform(a, 1);
   suite::fill_uniform(b, 2);
 
