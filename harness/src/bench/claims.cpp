@@ -189,7 +189,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             // value = scale / interval(time ratio) or scale * interval(time ratio).
             RatioInterval iv;
             TrialRatioSpan span;  // the trials' own ratios, for a ratio judged per process
-            // Its two sides: value = scale x ratio of a's to b's medians (what measuring again narrows).
+            // Its two sides: value = scale x their paired ratio, a over b (what measuring again narrows).
             struct Sides {
               BenchRow a, b;
               double scale;

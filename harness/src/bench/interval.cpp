@@ -184,9 +184,10 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::size_t> pick(0, vn.size() - 1);
   std::vector<double> logs, pool, drawn(vn.size());
+  std::vector<std::size_t> trial(1);
   for (int b = 0; b < resamples; ++b) {
     for (auto& d : drawn) {
-      const std::vector<std::size_t> trial{pick(rng)};
+      trial[0] = pick(rng);
       d = std::log(resampled_quantile(vn, trial, 0.5, rng, pool) / resampled_quantile(vd, trial, 0.5, rng, pool));
     }
     logs.push_back(median(drawn));
