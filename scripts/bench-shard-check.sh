@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench compare --shard K/N and bench merge on a real family: two shards,
 # merged, must hold exactly the rows of the unsharded run (same keys, nothing
-# twice). Short timings (it checks the row set, not the speed).
+# twice). Short timings (it checks the row set, not the speed), and a budget
+# of 1 s, so no inconclusive claim is measured again in more trials.
 # usage: scripts/bench-shard-check.sh [BUILD_DIR] [FAMILY]   (default gemm: three gate shapes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ FAMILY=${2:-gemm}
 POPPER=$BUILD/bin/popper
 out=$(mktemp -d /tmp/popper-shard.XXXXXX)
 trap 'rm -rf "$out"' EXIT
-quick=(--family "$FAMILY" --shapes gate --build-dir "$BUILD" --trials 2 --reps 2 --min-time 0.01 --threads 1 --no-core-types)
+quick=(--family "$FAMILY" --shapes gate --build-dir "$BUILD" --trials 2 --reps 2 --min-time 0.01 --threads 1 --no-core-types --budget 1)
 "$POPPER" bench compare "${quick[@]}" --out "$out/all" > "$out/all.log" 2>&1 || { tail "$out/all.log"; exit 1; }
 # The shards run as the Slurm array example runs them (examples/distributed/bench-array.sbatch).
 for task in 0 1; do
