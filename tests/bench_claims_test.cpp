@@ -10,20 +10,22 @@
 #include <vector>
 
 #include "bench/claims.hpp"
+#include "bench/pace.hpp"
 #include "bench/interval.hpp"
 
 namespace pb = popper::bench;
 
 namespace {
 
-// Three trials of two samples each within +-spread of `seconds` (by default
-// +-0.05%: intervals far narrower than any threshold below).
+// Six trials (the fewest a ratio is judged on: sign_test_trials) of two
+// samples each within +-spread of `seconds` (by default +-0.05%: intervals
+// far narrower than any threshold below).
 pb::BenchRow timed(const std::string& tier, const std::string& backend, double seconds,
                    const std::string& precision = "f32", double work = 1e9, double spread = 0.0005) {
   pb::BenchRow r;
   r.key = {"gemm", pb::tier_from(tier, "test"), backend, "a", precision, 1, "warm"};
-  const double level[3] = {1.0, 1.0 + spread, 1.0 - spread};
-  for (int t = 0; t < 3; ++t)
+  const double level[6] = {1.0, 1.0 + spread, 1.0 - spread, 1.0, 1.0 + spread, 1.0 - spread};
+  for (int t = 0; t < 6; ++t)
     for (int i = 0; i < 2; ++i) {
       r.samples.push_back(seconds * level[t]);
       r.trials.push_back(t);
@@ -47,13 +49,14 @@ popper::BenchmarkClaim claim(const std::string& metric, const std::string& numer
 }
 
 pb::ClaimResult judge(const popper::BenchmarkClaim& c, const std::vector<pb::BenchRow>& rows,
-                      const pb::PeakResult* peak = nullptr, const std::map<std::string, std::string>& peak_kind = {}) {
+                      const pb::PeakResult* peak = nullptr, const std::map<std::string, std::string>& peak_kind = {},
+                      double alpha = 0.05) {
   popper::Contract k;
   k.stem = "gemm-v1";
   k.benchmarks.push_back(c);
   pb::BenchTable t;
   t.rows = rows;
-  const auto res = pb::evaluate_claims({k}, "gemm", t, peak, peak_kind, {"a"});
+  const auto res = pb::evaluate_claims({k}, "gemm", t, peak, peak_kind, {"a"}, alpha);
   EXPECT_EQ(res.size(), 1u);
   return res.empty() ? pb::ClaimResult{} : res[0];
 }
@@ -305,14 +308,18 @@ TEST(BenchInterval, APairedRatioIsTheMedianOfTheTrialsOwnRatios) {
 }
 
 // Rule: the trials it takes for the sign test's interval to leave out m
-// ratios on one side: k = m + 1 at alpha 0.05, so 1, 9, 12 and 15 for m = 0..3
-// (P(B <= 1) at 9 trials 10/512; P(B <= 2) at 12 79/4096; at 11 it is 67/2048).
+// ratios on one side: k = m + 1 at alpha 0.05, so 6, 9, 12 and 15 for m = 0..3
+// (P(B = 0) at 6 trials 1/64, at 5 1/32; P(B <= 1) at 9 trials 10/512;
+// P(B <= 2) at 12 79/4096, at 11 67/2048); 8, 11, 15 at 0.0125.
 TEST(BenchInterval, SignTestTrialsOutvoteTheTrialsOnOneSide) {
-  EXPECT_EQ(pb::sign_test_trials(0), 1);
+  EXPECT_EQ(pb::sign_test_trials(0), 6);
+  EXPECT_EQ(pb::sign_test_trials(0, 0.0125), 8);
+  EXPECT_EQ(pb::sign_test_trials(1, 0.0125), 11);
+  EXPECT_EQ(pb::sign_test_trials(2, 0.0125), 15);
   EXPECT_EQ(pb::sign_test_trials(1), 9);
   EXPECT_EQ(pb::sign_test_trials(2), 12);
   EXPECT_EQ(pb::sign_test_trials(3), 15);
-  for (int n = 1; n < 40; ++n) EXPECT_LE(pb::sign_test_trials(pb::sign_test_rank(n) - 1), n) << n;
+  for (int n = 6; n < 40; ++n) EXPECT_LE(pb::sign_test_trials(pb::sign_test_rank(n) - 1), n) << n;
 }
 
 // Rule: a group whose bootstrap interval is off the threshold, but whose span
@@ -334,6 +341,11 @@ TEST(BenchClaims, OneTrialAcrossTheThresholdIsDecidedByNineTrials) {
       per_trial("wrapped", "openblas:Zen", {1.0, 1.002, 0.998, 1.08, 1.001, 0.999, 1.003, 0.997, 1.0});
   const auto decided = judge(c, {more, per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0))});
   EXPECT_EQ(decided.verdict, pb::ClaimVerdict::Met) << decided.detail;
+  // One look of four (remeasure.hpp): the sign test at 0.0125 keeps the trial until 11 outvote it.
+  const auto strict = judge(c, {more, per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0))}, nullptr, {}, 0.0125);
+  EXPECT_EQ(strict.verdict, pb::ClaimVerdict::Inconclusive) << strict.detail;
+  ASSERT_EQ(strict.inconclusive_groups.size(), 1u);
+  EXPECT_EQ(strict.inconclusive_groups[0].trials_to_decide, 11);
 }
 
 // Rule: a trial disturbed on one side keeps a ratio group inconclusive, to be
@@ -387,12 +399,42 @@ TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu) {
   EXPECT_EQ(same_pace.verdict, pb::ClaimVerdict::NotMet) << same_pace.detail;
   EXPECT_EQ(same_pace.detail.find("set aside"), std::string::npos) << same_pace.detail;
 
-  // Slow on the wrapped side in 3 trials, which read 1.5x; the other 5 read 1.0x and decide.
-  const auto mixed = judge(c, {paced(per_trial("wrapped", "openblas:Zen", {1.5, 1.5, 1.5, 1, 1, 1, 1, 1}),
-                                     {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3}),
-                               ceiling});
+  // Slow on the wrapped side in 3 trials, which read 1.5x; the other 6 read 1.0x and decide.
+  const auto mixed = judge(c, {paced(per_trial("wrapped", "openblas:Zen", {1.5, 1.5, 1.5, 1, 1, 1, 1, 1, 1}),
+                                     {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3}),
+                               paced(per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0)), std::vector(9, 2e-3))});
   EXPECT_EQ(mixed.verdict, pb::ClaimVerdict::Met) << mixed.detail;
-  EXPECT_NE(mixed.detail.find("3 of 8 trials set aside"), std::string::npos) << mixed.detail;
+  EXPECT_NE(mixed.detail.find("3 of 9 trials set aside"), std::string::npos) << mixed.detail;
+  // With 5 left, even their [min, max] does not bound the median at 0.05: measured again.
+  const auto five = judge(c, {paced(per_trial("wrapped", "openblas:Zen", {1.5, 1.5, 1.5, 1, 1, 1, 1, 1}),
+                                    {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3}),
+                              ceiling});
+  EXPECT_EQ(five.verdict, pb::ClaimVerdict::Inconclusive) << five.detail;
+  EXPECT_NE(five.detail.find("judged on 5 trials: 6 decide it"), std::string::npos) << five.detail;
+}
+
+// Rule: where at least kSteadyTrials trials ran steady on both sides, a ratio
+// also sets aside the trials in which both sides ran slow: two slow processes
+// meet the host's contention at different strengths, and their ratios
+// scattered over 3.5 times the steady trials' spread on a loaded host.
+TEST(BenchClaims, ARatioSetsAsideTrialsBothSlowWhenEnoughRanSteady) {
+  static_assert(pb::kSteadyTrials == 6);
+  const auto c = claim("time_ratio", "wrapped", "ceiling", "<", 1.02);
+  const std::vector<double> scattered{1.2, 0.85, 1.2, 0.85, 1.2, 0.85};
+  auto judged = [&](int steady) {
+    std::vector<double> wrapped(static_cast<std::size_t>(steady), 1.0), pace(static_cast<std::size_t>(steady), 2e-3);
+    wrapped.insert(wrapped.end(), scattered.begin(), scattered.end());
+    pace.insert(pace.end(), scattered.size(), 3e-3);
+    const auto n = wrapped.size();
+    return judge(c, {paced(per_trial("wrapped", "openblas:Zen", wrapped), pace),
+                     paced(per_trial("ceiling", "openblas:Zen", std::vector(n, 1.0)), pace)});
+  };
+  const auto six = judged(6);
+  EXPECT_EQ(six.verdict, pb::ClaimVerdict::Met) << six.detail;
+  EXPECT_NE(six.detail.find("6 of 12 trials set aside: a side ran on a slow CPU"), std::string::npos) << six.detail;
+  const auto five = judged(5);  // too few steady: every trial at one pace is judged, and the scatter decides nothing
+  EXPECT_EQ(five.verdict, pb::ClaimVerdict::Inconclusive) << five.detail;
+  EXPECT_EQ(five.detail.find("set aside"), std::string::npos) << five.detail;
 }
 
 namespace {
@@ -413,10 +455,10 @@ pb::BenchRow linked(pb::BenchRow r, const std::vector<double>& link) {
 TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSidesCpusWereFarApart) {
   const auto c = claim("time_ratio", "wrapped", "ceiling", "<", 1.02);
   constexpr double kNear = 6e-8, kFar = 3.3e-7;
-  const pb::BenchRow ceiling = linked(per_trial("ceiling", "openblas:Zen", {1, 1.83, 1, 1, 1, 1, 1.83, 1}),
-                                      {kNear, kFar, kNear, kNear, kNear, kNear, kFar, kNear});
-  const pb::BenchRow wrapped = linked(per_trial("wrapped", "openblas:Zen", {1, 1, 1.83, 1.83, 1, 1, 1.83, 1}),
-                                      {kNear, kNear, kFar, kFar, kNear, kNear, kFar, kNear});
+  const pb::BenchRow ceiling = linked(per_trial("ceiling", "openblas:Zen", {1, 1.83, 1, 1, 1, 1, 1.83, 1, 1}),
+                                      {kNear, kFar, kNear, kNear, kNear, kNear, kFar, kNear, kNear});
+  const pb::BenchRow wrapped = linked(per_trial("wrapped", "openblas:Zen", {1, 1, 1.83, 1.83, 1, 1, 1.83, 1, 1}),
+                                      {kNear, kNear, kFar, kFar, kNear, kNear, kFar, kNear, kNear});
   // The premise: without the links, the trials that paired far with near decide nothing good.
   pb::BenchRow unlinked_w = wrapped, unlinked_c = ceiling;
   unlinked_w.link.clear(), unlinked_c.link.clear();
@@ -424,7 +466,7 @@ TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSidesCpusWereFarApart) {
   // Trials 1-3 are set aside; trial 6, far on both sides, is judged as it is.
   const auto res = judge(c, {wrapped, ceiling});
   EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;
-  EXPECT_NE(res.detail.find("3 of 8 trials set aside: the two sides' CPUs were placed apart differently"),
+  EXPECT_NE(res.detail.find("3 of 9 trials set aside: the two sides' CPUs were placed apart differently"),
             std::string::npos)
       << res.detail;
   // A slower wrapper measured with both sides near stands: the set-aside cannot hide it.

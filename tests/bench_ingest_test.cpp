@@ -112,12 +112,13 @@ TEST(BenchIngest, CallgrindTotals) {
 
 namespace {
 
-// Three trials of two samples each, within +-0.05% of `seconds` (tight intervals).
+// Six trials (the fewest a ratio is judged on: sign_test_trials) of two
+// samples each, within +-0.05% of `seconds` (tight intervals).
 pb::BenchRow timed(const std::string& tier, const std::string& shape, double seconds, double trial_spread = 0.0005) {
   pb::BenchRow r;
   r.key = {"gemm", pb::tier_from(tier, "test"), tier == "ceiling" ? "openblas:Zen" : tier, shape, "f32", 1, "warm"};
-  const double level[3] = {1.0, 1.0 + trial_spread, 1.0 - trial_spread};
-  for (int t = 0; t < 3; ++t)
+  const double level[6] = {1.0, 1.0 + trial_spread, 1.0 - trial_spread, 1.0, 1.0 + trial_spread, 1.0 - trial_spread};
+  for (int t = 0; t < 6; ++t)
     for (int i = 0; i < 2; ++i) {
       r.samples.push_back(seconds * level[t]);
       r.trials.push_back(t);
@@ -167,8 +168,8 @@ TEST(BenchClaims, TimeRatioMetNotMetNotMeasured) {
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", straddle, nullptr, {}, ab);
   EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::Inconclusive) << res[0].detail;
   ASSERT_EQ(res[0].inconclusive_groups.size(), 1u);
-  EXPECT_EQ(res[0].inconclusive_groups[0].trials, 3);  // paired over the 3 trials
-  EXPECT_GT(res[0].inconclusive_groups[0].trials_to_decide, 3);
+  EXPECT_EQ(res[0].inconclusive_groups[0].trials, 6);  // paired over the 6 trials
+  EXPECT_GT(res[0].inconclusive_groups[0].trials_to_decide, 6);
   t.rows.push_back(timed("ceiling", "c", 1.0));
   t.rows.push_back(timed("wrapped", "c", 1.05));
   res = pb::evaluate_claims({contract_with(claim)}, "gemm", t, nullptr, {}, {"a", "b", "c"});
@@ -379,7 +380,7 @@ TEST(BenchInterval, MedianIntervalCoversTheMedianAndWidensWithTrialSpread) {
   EXPECT_GE(ci.hi, 2.0);
   EXPECT_LT(ci.lo, 1.95);  // the 10% trial spread shows
   EXPECT_GT(ci.hi, 2.05);
-  EXPECT_EQ(ci.df, 2);
+  EXPECT_EQ(ci.df, 5);
 }
 
 TEST(BenchReport, ARowJustAboveTheLlcFasterThanItsDramBoundIsCacheResident) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <tuple>
 
 #include "bench/baseline.hpp"
 #include "bench/duet.hpp"
@@ -149,23 +150,29 @@ TEST(BenchRemeasure, NewSamplesJoinTheRowsTheTableHolds) {
   EXPECT_EQ(pb::next_trial(t), 3);
 }
 
+// Rule: a round measures the rows the inconclusive groups were judged on, in
+// kRoundMargin times the trials their estimate still lacks (at least 2), while
+// the budget lasts; every look is judged at kLookAlpha.
 TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   pb::BenchTable t;
-  t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
+  t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1}), row("ceiling", "a", {1.0, 1.0}, {0, 1}),
+            row("hand", "b", {1.0, 1.0}, {0, 1})};
   pb::FamilyDescriptor fam;
   fam.family = "gemm";
-  std::vector<std::pair<std::vector<std::string>, int>> measured;
+  std::vector<std::tuple<std::vector<pb::BenchKey>, int, int>> measured;
   pb::ClaimRemeasure how;
-  how.judge = [](const pb::BenchTable& table) {
+  how.judge = [](const pb::BenchTable& table, double alpha) {
+    EXPECT_EQ(alpha, pb::kLookAlpha);
     pb::ClaimResult c;
     c.verdict = table.rows[0].samples.size() < 4 ? pb::ClaimVerdict::Inconclusive : pb::ClaimVerdict::Met;
-    if (c.verdict == pb::ClaimVerdict::Inconclusive) c.inconclusive_groups = {{"a", "f32", 1, 2, 3}};
+    if (c.verdict == pb::ClaimVerdict::Inconclusive)
+      c.inconclusive_groups = {{"a", "f32", 1, 2, 3, {table.rows[0].key, table.rows[1].key}}};
     return std::vector<pb::ClaimResult>{c};
   };
-  how.measure = [&](const std::vector<std::string>& shapes, int first, int) {
-    measured.emplace_back(shapes, first);
+  how.measure = [&](const std::vector<pb::BenchKey>& rows, int first, int trials) {
+    measured.emplace_back(rows, first, trials);
     pb::BenchTable more;
-    more.rows = {row("hand", "a", {1.0, 1.0}, {first, first + 1})};
+    more.rows = {row("hand", "a", {1.0, 1.0}, {first, first + 1}), row("ceiling", "a", {1.0, 1.0}, {first, first + 1})};
     return more;
   };
   how.first_trial = 2;
@@ -173,55 +180,67 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   how.started = std::chrono::steady_clock::now();
   const auto claims = pb::judge_claims_remeasuring(t, fam, nullptr, how);
   ASSERT_EQ(measured.size(), 1u);
-  EXPECT_EQ(measured[0].first, (std::vector<std::string>{"a"}));
-  EXPECT_EQ(measured[0].second, 2);
+  EXPECT_EQ(std::get<0>(measured[0]), (std::vector<pb::BenchKey>{t.rows[1].key, t.rows[0].key}))
+      << "the group's two rows, not its shape's every row";
+  EXPECT_EQ(std::get<1>(measured[0]), 2);
+  EXPECT_EQ(std::get<2>(measured[0]), 3) << "1.5 x 3 trials to decide, less the 2 it had, rounded up";
   EXPECT_EQ(t.rows[0].trials, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(t.rows[2].trials, (std::vector<int>{0, 1}));
   EXPECT_EQ(claims.at(0).verdict, pb::ClaimVerdict::Met);
 
   measured.clear();
   how.budget_seconds = 0;
   how.started = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   pb::BenchTable spent;
-  spent.rows = {row("hand", "a", {1.0}, {0})};
+  spent.rows = {row("hand", "a", {1.0}, {0}), row("ceiling", "a", {1.0}, {0})};
   EXPECT_EQ(pb::judge_claims_remeasuring(spent, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_TRUE(measured.empty());
 }
 
+// Rule: a group is measured again only while its estimate is within
+// max_trials; a round adds 1.5 times the trials the estimate lacks, more when
+// trials were set aside, never more than max_trials; the last round takes the
+// group to max_trials; there are at most kClaimLooks - 1 rounds.
 TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
+  static_assert(pb::kClaimLooks == 4, "the rounds below are three");
   pb::FamilyDescriptor fam;
   fam.family = "gemm";
-  int measured = 0;
+  std::vector<int> rounds;  // the trials each round asked for
   pb::ClaimRemeasure how;
-  how.measure = [&](const std::vector<std::string>&, int, int) {
-    ++measured;
+  how.measure = [&](const std::vector<pb::BenchKey>&, int, int trials) {
+    rounds.push_back(trials);
     return pb::BenchTable{};
   };
   how.budget_seconds = 1e9;
   how.started = std::chrono::steady_clock::now();
-  auto judged = [](pb::ClaimVerdict verdict, double to_decide) {
-    return [=](const pb::BenchTable&) {
+  pb::BenchTable t;
+  t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
+  auto judged = [&](pb::ClaimVerdict verdict, double to_decide, int set_aside = 0) {
+    return [=, key = t.rows[0].key](const pb::BenchTable&, double) {
       pb::ClaimResult c;
       c.verdict = verdict;
-      c.inconclusive_groups = {{"a", "f32", 1, 6, to_decide}};
+      c.inconclusive_groups = {{"a", "f32", 1, 6, to_decide, {key}, set_aside}};
       return std::vector<pb::ClaimResult>{c};
     };
   };
-  pb::BenchTable t;
-  t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, 6 + 2 * how.max_rounds + 1);  // beyond what the rounds add
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1);  // beyond what a group may take
   EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
-  EXPECT_EQ(measured, 0);
+  EXPECT_TRUE(rounds.empty());
   how.judge = judged(pb::ClaimVerdict::NotMet, 7);  // a failing group already decided the claim
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(measured, 0);
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, 6 + 2 * how.max_rounds);  // the last round can decide it
+  EXPECT_TRUE(rounds.empty());
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(measured, 1);  // then the rounds left (fewer each time) no longer can
+  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 42})) << "1.5 x 9.2 less the 6 it had, rounded up; then up to 48";
+  rounds.clear();
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2, 6);
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(rounds, (std::vector<int>{16, 16, 48})) << "half its trials set aside: twice as many, at most 48";
 }
 
 // A claim that fails while any sample of shape "a" is over 1.5: a replicate
 // of fast samples, judged alone, does not fail it; pooled, the old ones still do.
-std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table) {
+std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table, double) {
   pb::ClaimResult c;
   c.contract = "gemm-v1", c.id = "BENCH-X", c.family = "gemm", c.verdict = pb::ClaimVerdict::Met;
   if (table.rows.empty()) {
@@ -232,7 +251,7 @@ std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table) {
   c.figures["a/f32/threads:1"] = std::to_string(*std::max_element(s.begin(), s.end()));
   if (*std::max_element(s.begin(), s.end()) > 1.5) {
     c.verdict = pb::ClaimVerdict::NotMet;
-    c.failing_groups = {{"a", "f32", 1}};
+    c.failing_groups = {{"a", "f32", 1, {table.rows[0].key}}};
   }
   return {c};
 }
@@ -240,12 +259,12 @@ std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table) {
 TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   pb::FamilyDescriptor fam;
   fam.family = "gemm";
-  std::vector<std::pair<std::vector<std::string>, int>> measured;
+  std::vector<std::pair<std::vector<pb::BenchKey>, int>> measured;
   double replicate_sample = 1.0;
   pb::ClaimRemeasure how;
   how.judge = slow_fails;
-  how.measure = [&](const std::vector<std::string>& shapes, int first, int trials) {
-    measured.emplace_back(shapes, trials);
+  how.measure = [&](const std::vector<pb::BenchKey>& rows, int first, int trials) {
+    measured.emplace_back(rows, trials);
     pb::BenchTable more;
     std::vector<int> ids(static_cast<std::size_t>(trials));
     std::iota(ids.begin(), ids.end(), first);
@@ -262,7 +281,7 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   how.first_trial = 6;
   auto c = pb::judge_claims_remeasuring(once, fam, nullptr, how).at(0);
   ASSERT_EQ(measured.size(), 1u);  // once, as many trials as the failing group had
-  EXPECT_EQ(measured[0], (std::pair<std::vector<std::string>, int>{{"a"}, 6}));
+  EXPECT_EQ(measured[0], (std::pair<std::vector<pb::BenchKey>, int>{{once.rows[0].key}, 6}));
   EXPECT_EQ(once.rows[0].samples.size(), 12u);  // the replicate's trials join the table
   EXPECT_EQ(c.verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_NE(c.detail.find("not reproduced (a/f32/threads:1 read 1.0"), std::string::npos) << c.detail;
@@ -280,8 +299,8 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
 
   measured.clear();  // a replicate that measured nothing leaves the verdict standing
   const auto measure = how.measure;
-  how.measure = [&](const std::vector<std::string>& shapes, int, int trials) {
-    measured.emplace_back(shapes, trials);
+  how.measure = [&](const std::vector<pb::BenchKey>& rows, int, int trials) {
+    measured.emplace_back(rows, trials);
     return pb::BenchTable{};
   };
   pb::BenchTable lost;
@@ -294,8 +313,8 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   how.measure = measure;
 
   measured.clear();  // a wrong answer is not measured again
-  how.judge = [](const pb::BenchTable& t) {
-    auto claims = slow_fails(t);
+  how.judge = [](const pb::BenchTable& t, double alpha) {
+    auto claims = slow_fails(t, alpha);
     claims[0].failed_rows = true;
     return claims;
   };

@@ -60,3 +60,26 @@ TEST(BenchTrials, StepsOfOneShapeAndThreadCountRunTogetherInShuffledOrder) {
   const auto some = pb::trial_order(all, {0, 5, 7}, 3);
   EXPECT_EQ(std::set<std::size_t>(some.begin(), some.end()), (std::set<std::size_t>{0, 5, 7}));
 }
+
+// Rule: a re-measure of some rows runs the suite steps of those rows and the
+// ceiling steps of their shape, thread count and cache mode, nothing else.
+TEST(BenchTrials, ARemeasureRunsOnlyTheStepsThatTimeItsRows) {
+  auto key = [](pb::Tier tier, const std::string& backend, const std::string& shape, const std::string& prec,
+                int threads,
+                const std::string& cache) { return pb::BenchKey{"gemm", tier, backend, shape, prec, threads, cache}; };
+  const std::vector<pb::BenchKey> rows{key(pb::Tier::Wrapped, "openblas:Cooperlake", "small_64", "f64", 2, "warm"),
+                                       key(pb::Tier::Ceiling, "openblas:Cooperlake", "small_64", "f64", 2, "warm"),
+                                       key(pb::Tier::Ceiling, "openblas:Cooperlake", "gemv_1k", "f32", 1, "cold")};
+  std::vector<pb::Step> kept;
+  for (const auto& s : steps())
+    if (pb::step_times_any(s, rows)) kept.push_back(s);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].tier, pb::Tier::Ceiling);
+  EXPECT_EQ(kept[0].shape, "small_64");
+  EXPECT_EQ(kept[0].threads, 2);
+  EXPECT_EQ(kept[1].tier, pb::Tier::Wrapped);
+  EXPECT_EQ(kept[1].precision, "f64");
+  EXPECT_EQ(kept[1].threads, 2);
+  EXPECT_EQ(kept[2].shape, "gemv_1k");
+  EXPECT_EQ(kept[2].tier, pb::Tier::Ceiling) << "the cold ceiling, not the cold hand row nor a warm one";
+}

@@ -140,12 +140,12 @@ int compare(CompareArgs a, bool precision_given) {
                     a.dirs.source_dir + "/bench nor in " + build + "/popper-bench");
   const auto family_shapes = bench::list_family_shapes(build, fam);
   bench::ClaimRemeasure how;
-  how.judge = [&](const bench::BenchTable& t) {
-    return bench::evaluate_claims(contracts, fam.family, t, &peak, fam.peak, family_shapes);
+  how.judge = [&](const bench::BenchTable& t, double alpha) {
+    return bench::evaluate_claims(contracts, fam.family, t, &peak, fam.peak, family_shapes, alpha);
   };
-  how.measure = [&](const std::vector<std::string>& shapes, int first_trial, int trials) {
+  how.measure = [&](const std::vector<bench::BenchKey>& rows, int first_trial, int trials) {
     bench::CompareOptions more = co;
-    more.shapes = shapes;
+    bench::restrict_to_rows(more, rows);
     more.trials = trials;
     more.top_up_trials = 0;
     more.first_trial = first_trial;

@@ -62,9 +62,18 @@ BenchRow read_time_row(const BenchRow& r) {
   return bound;
 }
 
+// The trials both rows measured.
+std::set<int> shared_trials(const BenchRow& a, const BenchRow& b) {
+  std::set<int> in_a, out;
+  for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
+  for (std::size_t i = 0; i < b.samples.size(); ++i)
+    if (in_a.count(b.trial_of(i))) out.insert(b.trial_of(i));
+  return out;
+}
+
 // The trials' own ratios num/den times scale (interval.hpp, trial_ratio_span).
-TrialRatioSpan scaled_trial_span(const TrialSamples& num, const TrialSamples& den, double scale) {
-  TrialRatioSpan span = trial_ratio_span(num, den);
+TrialRatioSpan scaled_trial_span(const TrialSamples& num, const TrialSamples& den, double scale, double alpha) {
+  TrialRatioSpan span = trial_ratio_span(num, den, alpha);
   span.lo *= scale, span.hi *= scale;
   for (auto& r : span.ratios) r.ratio *= scale;
   return span;
@@ -83,7 +92,7 @@ struct Group {
   bool operator<(const Group& o) const {
     return std::tie(shape, precision, threads) < std::tie(o.shape, o.precision, o.threads);
   }
-  std::string name() const { return ClaimResult::Failing{shape, precision, threads}.name(); }
+  std::string name() const { return ClaimResult::Failing{shape, precision, threads, {}}.name(); }
 };
 
 }  // namespace
@@ -104,7 +113,7 @@ std::ostream& operator<<(std::ostream& o, ClaimVerdict v) { return o << to_strin
 std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts, const std::string& family,
                                          const BenchTable& table, const PeakResult* peak,
                                          const std::map<std::string, std::string>& peak_kind,
-                                         const std::vector<std::string>& family_shapes) {
+                                         const std::vector<std::string>& family_shapes, double alpha) {
   std::vector<ClaimResult> out;
   const auto fastest = fastest_pace(table);
   const auto closest = closest_link(table);
@@ -199,31 +208,47 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             std::string spanned;    // the trials' own ratios, when they widened the interval
             std::string set_aside;  // the repetitions and trials left out: their CPU ran slow (pace.hpp)
             // A ratio is judged on the repetitions probed at a steady pace, then on the trials
-            // whose two processes ran at one pace and with their CPUs as close.
+            // whose two processes ran at one pace (both steady, where kSteadyTrials did) and
+            // with their CPUs as close.
             const BenchRow num_steady = ratio ? steady_samples(*num, fastest) : *num;
             const BenchRow den_steady = ratio ? steady_samples(*den, fastest) : BenchRow{};
             if (const std::size_t slow_reps = num->samples.size() - num_steady.samples.size() +
                                               (ratio ? den->samples.size() - den_steady.samples.size() : 0))
               set_aside = fmt::format(" ({} repetitions set aside: their CPU ran slow)", slow_reps);
-            const std::set<int> slow = ratio ? mixed_pace_trials(num_steady, den_steady, fastest) : std::set<int>{};
+            std::set<int> slow = ratio ? mixed_pace_trials(num_steady, den_steady, fastest) : std::set<int>{};
             const std::set<int> far = ratio ? mixed_link_trials(num_steady, den_steady) : std::set<int>{};
             std::set<int> mixed = slow;
             mixed.insert(far.begin(), far.end());
+            bool both_slow_aside = false;
+            if (ratio) {
+              const std::set<int> both = both_slow_trials(num_steady, den_steady, fastest);
+              const std::set<int> shared = shared_trials(num_steady, den_steady);
+              const auto steady =
+                  std::count_if(shared.begin(), shared.end(), [&](int t) { return !mixed.count(t) && !both.count(t); });
+              if (!both.empty() && steady >= kSteadyTrials) {
+                both_slow_aside = true;
+                slow.insert(both.begin(), both.end());
+                mixed.insert(both.begin(), both.end());
+              }
+            }
+            std::vector<BenchKey> judged_rows{num->key};
+            if (den) judged_rows.push_back(den->key);
             const BenchRow num_kept = without_trials(num_steady, mixed);
             const BenchRow den_kept = ratio ? without_trials(den_steady, mixed) : BenchRow{};
             if (!mixed.empty()) {
               const int n = trial_count({&num->samples, &num->trials});
-              const char* why = far.empty()    ? "one side ran on a slow CPU"
-                                : slow.empty() ? "the two sides' CPUs were placed apart differently"
-                                               : "one side ran on a slow CPU, or the two sides' CPUs were placed "
-                                                 "apart differently";
+              std::string why = slow.empty()      ? ""
+                                : both_slow_aside ? "a side ran on a slow CPU"
+                                                  : "one side ran on a slow CPU";
+              if (!far.empty())
+                why += (why.empty() ? "" : ", or ") + std::string("the two sides' CPUs were placed apart differently");
               set_aside += fmt::format(" ({} of {} trials set aside: {})", mixed.size(), n, why);
               if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
                   trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
                 // Too few trials at one pace to judge: measuring it again may find some.
                 res.figures[g.name()] = "disturbed" + set_aside;
                 inconclusive.push_back(g.name() + ": " + res.figures[g.name()]);
-                res.inconclusive_groups.push_back({shape, prec, th, n, static_cast<double>(n + 2)});
+                res.inconclusive_groups.push_back({shape, prec, th, n, static_cast<double>(n + 2), judged_rows, 0});
                 continue;
               }
             }
@@ -232,23 +257,23 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               // time_ratio: time(num) / time(den); throughput_ratio: time(den) / time(num) per unit of work.
               const TrialSamples td{&den_kept.samples, &den_kept.trials};
               const bool time = claim.metric == "time_ratio";
-              iv = time ? paired_ratio_interval(tn, td) : paired_ratio_interval(td, tn);
+              iv = time ? paired_ratio_interval(tn, td, alpha) : paired_ratio_interval(td, tn, alpha);
               const double scale = time || den->work_per_iter <= 0 ? 1 : num->work_per_iter / den->work_per_iter;
               value = scale * iv.ratio, lo = scale * iv.lo, hi = scale * iv.hi;
               // The bootstrap of medians undercovers with a few trials; a trial disturbed on one
               // side shows in the per-trial span, which keeps the group inconclusive (interval.hpp).
-              span = time ? scaled_trial_span(tn, td, scale) : scaled_trial_span(td, tn, scale);
+              span = time ? scaled_trial_span(tn, td, scale, alpha) : scaled_trial_span(td, tn, scale, alpha);
               sides = time ? Sides{num_kept, den_kept, scale} : Sides{den_kept, num_kept, scale};
             } else if (claim.metric == "throughput") {  // work / time
               const std::vector<double> one{1.0};
-              iv = ratio_interval(tn, {&one, nullptr});
+              iv = ratio_interval(tn, {&one, nullptr}, alpha);
               value = num->work_per_iter / iv.ratio, lo = num->work_per_iter / iv.hi, hi = num->work_per_iter / iv.lo;
             } else if (const BenchRow bound = read_time_row(num_kept); kind == "bandwidth" && !bound.samples.empty()) {
               // peak_fraction of a bandwidth = time(read the bytes) / time(row), per process.
               const TrialSamples tb{&bound.samples, &bound.trials};
-              iv = paired_ratio_interval(tb, tn);
+              iv = paired_ratio_interval(tb, tn, alpha);
               value = iv.ratio, lo = iv.lo, hi = iv.hi;
-              span = scaled_trial_span(tb, tn, 1);
+              span = scaled_trial_span(tb, tn, 1, alpha);
               sides = Sides{bound, num_kept, 1};
               // Near and far CPUs read memory at different speeds (one CCD's link, or two): say the mix.
               int linked = 0, far_apart = 0;
@@ -259,7 +284,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                 : std::string(" (each process against its own read)");
             } else {  // peak_fraction = work / (time * peak)
               const std::vector<double> one{1.0};
-              iv = ratio_interval(tn, {&one, nullptr});
+              iv = ratio_interval(tn, {&one, nullptr}, alpha);
               // A bandwidth peak is compared with bytes/s (as apply_peaks does), any other with work/s.
               const double scale =
                   (kind == "bandwidth" || kind == "device_bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
@@ -273,17 +298,24 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                   fmt::format("{} (its bound is invalid: measured at {:.1f}% of it)", g.name(), 100 * value));
               continue;
             }
-            const bool all_hold = holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
-            const bool none_hold = !holds(lo, claim.op, claim.threshold) && !holds(hi, claim.op, claim.threshold);
+            // Below sign_test_trials(0) trials even their [min, max] undercovers the median.
+            const bool too_few = span.trials > 0 && span.trials < sign_test_trials(0, alpha);
+            if (too_few)
+              spanned += fmt::format(" (judged on {} trials: {} decide it)", span.trials, sign_test_trials(0, alpha));
+            const bool all_hold =
+                !too_few && holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
+            const bool none_hold =
+                !too_few && !holds(lo, claim.op, claim.threshold) && !holds(hi, claim.op, claim.threshold);
             const std::string figure =
                 fmt::format("{}: {:.4g} [{:.4g}, {:.4g}]{}{}{}", g.name(), value, lo, hi,
                             iv.df >= 1 ? "" : " (one trial: within-process noise only)", spanned, set_aside);
             res.figures[g.name()] = figure.substr(g.name().size() + 2);
             if (none_hold) {
               failures.push_back(figure + " fails");
-              res.failing_groups.push_back({shape, prec, th});
+              res.failing_groups.push_back({shape, prec, th, judged_rows});
             } else if (!all_hold) {
-              inconclusive.push_back(figure + " straddles " + claim.op + " " + std::to_string(claim.threshold));
+              inconclusive.push_back(figure +
+                                     (too_few ? "" : " straddles " + claim.op + " " + std::to_string(claim.threshold)));
               // The trials that read across the threshold leave the span once enough others
               // outvote them (the sign test); the others' bootstrap half-width on the threshold's
               // side shrinks as 1/sqrt(trials).
@@ -294,15 +326,17 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               double in_lo = boot_lo, in_hi = boot_hi;
               if (sides && !across.empty()) {
                 const BenchRow a = without_trials(sides->a, across), b = without_trials(sides->b, across);
-                const RatioInterval in = paired_ratio_interval({&a.samples, &a.trials}, {&b.samples, &b.trials});
+                const RatioInterval in = paired_ratio_interval({&a.samples, &a.trials}, {&b.samples, &b.trials}, alpha);
                 if (in.df >= 1) in_lo = sides->scale * in.lo, in_hi = sides->scale * in.hi;
               }
               const int n = iv.df + 1, m = static_cast<int>(across.size());
               const double dist = std::fabs(std::log(value / claim.threshold));
               const double half = value >= claim.threshold ? std::log(value / in_lo) : std::log(in_hi / value);
               const double need_in = half > dist ? std::ceil((n - m) * (half / dist) * (half / dist)) : n - m;
-              const double need = dist <= 0 ? 1e9 : std::max(need_in + m, static_cast<double>(sign_test_trials(m)));
-              res.inconclusive_groups.push_back({shape, prec, th, n, std::min(need, 1e9)});
+              const double need =
+                  dist <= 0 ? 1e9 : std::max(need_in + m, static_cast<double>(sign_test_trials(m, alpha)));
+              res.inconclusive_groups.push_back(
+                  {shape, prec, th, n, std::min(need, 1e9), judged_rows, static_cast<int>(mixed.size())});
             } else any_met = true;
             const bool is_worse = (claim.op == "<" || claim.op == "<=") ? value > worst : value < worst;
             if (!have_worst || is_worse) {

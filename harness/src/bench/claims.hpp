@@ -18,10 +18,12 @@
 // disturbed on one side leaves the group inconclusive, to be measured again,
 // rather than not_met. A ratio leaves out the trials in which one side's
 // process ran on a slow CPU and the other's did not (pace.hpp: the host took
-// the cores' FP throughput for a while); with fewer than 2 trials left on a
+// the cores' FP throughput for a while), and, where at least kSteadyTrials
+// ran steady on both sides, those in which both ran slow; with fewer than 2 trials left on a
 // side the group is inconclusive ("disturbed"). A group is met when the whole interval
 // satisfies `value op threshold`, not_met when none of it does, inconclusive
-// otherwise. The claim is
+// otherwise, and a ratio judged on fewer trials than the sign test needs to
+// bound a median (sign_test_trials(0): 6 at alpha 0.05) is inconclusive. The claim is
 //   not_met             when some group is not_met (the detail names the worst)
 //   inconclusive        else when some group is inconclusive
 //   partially_measured  else when some covered group has no verified data
@@ -60,6 +62,8 @@ struct ClaimResult {
     int threads = 1;
     int trials = 0;               // the trials the interval came from
     double trials_to_decide = 0;  // about as many as would narrow it off the threshold (width ~ 1/sqrt(trials))
+    std::vector<BenchKey> rows;   // the rows it was judged on: what to measure again
+    int set_aside = 0;            // trials measured but left out (pace.hpp): new ones may be too
   };
   std::vector<Inconclusive> inconclusive_groups;
   // Groups whose whole interval fails the threshold, and whether a row the
@@ -67,6 +71,7 @@ struct ClaimResult {
   struct Failing {
     std::string shape, precision;
     int threads = 1;
+    std::vector<BenchKey> rows;  // the rows it was judged on
     std::string name() const { return shape + "/" + precision + "/threads:" + std::to_string(threads); }
   };
   std::vector<Failing> failing_groups;
@@ -76,11 +81,13 @@ struct ClaimResult {
 };
 
 // peak_kind maps precision -> fp32 | fp64 | bandwidth (family.yaml `peak`).
-// family_shapes: every shape of the family (what "all" means).
+// family_shapes: every shape of the family (what "all" means). alpha: the
+// level of every interval; a run that judges a table more than once, adding
+// trials in between, judges each look at a smaller one (remeasure.hpp).
 std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts, const std::string& family,
                                          const BenchTable& table, const PeakResult* peak,
                                          const std::map<std::string, std::string>& peak_kind,
-                                         const std::vector<std::string>& family_shapes);
+                                         const std::vector<std::string>& family_shapes, double alpha = 0.05);
 
 // Writes {"claims":[...]} to path, keeping entries of other families already there.
 void write_claims_json(const std::string& path, const std::string& family, const std::vector<ClaimResult>& results);

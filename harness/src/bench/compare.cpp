@@ -84,6 +84,7 @@ void restrict_to_rows(CompareOptions& o, const std::vector<BenchKey>& keys) {
     add(o.threads, k.threads);
     if (k.tier == Tier::Ceiling) add(o.ceiling_backends, k.backend);  // those configurations only, unscreened
   }
+  o.rows = keys;
 }
 
 bool trial_fits_budget(double elapsed_seconds, int trials_done, double budget_seconds) {
@@ -222,6 +223,7 @@ std::vector<Step> plan_steps(const CompareOptions& opt, const FamilyDescriptor& 
           for (const auto& c : cache == CacheMode::Warm ? fam.ceilings : fam.cold_ceilings)
             if (cache == CacheMode::Warm || cold_here) steps.push_back({shape, Tier::Ceiling, "", threads, c, cache});
       }
+  if (!opt.rows.empty()) std::erase_if(steps, [&](const Step& s) { return !step_times_any(s, opt.rows); });
   return steps;
 }
 
@@ -276,11 +278,14 @@ BenchTable tabulate(std::vector<BenchRow> rows, std::size_t topped_up, const Cei
   if (!fam.wrapped_vendor.empty()) t.set_meta("wrapped_vendor", fam.wrapped_vendor);  // its rows are vendor rows
   t.rows = std::move(rows);
   if (plan) record_plan(*plan, t);
-  if (opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);
+  // A run of a few rows (restrict_to_rows) lacks the rows a vendor row is
+  // judged against: the table the caller adds them to judges them.
+  const bool whole = opt.rows.empty();
+  if (whole && opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);
   mark_invalid_vendor_rows(t);
   t.set_footprint_reads();
   for (const auto& r : t.rows)
-    if (!r.valid() && opt.progress)
+    if (whole && !r.valid() && opt.progress)
       opt.progress("invalid vendor row " + r.key.to_string() + ": " + r.invalid_reason + " (left out of every ratio)");
   apply_peaks(t, fam, peak);
   return t;

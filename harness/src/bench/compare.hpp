@@ -48,9 +48,13 @@ struct CompareOptions {
   // Non-empty: run only these ceiling configurations (CSV backend names, e.g.
   // "blis:zen"), unscreened: re-measuring rows a table already holds.
   std::vector<std::string> ceiling_backends;
+  // Non-empty: only the steps that time one of these rows (step_times_any in
+  // trials.hpp), not the whole cross product of the lists above.
+  std::vector<BenchKey> rows;
   bool require_device = false;  // a ceiling that declines ("# skipped: ...") fails the run
   // Implausible vendor rows (plausibility.hpp) are measured once more before
-  // they are marked invalid; false in that re-measuring run itself.
+  // they are marked invalid; false in that re-measuring run itself. A run of
+  // `rows` only neither re-measures nor reports them (the caller's table does).
   bool remeasure_implausible = true;
   // After the trials: a step whose rows' between-trial noise needs more trials
   // than ran (trials_to_flag at `top_up_alpha`, plan.hpp) gets up to
@@ -61,8 +65,9 @@ struct CompareOptions {
 };
 
 // Restricts `o` to exactly the steps of `keys`: their shapes, tiers,
-// precisions, thread counts and ceiling configurations (re-measuring rows a
-// table already holds: check --rerun, implausible vendor rows).
+// precisions, thread counts and ceiling configurations, and of their cross
+// product only the steps that time one of them (re-measuring rows a table
+// already holds: check --rerun, implausible vendor rows, inconclusive claims).
 void restrict_to_rows(CompareOptions& o, const std::vector<BenchKey>& keys);
 
 // Whether another trial fits: fewer than two done (a verdict needs two), no

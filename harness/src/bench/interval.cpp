@@ -209,9 +209,14 @@ int sign_test_rank(int n, double alpha) {
 }
 
 int sign_test_trials(int outside, double alpha) {
-  int n = 1;
-  while (sign_test_rank(n, alpha) <= outside) ++n;
-  return n;
+  for (int n = std::max(outside, 1);; ++n) {
+    double tail = 0, term = std::pow(0.5, n);  // P(B <= j), B ~ Binomial(n, 1/2)
+    for (int j = 0; j <= outside; ++j) {
+      tail += term;
+      term *= static_cast<double>(n - j) / (j + 1);
+    }
+    if (tail <= alpha / 2) return n;
+  }
 }
 
 TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den, double alpha) {

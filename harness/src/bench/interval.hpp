@@ -76,9 +76,12 @@ TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den
 // The k above for n trials.
 int sign_test_rank(int n, double alpha = 0.05);
 // The fewest trials whose sign-test interval leaves out `outside` of their
-// ratios on one side (k = outside + 1): 1 for none, 9 for one, 12 for two at
-// alpha 0.05. Trials that read on the far side of a threshold are outvoted
-// only by that many; narrowing the bootstrap alone does not reach them.
+// ratios on one side (k = outside + 1): 6 for none (below that even [min, max]
+// covers the median less often than 1 - alpha), 9 for one, 12 for two at
+// alpha 0.05; 8, 11, 15 at 0.0125. Trials that read on the far side of a
+// threshold are outvoted only by that many; narrowing the bootstrap alone
+// does not reach them. A ratio judged on fewer than sign_test_trials(0)
+// trials is inconclusive (claims.hpp).
 int sign_test_trials(int outside, double alpha = 0.05);
 
 // Interval of one row's median itself (the same two-level bootstrap, against

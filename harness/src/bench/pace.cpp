@@ -198,6 +198,16 @@ std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std:
   return out;
 }
 
+std::set<int> both_slow_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
+  std::set<int> in_a, out;
+  for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
+  for (std::size_t i = 0; i < b.samples.size(); ++i) {
+    const int t = b.trial_of(i);
+    if (in_a.count(t) && ran_slow(a, t, fastest) && ran_slow(b, t, fastest)) out.insert(t);
+  }
+  return out;
+}
+
 std::map<int, double> closest_link(const BenchTable& t) {
   std::map<int, double> out;
   for (const auto& r : t.rows)

@@ -92,6 +92,14 @@ bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest
 // The trials both rows measured in which exactly one of them ran slow.
 std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest);
 
+// The trials both rows measured in which both ran slow. A ratio sets them
+// aside too when at least kSteadyTrials of its other trials ran steady on both
+// sides: two slow processes meet the host's contention at different strengths
+// (small_64 f64 at 2 threads, wrapped / ceiling, on a loaded host: sd 7.7%
+// and median 1.014 over 35 trials both slow, 2.2% and 1.0045 over 12 both steady).
+inline constexpr int kSteadyTrials = 6;
+std::set<int> both_slow_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest);
+
 // The closest link of a table's rows (BenchRow::link), by thread count.
 std::map<int, double> closest_link(const BenchTable& t);
 

@@ -1,6 +1,9 @@
 #include "bench/remeasure.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -51,12 +54,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 bool replicate_failures(BenchTable& table, const FamilyDescriptor& fam, const PeakResult* peak,
                         const ClaimRemeasure& how, const std::vector<ClaimResult>& claims, Replicates& seen,
                         int& next) {
-  std::set<std::string> shapes;
+  std::set<BenchKey> rows;
   std::vector<std::pair<const ClaimResult*, const ClaimResult::Failing*>> todo;
   for (const auto& c : claims)
     if (c.verdict == ClaimVerdict::NotMet && !c.failed_rows)
       for (const auto& g : c.failing_groups)
-        if (!seen.tried.count(replicate_key(c, g))) todo.emplace_back(&c, &g), shapes.insert(g.shape);
+        if (!seen.tried.count(replicate_key(c, g)))
+          todo.emplace_back(&c, &g), rows.insert(g.rows.begin(), g.rows.end());
   if (todo.empty()) return false;
   if (seconds_since(how.started) > how.budget_seconds) {
     seen.skipped = "not replicated: the budget was spent";
@@ -64,16 +68,16 @@ bool replicate_failures(BenchTable& table, const FamilyDescriptor& fam, const Pe
   }
   int trials = kReplicateTrials;
   for (const auto& r : table.rows)
-    if (shapes.count(r.key.shape))
+    if (rows.count(r.key))
       trials = std::max(trials, static_cast<int>(std::set<int>(r.trials.begin(), r.trials.end()).size()));
   if (how.progress)
-    how.progress("claims not met on " + std::to_string(todo.size()) + " group(s): measuring " +
-                 std::to_string(shapes.size()) + " shape(s) again in " + std::to_string(trials) +
+    how.progress("claims not met on " + std::to_string(todo.size()) + " group(s): measuring their " +
+                 std::to_string(rows.size()) + " row(s) again in " + std::to_string(trials) +
                  " new trials; a verdict stands only if they fail again");
-  BenchTable again = how.measure({shapes.begin(), shapes.end()}, next, trials);
+  BenchTable again = how.measure({rows.begin(), rows.end()}, next, trials);
   next += trials;
   apply_peaks(again, fam, peak);
-  const auto rejudged = how.judge(again);
+  const auto rejudged = how.judge(again, kLookAlpha);
   for (const auto& [c, g] : todo) {
     const std::string key = replicate_key(*c, *g);
     seen.tried.insert(key);
@@ -124,34 +128,46 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
   Replicates seen;
   int next = how.first_trial;
   auto judge = [&] {
-    auto claims = how.judge(table);
-    if (replicate_failures(table, fam, peak, how, claims, seen, next)) claims = how.judge(table);
+    auto claims = how.judge(table, kLookAlpha);
+    if (replicate_failures(table, fam, peak, how, claims, seen, next)) claims = how.judge(table, kLookAlpha);
     apply_replicates(claims, seen);
     return claims;
   };
   auto claims = judge();
-  for (int round = 0; round < how.max_rounds; ++round) {
-    // Only what the rounds left can decide: an inconclusive claim, on groups
-    // whose interval 2 trials a round can narrow off the threshold.
-    std::set<std::string> again, hopeless;
-    const int can_add = 2 * (how.max_rounds - round);
+  for (int look = 2; look <= kClaimLooks; ++look) {
+    std::set<BenchKey> rows;
+    std::set<std::string> again, beyond;
+    int lacking = 0;
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
-        for (const auto& g : c.inconclusive_groups)
-          (g.trials_to_decide <= g.trials + can_add ? again : hopeless).insert(g.shape);
-    for (const auto& s : again) hopeless.erase(s);
-    if (!hopeless.empty() && how.progress)
-      how.progress("claims inconclusive on " + std::to_string(hopeless.size()) + " shape(s) that " +
-                   std::to_string(can_add) + " more trials cannot decide (their intervals are too wide about the " +
-                   "threshold): left inconclusive");
+        for (const auto& g : c.inconclusive_groups) {
+          const std::string name = ClaimResult::Failing{g.shape, g.precision, g.threads, {}}.name();
+          if (g.trials_to_decide > how.max_trials || g.rows.empty()) {
+            beyond.insert(name);
+            continue;
+          }
+          again.insert(name);
+          rows.insert(g.rows.begin(), g.rows.end());
+          const double goal = look == kClaimLooks ? how.max_trials : kRoundMargin * g.trials_to_decide;
+          const double kept = g.trials > 0 ? static_cast<double>(g.trials) / (g.trials + g.set_aside) : 1.0;
+          lacking = std::max(lacking, static_cast<int>(std::ceil((goal - g.trials) / kept)));
+        }
+    for (const auto& g : again) beyond.erase(g);
+    if (!beyond.empty() && how.progress)
+      how.progress(
+          fmt::format("claims inconclusive on {} group(s) that {} trials cannot decide (their intervals are "
+                      "too wide about the threshold): left inconclusive",
+                      beyond.size(), how.max_trials));
     const double spent = seconds_since(how.started);
     if (again.empty() || spent > how.budget_seconds) break;
+    const int trials = std::clamp(lacking, 2, how.max_trials);
     if (how.progress)
-      how.progress("claims inconclusive on " + std::to_string(again.size()) + " shape(s): measuring 2 more trials of " +
-                   "them (" + std::to_string(static_cast<int>(spent)) + " of " +
-                   std::to_string(static_cast<int>(how.budget_seconds)) + " s of budget spent)");
-    add_samples(table, how.measure({again.begin(), again.end()}, next, 2));
-    next += 2;
+      how.progress(
+          fmt::format("claims inconclusive on {} group(s): measuring their {} row(s) in {} more trials, "
+                      "look {} of {} ({:.0f} of {:.0f} s of budget spent)",
+                      again.size(), rows.size(), trials, look, kClaimLooks, spent, how.budget_seconds));
+    add_samples(table, how.measure({rows.begin(), rows.end()}, next, trials));
+    next += trials;
     apply_peaks(table, fam, peak);
     claims = judge();
   }

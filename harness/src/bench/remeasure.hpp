@@ -1,5 +1,5 @@
 // Measuring rows of a table again, in new trials, and adding the new samples
-// to it (through merge_rows): `bench compare` for the shapes whose claims came
+// to it (through merge_rows): `bench compare` for the groups whose claims came
 // out inconclusive, `bench check --rerun` for NOISY and REGRESSION rows.
 #pragma once
 #include <chrono>
@@ -23,24 +23,42 @@ int next_trial(const BenchTable& t);
 // the same key; a row `table` does not hold is left out.
 void add_samples(BenchTable& table, const BenchTable& extra);
 
+// A claim's groups are judged once, then again after each round of new
+// trials: up to kClaimLooks looks, each at kClaimAlpha / kClaimLooks
+// (Bonferroni over the looks), so that stopping at whichever look decides a
+// group keeps the chance of a wrong met or not met within kClaimAlpha, as one
+// judgment of a fixed number of trials at kClaimAlpha has.
+inline constexpr int kClaimLooks = 4;
+inline constexpr double kClaimAlpha = 0.05;
+inline constexpr double kLookAlpha = kClaimAlpha / kClaimLooks;
+
 struct ClaimRemeasure {
-  // Judges the claims on a table.
-  std::function<std::vector<ClaimResult>(const BenchTable&)> judge;
-  // Measures these shapes in `trials` new trials, numbered from first_trial.
-  std::function<BenchTable(const std::vector<std::string>& shapes, int first_trial, int trials)> measure;
+  // Judges the claims on a table, every interval at level alpha.
+  std::function<std::vector<ClaimResult>(const BenchTable&, double alpha)> judge;
+  // Measures these rows (restrict_to_rows) in `trials` new trials, numbered from first_trial.
+  std::function<BenchTable(const std::vector<BenchKey>& rows, int first_trial, int trials)> measure;
   int first_trial = 0;
-  // 2 trials a round: from 6, up to 16, enough for the sign test to outvote
-  // three trials that read across the threshold (interval.hpp).
-  int max_rounds = 5;
+  // A group is measured again while its estimate (ClaimResult::Inconclusive)
+  // says at most this many trials decide it.
+  int max_trials = 48;
   double budget_seconds = 0;  // of the whole run, counted from `started`
   std::chrono::steady_clock::time_point started;
   std::function<void(const std::string&)> progress;
 };
 
-// Judges the claims; while some are inconclusive on some shapes, rounds are
-// left and the budget is not spent, measures those shapes again, adds the
-// samples to `table` (percent of peak recomputed) and judges again. Returns
-// the last verdicts.
+// A round adds this many times the trials a group's estimate still lacks,
+// scaled up by the share of its trials set aside so far (at least 2, at most
+// max_trials); the last round, the trials that take each group to max_trials.
+// The estimate comes from the trials so far, and a round that falls short
+// spends one of the few looks.
+inline constexpr double kRoundMargin = 1.5;
+
+// Judges the claims at kLookAlpha; while some are inconclusive on groups
+// that max_trials can decide, looks are left and the budget is not spent,
+// measures the rows those groups were judged on (a wrapped row and its
+// ceiling: two processes a trial, not the shape's every tier and
+// configuration) in a round of new trials, adds the samples to `table`
+// (percent of peak recomputed) and judges again. Returns the last verdicts.
 //
 // A "not met" must replicate: the groups that failed a claim are measured
 // again in as many new trials (at least kReplicateTrials), judged on those

@@ -164,6 +164,13 @@ void TrialRunner::run_suite(const Step& s, int trial) {
   add(std::move(got), trial, paced, linked);
 }
 
+bool step_times_any(const Step& s, const std::vector<BenchKey>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [&](const BenchKey& k) {
+    return k.tier == s.tier && k.shape == s.shape && k.threads == s.threads && k.cache_mode == to_string(s.cache) &&
+           (s.tier == Tier::Ceiling || k.precision == s.precision);
+  });
+}
+
 std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector<std::size_t> which,
                                      std::uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -33,6 +33,11 @@ struct Step {
   CacheMode cache = CacheMode::Warm;
 };
 
+// Whether step `s` times one of `rows`: a suite step its own row, a ceiling
+// step any ceiling row of its shape, thread count and cache mode (which of the
+// program's configurations run is the ceiling plan's choice).
+bool step_times_any(const Step& s, const std::vector<BenchKey>& rows);
+
 // The order one trial runs the steps `which` (indices into `steps`) in: the
 // steps of one shape, thread count and cache mode run one after another, and
 // both those blocks and the steps within each are shuffled by `seed`. The two
