@@ -277,12 +277,14 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   std::vector<int> six{0, 1, 2, 3, 4, 5};
 
   pb::BenchTable once;  // a disturbance that lasted one run
-  once.rows = {row("hand", "a", slow, six)};
-  how.first_trial = 6;
+  std::vector<int> ten(10);
+  std::iota(ten.begin(), ten.end(), 0);
+  once.rows = {row("hand", "a", std::vector<double>(10, 2.0), ten)};
+  how.first_trial = 10;
   auto c = pb::judge_claims_remeasuring(once, fam, nullptr, how).at(0);
   ASSERT_EQ(measured.size(), 1u);  // once, as many trials as the failing group had
-  EXPECT_EQ(measured[0], (std::pair<std::vector<pb::BenchKey>, int>{{once.rows[0].key}, 6}));
-  EXPECT_EQ(once.rows[0].samples.size(), 12u);  // the replicate's trials join the table
+  EXPECT_EQ(measured[0], (std::pair<std::vector<pb::BenchKey>, int>{{once.rows[0].key}, 10}));
+  EXPECT_EQ(once.rows[0].samples.size(), 20u);  // the replicate's trials join the table
   EXPECT_EQ(c.verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_NE(c.detail.find("not reproduced (a/f32/threads:1 read 1.0"), std::string::npos) << c.detail;
 
@@ -294,6 +296,7 @@ TEST(BenchRemeasure, ANotMetClaimStandsOnlyIfItsReplicateFailsToo) {
   c = pb::judge_claims_remeasuring(twice, fam, nullptr, how).at(0);
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_EQ(measured[0].second, pb::kReplicateTrials);  // never fewer
+  EXPECT_GE(pb::kReplicateTrials, pb::sign_test_trials(0, pb::kLookAlpha)) << "a replicate too short is never judged";
   EXPECT_EQ(c.verdict, pb::ClaimVerdict::NotMet);
   EXPECT_NE(c.detail.find("reproduced: a/f32/threads:1 read 1.8"), std::string::npos) << c.detail;
 

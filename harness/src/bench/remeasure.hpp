@@ -68,7 +68,8 @@ inline constexpr double kRoundMargin = 1.5;
 // its detail gives both figures. A claim failed by a wrong answer is not
 // replicated. Without budget left for the replicate, or when it measured
 // nothing of the group, the verdict stands and says it was not replicated.
-inline constexpr int kReplicateTrials = 4;
+// 8: the fewest trials a look at kLookAlpha judges (sign_test_trials).
+inline constexpr int kReplicateTrials = 8;
 std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const FamilyDescriptor& fam,
                                                   const PeakResult* peak, const ClaimRemeasure& how);
 
