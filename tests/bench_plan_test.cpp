@@ -183,7 +183,7 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   EXPECT_EQ(std::get<0>(measured[0]), (std::vector<pb::BenchKey>{t.rows[1].key, t.rows[0].key}))
       << "the group's two rows, not its shape's every row";
   EXPECT_EQ(std::get<1>(measured[0]), 2);
-  EXPECT_EQ(std::get<2>(measured[0]), 3) << "1.5 x 3 trials to decide, less the 2 it had, rounded up";
+  EXPECT_EQ(std::get<2>(measured[0]), 4) << "1.5 x 3 trials to decide, less the 2 it had, to a multiple of 4";
   EXPECT_EQ(t.rows[0].trials, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(t.rows[2].trials, (std::vector<int>{0, 1}));
   EXPECT_EQ(claims.at(0).verdict, pb::ClaimVerdict::Met);
@@ -231,11 +231,39 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   EXPECT_TRUE(rounds.empty());
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 42})) << "1.5 x 9.2 less the 6 it had, rounded up; then up to 48";
+  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 44})) << "1.5 x 9.2 less the 6 it had, rounded up; then up to 48";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2, 6);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(rounds, (std::vector<int>{16, 16, 48})) << "half its trials set aside: twice as many, at most 48";
+}
+
+// Rule: groups that lack different numbers of trials are measured in
+// separate runs, each of its own rows, so a group near its decision does not
+// run as many trials as the farthest.
+TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacks) {
+  pb::FamilyDescriptor fam;
+  fam.family = "gemm";
+  pb::BenchTable t;
+  t.rows = {row("hand", "a", {1.0}, {0}), row("hand", "b", {1.0}, {0})};
+  std::vector<std::pair<std::vector<pb::BenchKey>, int>> measured;
+  pb::ClaimRemeasure how;
+  how.measure = [&](const std::vector<pb::BenchKey>& rows, int, int trials) {
+    measured.emplace_back(rows, trials);
+    return pb::BenchTable{};
+  };
+  how.judge = [&](const pb::BenchTable&, double) {
+    pb::ClaimResult c;
+    c.verdict = pb::ClaimVerdict::Inconclusive;
+    c.inconclusive_groups = {{"a", "f32", 1, 6, 8, {t.rows[0].key}, 0}, {"b", "f32", 1, 6, 20, {t.rows[1].key}, 0}};
+    return std::vector<pb::ClaimResult>{c};
+  };
+  how.budget_seconds = 1e9;
+  how.started = std::chrono::steady_clock::now();
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  ASSERT_GE(measured.size(), 2u);
+  EXPECT_EQ(measured[0], (std::pair<std::vector<pb::BenchKey>, int>{{t.rows[0].key}, 8})) << "1.5 x 8 - 6 = 6, to 8";
+  EXPECT_EQ(measured[1], (std::pair<std::vector<pb::BenchKey>, int>{{t.rows[1].key}, 24})) << "1.5 x 20 - 6";
 }
 
 // A claim that fails while any sample of shape "a" is over 1.5: a replicate

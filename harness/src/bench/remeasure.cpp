@@ -1,6 +1,7 @@
 #include "bench/remeasure.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -135,9 +136,10 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
   };
   auto claims = judge();
   for (int look = 2; look <= kClaimLooks; ++look) {
-    std::set<BenchKey> rows;
+    // The rows to measure, by the trials they lack (rounded up to a multiple
+    // of 4): each group gets about its own count, in a few runs.
+    std::map<int, std::set<BenchKey>> batches;
     std::set<std::string> again, beyond;
-    int lacking = 0;
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
         for (const auto& g : c.inconclusive_groups) {
@@ -147,10 +149,11 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
             continue;
           }
           again.insert(name);
-          rows.insert(g.rows.begin(), g.rows.end());
           const double goal = look == kClaimLooks ? how.max_trials : kRoundMargin * g.trials_to_decide;
           const double kept = g.trials > 0 ? static_cast<double>(g.trials) / (g.trials + g.set_aside) : 1.0;
-          lacking = std::max(lacking, static_cast<int>(std::ceil((goal - g.trials) / kept)));
+          int lacking = static_cast<int>(std::ceil((goal - g.trials) / kept));
+          lacking = lacking <= 2 ? 2 : std::min(4 * ((lacking + 3) / 4), how.max_trials);
+          batches[lacking].insert(g.rows.begin(), g.rows.end());
         }
     for (const auto& g : again) beyond.erase(g);
     if (!beyond.empty() && how.progress)
@@ -160,14 +163,19 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
                       beyond.size(), how.max_trials));
     const double spent = seconds_since(how.started);
     if (again.empty() || spent > how.budget_seconds) break;
-    const int trials = std::clamp(lacking, 2, how.max_trials);
+    std::vector<std::string> plan;
+    for (const auto& [trials, rows] : batches)
+      plan.push_back(fmt::format("{} row(s) in {} trials", rows.size(), trials));
     if (how.progress)
       how.progress(
-          fmt::format("claims inconclusive on {} group(s): measuring their {} row(s) in {} more trials, "
-                      "look {} of {} ({:.0f} of {:.0f} s of budget spent)",
-                      again.size(), rows.size(), trials, look, kClaimLooks, spent, how.budget_seconds));
-    add_samples(table, how.measure({rows.begin(), rows.end()}, next, trials));
-    next += trials;
+          fmt::format("claims inconclusive on {} group(s): measuring {}, look {} of {} ({:.0f} of {:.0f} s of "
+                      "budget spent)",
+                      again.size(), fmt::join(plan, ", "), look, kClaimLooks, spent, how.budget_seconds));
+    for (const auto& [trials, rows] : batches) {
+      if (seconds_since(how.started) > how.budget_seconds) break;
+      add_samples(table, how.measure({rows.begin(), rows.end()}, next, trials));
+      next += trials;
+    }
     apply_peaks(table, fam, peak);
     claims = judge();
   }
