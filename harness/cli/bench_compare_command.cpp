@@ -161,6 +161,8 @@ int compare(CompareArgs a, bool precision_given) {
   how.started = started;
   how.progress = progress;
   const auto claims = bench::judge_claims_remeasuring(table, fam, &peak, how);
+  // Over the rounds' processes too: merge_rows kept their pace and link.
+  if (const std::string pace = bench::pace_summary(table); !pace.empty()) table.set_meta("pace", pace);
 
   if (bench::record_noise(table, co, plan.sigma))
     std::cerr << "between-trial noise: " << table.meta("noise_between_trials").value_or("") << "; a check against an "
