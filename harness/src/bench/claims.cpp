@@ -62,15 +62,6 @@ BenchRow read_time_row(const BenchRow& r) {
   return bound;
 }
 
-// The trials both rows measured.
-std::set<int> shared_trials(const BenchRow& a, const BenchRow& b) {
-  std::set<int> in_a, out;
-  for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
-  for (std::size_t i = 0; i < b.samples.size(); ++i)
-    if (in_a.count(b.trial_of(i))) out.insert(b.trial_of(i));
-  return out;
-}
-
 // The trials' own ratios num/den times scale (interval.hpp, trial_ratio_span).
 TrialRatioSpan scaled_trial_span(const TrialSamples& num, const TrialSamples& den, double scale, double alpha) {
   TrialRatioSpan span = trial_ratio_span(num, den, alpha);

@@ -188,23 +188,23 @@ bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest
   return p != r.pace.end() && f != fastest.end() && p->second > kSlowPace * f->second;
 }
 
-std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
+std::set<int> shared_trials(const BenchRow& a, const BenchRow& b) {
   std::set<int> in_a, out;
   for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
-  for (std::size_t i = 0; i < b.samples.size(); ++i) {
-    const int t = b.trial_of(i);
-    if (in_a.count(t) && ran_slow(a, t, fastest) != ran_slow(b, t, fastest)) out.insert(t);
-  }
+  for (std::size_t i = 0; i < b.samples.size(); ++i)
+    if (in_a.count(b.trial_of(i))) out.insert(b.trial_of(i));
+  return out;
+}
+
+std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
+  std::set<int> out = shared_trials(a, b);
+  std::erase_if(out, [&](int t) { return ran_slow(a, t, fastest) == ran_slow(b, t, fastest); });
   return out;
 }
 
 std::set<int> both_slow_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest) {
-  std::set<int> in_a, out;
-  for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
-  for (std::size_t i = 0; i < b.samples.size(); ++i) {
-    const int t = b.trial_of(i);
-    if (in_a.count(t) && ran_slow(a, t, fastest) && ran_slow(b, t, fastest)) out.insert(t);
-  }
+  std::set<int> out = shared_trials(a, b);
+  std::erase_if(out, [&](int t) { return !ran_slow(a, t, fastest) || !ran_slow(b, t, fastest); });
   return out;
 }
 

@@ -89,6 +89,9 @@ BenchRow steady_samples(const BenchRow& r, const std::map<int, double>& fastest)
 // Whether row r's process of `trial` ran slow; false when its pace is unknown.
 bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest);
 
+// The trials both rows measured.
+std::set<int> shared_trials(const BenchRow& a, const BenchRow& b);
+
 // The trials both rows measured in which exactly one of them ran slow.
 std::set<int> mixed_pace_trials(const BenchRow& a, const BenchRow& b, const std::map<int, double>& fastest);
 
