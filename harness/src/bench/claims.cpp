@@ -290,9 +290,9 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               continue;
             }
             // Below sign_test_trials(0) trials even their [min, max] undercovers the median.
-            const bool too_few = span.trials > 0 && span.trials < sign_test_trials(0, alpha);
-            if (too_few)
-              spanned += fmt::format(" (judged on {} trials: {} decide it)", span.trials, sign_test_trials(0, alpha));
+            const int fewest = sign_test_trials(0, alpha);
+            const bool too_few = span.trials > 0 && span.trials < fewest;
+            if (too_few) spanned += fmt::format(" (judged on {} trials: {} decide it)", span.trials, fewest);
             const bool all_hold =
                 !too_few && holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
             const bool none_hold =

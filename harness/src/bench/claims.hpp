@@ -64,6 +64,7 @@ struct ClaimResult {
     double trials_to_decide = 0;  // about as many as would narrow it off the threshold (width ~ 1/sqrt(trials))
     std::vector<BenchKey> rows;   // the rows it was judged on: what to measure again
     int set_aside = 0;            // trials measured but left out (pace.hpp): new ones may be too
+    std::string name() const { return shape + "/" + precision + "/threads:" + std::to_string(threads); }
   };
   std::vector<Inconclusive> inconclusive_groups;
   // Groups whose whole interval fails the threshold, and whether a row the

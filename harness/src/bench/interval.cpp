@@ -195,28 +195,29 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   return summarize(logs, std::exp(median(trial_logs)), alpha, static_cast<int>(vn.size()) - 1);
 }
 
-int sign_test_rank(int n, double alpha) {
-  // k - 1 = the largest j with P(B <= j) <= alpha/2, B ~ Binomial(n, 1/2); k at least 1.
-  int k = 1;
-  double tail = 0, term = std::pow(0.5, n);  // P(B = 0)
-  for (int j = 0; j < n / 2; ++j) {
+namespace {
+// P(B <= j), B ~ Binomial(n, 1/2).
+double sign_tail(int n, int j) {
+  double tail = 0, term = std::pow(0.5, n);
+  for (int i = 0; i <= j; ++i) {
     tail += term;
-    if (tail > alpha / 2) break;
-    k = j + 1;
-    term *= static_cast<double>(n - j) / (j + 1);
+    term *= static_cast<double>(n - i) / (i + 1);
   }
+  return tail;
+}
+}  // namespace
+
+int sign_test_rank(int n, double alpha) {
+  // k - 1 = the largest j with P(B <= j) <= alpha/2; k at least 1.
+  int k = 1;
+  for (int j = 0; j < n / 2 && sign_tail(n, j) <= alpha / 2; ++j) k = j + 1;
   return k;
 }
 
 int sign_test_trials(int outside, double alpha) {
-  for (int n = std::max(outside, 1);; ++n) {
-    double tail = 0, term = std::pow(0.5, n);  // P(B <= j), B ~ Binomial(n, 1/2)
-    for (int j = 0; j <= outside; ++j) {
-      tail += term;
-      term *= static_cast<double>(n - j) / (j + 1);
-    }
-    if (tail <= alpha / 2) return n;
-  }
+  int n = std::max(outside, 1);
+  while (sign_tail(n, outside) > alpha / 2) ++n;
+  return n;
 }
 
 TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den, double alpha) {

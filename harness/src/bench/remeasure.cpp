@@ -143,12 +143,11 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
         for (const auto& g : c.inconclusive_groups) {
-          const std::string name = ClaimResult::Failing{g.shape, g.precision, g.threads, {}}.name();
           if (g.trials_to_decide > how.max_trials || g.rows.empty()) {
-            beyond.insert(name);
+            beyond.insert(g.name());
             continue;
           }
-          again.insert(name);
+          again.insert(g.name());
           const double goal = look == kClaimLooks ? how.max_trials : kRoundMargin * g.trials_to_decide;
           const double kept = g.trials > 0 ? static_cast<double>(g.trials) / (g.trials + g.set_aside) : 1.0;
           int lacking = static_cast<int>(std::ceil((goal - g.trials) / kept));
