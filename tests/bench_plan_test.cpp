@@ -231,11 +231,11 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   EXPECT_TRUE(rounds.empty());
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 44})) << "1.5 x 9.2 less the 6 it had, rounded up; then up to 48";
+  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 92})) << "1.5 x 9.2 less the 6 it had, rounded up; then up to 96";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2, 6);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{16, 16, 48})) << "half its trials set aside: twice as many, at most 48";
+  EXPECT_EQ(rounds, (std::vector<int>{16, 16, 96})) << "half its trials set aside: twice as many, at most 96";
 }
 
 // Rule: groups that lack different numbers of trials are measured in
