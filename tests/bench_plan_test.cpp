@@ -266,6 +266,35 @@ TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacks) {
   EXPECT_EQ(measured[1], (std::pair<std::vector<pb::BenchKey>, int>{{t.rows[1].key}, 24})) << "1.5 x 20 - 6";
 }
 
+// Rule: the groups nearest a decision are measured first, in every round,
+// and in the last, where each group lacks the trials to max_trials, each in
+// its own run: a budget that ends within it has decided those.
+TEST(BenchRemeasure, TheGroupsNearestADecisionAreMeasuredFirst) {
+  static_assert(pb::kClaimLooks == 4, "the rounds below are three");
+  pb::FamilyDescriptor fam;
+  fam.family = "gemm";
+  pb::BenchTable t;
+  t.rows = {row("hand", "a", {1.0}, {0}), row("hand", "b", {1.0}, {0})};
+  std::vector<std::pair<std::string, int>> measured;  // shape, trials
+  pb::ClaimRemeasure how;
+  how.measure = [&](const std::vector<pb::BenchKey>& rows, int, int trials) {
+    for (const auto& k : rows) measured.emplace_back(k.shape, trials);
+    return pb::BenchTable{};
+  };
+  how.judge = [&](const pb::BenchTable&, double) {
+    pb::ClaimResult c;
+    c.verdict = pb::ClaimVerdict::Inconclusive;
+    c.inconclusive_groups = {{"a", "f32", 1, 6, 40, {t.rows[0].key}, 0}, {"b", "f32", 1, 6, 10, {t.rows[1].key}, 0}};
+    return std::vector<pb::ClaimResult>{c};
+  };
+  how.budget_seconds = 1e9;
+  how.started = std::chrono::steady_clock::now();
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  using Runs = std::vector<std::pair<std::string, int>>;
+  EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}, {"b", 92}, {"a", 92}}))
+      << "b (10 trials decide it) before a (40), in the last round too";
+}
+
 // A claim that fails while any sample of shape "a" is over 1.5: a replicate
 // of fast samples, judged alone, does not fail it; pooled, the old ones still do.
 std::vector<pb::ClaimResult> slow_fails(const pb::BenchTable& table, double) {

@@ -136,9 +136,13 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
   };
   auto claims = judge();
   for (int look = 2; look <= kClaimLooks; ++look) {
-    // The rows to measure, by the trials they lack (rounded up to a multiple
-    // of 4): each group gets about its own count, in a few runs.
-    std::map<int, std::set<BenchKey>> batches;
+    // The rows to measure, by the trials that decide the group and the
+    // trials it lacks (both rounded up to a multiple of 4): each group gets
+    // about its own count, in a few runs. The groups nearest a decision run
+    // first: where the budget ends within a round (the last one takes every
+    // group to max_trials), they are the ones it decided.
+    const auto up4 = [](double n) { return 4 * static_cast<int>(std::ceil(n / 4)); };
+    std::map<std::pair<int, int>, std::set<BenchKey>> batches;
     std::set<std::string> again, beyond;
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
@@ -151,8 +155,8 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
           const double goal = look == kClaimLooks ? how.max_trials : kRoundMargin * g.trials_to_decide;
           const double kept = g.trials > 0 ? static_cast<double>(g.trials) / (g.trials + g.set_aside) : 1.0;
           int lacking = static_cast<int>(std::ceil((goal - g.trials) / kept));
-          lacking = lacking <= 2 ? 2 : std::min(4 * ((lacking + 3) / 4), how.max_trials);
-          batches[lacking].insert(g.rows.begin(), g.rows.end());
+          lacking = lacking <= 2 ? 2 : std::min(up4(lacking), how.max_trials);
+          batches[{up4(g.trials_to_decide), lacking}].insert(g.rows.begin(), g.rows.end());
         }
     for (const auto& g : again) beyond.erase(g);
     if (!beyond.empty() && how.progress)
@@ -163,17 +167,17 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     const double spent = seconds_since(how.started);
     if (again.empty() || spent > how.budget_seconds) break;
     std::vector<std::string> plan;
-    for (const auto& [trials, rows] : batches)
-      plan.push_back(fmt::format("{} row(s) in {} trials", rows.size(), trials));
+    for (const auto& [order, rows] : batches)
+      plan.push_back(fmt::format("{} row(s) in {} trials", rows.size(), order.second));
     if (how.progress)
       how.progress(
           fmt::format("claims inconclusive on {} group(s): measuring {}, look {} of {} ({:.0f} of {:.0f} s of "
                       "budget spent)",
                       again.size(), fmt::join(plan, ", "), look, kClaimLooks, spent, how.budget_seconds));
-    for (const auto& [trials, rows] : batches) {
+    for (const auto& [order, rows] : batches) {
       if (seconds_since(how.started) > how.budget_seconds) break;
-      add_samples(table, how.measure({rows.begin(), rows.end()}, next, trials));
-      next += trials;
+      add_samples(table, how.measure({rows.begin(), rows.end()}, next, order.second));
+      next += order.second;
     }
     apply_peaks(table, fam, peak);
     claims = judge();
