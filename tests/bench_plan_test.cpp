@@ -239,37 +239,12 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
 }
 
 // Rule: groups that lack different numbers of trials are measured in
-// separate runs, each of its own rows, so a group near its decision does not
-// run as many trials as the farthest.
-TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacks) {
-  pb::FamilyDescriptor fam;
-  fam.family = "gemm";
-  pb::BenchTable t;
-  t.rows = {row("hand", "a", {1.0}, {0}), row("hand", "b", {1.0}, {0})};
-  std::vector<std::pair<std::vector<pb::BenchKey>, int>> measured;
-  pb::ClaimRemeasure how;
-  how.measure = [&](const std::vector<pb::BenchKey>& rows, int, int trials) {
-    measured.emplace_back(rows, trials);
-    return pb::BenchTable{};
-  };
-  how.judge = [&](const pb::BenchTable&, double) {
-    pb::ClaimResult c;
-    c.verdict = pb::ClaimVerdict::Inconclusive;
-    c.inconclusive_groups = {{"a", "f32", 1, 6, 8, {t.rows[0].key}, 0}, {"b", "f32", 1, 6, 20, {t.rows[1].key}, 0}};
-    return std::vector<pb::ClaimResult>{c};
-  };
-  how.budget_seconds = 1e9;
-  how.started = std::chrono::steady_clock::now();
-  pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  ASSERT_GE(measured.size(), 2u);
-  EXPECT_EQ(measured[0], (std::pair<std::vector<pb::BenchKey>, int>{{t.rows[0].key}, 8})) << "1.5 x 8 - 6 = 6, to 8";
-  EXPECT_EQ(measured[1], (std::pair<std::vector<pb::BenchKey>, int>{{t.rows[1].key}, 24})) << "1.5 x 20 - 6";
-}
-
-// Rule: the groups nearest a decision are measured first, in every round,
-// and in the last, where each group lacks the trials to max_trials, each in
-// its own run: a budget that ends within it has decided those.
-TEST(BenchRemeasure, TheGroupsNearestADecisionAreMeasuredFirst) {
+// separate runs, each of its own rows and about the trials it lacks, so a
+// group near its decision does not run as many trials as the farthest; the
+// groups nearest a decision run first, in the last round too, where each
+// lacks the trials to max_trials: a budget that ends within it has decided
+// those.
+TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacksNearestFirst) {
   static_assert(pb::kClaimLooks == 4, "the rounds below are three");
   pb::FamilyDescriptor fam;
   fam.family = "gemm";
@@ -292,7 +267,7 @@ TEST(BenchRemeasure, TheGroupsNearestADecisionAreMeasuredFirst) {
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   using Runs = std::vector<std::pair<std::string, int>>;
   EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}, {"b", 92}, {"a", 92}}))
-      << "b (10 trials decide it) before a (40), in the last round too";
+      << "1.5 x 10 - 6 to 12 and 1.5 x 40 - 6 to 56; b (10 trials decide it) before a (40), in the last round too";
 }
 
 // A claim that fails while any sample of shape "a" is over 1.5: a replicate
