@@ -83,7 +83,7 @@ struct Group {
   bool operator<(const Group& o) const {
     return std::tie(shape, precision, threads) < std::tie(o.shape, o.precision, o.threads);
   }
-  std::string name() const { return ClaimResult::Failing{shape, precision, threads, {}}.name(); }
+  std::string name() const { return claim_group_name(shape, precision, threads); }
 };
 
 }  // namespace

@@ -50,6 +50,12 @@ enum class ClaimVerdict { Met, NotMet, Inconclusive, PartiallyMeasured, NotMeasu
 std::string_view to_string(ClaimVerdict v);
 std::ostream& operator<<(std::ostream& o, ClaimVerdict v);
 
+// A claim group's name, "<shape>/<precision>/threads:<n>": how the verdicts,
+// figures and replicates name it.
+inline std::string claim_group_name(const std::string& shape, const std::string& precision, int threads) {
+  return shape + "/" + precision + "/threads:" + std::to_string(threads);
+}
+
 struct ClaimResult {
   std::string contract;  // stem, e.g. gemm-v1
   std::string id;
@@ -64,7 +70,7 @@ struct ClaimResult {
     double trials_to_decide = 0;  // about as many as would narrow it off the threshold (width ~ 1/sqrt(trials))
     std::vector<BenchKey> rows;   // the rows it was judged on: what to measure again
     int set_aside = 0;            // trials measured but left out (pace.hpp): new ones may be too
-    std::string name() const { return shape + "/" + precision + "/threads:" + std::to_string(threads); }
+    std::string name() const { return claim_group_name(shape, precision, threads); }
   };
   std::vector<Inconclusive> inconclusive_groups;
   // Groups whose whole interval fails the threshold, and whether a row the
@@ -73,11 +79,11 @@ struct ClaimResult {
     std::string shape, precision;
     int threads = 1;
     std::vector<BenchKey> rows;  // the rows it was judged on
-    std::string name() const { return shape + "/" + precision + "/threads:" + std::to_string(threads); }
+    std::string name() const { return claim_group_name(shape, precision, threads); }
   };
   std::vector<Failing> failing_groups;
   bool failed_rows = false;
-  // every judged group's "value [lo, hi]" (or "disturbed (...)"), by Failing::name()
+  // every judged group's "value [lo, hi]" (or "disturbed (...)"), by claim_group_name
   std::map<std::string, std::string> figures;
 };
 
