@@ -258,6 +258,66 @@ TEST(BenchClaims, ComparisonAtTheThresholdFollowsTheOperator) {
 }
 
 namespace {
+// A row of `tier` on `threads` threads, 1e9 flop in `seconds`.
+pb::BenchRow on_threads(const std::string& tier, const std::string& backend, double seconds, int threads) {
+  pb::BenchRow r = timed(tier, backend, seconds);
+  r.key.threads = threads;
+  return r;
+}
+
+// A claim that the hand row is at least 1.5x the ceiling's throughput, where
+// that takes at most 85% of a peak of 100 GFLOP/s a core.
+popper::BenchmarkClaim scoped_claim() {
+  auto c = claim("throughput_ratio", "hand", "ceiling", ">=", 1.5);
+  c.scope = popper::ClaimScope{0.85, "the peer runs near the peak"};
+  return c;
+}
+
+pb::PeakResult peak_of_100_gflops_a_core() {
+  pb::PeakResult peak;
+  peak.cores = 2;
+  peak.fp32_avx2_core = 100e9, peak.fp32_avx2_all = 200e9;
+  return peak;
+}
+}  // namespace
+
+// Rule: a scoped claim leaves out, and names with its figures, a group where
+// threshold x the denominator's throughput is over the attainable fraction of
+// the peak (1 thread: the ceiling at 64 GFLOP/s, 1.5x of it 96% of the peak);
+// the groups inside are judged (2 threads: 26%, 1.5x of it 39%).
+TEST(BenchClaims, AScopedClaimLeavesOutTheGroupsWhereItWouldNeedMoreThanTheAttainablePeak) {
+  const auto peak = peak_of_100_gflops_a_core();
+  const std::vector<pb::BenchRow> rows = {
+      on_threads("hand", "openblas:Zen", 1 / 73.0, 1), on_threads("ceiling", "openblas:Zen", 1 / 64.0, 1),
+      on_threads("hand", "openblas:Zen", 1 / 104.0, 2), on_threads("ceiling", "openblas:Zen", 1 / 52.0, 2)};
+  auto unscoped = scoped_claim();
+  unscoped.scope.reset();
+  ASSERT_EQ(judge(unscoped, rows, &peak, {{"f32", "fp32"}}).verdict, pb::ClaimVerdict::NotMet);  // 1 t: 1.14x
+
+  const auto res = judge(scoped_claim(), rows, &peak, {{"f32", "fp32"}});
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;  // 2 t: 2.0x
+  EXPECT_EQ(res.figures.at("a/f32/threads:1"),
+            "out of scope: the ceiling runs at 64.0% of the peak; 1.5x of it needs 96.0%, over the 85% attainable");
+  EXPECT_NE(res.detail.find("(the peer runs near the peak)"), std::string::npos) << res.detail;
+  EXPECT_EQ(res.figures.count("a/f32/threads:2"), 1u);
+}
+
+// Rule: a scoped claim with no group in its scope is not_measured, never met;
+// and where no peak was measured its groups are judged, saying so.
+TEST(BenchClaims, AScopedClaimWithoutAGroupInScopeIsNotMeasured) {
+  const auto peak = peak_of_100_gflops_a_core();
+  const std::vector<pb::BenchRow> rows = {on_threads("hand", "openblas:Zen", 1 / 73.0, 1),
+                                          on_threads("ceiling", "openblas:Zen", 1 / 64.0, 1)};
+  const auto res = judge(scoped_claim(), rows, &peak, {{"f32", "fp32"}});
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::NotMeasured) << res.detail;
+  EXPECT_EQ(res.detail.rfind("no group in the claim's scope", 0), 0u) << res.detail;
+
+  const auto unchecked = judge(scoped_claim(), rows);
+  EXPECT_EQ(unchecked.verdict, pb::ClaimVerdict::NotMet) << unchecked.detail;
+  EXPECT_NE(unchecked.detail.find("scope not checked"), std::string::npos) << unchecked.detail;
+}
+
+namespace {
 // One sample per trial: trial t of the row takes seconds[t].
 pb::BenchRow per_trial(const std::string& tier, const std::string& backend, const std::vector<double>& seconds) {
   pb::BenchRow r = timed(tier, backend, 1.0);

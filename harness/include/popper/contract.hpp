@@ -103,6 +103,16 @@ struct QaGate {
   SourcePos pos;
 };
 
+// A ratio claim's scope: where meeting it would take the numerator above the
+// fraction of the measured peak a kernel of its kind can reach, the claim says
+// nothing. A claim "at least 1.5x the peer" is out of reach where the peer
+// already runs at 64% of peak (it would take 96%); the contract states the
+// attainable fraction and why, and the groups outside are reported as such.
+struct ClaimScope {
+  double attainable_peak_fraction = 1;  // (0, 1]
+  std::string reason;
+};
+
 // popper extension: a performance claim evaluated against bench CSV rows of
 // one family. metric:
 //   time_ratio       median_time(numerator) / median_time(denominator)   op threshold
@@ -125,6 +135,9 @@ struct BenchmarkClaim {
   std::string precision;            // empty = every precision
   std::optional<int> threads;       // empty = every thread count
   std::string cache = "warm";       // the rows' cache mode: warm | cold (popper/bench_protocol.hpp CacheMode)
+  // throughput_ratio >= / > only: judged where threshold x the denominator's
+  // peak fraction is at most the scope's attainable fraction
+  std::optional<ClaimScope> scope;
   SourcePos pos;
 };
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/interval.hpp"
 #include "bench/pace.hpp"
@@ -77,6 +78,29 @@ std::string widen_to_trial_span(const TrialRatioSpan& span, double& lo, double& 
   return fmt::format(" (its {} trials' own ratios span [{:.4g}, {:.4g}])", span.trials, span.lo, span.hi);
 }
 
+// Why a group is outside the claim's scope (contract.hpp ClaimScope): what the
+// numerator would need of the measured peak, `threshold` x the denominator's
+// throughput, is over the attainable fraction; "" when inside; nullopt when
+// there is no measured peak to check it against.
+std::optional<std::string> outside_scope(const BenchmarkClaim& claim, const BenchRow& num, const BenchRow& den,
+                                         const PeakResult* peak, const std::map<std::string, std::string>& peak_kind,
+                                         int threads) {
+  const auto kind = peak_kind.find(num.key.precision);
+  const double top = peak && kind != peak_kind.end()
+                         ? row_peak(*peak, kind->second, threads, num.work_per_iter, num.bytes_per_iter)
+                         : 0;
+  if (top <= 0 || den.median() <= 0 || num.work_per_iter <= 0) return std::nullopt;
+  // A bandwidth peak is in bytes per second: the numerator's bytes per unit of work convert.
+  const bool bytes = kind->second == "bandwidth" || kind->second == "device_bandwidth";
+  const double per_work = bytes ? num.bytes_per_iter / num.work_per_iter : 1;
+  const double den_fraction = (bytes ? den.bytes_per_iter : den.work_per_iter) / den.median() / top;
+  const double needed = claim.threshold * den.work_per_iter / den.median() * per_work / top;
+  if (needed <= claim.scope->attainable_peak_fraction) return "";
+  return fmt::format("the {} runs at {:.1f}% of the peak; {:g}x of it needs {:.1f}%, over the {:.0f}% attainable",
+                     tier_text(den.key.tier), 100 * den_fraction, claim.threshold, 100 * needed,
+                     100 * claim.scope->attainable_peak_fraction);
+}
+
 struct Group {
   std::string shape, precision;
   int threads;
@@ -129,7 +153,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                    ? numerator
                                    : tier_from(claim.denominator, c.stem + ": " + claim.id + ": denominator");
       const std::vector<std::string> shapes = claim.shapes.empty() ? family_shapes : claim.shapes;
-      std::vector<std::string> missing, failures, inconclusive;
+      std::vector<std::string> missing, failures, inconclusive, out_of_scope;
+      bool scope_unchecked = false;
       std::string worst_text;
       double worst = 0;
       bool have_worst = false, any_met = false;
@@ -185,6 +210,16 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                   why = " (" + r.key.backend + " invalid: " + r.invalid_reason + ")";
               missing.push_back(g.name() + why);
               continue;
+            }
+            if (claim.scope && ratio) {
+              const auto why = outside_scope(claim, *num, *den, peak, peak_kind, th);
+              if (!why) {
+                scope_unchecked = true;
+              } else if (!why->empty()) {
+                res.figures[g.name()] = "out of scope: " + *why;
+                out_of_scope.push_back(g.name() + ": " + *why);
+                continue;
+              }
             }
             // value = scale / interval(time ratio) or scale * interval(time ratio).
             RatioInterval iv;
@@ -336,7 +371,9 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               have_worst = true;
             }
           }
-      std::string detail = have_worst ? "worst " + worst_text : "no verified group measured";
+      std::string detail = have_worst              ? "worst " + worst_text
+                           : !out_of_scope.empty() ? "no group in the claim's scope"
+                                                   : "no verified group measured";
       if (claim.cache != "warm") detail = claim.cache + " rows: " + detail;
       if (!failures.empty())
         detail += "; " + failures.front() +
@@ -347,6 +384,9 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
       if (!missing.empty())
         detail += "; not measured (or not verified): " + missing.front() +
                   (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : "");
+      if (!out_of_scope.empty())
+        detail += fmt::format("; out of scope: {} ({})", fmt::join(out_of_scope, "; "), claim.scope->reason);
+      if (scope_unchecked) detail += "; scope not checked on some groups: no measured peak for them";
       if (!failures.empty()) res.verdict = ClaimVerdict::NotMet;
       else if (!inconclusive.empty()) res.verdict = ClaimVerdict::Inconclusive;
       else if (any_met && !missing.empty()) res.verdict = ClaimVerdict::PartiallyMeasured;

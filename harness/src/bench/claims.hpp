@@ -23,13 +23,16 @@
 // side the group is inconclusive ("disturbed"). A group is met when the whole interval
 // satisfies `value op threshold`, not_met when none of it does, inconclusive
 // otherwise, and a ratio judged on fewer trials than the sign test needs to
-// bound a median (sign_test_trials(0): 6 at alpha 0.05) is inconclusive. The claim is
+// bound a median (sign_test_trials(0): 6 at alpha 0.05) is inconclusive. A
+// claim with a scope (popper/contract.hpp ClaimScope) leaves out, and names
+// with their figures, the groups where threshold x the denominator's
+// throughput is over the attainable fraction of the measured peak. The claim is
 //   not_met             when some group is not_met (the detail names the worst)
 //   inconclusive        else when some group is inconclusive
 //   partially_measured  else when some covered group has no verified data
 //                       ("shapes: all" means the family's whole shape list)
 //   met                 when every covered group is met
-//   not_measured        when no group has data
+//   not_measured        when no group has data, or none is in its scope
 #pragma once
 #include <map>
 #include <ostream>

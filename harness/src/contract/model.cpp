@@ -218,6 +218,8 @@ Contract build(const YAML::Node& root, const std::string& file, Profile profile)
       bc.precision = scalar(b, "precision");
       if (auto t = number<int>(b, "threads"); t && *t >= 0) bc.threads = *t;
       if (const std::string cache = scalar(b, "cache"); !cache.empty()) bc.cache = cache;
+      if (const YAML::Node sc = b["scope"]; sc && sc.IsMap())
+        bc.scope = ClaimScope{number<double>(sc, "attainable_peak_fraction").value_or(0.0), scalar(sc, "reason")};
       bc.pos = schema::pos_of(b, file);
       c.benchmarks.push_back(std::move(bc));
     }

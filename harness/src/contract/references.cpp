@@ -198,6 +198,16 @@ void check_benchmarks(const Contract& c, Diagnostics& diags) {
     if ((b.metric == "time_ratio" || b.metric == "throughput_ratio") && b.denominator.empty())
       rules::report(diags, c.profile, Rule::BenchmarkInconsistent, b.pos,
                     fmt::format("benchmark {} uses metric {} but has no 'denominator' tier; add one", b.id, b.metric));
+    if (b.scope && (b.metric != "throughput_ratio" || (b.op != ">=" && b.op != ">")))
+      rules::report(diags, c.profile, Rule::BenchmarkInconsistent, b.pos,
+                    fmt::format("benchmark {} has a 'scope', which bounds how far above its denominator a "
+                                "throughput_ratio claim of '>=' or '>' can reach; it has metric {} and op '{}'",
+                                b.id, b.metric, b.op));
+    if (b.scope && !(b.scope->attainable_peak_fraction > 0 && b.scope->attainable_peak_fraction <= 1))
+      rules::report(diags, c.profile, Rule::BenchmarkInconsistent, b.pos,
+                    fmt::format("benchmark {}: scope.attainable_peak_fraction is {}; give a fraction of the peak "
+                                "over 0 and at most 1",
+                                b.id, b.scope->attainable_peak_fraction));
   }
 }
 

@@ -293,6 +293,14 @@ const NodeSpec kBeat{Kind::Map,
                      "the beat block"};
 const NodeSpec kStories{Kind::List, {}, &kAny, {}, "the stories list"};
 
+const NodeSpec kClaimScope{Kind::Map,
+                           {{"attainable_peak_fraction", R::Always, &kNumber}, {"reason", R::Always, &kString}},
+                           nullptr,
+                           {},
+                           "a claim's scope",
+                           {},
+                           true};
+
 const NodeSpec kBenchmark{Kind::Map,
                           {{"id", R::Always, &kString},
                            {"claim", R::Always, &kString},
@@ -309,6 +317,7 @@ const NodeSpec kBenchmark{Kind::Map,
                            {"precision", R::Never, &kString},
                            {"threads", R::Never, &kCount},
                            {"cache", R::Never, &kCacheMode},
+                           {"scope", R::Never, &kClaimScope},
                            {"applies_to", R::Never, &kString}},
                           nullptr,
                           {},
