@@ -78,23 +78,31 @@ std::string widen_to_trial_span(const TrialRatioSpan& span, double& lo, double& 
   return fmt::format(" (its {} trials' own ratios span [{:.4g}, {:.4g}])", span.trials, span.lo, span.hi);
 }
 
+// A row's peak on `threads` threads by its precision's kind (family.yaml `peak`;
+// roofline: the row's own min(FP32 peak, bandwidth x work / bytes)); no kind and 0 when none.
+struct RowPeak {
+  std::string kind;
+  double value = 0;
+};
+RowPeak peak_of_row(const PeakResult* peak, const std::map<std::string, std::string>& peak_kind, const BenchRow& r,
+                    int threads) {
+  const auto it = peak_kind.find(r.key.precision);
+  if (!peak || it == peak_kind.end()) return {};
+  return {it->second, row_peak(*peak, it->second, threads, r.work_per_iter, r.bytes_per_iter)};
+}
+
 // Why a group is outside the claim's scope (contract.hpp ClaimScope): what the
-// numerator would need of the measured peak, `threshold` x the denominator's
+// numerator would need of its peak `top`, `threshold` x the denominator's
 // throughput, is over the attainable fraction; "" when inside; nullopt when
 // there is no measured peak to check it against.
 std::optional<std::string> outside_scope(const BenchmarkClaim& claim, const BenchRow& num, const BenchRow& den,
-                                         const PeakResult* peak, const std::map<std::string, std::string>& peak_kind,
-                                         int threads) {
-  const auto kind = peak_kind.find(num.key.precision);
-  const double top = peak && kind != peak_kind.end()
-                         ? row_peak(*peak, kind->second, threads, num.work_per_iter, num.bytes_per_iter)
-                         : 0;
-  if (top <= 0 || den.median() <= 0 || num.work_per_iter <= 0) return std::nullopt;
+                                         const RowPeak& top) {
+  if (top.value <= 0 || den.median() <= 0 || num.work_per_iter <= 0) return std::nullopt;
   // A bandwidth peak is in bytes per second: the numerator's bytes per unit of work convert.
-  const bool bytes = kind->second == "bandwidth" || kind->second == "device_bandwidth";
+  const bool bytes = top.kind == "bandwidth" || top.kind == "device_bandwidth";
   const double per_work = bytes ? num.bytes_per_iter / num.work_per_iter : 1;
-  const double den_fraction = (bytes ? den.bytes_per_iter : den.work_per_iter) / den.median() / top;
-  const double needed = claim.threshold * den.work_per_iter / den.median() * per_work / top;
+  const double den_fraction = (bytes ? den.bytes_per_iter : den.work_per_iter) / den.median() / top.value;
+  const double needed = claim.threshold * den.work_per_iter / den.median() * per_work / top.value;
   if (needed <= claim.scope->attainable_peak_fraction) return "";
   return fmt::format("the {} runs at {:.1f}% of the peak; {:g}x of it needs {:.1f}%, over the {:.0f}% attainable",
                      tier_text(den.key.tier), 100 * den_fraction, claim.threshold, 100 * needed,
@@ -191,10 +199,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             double p = 0;
             std::string kind;
             if (claim.metric == "peak_fraction" && num && peak) {
-              const auto it = peak_kind.find(prec);
-              kind = it == peak_kind.end() ? "" : it->second;
-              // roofline: the row's own min(FP32 peak, bandwidth x work / bytes)
-              p = kind.empty() ? 0 : row_peak(*peak, kind, th, num->work_per_iter, num->bytes_per_iter);
+              const RowPeak rp = peak_of_row(peak, peak_kind, *num, th);
+              kind = rp.kind, p = rp.value;
               // A bandwidth claim is judged against the bandwidth the report bounds the row with:
               // the suite's read of the row's own footprint on its threads, where it probed one.
               if (const double read = table.footprint_read(shape, prec, th, claim.cache);
@@ -212,7 +218,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               continue;
             }
             if (claim.scope && ratio) {
-              const auto why = outside_scope(claim, *num, *den, peak, peak_kind, th);
+              const auto why = outside_scope(claim, *num, *den, peak_of_row(peak, peak_kind, *num, th));
               if (!why) {
                 scope_unchecked = true;
               } else if (!why->empty()) {
