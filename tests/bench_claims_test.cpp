@@ -246,6 +246,27 @@ TEST(BenchClaims, InconclusiveOutranksPartiallyMeasured) {
   EXPECT_NE(res.detail.find("not measured (or not verified): a/bf16"), std::string::npos) << res.detail;
 }
 
+// Rule of the detail: it opens with the worst group's figure; a list that
+// starts with that group names it again by name alone, then counts its groups
+// and names the others; the threshold reads as the contract writes it.
+TEST(BenchClaims, TheDetailGivesTheWorstGroupsFigureOnceAndNamesTheOthers) {
+  const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.02);
+  std::vector<pb::BenchRow> rows;
+  for (const std::string prec : {"f32", "f64", "bf16"}) {
+    rows.push_back(timed("hand", "cpu", prec == "f32" ? 1.025 : 1.015, prec, 1e9, 0.03));
+    rows.push_back(timed("ceiling", "openblas:Zen", 1.0, prec));
+  }
+  const auto res = judge(c, rows);
+  ASSERT_EQ(res.verdict, pb::ClaimVerdict::Inconclusive) << res.detail;
+  EXPECT_EQ(res.detail.rfind("worst a/f32/threads:1: 1.02", 0), 0u) << res.detail;
+  EXPECT_NE(res.detail.find("; inconclusive on 3 groups: a/f32/threads:1 (the worst) straddles < 1.02; also "),
+            std::string::npos)
+      << res.detail;
+  EXPECT_EQ(res.detail.find("a/f32/threads:1:"), res.detail.rfind("a/f32/threads:1:")) << res.detail;  // once
+  EXPECT_NE(res.detail.find("a/f64/threads:1"), std::string::npos) << res.detail;
+  EXPECT_NE(res.detail.find("a/bf16/threads:1"), std::string::npos) << res.detail;
+}
+
 // Rules of the comparison: at exactly the threshold (identical samples: the
 // value and its whole interval are 1), '<=' and '>=' hold, '<' and '>' do not.
 TEST(BenchClaims, ComparisonAtTheThresholdFollowsTheOperator) {

@@ -49,6 +49,39 @@ const BenchRow* best_verified(const BenchTable& t, Tier tier, const std::string&
   return best;
 }
 
+// One group's entry in a claim's detail: the group, and what is said of it
+// (starting with the group's name).
+struct GroupNote {
+  std::string group, text;
+};
+
+// "; LABEL: FIRST" for one group; for several, "; LABEL on N groups: FIRST;
+// also NAMES and K more". FIRST is the worst group the detail opened with, by
+// name and only what this list adds to its figure, when the list has it; else
+// the list's first entry in full.
+std::string group_list(const std::string& label, const std::vector<GroupNote>& notes, const std::string& worst_group,
+                       const std::string& worst_text) {
+  if (notes.empty()) return "";
+  const auto worst = std::find_if(notes.begin(), notes.end(), [&](const GroupNote& n) {
+    return !worst_text.empty() && n.group == worst_group && n.text.rfind(worst_text, 0) == 0;
+  });
+  const std::string first =
+      worst == notes.end() ? notes.front().text : worst_group + " (the worst)" + worst->text.substr(worst_text.size());
+  const std::string& first_group = worst == notes.end() ? notes.front().group : worst_group;
+  std::vector<std::string> others;  // each group once
+  for (const auto& n : notes)
+    if (n.group != first_group && std::find(others.begin(), others.end(), n.group) == others.end())
+      others.push_back(n.group);
+  std::string out = others.empty() ? fmt::format("; {}: {}", label, first)
+                                   : fmt::format("; {} on {} groups: {}", label, others.size() + 1, first);
+  constexpr std::size_t kNamed = 6;  // every group's figure is in bench-claims.json
+  const std::size_t named = std::min(others.size(), kNamed);
+  if (named > 0)
+    out += fmt::format("; also {}", fmt::join(others.begin(), others.begin() + static_cast<long>(named), ", "));
+  if (others.size() > named) out += fmt::format(" and {} more", others.size() - named);
+  return out;
+}
+
 // The seconds a row's bytes take at each trial's own read (BenchRow::read), one
 // sample per trial; empty unless every trial of the row has one.
 BenchRow read_time_row(const BenchRow& r) {
@@ -161,9 +194,10 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                    ? numerator
                                    : tier_from(claim.denominator, c.stem + ": " + claim.id + ": denominator");
       const std::vector<std::string> shapes = claim.shapes.empty() ? family_shapes : claim.shapes;
-      std::vector<std::string> missing, failures, inconclusive, out_of_scope;
+      std::vector<GroupNote> missing, failures, inconclusive;
+      std::vector<std::string> out_of_scope;
       bool scope_unchecked = false;
-      std::string worst_text;
+      std::string worst_text, worst_group;
       double worst = 0;
       bool have_worst = false, any_met = false;
       for (const auto& shape : shapes)
@@ -175,7 +209,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             for (const auto& r : mode.rows)
               if (r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
                   (r.key.tier == numerator || r.key.tier == denominator) && r.verdict.failed()) {
-                failures.push_back(g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label);
+                failures.push_back({g.name(), g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label});
                 res.failed_rows = true;
               }
             const BenchRow* num = best_verified(mode, numerator, shape, prec, th, "", claim.numerator_backend);
@@ -214,7 +248,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                 if (!r.valid() && r.key.shape == shape && r.key.precision == prec && r.key.threads == th &&
                     (r.key.tier == numerator || r.key.tier == denominator) && why.empty())
                   why = " (" + r.key.backend + " invalid: " + r.invalid_reason + ")";
-              missing.push_back(g.name() + why);
+              missing.push_back({g.name(), g.name() + why});
               continue;
             }
             if (claim.scope && ratio) {
@@ -279,7 +313,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                   trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
                 // Too few trials at one pace to judge: measuring it again may find some.
                 res.figures[g.name()] = "disturbed" + set_aside;
-                inconclusive.push_back(g.name() + ": " + res.figures[g.name()]);
+                inconclusive.push_back({g.name(), g.name() + ": " + res.figures[g.name()]});
                 res.inconclusive_groups.push_back({shape, prec, th, n, static_cast<double>(n + 2), judged_rows, 0});
                 continue;
               }
@@ -326,8 +360,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             spanned = widen_to_trial_span(span, lo, hi) + spanned;
             if (claim.metric == "peak_fraction" && value > 1) {
               // No claim is judged against a bound the row beats (report.hpp, bound_invalid).
-              missing.push_back(
-                  fmt::format("{} (its bound is invalid: measured at {:.1f}% of it)", g.name(), 100 * value));
+              missing.push_back({g.name(), fmt::format("{} (its bound is invalid: measured at {:.1f}% of it)", g.name(),
+                                                       100 * value)});
               continue;
             }
             // Below sign_test_trials(0) trials even their [min, max] undercovers the median.
@@ -343,11 +377,11 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                             iv.df >= 1 ? "" : " (one trial: within-process noise only)", spanned, set_aside);
             res.figures[g.name()] = figure.substr(g.name().size() + 2);
             if (none_hold) {
-              failures.push_back(figure + " fails");
+              failures.push_back({g.name(), figure + fmt::format(" fails {} {:g}", claim.op, claim.threshold)});
               res.failing_groups.push_back({shape, prec, th, judged_rows});
             } else if (!all_hold) {
-              inconclusive.push_back(figure +
-                                     (too_few ? "" : " straddles " + claim.op + " " + std::to_string(claim.threshold)));
+              inconclusive.push_back(
+                  {g.name(), figure + (too_few ? "" : fmt::format(" straddles {} {:g}", claim.op, claim.threshold))});
               // The trials that read across the threshold leave the span once enough others
               // outvote them (the sign test); the others' bootstrap half-width on the threshold's
               // side shrinks as 1/sqrt(trials).
@@ -373,7 +407,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
             const bool is_worse = (claim.op == "<" || claim.op == "<=") ? value > worst : value < worst;
             if (!have_worst || is_worse) {
               worst = value;
-              worst_text = figure;
+              worst_text = figure, worst_group = g.name();
               have_worst = true;
             }
           }
@@ -381,15 +415,9 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                            : !out_of_scope.empty() ? "no group in the claim's scope"
                                                    : "no verified group measured";
       if (claim.cache != "warm") detail = claim.cache + " rows: " + detail;
-      if (!failures.empty())
-        detail += "; " + failures.front() +
-                  (failures.size() > 1 ? " and " + std::to_string(failures.size() - 1) + " more" : "");
-      if (!inconclusive.empty())
-        detail += "; inconclusive: " + inconclusive.front() +
-                  (inconclusive.size() > 1 ? " and " + std::to_string(inconclusive.size() - 1) + " more" : "");
-      if (!missing.empty())
-        detail += "; not measured (or not verified): " + missing.front() +
-                  (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : "");
+      detail += group_list("not met", failures, worst_group, worst_text);
+      detail += group_list("inconclusive", inconclusive, worst_group, worst_text);
+      detail += group_list("not measured (or not verified)", missing, worst_group, worst_text);
       if (!out_of_scope.empty())
         detail += fmt::format("; out of scope: {} ({})", fmt::join(out_of_scope, "; "), claim.scope->reason);
       if (scope_unchecked) detail += "; scope not checked on some groups: no measured peak for them";
