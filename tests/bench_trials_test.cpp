@@ -83,3 +83,21 @@ TEST(BenchTrials, ARemeasureRunsOnlyTheStepsThatTimeItsRows) {
   EXPECT_EQ(kept[2].shape, "gemv_1k");
   EXPECT_EQ(kept[2].tier, pb::Tier::Ceiling) << "the cold ceiling, not the cold hand row nor a warm one";
 }
+
+// Rule: a ceiling step of a re-measure runs only the configurations and the
+// precision its rows name; the full run (no rows) runs every configuration
+// for every precision.
+TEST(BenchTrials, ARemeasuredCeilingRunsOnlyItsRowsConfigurationAndPrecision) {
+  auto key = [](const std::string& backend, const std::string& prec) {
+    return pb::BenchKey{"gemm", pb::Tier::Ceiling, backend, "small_64", prec, 2, "warm"};
+  };
+  const pb::Step step{"small_64", pb::Tier::Ceiling, "", 2, "cblas_gemm_raw"};
+  EXPECT_EQ(pb::ceiling_precision(step, "openblas:Cooperlake", {}), "");
+  const std::vector<pb::BenchKey> one{key("openblas:Cooperlake", "f64")};
+  EXPECT_EQ(pb::ceiling_precision(step, "openblas:Cooperlake", one), "f64");
+  EXPECT_EQ(pb::ceiling_precision(step, "openblas:SkylakeX", one), std::nullopt) << "another configuration";
+  const pb::Step other{"small_128", pb::Tier::Ceiling, "", 2, "cblas_gemm_raw"};
+  EXPECT_EQ(pb::ceiling_precision(other, "openblas:Cooperlake", one), std::nullopt) << "another shape";
+  const std::vector<pb::BenchKey> both{key("openblas:Cooperlake", "f64"), key("openblas:Cooperlake", "f32")};
+  EXPECT_EQ(pb::ceiling_precision(step, "openblas:Cooperlake", both), "");
+}

@@ -37,12 +37,28 @@ std::string duration_text(double seconds) {
   return buf;
 }
 
+namespace {
+
+// The steps with something to run: a ceiling step needs a runnable
+// configuration with a row to time (ceiling_precision).
+std::vector<Step> steps_that_run(std::vector<Step> steps, const CeilingPlan& plan, const std::vector<BenchKey>& rows) {
+  std::erase_if(steps, [&](const Step& s) {
+    if (s.tier != Tier::Ceiling) return false;
+    const auto configs = plan.runnable(s.ceiling);
+    return std::none_of(configs.begin(), configs.end(),
+                        [&](const VendorConfig* c) { return ceiling_precision(s, c->backend(), rows).has_value(); });
+  });
+  return steps;
+}
+
+}  // namespace
+
 TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam, const CeilingPlan& plan,
                          std::vector<Step> steps)
     : opt_(opt),
       fam_(fam),
       plan_(plan),
-      steps_(std::move(steps)),
+      steps_(steps_that_run(std::move(steps), plan, opt.rows)),
       bin_(opt.build_dir + "/bin/"),
       cpus_(opt.cpus.empty() ? bench_cpus() : opt.cpus),
       step_rows_(steps_.size()),
@@ -91,10 +107,11 @@ void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace, double 
   merge_rows(rows_, got);
 }
 
-void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial) {
+void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, const std::string& precision, int trial) {
   std::vector<std::string> argv = {
       bin_ + "ceiling_" + s.ceiling, "--shape",    s.shape,  "--reps", std::to_string(opt_.reps_per_trial), "--threads",
       std::to_string(s.threads),     "--min-time", min_time_};
+  if (!precision.empty()) argv.insert(argv.end(), {"--precision", precision});
   if (s.cache == CacheMode::Cold) argv.insert(argv.end(), {"--cache", "cold"});
   // The configuration's variables win over the run's timing environment.
   auto env = cfg.env_set(s.threads);
@@ -122,8 +139,9 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, int trial)
     return;
   }
   auto got = rows_from_ceiling_csv(r.out, "ceiling_" + s.ceiling);
-  std::erase_if(got, [&](const BenchRow& g) {
-    return std::find(opt_.precisions.begin(), opt_.precisions.end(), g.key.precision) == opt_.precisions.end();
+  std::erase_if(got, [&](const BenchRow& g) {  // a program may measure more than it was asked
+    return std::find(opt_.precisions.begin(), opt_.precisions.end(), g.key.precision) == opt_.precisions.end() ||
+           (!precision.empty() && g.key.precision != precision);
   });
   for (auto& g : got) {
     g.work_unit = fam_.work_unit;
@@ -171,6 +189,18 @@ bool step_times_any(const Step& s, const std::vector<BenchKey>& rows) {
   });
 }
 
+std::optional<std::string> ceiling_precision(const Step& s, const std::string& backend,
+                                             const std::vector<BenchKey>& rows) {
+  if (rows.empty()) return "";
+  std::set<std::string> precisions;
+  for (const auto& k : rows)
+    if (k.tier == Tier::Ceiling && k.backend == backend && k.shape == s.shape && k.threads == s.threads &&
+        k.cache_mode == to_string(s.cache))
+      precisions.insert(k.precision);
+  if (precisions.empty()) return std::nullopt;
+  return precisions.size() == 1 ? *precisions.begin() : "";
+}
+
 std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector<std::size_t> which,
                                      std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -203,13 +233,21 @@ void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std
     const std::string eta = done_ ? fmt::format(", ~{} remaining", duration_text(now / static_cast<double>(done_) *
                                                                                  static_cast<double>(total_ - done_)))
                                   : "";
+    std::vector<std::pair<const VendorConfig*, std::string>> ceiling_runs;  // configuration, precision
+    if (s.tier == Tier::Ceiling)
+      for (const VendorConfig* cfg : plan_.runnable(s.ceiling))
+        if (const auto precision = ceiling_precision(s, cfg->backend(), opt_.rows))
+          ceiling_runs.emplace_back(cfg, *precision);
+    std::string precision = s.precision;
+    for (const auto& run : ceiling_runs)
+      precision =
+          run.second.empty() || (!precision.empty() && precision != run.second) ? "every precision" : run.second;
     say(fmt::format("[{}, {}/{}] {} {} {} threads:{}{} {}{} — elapsed {}{}", label, done_ + 1, total_, fam_.family,
-                    s.shape, s.precision.empty() ? "f32+f64" : s.precision, s.threads,
-                    s.cache == CacheMode::Cold ? " cold" : "", tier_text(s.tier),
+                    s.shape, precision, s.threads, s.cache == CacheMode::Cold ? " cold" : "", tier_text(s.tier),
                     s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : "", duration_text(now), eta));
     current_step_ = which[at];
     if (s.tier == Tier::Ceiling) {
-      for (const VendorConfig* cfg : plan_.runnable(s.ceiling)) run_ceiling(s, *cfg, trial);
+      for (const auto& [cfg, p] : ceiling_runs) run_ceiling(s, *cfg, p, trial);
     } else {
       run_suite(s, trial);
     }

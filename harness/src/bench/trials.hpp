@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +38,16 @@ struct Step {
 // step any ceiling row of its shape, thread count and cache mode (which of the
 // program's configurations run is the ceiling plan's choice).
 bool step_times_any(const Step& s, const std::vector<BenchKey>& rows);
+
+// What ceiling step `s` runs under the configuration whose rows are
+// `backend` when only `rows` are measured (empty: every row): nothing
+// (nullopt) when none of them is that configuration's on the step's shape,
+// threads and cache mode; else the one precision they name, or "" for every
+// precision. A re-measure of a wrapped/ceiling pair thus runs one program
+// under one configuration for one precision, not every configuration of every
+// program of the shape for both.
+std::optional<std::string> ceiling_precision(const Step& s, const std::string& backend,
+                                             const std::vector<BenchKey>& rows);
 
 // The order one trial runs the steps `which` (indices into `steps`) in: the
 // steps of one shape, thread count and cache mode run one after another, and
@@ -78,7 +89,8 @@ class TrialRunner {
   std::string timeout_text(const ProcessResult& r) const;  // empty unless r timed out
   // pace, link < 0: unknown; link 0: one CPU (pace.hpp)
   void add(std::vector<BenchRow> got, int trial, double pace, double link);
-  void run_ceiling(const Step& s, const VendorConfig& cfg, int trial);
+  // precision "": every precision the program measures
+  void run_ceiling(const Step& s, const VendorConfig& cfg, const std::string& precision, int trial);
   void run_suite(const Step& s, int trial);
   void run_trial(int trial, const std::string& label, std::vector<std::size_t> which);
 
