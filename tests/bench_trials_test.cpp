@@ -98,6 +98,8 @@ TEST(BenchTrials, ARemeasuredCeilingRunsOnlyItsRowsConfigurationAndPrecision) {
   EXPECT_EQ(pb::ceiling_precision(step, "openblas:SkylakeX", one), std::nullopt) << "another configuration";
   const pb::Step other{"small_128", pb::Tier::Ceiling, "", 2, "cblas_gemm_raw"};
   EXPECT_EQ(pb::ceiling_precision(other, "openblas:Cooperlake", one), std::nullopt) << "another shape";
+  const std::vector<pb::BenchKey> layout{key("ggml-cpu:zen4+repack", "q4k")};
+  EXPECT_EQ(pb::ceiling_precision(step, "ggml-cpu:zen4", layout), "q4k") << "a layout's row is its configuration's";
   const std::vector<pb::BenchKey> both{key("openblas:Cooperlake", "f64"), key("openblas:Cooperlake", "f32")};
   EXPECT_EQ(pb::ceiling_precision(step, "openblas:Cooperlake", both), "");
 }

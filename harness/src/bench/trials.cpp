@@ -194,8 +194,8 @@ std::optional<std::string> ceiling_precision(const Step& s, const std::string& b
   if (rows.empty()) return "";
   std::set<std::string> precisions;
   for (const auto& k : rows)
-    if (k.tier == Tier::Ceiling && k.backend == backend && k.shape == s.shape && k.threads == s.threads &&
-        k.cache_mode == to_string(s.cache))
+    if (k.tier == Tier::Ceiling && backend_of_configuration(k.backend, backend) && k.shape == s.shape &&
+        k.threads == s.threads && k.cache_mode == to_string(s.cache))
       precisions.insert(k.precision);
   if (precisions.empty()) return std::nullopt;
   return precisions.size() == 1 ? *precisions.begin() : "";

@@ -259,6 +259,10 @@ void refuse_unexecutable(std::vector<VendorConfig>& configs, const MachineInfo& 
   }
 }
 
+bool backend_of_configuration(const std::string& row_backend, const std::string& configuration_backend) {
+  return row_backend == configuration_backend || row_backend.rfind(configuration_backend + "+", 0) == 0;
+}
+
 std::vector<const VendorConfig*> CeilingPlan::runnable(const std::string& program) const {
   std::vector<const VendorConfig*> out;
   for (const auto& c : configs)
@@ -652,14 +656,11 @@ CeilingPlan plan_ceiling(const FamilyDescriptor& fam, const MachineInfo& m, cons
     plan.configs.insert(plan.configs.end(), cands.begin(), cands.end());
   }
 
-  // A row's backend is its configuration's, or that followed by "+variant"
-  // when one program times several layouts (ggml-cpu:zen4+repack): either
-  // names the configuration.
+  // A row's backend, with its "+variant" or not, names the configuration.
   if (!opt.only.empty())
     std::erase_if(plan.configs, [&](const VendorConfig& c) {
-      const std::string b = c.backend();
       return c.status == ConfigStatus::Run && std::none_of(opt.only.begin(), opt.only.end(), [&](const std::string& o) {
-               return o == b || o.rfind(b + "+", 0) == 0;
+               return backend_of_configuration(o, c.backend());
              });
     });
   // Step 4: screen when some vendor has a choice.

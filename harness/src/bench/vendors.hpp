@@ -102,6 +102,11 @@ struct Misdetection {
   std::string message;               // the one-paragraph advice, ready to print
 };
 
+// Whether a row's backend is the configuration's (VendorConfig::backend): the
+// same, or followed by "+variant" when one program times several layouts
+// (ggml-cpu:zen4+repack).
+bool backend_of_configuration(const std::string& row_backend, const std::string& configuration_backend);
+
 struct CeilingPlan {
   std::vector<VendorConfig> configs;   // every candidate, with its status
   std::vector<Misdetection> warnings;  // factor > kMisdetectionFactor
