@@ -163,3 +163,65 @@ TEST(BenchVendors, LibtorchIsTimedUnderEveryOpenBlasKernelSet) {
   EXPECT_EQ(pb::candidate_configs("torch_train_raw", false).size(), 1u);  // blas_core_types: false
   EXPECT_EQ(pb::candidate_configs("ggml_q4k_raw", true).size(), 1u);      // ggml has no such choice
 }
+
+namespace {
+
+// A warm ceiling row of `backend` on `shape` (f32) at `threads`, `seconds` a call.
+pb::BenchRow ceiling_row(const std::string& backend, const std::string& shape, int threads, double seconds) {
+  pb::BenchRow r;
+  r.key = {"train", pb::Tier::Ceiling, backend, shape, "f32", threads, "warm"};
+  r.samples = {seconds, seconds};
+  r.trials = {0, 1};
+  return r;
+}
+
+// The screening on `tiny`: the inherited Cooperlake kernels 1.23x slower than SkylakeX.
+pb::CeilingPlan screened_on_tiny() {
+  pb::CeilingPlan plan;
+  plan.configs = {openblas(std::nullopt, true, "Cooperlake", 0.0123, 0),
+                  openblas("SkylakeX", false, "SkylakeX", 0.010, 0), openblas("Zen", false, "Zen", 0.0125, 0)};
+  plan.warnings = pb::find_misdetections(plan.configs, "tiny");
+  return plan;
+}
+
+}  // namespace
+
+// Rule: the screening's advice is withdrawn where the run's own rows show the
+// inherited kernels within the threshold of every configuration timed on
+// every group (stop 84's train run: SkylakeX won `tiny`, lost `small`).
+TEST(BenchVendors, AScreeningsAdviceTheTimedRowsContradictIsWithdrawn) {
+  auto plan = screened_on_tiny();
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  pb::BenchTable t;
+  t.rows = {ceiling_row("openblas:Cooperlake", "small", 1, 1.00), ceiling_row("openblas:SkylakeX", "small", 1, 1.02),
+            ceiling_row("openblas:Zen", "small", 1, 0.97), ceiling_row("openblas:Cooperlake", "small", 2, 0.55),
+            ceiling_row("openblas:SkylakeX", "small", 2, 0.57)};
+  const auto said = pb::confirm_misdetections(plan, t);
+  EXPECT_TRUE(plan.warnings.empty());
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("withdrawn: on the 2 group(s) timed"), std::string::npos) << said[0];
+}
+
+// Rule: where the timed rows confirm a lag, the warning is restated from the
+// group where the inherited kernels lag most, with that group's fastest
+// configuration as the fix; without a timed group the screening's stands.
+TEST(BenchVendors, AScreeningsAdviceTheTimedRowsConfirmIsRestatedFromThem) {
+  auto plan = screened_on_tiny();
+  pb::BenchTable t;
+  t.rows = {ceiling_row("openblas:Cooperlake", "small", 1, 1.00), ceiling_row("openblas:Zen", "small", 1, 0.95),
+            ceiling_row("openblas:Cooperlake", "small", 2, 0.80), ceiling_row("openblas:Zen", "small", 2, 0.50)};
+  const auto said = pb::confirm_misdetections(plan, t);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_EQ(plan.warnings[0].shape, "small at 2 threads");
+  EXPECT_NEAR(plan.warnings[0].factor, 1.6, 1e-9);
+  EXPECT_NE(plan.warnings[0].message.find("Fix: export OPENBLAS_CORETYPE=Zen"), std::string::npos)
+      << plan.warnings[0].message;
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("the screening read tiny 1.23x"), std::string::npos) << said[0];
+
+  auto untimed = screened_on_tiny();
+  t.rows = {ceiling_row("openblas:Cooperlake", "small", 1, 1.00)};  // no other configuration timed
+  EXPECT_TRUE(pb::confirm_misdetections(untimed, t).empty());
+  ASSERT_EQ(untimed.warnings.size(), 1u);
+  EXPECT_EQ(untimed.warnings[0].shape, "tiny");
+}

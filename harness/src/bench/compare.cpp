@@ -277,10 +277,16 @@ BenchTable tabulate(std::vector<BenchRow> rows, std::size_t topped_up, const Cei
                              " more trials of the steps noisier than planned");
   if (!fam.wrapped_vendor.empty()) t.set_meta("wrapped_vendor", fam.wrapped_vendor);  // its rows are vendor rows
   t.rows = std::move(rows);
-  if (plan) record_plan(*plan, t);
   // A run of a few rows (restrict_to_rows) lacks the rows a vendor row is
   // judged against: the table the caller adds them to judges them.
   const bool whole = opt.rows.empty();
+  if (plan) {
+    CeilingPlan checked = *plan;
+    if (whole)
+      for (const auto& said : confirm_misdetections(checked, t))
+        if (opt.progress) opt.progress(said);
+    record_plan(checked, t);
+  }
   if (whole && opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);
   mark_invalid_vendor_rows(t);
   t.set_footprint_reads();

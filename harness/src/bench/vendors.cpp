@@ -358,6 +358,62 @@ std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& co
   return out;
 }
 
+std::vector<std::string> confirm_misdetections(CeilingPlan& plan, const BenchTable& table, double threshold) {
+  std::vector<std::string> said;
+  std::vector<Misdetection> confirmed;
+  for (const auto& w : plan.warnings) {
+    const auto inherited = std::find_if(plan.configs.begin(), plan.configs.end(), [&](const VendorConfig& c) {
+      return c.inherited && c.status == ConfigStatus::Run && c.vendor == w.vendor && c.selected == w.selected;
+    });
+    if (inherited == plan.configs.end()) {
+      confirmed.push_back(w);
+      continue;
+    }
+    std::optional<Misdetection> worst;
+    int groups = 0;  // warm groups with the inherited configuration's row and another's
+    for (const auto& r : table.rows) {
+      const int p = r.key.precision == "f32" ? 0 : r.key.precision == "f64" ? 1 : -1;
+      if (r.key.tier != Tier::Ceiling || r.key.backend != inherited->backend() || r.key.cache_mode != "warm" || p < 0 ||
+          r.samples.empty() || r.unit != kUnitSeconds)
+        continue;
+      // Each of the program's configurations as if screened on this group alone.
+      std::vector<VendorConfig> here;
+      int timed = 0;
+      for (VendorConfig c : plan.configs) {
+        if (c.program != inherited->program) continue;
+        c.check_seconds[0] = c.check_seconds[1] = 0;
+        for (const auto& o : table.rows)
+          if (o.key.tier == Tier::Ceiling && o.key.backend == c.backend() && o.key.shape == r.key.shape &&
+              o.key.precision == r.key.precision && o.key.threads == r.key.threads && o.key.cache_mode == "warm" &&
+              !o.samples.empty() && o.unit == kUnitSeconds)
+            c.check_seconds[p] = o.median(), ++timed;
+        here.push_back(std::move(c));
+      }
+      if (timed < 2) continue;
+      ++groups;
+      const std::string where =
+          fmt::format("{} at {} thread{}", r.key.shape, r.key.threads, r.key.threads == 1 ? "" : "s");
+      for (auto& m : find_misdetections(here, where, threshold))
+        if (!worst || m.factor > worst->factor) worst = std::move(m);
+    }
+    if (groups == 0) {
+      confirmed.push_back(w);
+    } else if (worst) {
+      said.push_back(worst->message +
+                     fmt::format(" (from the rows timed; the screening read {} {:.2f}x)", w.shape, w.factor));
+      confirmed.push_back(std::move(*worst));
+    } else {
+      said.push_back(
+          fmt::format("the screening's advice for {} is withdrawn: on the {} group(s) timed, its {} kernels run within "
+                      "{:.2f}x of its "
+                      "fastest configuration timed (the screening read {} {:.2f}x)",
+                      vendor_title(w.vendor), groups, w.selected, threshold, w.shape, w.factor));
+    }
+  }
+  plan.warnings = std::move(confirmed);
+  return said;
+}
+
 namespace {
 
 // Step 4's timing: every runnable configuration, one process per thread count

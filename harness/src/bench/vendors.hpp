@@ -169,6 +169,16 @@ void screen_for_wins(std::vector<VendorConfig>& configs, const std::string& wrap
 std::vector<Misdetection> find_misdetections(const std::vector<VendorConfig>& configs, const std::string& shape,
                                              double threshold = kMisdetectionFactor);
 
+// The screening's findings checked against the run's own rows, which time more
+// shapes at the run's thread counts: a warning whose vendor's inherited
+// configuration and another were both timed on a warm group is restated from
+// the group where the inherited one lags its best timed configuration most,
+// or withdrawn where it lags by no more than `threshold` on every such group
+// (a screening shape's advice that the timed shapes contradict). A warning
+// with no such group stands. Returns what to tell the user.
+std::vector<std::string> confirm_misdetections(CeilingPlan& plan, const BenchTable& table,
+                                               double threshold = kMisdetectionFactor);
+
 // The check used by `popper peak`: the gemm family's plan, cached in
 // <build>/vendors.json by machine fingerprint and the vendor variables'
 // values; `refresh` re-measures.
