@@ -471,6 +471,8 @@ TEST(BenchClaims, ARatioSetsAsideTrialsInWhichOneSideRanOnASlowCpu) {
   const auto disturbed = judge(c, {paced(slower, std::vector(8, 3e-3)), ceiling});
   EXPECT_EQ(disturbed.verdict, pb::ClaimVerdict::Inconclusive) << disturbed.detail;
   EXPECT_NE(disturbed.detail.find("disturbed (8 of 8 trials set aside"), std::string::npos) << disturbed.detail;
+  EXPECT_EQ(disturbed.detail.rfind("no group judged; inconclusive: a/f32/threads:1: disturbed", 0), 0u)
+      << disturbed.detail;
   ASSERT_EQ(disturbed.inconclusive_groups.size(), 1u);  // so it is measured again
 
   // A slowdown measured at one pace stands: the set-aside cannot hide a slower kernel.

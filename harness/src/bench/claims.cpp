@@ -411,9 +411,10 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               have_worst = true;
             }
           }
-      std::string detail = have_worst              ? "worst " + worst_text
-                           : !out_of_scope.empty() ? "no group in the claim's scope"
-                                                   : "no verified group measured";
+      std::string detail = have_worst                                   ? "worst " + worst_text
+                           : !inconclusive.empty() || !failures.empty() ? "no group judged"
+                           : !out_of_scope.empty()                      ? "no group in the claim's scope"
+                                                                        : "no verified group measured";
       if (claim.cache != "warm") detail = claim.cache + " rows: " + detail;
       detail += group_list("not met", failures, worst_group, worst_text);
       detail += group_list("inconclusive", inconclusive, worst_group, worst_text);
