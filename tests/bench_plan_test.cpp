@@ -236,6 +236,22 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2, 6);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(rounds, (std::vector<int>{16, 16, 96})) << "half its trials set aside: twice as many, at most 96";
+  // One group beyond for one claim and measured for another: the log names the first claim's.
+  std::vector<std::string> said;
+  how.progress = [&](const std::string& s) { said.push_back(s); };
+  how.judge = [key = t.rows[0].key](const pb::BenchTable&, double) {
+    std::vector<pb::ClaimResult> claims(2);
+    claims[0].id = "BENCH-GEMM-001", claims[1].id = "BENCH-GEMM-002";
+    claims[0].verdict = claims[1].verdict = pb::ClaimVerdict::Inconclusive;
+    claims[0].inconclusive_groups = {{"a", "f32", 1, 6, 9.2, {key}, 0}};
+    claims[1].inconclusive_groups = {{"a", "f32", 1, 6, 200, {key}, 0}};
+    return claims;
+  };
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& s) {
+    return s.find("cannot decide") != std::string::npos &&
+           s.find("BENCH-GEMM-002 a/f32/threads:1") != std::string::npos;
+  })) << (said.empty() ? "" : said.front());
 }
 
 // Rule: groups that lack different numbers of trials are measured in

@@ -143,12 +143,13 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     // group to max_trials), they are the ones it decided.
     const auto up4 = [](double n) { return 4 * static_cast<int>(std::ceil(n / 4)); };
     std::map<std::pair<int, int>, std::set<BenchKey>> batches;
-    std::set<std::string> again, beyond;
+    std::set<std::string> again;   // groups
+    std::set<std::string> beyond;  // a claim's groups: one group may be beyond for one claim only
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
         for (const auto& g : c.inconclusive_groups) {
           if (g.trials_to_decide > how.max_trials || g.rows.empty()) {
-            beyond.insert(g.name());
+            beyond.insert(c.id + " " + g.name());
             continue;
           }
           again.insert(g.name());
@@ -158,12 +159,11 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
           lacking = lacking <= 2 ? 2 : std::min(up4(lacking), how.max_trials);
           batches[{up4(g.trials_to_decide), lacking}].insert(g.rows.begin(), g.rows.end());
         }
-    for (const auto& g : again) beyond.erase(g);
     if (!beyond.empty() && how.progress)
       how.progress(
-          fmt::format("claims inconclusive on {} group(s) that {} trials cannot decide (their intervals are "
-                      "too wide about the threshold): left inconclusive",
-                      beyond.size(), how.max_trials));
+          fmt::format("left inconclusive, as {} trials cannot decide them (their intervals are too wide "
+                      "about the threshold): {}",
+                      how.max_trials, fmt::join(beyond, ", ")));
     const double spent = seconds_since(how.started);
     if (again.empty() || spent > how.budget_seconds) break;
     std::vector<std::string> plan;
