@@ -382,11 +382,10 @@ std::vector<std::string> confirm_misdetections(CeilingPlan& plan, const BenchTab
       for (VendorConfig c : plan.configs) {
         if (c.program != inherited->program) continue;
         c.check_seconds[0] = c.check_seconds[1] = 0;
-        for (const auto& o : table.rows)
-          if (o.key.tier == Tier::Ceiling && o.key.backend == c.backend() && o.key.shape == r.key.shape &&
-              o.key.precision == r.key.precision && o.key.threads == r.key.threads && o.key.cache_mode == "warm" &&
-              !o.samples.empty() && o.unit == kUnitSeconds)
-            c.check_seconds[p] = o.median(), ++timed;
+        BenchKey key = r.key;
+        key.backend = c.backend();
+        if (const BenchRow* o = table.find(key); o && !o->samples.empty() && o->unit == kUnitSeconds)
+          c.check_seconds[p] = o->median(), ++timed;
         here.push_back(std::move(c));
       }
       if (timed < 2) continue;
@@ -403,11 +402,10 @@ std::vector<std::string> confirm_misdetections(CeilingPlan& plan, const BenchTab
                      fmt::format(" (from the rows timed; the screening read {} {:.2f}x)", w.shape, w.factor));
       confirmed.push_back(std::move(*worst));
     } else {
-      said.push_back(
-          fmt::format("the screening's advice for {} is withdrawn: on the {} group(s) timed, its {} kernels run within "
-                      "{:.2f}x of its "
-                      "fastest configuration timed (the screening read {} {:.2f}x)",
-                      vendor_title(w.vendor), groups, w.selected, threshold, w.shape, w.factor));
+      said.push_back(fmt::format(
+          "the screening's advice for {} is withdrawn: on the {} group(s) timed, its {} kernels run within {:.2f}x "
+          "of its fastest configuration timed (the screening read {} {:.2f}x)",
+          vendor_title(w.vendor), groups, w.selected, threshold, w.shape, w.factor));
     }
   }
   plan.warnings = std::move(confirmed);
