@@ -198,7 +198,8 @@ namespace {
 
 // Stage "plan": the steps of one trial. Each selected shape and thread count
 // gets its ceiling programs and the suite rows the suite lists (e.g. the
-// reference tier only for small shapes).
+// reference tier only for small shapes); steps_that_run keeps, once the
+// ceilings are screened, those with something to run.
 std::vector<Step> plan_steps(const CompareOptions& opt, const FamilyDescriptor& fam) {
   const auto shapes = select_shapes(opt.shapes, list_family_shapes(opt.build_dir, fam), fam);
   const bool want_ceiling = std::find(opt.tiers.begin(), opt.tiers.end(), Tier::Ceiling) != opt.tiers.end();
@@ -223,7 +224,6 @@ std::vector<Step> plan_steps(const CompareOptions& opt, const FamilyDescriptor& 
           for (const auto& c : cache == CacheMode::Warm ? fam.ceilings : fam.cold_ceilings)
             if (cache == CacheMode::Warm || cold_here) steps.push_back({shape, Tier::Ceiling, "", threads, c, cache});
       }
-  if (!opt.rows.empty()) std::erase_if(steps, [&](const Step& s) { return !step_times_any(s, opt.rows); });
   return steps;
 }
 
@@ -307,6 +307,7 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
   auto steps = plan_steps(opt, fam);
   const bool want_ceiling = std::find(opt.tiers.begin(), opt.tiers.end(), Tier::Ceiling) != opt.tiers.end();
   const CeilingPlan plan = want_ceiling ? screen_ceilings(opt, fam, machine) : CeilingPlan{};
+  steps = steps_that_run(std::move(steps), plan, opt.rows);
   // A cold row evicts twice the LLC (popper/cache_evict.h): the probe doubles its sizes, so the
   // real LLC is up to twice what it measured, and four times the measure covers it.
   CompareOptions timed = opt;

@@ -48,7 +48,7 @@ struct CompareOptions {
   // Non-empty: run only these ceiling configurations (CSV backend names, e.g.
   // "blis:zen"), unscreened: re-measuring rows a table already holds.
   std::vector<std::string> ceiling_backends;
-  // Non-empty: only the steps that time one of these rows (step_times_any in
+  // Non-empty: only the steps that time one of these rows (steps_that_run in
   // trials.hpp), not the whole cross product of the lists above.
   std::vector<BenchKey> rows;
   bool require_device = false;  // a ceiling that declines ("# skipped: ...") fails the run

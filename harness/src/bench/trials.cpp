@@ -37,28 +37,12 @@ std::string duration_text(double seconds) {
   return buf;
 }
 
-namespace {
-
-// The steps with something to run: a ceiling step needs a runnable
-// configuration with a row to time (ceiling_precision).
-std::vector<Step> steps_that_run(std::vector<Step> steps, const CeilingPlan& plan, const std::vector<BenchKey>& rows) {
-  std::erase_if(steps, [&](const Step& s) {
-    if (s.tier != Tier::Ceiling) return false;
-    const auto configs = plan.runnable(s.ceiling);
-    return std::none_of(configs.begin(), configs.end(),
-                        [&](const VendorConfig* c) { return ceiling_precision(s, c->backend(), rows).has_value(); });
-  });
-  return steps;
-}
-
-}  // namespace
-
 TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam, const CeilingPlan& plan,
                          std::vector<Step> steps)
     : opt_(opt),
       fam_(fam),
       plan_(plan),
-      steps_(steps_that_run(std::move(steps), plan, opt.rows)),
+      steps_(std::move(steps)),
       bin_(opt.build_dir + "/bin/"),
       cpus_(opt.cpus.empty() ? bench_cpus() : opt.cpus),
       step_rows_(steps_.size()),
@@ -199,6 +183,17 @@ std::optional<std::string> ceiling_precision(const Step& s, const std::string& b
       precisions.insert(k.precision);
   if (precisions.empty()) return std::nullopt;
   return precisions.size() == 1 ? *precisions.begin() : "";
+}
+
+std::vector<Step> steps_that_run(std::vector<Step> steps, const CeilingPlan& plan, const std::vector<BenchKey>& rows) {
+  std::erase_if(steps, [&](const Step& s) {
+    if (!rows.empty() && !step_times_any(s, rows)) return true;
+    if (s.tier != Tier::Ceiling) return false;
+    const auto configs = plan.runnable(s.ceiling);
+    return std::none_of(configs.begin(), configs.end(),
+                        [&](const VendorConfig* c) { return ceiling_precision(s, c->backend(), rows).has_value(); });
+  });
+  return steps;
 }
 
 std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector<std::size_t> which,

@@ -49,6 +49,11 @@ bool step_times_any(const Step& s, const std::vector<BenchKey>& rows);
 std::optional<std::string> ceiling_precision(const Step& s, const std::string& backend,
                                              const std::vector<BenchKey>& rows);
 
+// The steps of `steps` with something to run when only `rows` are measured
+// (empty: every row): a suite step that times one of them (step_times_any), a
+// ceiling step with a runnable configuration that has one (ceiling_precision).
+std::vector<Step> steps_that_run(std::vector<Step> steps, const CeilingPlan& plan, const std::vector<BenchKey>& rows);
+
 // The order one trial runs the steps `which` (indices into `steps`) in: the
 // steps of one shape, thread count and cache mode run one after another, and
 // both those blocks and the steps within each are shuffled by `seed`. The two
