@@ -72,6 +72,29 @@ TEST(BenchClaims, ATiersRowIsItsFastestVerifiedRow) {
   EXPECT_EQ(res.verdict, pb::ClaimVerdict::Met) << res.detail;
 }
 
+// Rule: a ratio to the best row of another tier is judged against each of
+// its verified rows, and met only when met against every one: a row with too
+// few trials to bound its median (here 3) keeps the group inconclusive,
+// named, and measured again with the numerator, though another row's median
+// is lower; a row it fails against is named in the verdict.
+TEST(BenchClaims, ARatioToTheBestIsJudgedAgainstEachCandidateRow) {
+  const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);
+  const pb::BenchRow hand = timed("hand", "cpu", 1.0), openblas = timed("ceiling", "openblas:Zen", 1.0);
+  const pb::BenchRow few = pb::without_trials(timed("ceiling", "blis:zen3", 1.2), {3, 4, 5});
+  const auto res = judge(c, {hand, openblas, few});
+  EXPECT_EQ(res.verdict, pb::ClaimVerdict::Inconclusive) << res.detail;
+  EXPECT_NE(res.detail.find("against blis:zen3 (judged on 3 trials"), std::string::npos) << res.detail;
+  ASSERT_EQ(res.inconclusive_groups.size(), 1u);
+  EXPECT_EQ(res.inconclusive_groups[0].rows, (std::vector<pb::BenchKey>{hand.key, few.key}));
+
+  const pb::BenchRow faster = timed("ceiling", "blis:zen3", 0.8);
+  const auto fails = judge(c, {hand, openblas, faster});
+  EXPECT_EQ(fails.verdict, pb::ClaimVerdict::NotMet) << fails.detail;
+  EXPECT_NE(fails.detail.find("1.25 [1.25, 1.25] against blis:zen3"), std::string::npos) << fails.detail;
+  ASSERT_EQ(fails.failing_groups.size(), 1u);
+  EXPECT_EQ(fails.failing_groups[0].rows, (std::vector<pb::BenchKey>{hand.key, faster.key}));
+}
+
 // Rule: a claim naming a precision is judged on that precision's rows only.
 TEST(BenchClaims, AClaimNamingAPrecisionCoversOnlyIt) {
   auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);

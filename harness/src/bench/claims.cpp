@@ -34,16 +34,14 @@ bool holds(double v, const std::string& op, double threshold) {
 // Verified, and not an implausible vendor row (plausibility.hpp): no claim is judged from one.
 bool verified(const BenchRow& r) { return r.verdict.is_verified() && r.valid(); }
 
-// The best verified row of a tier for a group (lowest median), optionally on a
-// backend (that one when present), or only among backends starting with `prefix`.
+// The best verified row of a tier for a group (lowest median) among backends starting with `prefix`.
 const BenchRow* best_verified(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
-                              int threads, const std::string& backend = "", const std::string& prefix = "") {
+                              int threads, const std::string& prefix) {
   const BenchRow* best = nullptr;
   for (const auto& r : t.rows) {
     if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
         r.samples.empty() || r.unit != kUnitSeconds || !verified(r) || r.key.backend.rfind(prefix, 0) != 0)
       continue;
-    if (!backend.empty() && r.key.backend == backend) return &r;
     if (!best || r.median() < best->median()) best = &r;
   }
   return best;
@@ -151,6 +149,232 @@ struct Group {
   std::string name() const { return claim_group_name(shape, precision, threads); }
 };
 
+bool worse(double value, double than, const std::string& op) {
+  return (op == "<" || op == "<=") ? value > than : value < than;
+}
+
+// The rows a ratio's numerator is judged against, fastest median first: the
+// numerator's own backend when the denominator tier has it (wrapped against
+// ceiling on one OpenBLAS core), else every verified row of the tier (of the
+// claim's denominator precision and backend prefix when it names them). A
+// group meets "x times the best" only if it meets it against each: the
+// fastest median alone would let a row with a few trials be the best by noise,
+// and trials measured again against one row would not decide the group
+// when another's median then came out lower.
+std::vector<const BenchRow*> denominators(const BenchTable& t, const BenchmarkClaim& claim, Tier tier, const Group& g,
+                                          const BenchRow& num) {
+  const bool named = !claim.denominator_backend.empty() || !claim.denominator_precision.empty();
+  const std::string& prec = claim.denominator_precision.empty() ? g.precision : claim.denominator_precision;
+  std::vector<const BenchRow*> out;
+  for (const auto& r : t.rows) {
+    if (r.key.tier != tier || r.key.shape != g.shape || r.key.precision != prec || r.key.threads != g.threads ||
+        r.samples.empty() || r.unit != kUnitSeconds || !verified(r) ||
+        r.key.backend.rfind(claim.denominator_backend, 0) != 0)
+      continue;
+    if (!named && r.key.backend == num.key.backend) return {&r};
+    out.push_back(&r);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const BenchRow* a, const BenchRow* b) { return a->median() < b->median(); });
+  return out;
+}
+
+struct Paces {
+  std::map<int, double> fastest, closest;  // pace.hpp: fastest_pace, closest_link
+};
+
+// A group judged on one pair of rows (or one row, for a claim without a denominator).
+struct Judged {
+  enum class State { Met, NotMet, Undecided, NoBound } state = State::Undecided;
+  bool has_value = false;
+  double value = 0;
+  std::string figure;  // "<group>: value [lo, hi] ..." or "<group>: disturbed (...)"
+  std::string note;    // the detail's entry: the figure and how it misses the threshold
+  std::vector<BenchKey> rows;
+  // Undecided: what ClaimResult::Inconclusive says of it.
+  int trials = 0, set_aside = 0;
+  double trials_to_decide = 0;
+};
+
+Judged judge_pair(const BenchmarkClaim& claim, const Group& g, const BenchRow& num, const BenchRow* den,
+                  const std::string& kind, double p, const Paces& paces, double alpha, const std::string& against) {
+  Judged out;
+  out.rows.push_back(num.key);
+  if (den) out.rows.push_back(den->key);
+  const bool ratio = den != nullptr;
+  // value = scale / interval(time ratio) or scale * interval(time ratio).
+  RatioInterval iv;
+  TrialRatioSpan span;  // the trials' own ratios, for a ratio judged per process
+  // Its two sides: value = scale x their paired ratio, a over b (what measuring again narrows).
+  struct Sides {
+    BenchRow a, b;
+    double scale;
+  };
+  std::optional<Sides> sides;
+  double lo = 0, hi = 0, value = 0;
+  std::string spanned;    // the trials' own ratios, when they widened the interval
+  std::string set_aside;  // the repetitions and trials left out: their CPU ran slow (pace.hpp)
+  // A ratio is judged on the repetitions probed at a steady pace, then on the trials
+  // whose two processes ran at one pace (both steady, where kSteadyTrials did) and
+  // with their CPUs as close.
+  const BenchRow num_steady = ratio ? steady_samples(num, paces.fastest) : num;
+  const BenchRow den_steady = ratio ? steady_samples(*den, paces.fastest) : BenchRow{};
+  if (const std::size_t slow_reps = num.samples.size() - num_steady.samples.size() +
+                                    (ratio ? den->samples.size() - den_steady.samples.size() : 0))
+    set_aside = fmt::format(" ({} repetitions set aside: their CPU ran slow)", slow_reps);
+  std::set<int> slow = ratio ? mixed_pace_trials(num_steady, den_steady, paces.fastest) : std::set<int>{};
+  const std::set<int> far = ratio ? mixed_link_trials(num_steady, den_steady) : std::set<int>{};
+  std::set<int> mixed = slow;
+  mixed.insert(far.begin(), far.end());
+  bool both_slow_aside = false;
+  if (ratio) {
+    const std::set<int> both = both_slow_trials(num_steady, den_steady, paces.fastest);
+    const std::set<int> shared = shared_trials(num_steady, den_steady);
+    const auto steady =
+        std::count_if(shared.begin(), shared.end(), [&](int t) { return !mixed.count(t) && !both.count(t); });
+    if (!both.empty() && steady >= kSteadyTrials) {
+      both_slow_aside = true;
+      slow.insert(both.begin(), both.end());
+      mixed.insert(both.begin(), both.end());
+    }
+  }
+  const BenchRow num_kept = without_trials(num_steady, mixed);
+  const BenchRow den_kept = ratio ? without_trials(den_steady, mixed) : BenchRow{};
+  if (!mixed.empty()) {
+    const int n = trial_count({&num.samples, &num.trials});
+    std::string why = slow.empty() ? "" : both_slow_aside ? "a side ran on a slow CPU" : "one side ran on a slow CPU";
+    if (!far.empty())
+      why += (why.empty() ? "" : ", or ") + std::string("the two sides' CPUs were placed apart differently");
+    set_aside += fmt::format(" ({} of {} trials set aside: {})", mixed.size(), n, why);
+    if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
+        trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
+      // Too few trials at one pace to judge: measuring it again may find some.
+      out.figure = g.name() + ": disturbed" + against + set_aside;
+      out.note = out.figure;
+      out.trials = n, out.trials_to_decide = n + 2;
+      return out;
+    }
+  }
+  const TrialSamples tn{&num_kept.samples, &num_kept.trials};
+  if (ratio) {
+    // time_ratio: time(num) / time(den); throughput_ratio: time(den) / time(num) per unit of work.
+    const TrialSamples td{&den_kept.samples, &den_kept.trials};
+    const bool time = claim.metric == "time_ratio";
+    iv = time ? paired_ratio_interval(tn, td, alpha) : paired_ratio_interval(td, tn, alpha);
+    const double scale = time || den->work_per_iter <= 0 ? 1 : num.work_per_iter / den->work_per_iter;
+    value = scale * iv.ratio, lo = scale * iv.lo, hi = scale * iv.hi;
+    // The bootstrap of medians undercovers with a few trials; a trial disturbed on one
+    // side shows in the per-trial span, which keeps the group inconclusive (interval.hpp).
+    span = time ? scaled_trial_span(tn, td, scale, alpha) : scaled_trial_span(td, tn, scale, alpha);
+    sides = time ? Sides{num_kept, den_kept, scale} : Sides{den_kept, num_kept, scale};
+  } else if (claim.metric == "throughput") {  // work / time
+    const std::vector<double> one{1.0};
+    iv = ratio_interval(tn, {&one, nullptr}, alpha);
+    value = num.work_per_iter / iv.ratio, lo = num.work_per_iter / iv.hi, hi = num.work_per_iter / iv.lo;
+  } else if (const BenchRow bound = read_time_row(num_kept); kind == "bandwidth" && !bound.samples.empty()) {
+    // peak_fraction of a bandwidth = time(read the bytes) / time(row), per process.
+    const TrialSamples tb{&bound.samples, &bound.trials};
+    iv = paired_ratio_interval(tb, tn, alpha);
+    value = iv.ratio, lo = iv.lo, hi = iv.hi;
+    span = scaled_trial_span(tb, tn, 1, alpha);
+    sides = Sides{bound, num_kept, 1};
+    // Near and far CPUs read memory at different speeds (one CCD's link, or two): say the mix.
+    int linked = 0, far_apart = 0;
+    for (const int t : bound.trials)
+      if (num_kept.link.count(t)) ++linked, far_apart += ran_far(num_kept, t, paces.closest);
+    spanned += linked
+                   ? fmt::format(" (each process against its own read; CPUs far apart in {} of {})", far_apart, linked)
+                   : std::string(" (each process against its own read)");
+  } else {  // peak_fraction = work / (time * peak)
+    const std::vector<double> one{1.0};
+    iv = ratio_interval(tn, {&one, nullptr}, alpha);
+    // A bandwidth peak is compared with bytes/s (as apply_peaks does), any other with work/s.
+    const double scale =
+        (kind == "bandwidth" || kind == "device_bandwidth" ? num.bytes_per_iter : num.work_per_iter) / p;
+    value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
+  }
+  const double boot_lo = lo, boot_hi = hi;  // before the trials' own ratios widen them
+  spanned = widen_to_trial_span(span, lo, hi) + spanned;
+  if (claim.metric == "peak_fraction" && value > 1) {
+    // No claim is judged against a bound the row beats (report.hpp, bound_invalid).
+    out.state = Judged::State::NoBound;
+    out.note = fmt::format("{} (its bound is invalid: measured at {:.1f}% of it)", g.name(), 100 * value);
+    return out;
+  }
+  // Below sign_test_trials(0) trials even their [min, max] undercovers the median.
+  const int fewest = sign_test_trials(0, alpha);
+  const bool too_few = span.trials > 0 && span.trials < fewest;
+  if (too_few) spanned += fmt::format(" (judged on {} trials: {} decide it)", span.trials, fewest);
+  const bool all_hold = !too_few && holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
+  const bool none_hold = !too_few && !holds(lo, claim.op, claim.threshold) && !holds(hi, claim.op, claim.threshold);
+  out.has_value = true, out.value = value;
+  out.figure = fmt::format("{}: {:.4g} [{:.4g}, {:.4g}]{}{}{}{}", g.name(), value, lo, hi, against,
+                           iv.df >= 1 ? "" : " (one trial: within-process noise only)", spanned, set_aside);
+  if (none_hold) {
+    out.state = Judged::State::NotMet;
+    out.note = out.figure + fmt::format(" fails {} {:g}", claim.op, claim.threshold);
+  } else if (!all_hold) {
+    out.note = out.figure + (too_few ? "" : fmt::format(" straddles {} {:g}", claim.op, claim.threshold));
+    // The trials that read across the threshold leave the span once enough others
+    // outvote them (the sign test); the others' bootstrap half-width on the threshold's
+    // side shrinks as 1/sqrt(trials).
+    const bool value_holds = holds(value, claim.op, claim.threshold);
+    std::set<int> across;
+    for (const auto& r : span.ratios)
+      if (holds(r.ratio, claim.op, claim.threshold) != value_holds) across.insert(r.trial);
+    double in_lo = boot_lo, in_hi = boot_hi;
+    if (sides && !across.empty()) {
+      const BenchRow a = without_trials(sides->a, across), b = without_trials(sides->b, across);
+      const RatioInterval in = paired_ratio_interval({&a.samples, &a.trials}, {&b.samples, &b.trials}, alpha);
+      if (in.df >= 1) in_lo = sides->scale * in.lo, in_hi = sides->scale * in.hi;
+    }
+    const int n = iv.df + 1, m = static_cast<int>(across.size());
+    const double dist = std::fabs(std::log(value / claim.threshold));
+    const double half = value >= claim.threshold ? std::log(value / in_lo) : std::log(in_hi / value);
+    const double need_in = half > dist ? std::ceil((n - m) * (half / dist) * (half / dist)) : n - m;
+    const double need = dist <= 0 ? 1e9 : std::max(need_in + m, static_cast<double>(sign_test_trials(m, alpha)));
+    out.trials = n, out.trials_to_decide = std::min(need, 1e9), out.set_aside = static_cast<int>(mixed.size());
+  } else {
+    out.state = Judged::State::Met;
+  }
+  return out;
+}
+
+// The pair a group is reported by: the worst of its most severe state (an
+// undecided pair with a figure before one too disturbed to have one).
+const Judged& representative(const std::vector<Judged>& judged, const std::string& op) {
+  const auto rank = [](Judged::State s) {
+    switch (s) {
+      case Judged::State::NoBound: return 0;
+      case Judged::State::NotMet: return 1;
+      case Judged::State::Undecided: return 2;
+      case Judged::State::Met: break;
+    }
+    return 3;
+  };
+  const Judged* rep = &judged.front();
+  for (const auto& j : judged) {
+    if (rank(j.state) != rank(rep->state)) {
+      if (rank(j.state) < rank(rep->state)) rep = &j;
+    } else if (j.has_value != rep->has_value) {
+      if (j.has_value) rep = &j;
+    } else if (j.has_value && worse(j.value, rep->value, op)) {
+      rep = &j;
+    }
+  }
+  return *rep;
+}
+
+// The rows of the pairs in `state`, each once, in order.
+std::vector<BenchKey> rows_of(const std::vector<Judged>& judged, Judged::State state) {
+  std::vector<BenchKey> out;
+  for (const auto& j : judged)
+    if (j.state == state)
+      for (const auto& k : j.rows)
+        if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  return out;
+}
+
 }  // namespace
 
 std::string_view to_string(ClaimVerdict v) {
@@ -171,8 +395,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                                          const std::map<std::string, std::string>& peak_kind,
                                          const std::vector<std::string>& family_shapes, double alpha) {
   std::vector<ClaimResult> out;
-  const auto fastest = fastest_pace(table);
-  const auto closest = closest_link(table);
+  const Paces paces{fastest_pace(table), closest_link(table)};
   std::set<std::string> precisions;
   std::set<int> threads;
   for (const auto& r : table.rows)
@@ -212,24 +435,10 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                 failures.push_back({g.name(), g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label});
                 res.failed_rows = true;
               }
-            const BenchRow* num = best_verified(mode, numerator, shape, prec, th, "", claim.numerator_backend);
-            // Same backend when the denominator tier has it (wrapped vs ceiling on one OpenBLAS core),
-            // unless the claim names the denominator's precision or backend (q4k vs an f32 SGEMV):
-            // then the best verified row of that precision whose backend starts with the name.
-            const BenchRow* den = nullptr;
+            const BenchRow* num = best_verified(mode, numerator, shape, prec, th, claim.numerator_backend);
             const bool ratio = claim.metric == "time_ratio" || claim.metric == "throughput_ratio";
-            if (ratio && num) {
-              if (claim.denominator_backend.empty() && claim.denominator_precision.empty()) {
-                den = best_verified(mode, denominator, shape, prec, th, num->key.backend);
-              } else {
-                const std::string den_prec = claim.denominator_precision.empty() ? prec : claim.denominator_precision;
-                for (const auto& r : mode.rows)
-                  if (r.key.tier == denominator && r.key.shape == shape && r.key.precision == den_prec &&
-                      r.key.threads == th && !r.samples.empty() && r.unit == kUnitSeconds && verified(r) &&
-                      r.key.backend.rfind(claim.denominator_backend, 0) == 0 && (!den || r.median() < den->median()))
-                    den = &r;
-              }
-            }
+            const std::vector<const BenchRow*> dens =
+                ratio && num ? denominators(mode, claim, denominator, g, *num) : std::vector<const BenchRow*>{};
             double p = 0;
             std::string kind;
             if (claim.metric == "peak_fraction" && num && peak) {
@@ -241,7 +450,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                   kind == "bandwidth" && read > 0)
                 p = read;
             }
-            if (!num || (ratio && !den) || (claim.metric == "peak_fraction" && p <= 0)) {
+            if (!num || (ratio && dens.empty()) || (claim.metric == "peak_fraction" && p <= 0)) {
               // Say when the row that would have been used is an implausible vendor row.
               std::string why;
               for (const auto& r : mode.rows)
@@ -251,8 +460,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               missing.push_back({g.name(), g.name() + why});
               continue;
             }
-            if (claim.scope && ratio) {
-              const auto why = outside_scope(claim, *num, *den, peak_of_row(peak, peak_kind, *num, th));
+            if (claim.scope && ratio) {  // the scope is the fastest denominator's
+              const auto why = outside_scope(claim, *num, *dens.front(), peak_of_row(peak, peak_kind, *num, th));
               if (!why) {
                 scope_unchecked = true;
               } else if (!why->empty()) {
@@ -261,153 +470,37 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                 continue;
               }
             }
-            // value = scale / interval(time ratio) or scale * interval(time ratio).
-            RatioInterval iv;
-            TrialRatioSpan span;  // the trials' own ratios, for a ratio judged per process
-            // Its two sides: value = scale x their paired ratio, a over b (what measuring again narrows).
-            struct Sides {
-              BenchRow a, b;
-              double scale;
-            };
-            std::optional<Sides> sides;
-            double lo = 0, hi = 0, value = 0;
-            std::string spanned;    // the trials' own ratios, when they widened the interval
-            std::string set_aside;  // the repetitions and trials left out: their CPU ran slow (pace.hpp)
-            // A ratio is judged on the repetitions probed at a steady pace, then on the trials
-            // whose two processes ran at one pace (both steady, where kSteadyTrials did) and
-            // with their CPUs as close.
-            const BenchRow num_steady = ratio ? steady_samples(*num, fastest) : *num;
-            const BenchRow den_steady = ratio ? steady_samples(*den, fastest) : BenchRow{};
-            if (const std::size_t slow_reps = num->samples.size() - num_steady.samples.size() +
-                                              (ratio ? den->samples.size() - den_steady.samples.size() : 0))
-              set_aside = fmt::format(" ({} repetitions set aside: their CPU ran slow)", slow_reps);
-            std::set<int> slow = ratio ? mixed_pace_trials(num_steady, den_steady, fastest) : std::set<int>{};
-            const std::set<int> far = ratio ? mixed_link_trials(num_steady, den_steady) : std::set<int>{};
-            std::set<int> mixed = slow;
-            mixed.insert(far.begin(), far.end());
-            bool both_slow_aside = false;
-            if (ratio) {
-              const std::set<int> both = both_slow_trials(num_steady, den_steady, fastest);
-              const std::set<int> shared = shared_trials(num_steady, den_steady);
-              const auto steady =
-                  std::count_if(shared.begin(), shared.end(), [&](int t) { return !mixed.count(t) && !both.count(t); });
-              if (!both.empty() && steady >= kSteadyTrials) {
-                both_slow_aside = true;
-                slow.insert(both.begin(), both.end());
-                mixed.insert(both.begin(), both.end());
+            std::vector<Judged> judged;
+            for (const BenchRow* den : ratio ? dens : std::vector<const BenchRow*>{nullptr})
+              judged.push_back(judge_pair(claim, g, *num, den, kind, p, paces, alpha,
+                                          dens.size() > 1 ? " against " + den->key.backend : ""));
+            const Judged& rep = representative(judged, claim.op);
+            res.figures[g.name()] = rep.figure.substr(std::min(rep.figure.size(), g.name().size() + 2));
+            switch (rep.state) {
+              case Judged::State::NoBound: missing.push_back({g.name(), rep.note}); continue;
+              case Judged::State::NotMet:
+                failures.push_back({g.name(), rep.note});
+                res.failing_groups.push_back({shape, prec, th, rows_of(judged, Judged::State::NotMet)});
+                break;
+              case Judged::State::Undecided: {
+                inconclusive.push_back({g.name(), rep.note});
+                ClaimResult::Inconclusive u{shape, prec, th, 0, 0, rows_of(judged, Judged::State::Undecided), 0};
+                bool first = true;
+                for (const auto& j : judged)
+                  if (j.state == Judged::State::Undecided) {
+                    u.trials = first ? j.trials : std::min(u.trials, j.trials);
+                    u.trials_to_decide = std::max(u.trials_to_decide, j.trials_to_decide);
+                    u.set_aside = std::max(u.set_aside, j.set_aside);
+                    first = false;
+                  }
+                res.inconclusive_groups.push_back(u);
+                break;
               }
+              case Judged::State::Met: any_met = true; break;
             }
-            std::vector<BenchKey> judged_rows{num->key};
-            if (den) judged_rows.push_back(den->key);
-            const BenchRow num_kept = without_trials(num_steady, mixed);
-            const BenchRow den_kept = ratio ? without_trials(den_steady, mixed) : BenchRow{};
-            if (!mixed.empty()) {
-              const int n = trial_count({&num->samples, &num->trials});
-              std::string why = slow.empty()      ? ""
-                                : both_slow_aside ? "a side ran on a slow CPU"
-                                                  : "one side ran on a slow CPU";
-              if (!far.empty())
-                why += (why.empty() ? "" : ", or ") + std::string("the two sides' CPUs were placed apart differently");
-              set_aside += fmt::format(" ({} of {} trials set aside: {})", mixed.size(), n, why);
-              if (trial_count({&num_kept.samples, &num_kept.trials}) < 2 ||
-                  trial_count({&den_kept.samples, &den_kept.trials}) < 2) {
-                // Too few trials at one pace to judge: measuring it again may find some.
-                res.figures[g.name()] = "disturbed" + set_aside;
-                inconclusive.push_back({g.name(), g.name() + ": " + res.figures[g.name()]});
-                res.inconclusive_groups.push_back({shape, prec, th, n, static_cast<double>(n + 2), judged_rows, 0});
-                continue;
-              }
-            }
-            const TrialSamples tn{&num_kept.samples, &num_kept.trials};
-            if (ratio) {
-              // time_ratio: time(num) / time(den); throughput_ratio: time(den) / time(num) per unit of work.
-              const TrialSamples td{&den_kept.samples, &den_kept.trials};
-              const bool time = claim.metric == "time_ratio";
-              iv = time ? paired_ratio_interval(tn, td, alpha) : paired_ratio_interval(td, tn, alpha);
-              const double scale = time || den->work_per_iter <= 0 ? 1 : num->work_per_iter / den->work_per_iter;
-              value = scale * iv.ratio, lo = scale * iv.lo, hi = scale * iv.hi;
-              // The bootstrap of medians undercovers with a few trials; a trial disturbed on one
-              // side shows in the per-trial span, which keeps the group inconclusive (interval.hpp).
-              span = time ? scaled_trial_span(tn, td, scale, alpha) : scaled_trial_span(td, tn, scale, alpha);
-              sides = time ? Sides{num_kept, den_kept, scale} : Sides{den_kept, num_kept, scale};
-            } else if (claim.metric == "throughput") {  // work / time
-              const std::vector<double> one{1.0};
-              iv = ratio_interval(tn, {&one, nullptr}, alpha);
-              value = num->work_per_iter / iv.ratio, lo = num->work_per_iter / iv.hi, hi = num->work_per_iter / iv.lo;
-            } else if (const BenchRow bound = read_time_row(num_kept); kind == "bandwidth" && !bound.samples.empty()) {
-              // peak_fraction of a bandwidth = time(read the bytes) / time(row), per process.
-              const TrialSamples tb{&bound.samples, &bound.trials};
-              iv = paired_ratio_interval(tb, tn, alpha);
-              value = iv.ratio, lo = iv.lo, hi = iv.hi;
-              span = scaled_trial_span(tb, tn, 1, alpha);
-              sides = Sides{bound, num_kept, 1};
-              // Near and far CPUs read memory at different speeds (one CCD's link, or two): say the mix.
-              int linked = 0, far_apart = 0;
-              for (const int t : bound.trials)
-                if (num_kept.link.count(t)) ++linked, far_apart += ran_far(num_kept, t, closest);
-              spanned += linked ? fmt::format(" (each process against its own read; CPUs far apart in {} of {})",
-                                              far_apart, linked)
-                                : std::string(" (each process against its own read)");
-            } else {  // peak_fraction = work / (time * peak)
-              const std::vector<double> one{1.0};
-              iv = ratio_interval(tn, {&one, nullptr}, alpha);
-              // A bandwidth peak is compared with bytes/s (as apply_peaks does), any other with work/s.
-              const double scale =
-                  (kind == "bandwidth" || kind == "device_bandwidth" ? num->bytes_per_iter : num->work_per_iter) / p;
-              value = scale / iv.ratio, lo = scale / iv.hi, hi = scale / iv.lo;
-            }
-            const double boot_lo = lo, boot_hi = hi;  // before the trials' own ratios widen them
-            spanned = widen_to_trial_span(span, lo, hi) + spanned;
-            if (claim.metric == "peak_fraction" && value > 1) {
-              // No claim is judged against a bound the row beats (report.hpp, bound_invalid).
-              missing.push_back({g.name(), fmt::format("{} (its bound is invalid: measured at {:.1f}% of it)", g.name(),
-                                                       100 * value)});
-              continue;
-            }
-            // Below sign_test_trials(0) trials even their [min, max] undercovers the median.
-            const int fewest = sign_test_trials(0, alpha);
-            const bool too_few = span.trials > 0 && span.trials < fewest;
-            if (too_few) spanned += fmt::format(" (judged on {} trials: {} decide it)", span.trials, fewest);
-            const bool all_hold =
-                !too_few && holds(lo, claim.op, claim.threshold) && holds(hi, claim.op, claim.threshold);
-            const bool none_hold =
-                !too_few && !holds(lo, claim.op, claim.threshold) && !holds(hi, claim.op, claim.threshold);
-            const std::string figure =
-                fmt::format("{}: {:.4g} [{:.4g}, {:.4g}]{}{}{}", g.name(), value, lo, hi,
-                            iv.df >= 1 ? "" : " (one trial: within-process noise only)", spanned, set_aside);
-            res.figures[g.name()] = figure.substr(g.name().size() + 2);
-            if (none_hold) {
-              failures.push_back({g.name(), figure + fmt::format(" fails {} {:g}", claim.op, claim.threshold)});
-              res.failing_groups.push_back({shape, prec, th, judged_rows});
-            } else if (!all_hold) {
-              inconclusive.push_back(
-                  {g.name(), figure + (too_few ? "" : fmt::format(" straddles {} {:g}", claim.op, claim.threshold))});
-              // The trials that read across the threshold leave the span once enough others
-              // outvote them (the sign test); the others' bootstrap half-width on the threshold's
-              // side shrinks as 1/sqrt(trials).
-              const bool value_holds = holds(value, claim.op, claim.threshold);
-              std::set<int> across;
-              for (const auto& r : span.ratios)
-                if (holds(r.ratio, claim.op, claim.threshold) != value_holds) across.insert(r.trial);
-              double in_lo = boot_lo, in_hi = boot_hi;
-              if (sides && !across.empty()) {
-                const BenchRow a = without_trials(sides->a, across), b = without_trials(sides->b, across);
-                const RatioInterval in = paired_ratio_interval({&a.samples, &a.trials}, {&b.samples, &b.trials}, alpha);
-                if (in.df >= 1) in_lo = sides->scale * in.lo, in_hi = sides->scale * in.hi;
-              }
-              const int n = iv.df + 1, m = static_cast<int>(across.size());
-              const double dist = std::fabs(std::log(value / claim.threshold));
-              const double half = value >= claim.threshold ? std::log(value / in_lo) : std::log(in_hi / value);
-              const double need_in = half > dist ? std::ceil((n - m) * (half / dist) * (half / dist)) : n - m;
-              const double need =
-                  dist <= 0 ? 1e9 : std::max(need_in + m, static_cast<double>(sign_test_trials(m, alpha)));
-              res.inconclusive_groups.push_back(
-                  {shape, prec, th, n, std::min(need, 1e9), judged_rows, static_cast<int>(mixed.size())});
-            } else any_met = true;
-            const bool is_worse = (claim.op == "<" || claim.op == "<=") ? value > worst : value < worst;
-            if (!have_worst || is_worse) {
-              worst = value;
-              worst_text = figure, worst_group = g.name();
+            if (rep.has_value && (!have_worst || worse(rep.value, worst, claim.op))) {
+              worst = rep.value;
+              worst_text = rep.figure, worst_group = g.name();
               have_worst = true;
             }
           }

@@ -10,9 +10,12 @@
 //                     paired as a ratio is: the host may place a process's
 //                     CPUs where they read at half the speed of another's
 //   throughput        throughput(numerator) in work units per second
-// from each tier's best *verified* row (of a backend starting with
-// numerator_backend / denominator_backend when the claim names one) (a row counts only when its verdict
-// starts with "verified"), with a paired two-level bootstrap interval over
+// from the numerator tier's best *verified* row (a row counts only when its
+// verdict starts with "verified") and, for a ratio, each verified row of the
+// denominator tier in turn: the numerator's own backend when that tier has
+// it, else every one, the group meeting the claim only against all of them
+// (of a backend starting with numerator_backend / denominator_backend when
+// the claim names one), with a paired two-level bootstrap interval over
 // the run's trials (interval.hpp); a ratio's interval also spans the sign
 // test's interval of its per-trial ratios (trial_ratio_span), so a trial
 // disturbed on one side leaves the group inconclusive, to be measured again,
