@@ -81,11 +81,16 @@ TEST(BenchClaims, ARatioToTheBestIsJudgedAgainstEachCandidateRow) {
   const auto c = claim("time_ratio", "hand", "ceiling", "<", 1.05);
   const pb::BenchRow hand = timed("hand", "cpu", 1.0), openblas = timed("ceiling", "openblas:Zen", 1.0);
   const pb::BenchRow few = pb::without_trials(timed("ceiling", "blis:zen3", 1.2), {3, 4, 5});
-  const auto res = judge(c, {hand, openblas, few});
+  const pb::BenchRow fewer = pb::without_trials(timed("ceiling", "blis:zen2", 1.3), {2, 3, 4, 5});
+  const auto res = judge(c, {hand, openblas, few, fewer});
   EXPECT_EQ(res.verdict, pb::ClaimVerdict::Inconclusive) << res.detail;
   EXPECT_NE(res.detail.find("against blis:zen3 (judged on 3 trials"), std::string::npos) << res.detail;
-  ASSERT_EQ(res.inconclusive_groups.size(), 1u);
+  // Each undecided pair is measured again with the numerator for the trials it lacks.
+  ASSERT_EQ(res.inconclusive_groups.size(), 2u);
   EXPECT_EQ(res.inconclusive_groups[0].rows, (std::vector<pb::BenchKey>{hand.key, few.key}));
+  EXPECT_EQ(res.inconclusive_groups[0].trials, 3);
+  EXPECT_EQ(res.inconclusive_groups[1].rows, (std::vector<pb::BenchKey>{hand.key, fewer.key}));
+  EXPECT_EQ(res.inconclusive_groups[1].trials, 2);
 
   const pb::BenchRow faster = timed("ceiling", "blis:zen3", 0.8);
   const auto fails = judge(c, {hand, openblas, faster});

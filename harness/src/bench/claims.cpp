@@ -475,28 +475,23 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               judged.push_back(judge_pair(claim, g, *num, den, kind, p, paces, alpha,
                                           dens.size() > 1 ? " against " + den->key.backend : ""));
             const Judged& rep = representative(judged, claim.op);
-            res.figures[g.name()] = rep.figure.substr(std::min(rep.figure.size(), g.name().size() + 2));
-            switch (rep.state) {
-              case Judged::State::NoBound: missing.push_back({g.name(), rep.note}); continue;
-              case Judged::State::NotMet:
-                failures.push_back({g.name(), rep.note});
-                res.failing_groups.push_back({shape, prec, th, rows_of(judged, Judged::State::NotMet)});
-                break;
-              case Judged::State::Undecided: {
-                inconclusive.push_back({g.name(), rep.note});
-                ClaimResult::Inconclusive u{shape, prec, th, 0, 0, rows_of(judged, Judged::State::Undecided), 0};
-                bool first = true;
-                for (const auto& j : judged)
-                  if (j.state == Judged::State::Undecided) {
-                    u.trials = first ? j.trials : std::min(u.trials, j.trials);
-                    u.trials_to_decide = std::max(u.trials_to_decide, j.trials_to_decide);
-                    u.set_aside = std::max(u.set_aside, j.set_aside);
-                    first = false;
-                  }
-                res.inconclusive_groups.push_back(u);
-                break;
-              }
-              case Judged::State::Met: any_met = true; break;
+            if (rep.state == Judged::State::NoBound) {
+              missing.push_back({g.name(), rep.note});
+              continue;
+            }
+            res.figures[g.name()] = rep.figure.substr(g.name().size() + 2);
+            if (rep.state == Judged::State::NotMet) {
+              failures.push_back({g.name(), rep.note});
+              res.failing_groups.push_back({shape, prec, th, rows_of(judged, Judged::State::NotMet)});
+            } else if (rep.state == Judged::State::Undecided) {
+              inconclusive.push_back({g.name(), rep.note});
+              // Each undecided pair is measured again for the trials it lacks, not the group's most.
+              for (const auto& j : judged)
+                if (j.state == Judged::State::Undecided)
+                  res.inconclusive_groups.push_back(
+                      {shape, prec, th, j.trials, j.trials_to_decide, j.rows, j.set_aside});
+            } else {
+              any_met = true;
             }
             if (rep.has_value && (!have_worst || worse(rep.value, worst, claim.op))) {
               worst = rep.value;

@@ -68,7 +68,9 @@ struct ClaimResult {
   std::string family;
   ClaimVerdict verdict = ClaimVerdict::NotMeasured;
   std::string detail;
-  // Groups whose interval straddles the threshold: what measuring them again could decide.
+  // Groups whose interval straddles the threshold: what measuring them again
+  // could decide. A group judged against several rows has an entry for each
+  // undecided one.
   struct Inconclusive {
     std::string shape, precision;
     int threads = 1;
