@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -485,11 +486,17 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
               res.failing_groups.push_back({shape, prec, th, rows_of(judged, Judged::State::NotMet)});
             } else if (rep.state == Judged::State::Undecided) {
               inconclusive.push_back({g.name(), rep.note});
-              // Each undecided pair is measured again for the trials it lacks, not the group's most.
+              // Measured again as one: the numerator once a trial with every undecided row,
+              // for the trials the least decided pair lacks.
+              ClaimResult::Inconclusive u{
+                  shape, prec, th, std::numeric_limits<int>::max(), 0, rows_of(judged, Judged::State::Undecided), 0};
               for (const auto& j : judged)
-                if (j.state == Judged::State::Undecided)
-                  res.inconclusive_groups.push_back(
-                      {shape, prec, th, j.trials, j.trials_to_decide, j.rows, j.set_aside});
+                if (j.state == Judged::State::Undecided) {
+                  u.trials = std::min(u.trials, j.trials);
+                  u.trials_to_decide = std::max(u.trials_to_decide, j.trials_to_decide);
+                  u.set_aside = std::max(u.set_aside, j.set_aside);
+                }
+              res.inconclusive_groups.push_back(u);
             } else {
               any_met = true;
             }

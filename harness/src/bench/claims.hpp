@@ -69,8 +69,7 @@ struct ClaimResult {
   ClaimVerdict verdict = ClaimVerdict::NotMeasured;
   std::string detail;
   // Groups whose interval straddles the threshold: what measuring them again
-  // could decide. A group judged against several rows has an entry for each
-  // undecided one.
+  // could decide (a group judged against several rows: all its undecided ones).
   struct Inconclusive {
     std::string shape, precision;
     int threads = 1;
