@@ -35,17 +35,18 @@ bool holds(double v, const std::string& op, double threshold) {
 // Verified, and not an implausible vendor row (plausibility.hpp): no claim is judged from one.
 bool verified(const BenchRow& r) { return r.verdict.is_verified() && r.valid(); }
 
-// The best verified row of a tier for a group (lowest median) among backends starting with `prefix`.
-const BenchRow* best_verified(const BenchTable& t, Tier tier, const std::string& shape, const std::string& precision,
-                              int threads, const std::string& prefix) {
-  const BenchRow* best = nullptr;
-  for (const auto& r : t.rows) {
-    if (r.key.tier != tier || r.key.shape != shape || r.key.precision != precision || r.key.threads != threads ||
-        r.samples.empty() || r.unit != kUnitSeconds || !verified(r) || r.key.backend.rfind(prefix, 0) != 0)
-      continue;
-    if (!best || r.median() < best->median()) best = &r;
-  }
-  return best;
+// The verified rows of a tier for a group among backends starting with
+// `prefix`, fastest (lowest median) first.
+std::vector<const BenchRow*> verified_rows(const BenchTable& t, Tier tier, const std::string& shape,
+                                           const std::string& precision, int threads, const std::string& prefix) {
+  std::vector<const BenchRow*> out;
+  for (const auto& r : t.rows)
+    if (r.key.tier == tier && r.key.shape == shape && r.key.precision == precision && r.key.threads == threads &&
+        !r.samples.empty() && r.unit == kUnitSeconds && verified(r) && r.key.backend.rfind(prefix, 0) == 0)
+      out.push_back(&r);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const BenchRow* a, const BenchRow* b) { return a->median() < b->median(); });
+  return out;
 }
 
 // One group's entry in a claim's detail: the group, and what is said of it
@@ -166,17 +167,9 @@ std::vector<const BenchRow*> denominators(const BenchTable& t, const BenchmarkCl
                                           const BenchRow& num) {
   const bool named = !claim.denominator_backend.empty() || !claim.denominator_precision.empty();
   const std::string& prec = claim.denominator_precision.empty() ? g.precision : claim.denominator_precision;
-  std::vector<const BenchRow*> out;
-  for (const auto& r : t.rows) {
-    if (r.key.tier != tier || r.key.shape != g.shape || r.key.precision != prec || r.key.threads != g.threads ||
-        r.samples.empty() || r.unit != kUnitSeconds || !verified(r) ||
-        r.key.backend.rfind(claim.denominator_backend, 0) != 0)
-      continue;
-    if (!named && r.key.backend == num.key.backend) return {&r};
-    out.push_back(&r);
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const BenchRow* a, const BenchRow* b) { return a->median() < b->median(); });
+  auto out = verified_rows(t, tier, g.shape, prec, g.threads, claim.denominator_backend);
+  for (const BenchRow* r : out)
+    if (!named && r->key.backend == num.key.backend) return {r};
   return out;
 }
 
@@ -186,7 +179,7 @@ struct Paces {
 
 // A group judged on one pair of rows (or one row, for a claim without a denominator).
 struct Judged {
-  enum class State { Met, NotMet, Undecided, NoBound } state = State::Undecided;
+  enum class State { NoBound, NotMet, Undecided, Met } state = State::Undecided;  // most severe first
   bool has_value = false;
   double value = 0;
   std::string figure;  // "<group>: value [lo, hi] ..." or "<group>: disturbed (...)"
@@ -344,25 +337,12 @@ Judged judge_pair(const BenchmarkClaim& claim, const Group& g, const BenchRow& n
 // The pair a group is reported by: the worst of its most severe state (an
 // undecided pair with a figure before one too disturbed to have one).
 const Judged& representative(const std::vector<Judged>& judged, const std::string& op) {
-  const auto rank = [](Judged::State s) {
-    switch (s) {
-      case Judged::State::NoBound: return 0;
-      case Judged::State::NotMet: return 1;
-      case Judged::State::Undecided: return 2;
-      case Judged::State::Met: break;
-    }
-    return 3;
-  };
   const Judged* rep = &judged.front();
-  for (const auto& j : judged) {
-    if (rank(j.state) != rank(rep->state)) {
-      if (rank(j.state) < rank(rep->state)) rep = &j;
-    } else if (j.has_value != rep->has_value) {
-      if (j.has_value) rep = &j;
-    } else if (j.has_value && worse(j.value, rep->value, op)) {
+  for (const auto& j : judged)
+    if (j.state != rep->state           ? j.state < rep->state
+        : j.has_value != rep->has_value ? j.has_value
+                                        : j.has_value && worse(j.value, rep->value, op))
       rep = &j;
-    }
-  }
   return *rep;
 }
 
@@ -436,7 +416,8 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
                 failures.push_back({g.name(), g.name() + ": " + tier_text(r.key.tier) + " " + r.verdict.label});
                 res.failed_rows = true;
               }
-            const BenchRow* num = best_verified(mode, numerator, shape, prec, th, claim.numerator_backend);
+            const auto nums = verified_rows(mode, numerator, shape, prec, th, claim.numerator_backend);
+            const BenchRow* num = nums.empty() ? nullptr : nums.front();
             const bool ratio = claim.metric == "time_ratio" || claim.metric == "throughput_ratio";
             const std::vector<const BenchRow*> dens =
                 ratio && num ? denominators(mode, claim, denominator, g, *num) : std::vector<const BenchRow*>{};
