@@ -415,6 +415,31 @@ TEST(BenchInterval, APairedRatioIsTheMedianOfTheTrialsOwnRatios) {
   EXPECT_NEAR(all.hi, 1.1, 1e-12);
 }
 
+// Rule: a trial whose two sides kept as many repetitions is judged on the
+// ratios of its repetitions in order (run in turns, the k-th of each ran next
+// to the other); with unequal counts, on the ratio of the medians. A host
+// that slowed the first three of one side and the first of the other 1.6x
+// reads 1.6 in the medians' ratio and 1.3 in the pairs'.
+TEST(BenchInterval, ATrialRunInTurnsIsJudgedOnItsRepetitionPairs) {
+  const std::vector<double> num{1.6, 1.6, 1.0, 1.0}, den{1.6, 1.6, 1.0, 1.0};
+  EXPECT_DOUBLE_EQ(pb::trial_ratio(num, den), 1.0);
+  EXPECT_DOUBLE_EQ(pb::trial_ratio({1.6, 1.6, 1.6, 1.0}, {1.6, 1.0, 1.0, 1.0}), 1.3);
+  EXPECT_DOUBLE_EQ(pb::trial_ratio({1.6, 1.6, 1.0}, {1.0, 1.0}), 1.6);  // unequal counts: medians
+  // The span and the paired interval take the same per-trial ratio.
+  pb::BenchRow n = per_trial("wrapped", "openblas", {}), d = per_trial("ceiling", "c", {});
+  for (int t = 0; t < 8; ++t)
+    for (std::size_t k = 0; k < num.size(); ++k) {
+      n.samples.push_back(num[k] * (t % 2 ? 1.02 : 0.99)), n.trials.push_back(t);
+      d.samples.push_back(den[k]), d.trials.push_back(t);
+    }
+  const auto span = pb::trial_ratio_span({&n.samples, &n.trials}, {&d.samples, &d.trials});
+  EXPECT_NEAR(span.lo, 0.99, 1e-12);
+  EXPECT_NEAR(span.hi, 1.02, 1e-12);
+  const auto iv = pb::paired_ratio_interval({&n.samples, &n.trials}, {&d.samples, &d.trials});
+  EXPECT_GE(iv.lo, 0.99 - 1e-12);
+  EXPECT_LE(iv.hi, 1.02 + 1e-12);
+}
+
 // Rule: the trials it takes for the sign test's interval to leave out m
 // ratios on one side: k = m + 1 at alpha 0.05, so 6, 9, 12 and 15 for m = 0..3
 // (P(B = 0) at 6 trials 1/64, at 5 1/32; P(B <= 1) at 9 trials 10/512;

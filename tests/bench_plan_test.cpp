@@ -80,7 +80,12 @@ TEST(BenchPlan, AutoTrialsComeFromPowerAndTheBudgetCapsThem) {
   const auto plan = pb::plan_trials(co, request("auto", "auto", 1e9));
   EXPECT_EQ(plan.needed, needed);
   EXPECT_EQ(plan.trials, needed);
-  EXPECT_EQ(plan.reps_per_trial, 1);  // the noise is between processes: the time buys trials
+  // In turns a process runs short repetitions, each beside the other side's;
+  // alone, the noise is between processes and the time buys trials.
+  EXPECT_EQ(plan.reps_per_trial, pb::kRepetitionsInTurns);
+  co.turns = false;
+  EXPECT_EQ(pb::plan_trials(co, request("auto", "auto", 1e9)).reps_per_trial, 1);
+  co.turns = true;
   EXPECT_EQ(plan.top_up_trials, (needed + 2) / 3);
   EXPECT_DOUBLE_EQ(plan.top_up_alpha, pb::planning_alpha(co));
   EXPECT_DOUBLE_EQ(plan.sigma, 0.03);

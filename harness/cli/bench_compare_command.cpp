@@ -32,7 +32,8 @@ struct CompareArgs {
   std::vector<std::string> shapes{"gate"}, threads{"1,2"}, precisions{"f32,f64"}, tiers{"ceiling,wrapped,hand"};
   bench::TrialRequest request;
   std::string noise_from, shard;
-  double min_time = 0.2;
+  double min_time = 0;  // 0: kMinTimeInTurns or kMinTimeAlone
+  bool no_turns = false;
   double step_timeout = 0;  // 0: the rule in CompareOptions
   std::string out = "reports";
   std::string contracts = "contracts";
@@ -64,7 +65,8 @@ bench::CompareOptions compare_options(const CompareArgs& a, const bench::FamilyD
   co.threads = split_ints(a.threads);
   if (a.device) co.env = fam.device->env;
   co.require_device = a.require_device;
-  co.min_time = a.min_time;
+  co.turns = !a.no_turns;
+  co.min_time = a.min_time > 0 ? a.min_time : co.turns ? bench::kMinTimeInTurns : bench::kMinTimeAlone;
   co.step_timeout_seconds = a.step_timeout;
   co.blas_core_types = !a.no_core_types;
   co.rescreen = a.rescreen;
@@ -213,7 +215,12 @@ void add_bench_compare_command(CLI::App& bench, int& exit_code) {
   cmd->add_option("--threads", a->threads, "thread counts, e.g. 1,2");
   cmd->add_option("--precision", a->precisions, "precisions, e.g. f32,f64");
   cmd->add_option("--tiers", a->tiers, "tiers to run (ceiling,wrapped,hand,reference)");
-  cmd->add_option("--min-time", a->min_time, "minimum seconds per repetition (Google Benchmark)");
+  cmd->add_option("--min-time", a->min_time,
+                  "minimum seconds per repetition (Google Benchmark; default 0.05 in turns, 0.2 with --no-turns)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-turns", a->no_turns,
+                "run a trial's processes one after another, not at once taking turns on the CPUs repetition by "
+                "repetition (the two sides of a ratio then meet the host's changing load apart)");
   cmd->add_option("--step-timeout", a->step_timeout,
                   "seconds one step's process may run before it is killed and its rows left out (default: 120 plus "
                   "ten times its repetitions' min time)")

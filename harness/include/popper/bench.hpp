@@ -51,6 +51,7 @@
 #include "popper/bench_reference.hpp"
 #include "popper/cache_evict.h"
 #include "popper/pace.h"
+#include "popper/turns.h"
 
 namespace popper::bench {
 
@@ -267,6 +268,11 @@ inline bool skips_work(const Case& c) {
   return bench_mutant() == BenchMutant::SkippedWork && c.tier == Tier::Hand && detail::in_timed_path;
 }
 
+// A timed loop of at least this fraction of the repetition's min time is a
+// repetition, not one of Google Benchmark's runs that size it (which stop
+// short of the min time).
+inline constexpr double kTurnFraction = 0.9;
+
 // Work that outlives its timer by more than this fraction of the timed loop
 // makes the row invalid: its figure would be that much too fast.
 inline constexpr double kMaxOutlivedFraction = 0.02;
@@ -345,8 +351,14 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   if (paced) popper_pace_begin();
   detail::in_timed_path = true;  // through the call after timing, which goes the timed loop's way
   if (cached) call();
+  const auto loop_start = Clock::now();
   if (unsynchronised || cached) time_loop(timed_call);
   else time_loop(call);
+  // Google Benchmark sizes a repetition by shorter runs first; only a loop as
+  // long as a repetition ends a turn, so the two sides of a ratio run in turns
+  // alternate repetition by repetition (popper/turns.h).
+  const bool repetition =
+      std::chrono::duration<double>(Clock::now() - loop_start).count() >= kTurnFraction * detail::min_time_seconds;
   // A call that returns done has nothing to wait for, so it cannot outlive its
   // timer. The wait comes before the pace probe, which would give the work
   // the probe's time to finish unseen.
@@ -357,6 +369,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
     outlived = std::chrono::duration<double>(Clock::now() - loop_end).count();
   }
   const double pace = paced ? popper_pace_end() : 0;
+  if (repetition) popper_turn_yield();  // the next process in turns times its repetition now
   const auto recheck_start = Clock::now();
   if (recheck) {
     recheck.refill(0x9e3779b97f4a7c15ULL);
@@ -551,6 +564,7 @@ inline int run_suite(int argc, char** argv, std::initializer_list<TierBackend> b
     }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  popper_turn_yield();  // set up and started: wait for this process's first turn
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   std::fprintf(stderr, "%s%.6f s\n", kRecheckSecondsLine, detail::recheck_seconds);

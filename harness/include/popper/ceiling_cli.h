@@ -37,6 +37,7 @@
 #include "popper/cache_evict.h"
 #include "popper/ceiling_count.h"
 #include "popper/pace.h"
+#include "popper/turns.h"
 
 #define CEILING_MAX_FILTERS 64
 
@@ -107,12 +108,14 @@ static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long
 static double ceiling_pace_seconds = 0; /* the last timed repetition's pace; 0 when not probed */
 
 /* Around a repetition a program times itself: on one thread, the pace
- * around it (popper/pace.h) goes to ceiling_pace_seconds for its row. */
+ * around it (popper/pace.h) goes to ceiling_pace_seconds for its row; after
+ * it, a process run in turns hands the CPUs on. */
 static inline void ceiling_pace_begin(const struct ceiling_args* a) {
   if (a->threads == 1) popper_pace_begin();
 }
 static inline void ceiling_pace_end(const struct ceiling_args* a) {
   ceiling_pace_seconds = a->threads == 1 ? popper_pace_end() : 0;
+  popper_turn_yield(); /* the next process run in turns times its repetition now (popper/turns.h) */
 }
 
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch
@@ -234,6 +237,7 @@ static int ceiling_open(int argc, char** argv, const char* program, int count, c
     }
     return 0;
   }
+  popper_turn_yield(); /* started: wait for this process's first turn (popper/turns.h) */
   return -1;
 }
 

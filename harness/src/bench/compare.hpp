@@ -20,6 +20,13 @@
 
 namespace popper::bench {
 
+// The repetitions' min time when none is given, one process after another
+// and in turns; in turns a process runs kRepetitionsInTurns repetitions
+// unless --reps says otherwise, as many timed seconds as one alone, in turns
+// short enough to follow the host's changes.
+inline constexpr double kMinTimeAlone = 0.2, kMinTimeInTurns = 0.05;
+inline constexpr int kRepetitionsInTurns = 4;
+
 struct CompareOptions {
   std::string source_dir = ".";
   std::string build_dir;                    // holds bin/
@@ -33,6 +40,11 @@ struct CompareOptions {
   int first_trial = 0;                                   // trial id of the first trial (re-measuring adds new ones)
   std::vector<std::pair<std::string, std::string>> env;  // set for every process (check --rerun: the baseline's)
   double min_time = 0.2;                                 // seconds per repetition (Google Benchmark)
+  // Each trial block's processes (one shape, thread count and cache mode) at
+  // once, taking turns on the same CPUs repetition by repetition
+  // (popper/turns.h, run_in_turns): the two sides of a ratio then meet the
+  // host's changing share of a core alike. false: one process after another.
+  bool turns = true;
   std::vector<int> cpus;  // every process pinned to the first `threads` of these (placement.hpp); empty: bench_cpus()
   // > 0: a trial after the first two starts only if it fits (trial_fits_budget);
   // the plan's estimate of a trial's length can be far off (vendor configurations).

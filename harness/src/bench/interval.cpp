@@ -39,6 +39,16 @@ double resampled_quantile(const std::vector<const std::vector<double>*>& groups,
   return quantile_of_sorted(pool, q);
 }
 
+// A trial whose two sides kept as many repetitions is judged on their pairs,
+// the k-th of one over the k-th of the other: run in turns, those two ran
+// next to each other (popper/turns.h). Empty otherwise.
+std::vector<double> repetition_ratios(const std::vector<double>& num, const std::vector<double>& den) {
+  std::vector<double> out;
+  if (num.size() != den.size()) return out;
+  for (std::size_t k = 0; k < num.size(); ++k) out.push_back(num[k] / den[k]);
+  return out;
+}
+
 // z with P(Z > z) = p for a standard normal, by bisection.
 double normal_upper_quantile(double p) {
   double lo = 0, hi = 40;
@@ -138,6 +148,11 @@ double student_t_upper(double t, double df) {
   return t >= 0 ? tail : 1 - tail;
 }
 
+double trial_ratio(const std::vector<double>& num, const std::vector<double>& den) {
+  const auto pairs = repetition_ratios(num, den);
+  return pairs.empty() ? median(num) / median(den) : median(pairs);
+}
+
 RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha, int resamples,
                              std::uint64_t seed, double q) {
   check_nonempty(num, "numerator");
@@ -173,14 +188,18 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   check_nonempty(den, "denominator");
   const auto gn = by_trial(num), gd = by_trial(den);
   std::vector<const std::vector<double>*> vn, vd;
-  std::vector<double> trial_logs;  // each shared trial's log ratio of medians
+  std::vector<std::vector<double>> pairs;  // each shared trial's repetition_ratios
+  std::vector<double> trial_logs;          // each shared trial's log ratio (trial_ratio)
   for (const auto& [t, v] : gn)
     if (auto it = gd.find(t); it != gd.end()) {
       vn.push_back(&v);
       vd.push_back(&it->second);
-      trial_logs.push_back(std::log(median(v) / median(it->second)));
+      pairs.push_back(repetition_ratios(v, it->second));
+      trial_logs.push_back(std::log(trial_ratio(v, it->second)));
     }
   if (vn.empty()) return ratio_interval(num, den, alpha, resamples, seed);  // no shared trial: unpaired
+  std::vector<const std::vector<double>*> vp;
+  for (const auto& p : pairs) vp.push_back(&p);
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::size_t> pick(0, vn.size() - 1);
   std::vector<double> logs, pool, drawn(vn.size());
@@ -188,7 +207,9 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
   for (int b = 0; b < resamples; ++b) {
     for (auto& d : drawn) {
       trial[0] = pick(rng);
-      d = std::log(resampled_quantile(vn, trial, 0.5, rng, pool) / resampled_quantile(vd, trial, 0.5, rng, pool));
+      d = pairs[trial[0]].empty()
+              ? std::log(resampled_quantile(vn, trial, 0.5, rng, pool) / resampled_quantile(vd, trial, 0.5, rng, pool))
+              : std::log(resampled_quantile(vp, trial, 0.5, rng, pool));
     }
     logs.push_back(median(drawn));
   }
@@ -225,7 +246,7 @@ TrialRatioSpan trial_ratio_span(const TrialSamples& num, const TrialSamples& den
   std::vector<TrialRatioSpan::Ratio> r;
   for (const auto& [t, v] : gn)
     if (auto it = gd.find(t); it != gd.end() && !v.empty() && !it->second.empty())
-      r.push_back({median(v) / median(it->second), t});
+      r.push_back({trial_ratio(v, it->second), t});
   if (r.empty()) return {};
   std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.ratio < b.ratio; });
   const int n = static_cast<int>(r.size());

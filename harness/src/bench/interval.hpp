@@ -38,13 +38,19 @@ struct TrialSamples {
 };
 
 struct RatioInterval {
-  double ratio = 0;  // median(num) / median(den) over all samples; paired: the median per-trial ratio
+  double ratio = 0;  // median(num) / median(den) over all samples; paired: the median trial_ratio
   double lo = 0, hi = 0;
   double log_se = 0;                          // bootstrap standard error of log(ratio) (robust: half the central 68%)
   double log_se_below = 0, log_se_above = 0;  // one side each, from lo and hi (see above)
   int df = 0;
   bool testable() const { return df >= 1 && log_se > 0; }
 };
+
+// One trial's ratio of its two sides' samples: the median of the ratios of
+// their repetitions in order, the k-th over the k-th, when both sides kept as
+// many (run in turns, the k-th of each ran next to the other: popper/turns.h);
+// else median(num) / median(den).
+double trial_ratio(const std::vector<double>& num, const std::vector<double>& den);
 
 // `q` other than 0.5: the ratio of the q-quantiles instead (the check judges
 // lower quartiles: check.hpp says why).
@@ -55,7 +61,7 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
                                     int resamples = 2000, std::uint64_t seed = 1);
 
 // Distribution-free interval of the median per-trial ratio: r_t =
-// median(num in trial t) / median(den in trial t) over the n trials both sides
+// trial_ratio(num in trial t, den in trial t) over the n trials both sides
 // share, sorted; [r_(k), r_(n+1-k)] for the largest k with
 // P(Binomial(n, 1/2) < k) <= alpha/2 (the sign test's interval; below 6
 // trials at alpha 0.05 no k qualifies and it is [min, max]). The bootstrap of

@@ -70,6 +70,7 @@ TrialPlan plan_trials(const CompareOptions& co, const TrialRequest& request) {
   else if (reps > 0) plan.trials = std::min(reps, std::max(plan.needed, 2));
   else plan.trials = plan.needed;
   if (reps > 0) plan.reps_per_trial = (reps + plan.trials - 1) / plan.trials;
+  else if (co.turns) plan.reps_per_trial = kRepetitionsInTurns;
   if (trials == 0 && reps == 0) {
     // About (1 + reps) x min_time per process, for every step of a trial.
     const double per_trial = 1.3 * (1 + plan.reps_per_trial) * std::max(co.min_time, 0.05) *

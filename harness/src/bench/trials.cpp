@@ -1,6 +1,7 @@
 #include "bench/trials.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
@@ -91,28 +92,92 @@ void TrialRunner::add(std::vector<BenchRow> got, int trial, double pace, double 
   merge_rows(rows_, got);
 }
 
-void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, const std::string& precision, int trial) {
-  std::vector<std::string> argv = {
-      bin_ + "ceiling_" + s.ceiling, "--shape",    s.shape,  "--reps", std::to_string(opt_.reps_per_trial), "--threads",
-      std::to_string(s.threads),     "--min-time", min_time_};
-  if (!precision.empty()) argv.insert(argv.end(), {"--precision", precision});
-  if (s.cache == CacheMode::Cold) argv.insert(argv.end(), {"--cache", "cold"});
-  // The configuration's variables win over the run's timing environment.
-  auto env = cfg.env_set(s.threads);
-  const auto unset = cfg.env_unset();
-  for (const auto& kv : opt_.env) {
-    const bool overridden = std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == kv.first; }) ||
-                            std::find(unset.begin(), unset.end(), kv.first) != unset.end();
-    if (!overridden) env.push_back(kv);
-  }
+// One process of a step: a suite row, or a ceiling program under one
+// configuration for one precision ("": every precision it measures).
+struct TrialRunner::Process {
+  std::size_t step = 0;
+  const VendorConfig* cfg = nullptr;  // a ceiling's configuration
+  std::string precision;
+  std::string json_path;  // a suite's Google Benchmark JSON
+  Launch launch;
+};
+
+std::vector<TrialRunner::Process> TrialRunner::processes_of(std::size_t step, bool split_precisions) const {
+  const Step& s = steps_[step];
   const std::vector<int> cpus = cpus_for(cpus_, s.threads);
-  const PaceMeter pace(cpus, host_timed(fam_, Tier::Ceiling));
-  const StealMeter steal(cpus);
-  const auto r = run_process(argv, env, unset, step_timeout_, cpus);
-  steal_.add(Tier::Ceiling, s.threads, steal.fraction());
-  const double paced = pace.seconds(), linked = pace.link_seconds();
+  std::vector<Process> out;
+  if (s.tier != Tier::Ceiling) {
+    const std::string name = format_bench_name({fam_.family, s.tier, s.shape, s.precision, s.threads, s.cache});
+    Process p{step, nullptr, s.precision, popper::make_temp_file("popper-gbench"), {}};
+    if (p.json_path.empty()) throw Error("cannot create a temporary file");
+    p.launch = {
+        {bin_ + fam_.executable,
+         "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
+         "--benchmark_repetitions=" + std::to_string(opt_.reps_per_trial), "--benchmark_report_aggregates_only=false",
+         "--benchmark_min_time=" + min_time_, "--benchmark_out=" + p.json_path, "--benchmark_out_format=json"},
+        suite_env_,
+        {},
+        cpus};
+    out.push_back(std::move(p));
+    return out;
+  }
+  for (const VendorConfig* cfg : plan_.runnable(s.ceiling)) {
+    const auto precision = ceiling_precision(s, cfg->backend(), opt_.rows);
+    if (!precision) continue;
+    // The configuration's variables win over the run's timing environment.
+    auto env = cfg->env_set(s.threads);
+    const auto unset = cfg->env_unset();
+    for (const auto& kv : opt_.env) {
+      const bool overridden = std::any_of(env.begin(), env.end(), [&](const auto& e) { return e.first == kv.first; }) ||
+                              std::find(unset.begin(), unset.end(), kv.first) != unset.end();
+      if (!overridden) env.push_back(kv);
+    }
+    // In turns, a program that times every precision would time the second
+    // after the suites' rows of it had ended: one process per precision.
+    std::vector<std::string> precisions{*precision};
+    if (precision->empty() && split_precisions) precisions = opt_.precisions;
+    for (const std::string& p : precisions) {
+      std::vector<std::string> argv = {bin_ + "ceiling_" + s.ceiling,
+                                       "--shape",
+                                       s.shape,
+                                       "--reps",
+                                       std::to_string(opt_.reps_per_trial),
+                                       "--threads",
+                                       std::to_string(s.threads),
+                                       "--min-time",
+                                       min_time_};
+      if (!p.empty()) argv.insert(argv.end(), {"--precision", p});
+      if (s.cache == CacheMode::Cold) argv.insert(argv.end(), {"--cache", "cold"});
+      out.push_back({step, cfg, p, "", {std::move(argv), env, unset, cpus}});
+    }
+  }
+  return out;
+}
+
+void TrialRunner::ingest(const Process& p, const ProcessResult& r, int trial, double pace, double link) {
+  const Step& s = steps_[p.step];
+  current_step_ = p.step;
+  if (!p.cfg) {
+    const std::string name = format_bench_name({fam_.family, s.tier, s.shape, s.precision, s.threads, s.cache});
+    std::ifstream in(p.json_path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    ::unlink(p.json_path.c_str());
+    if (!r.ok()) {
+      say("warning: " + fam_.executable + " " + name + " failed: " + r.describe() + timeout_text(r) + "; row left out");
+      return;
+    }
+    if (const auto at = r.err.rfind(kRecheckSecondsLine); at != std::string::npos)
+      recheck_seconds_ += std::strtod(r.err.c_str() + at + std::strlen(kRecheckSecondsLine), nullptr);
+    auto got = rows_from_gbench_json(ss.str(), fam_.executable + " " + name, fam_.work_unit);
+    if (got.empty()) say("warning: " + fam_.executable + " produced no row for " + name);
+    for (const auto& g : got)
+      if (g.verdict.failed()) say("warning: " + name + ": " + g.verdict.label);
+    add(std::move(got), trial, pace, link);
+    return;
+  }
   if (!r.ok()) {
-    say("warning: ceiling_" + s.ceiling + " under " + cfg.setting() + " failed: " + r.describe() + timeout_text(r) +
+    say("warning: ceiling_" + s.ceiling + " under " + p.cfg->setting() + " failed: " + r.describe() + timeout_text(r) +
         "; its rows are left out");
     return;
   }
@@ -125,45 +190,39 @@ void TrialRunner::run_ceiling(const Step& s, const VendorConfig& cfg, const std:
   auto got = rows_from_ceiling_csv(r.out, "ceiling_" + s.ceiling);
   std::erase_if(got, [&](const BenchRow& g) {  // a program may measure more than it was asked
     return std::find(opt_.precisions.begin(), opt_.precisions.end(), g.key.precision) == opt_.precisions.end() ||
-           (!precision.empty() && g.key.precision != precision);
+           (!p.precision.empty() && g.key.precision != p.precision);
   });
   for (auto& g : got) {
     g.work_unit = fam_.work_unit;
     g.key.cache_mode = std::string(to_string(s.cache));  // the ceiling CSV has no cache column: the mode asked for
   }
-  add(std::move(got), trial, paced, linked);
+  add(std::move(got), trial, pace, link);
 }
 
-void TrialRunner::run_suite(const Step& s, int trial) {
-  const std::string name = format_bench_name({fam_.family, s.tier, s.shape, s.precision, s.threads, s.cache});
-  const std::string json_path = popper::make_temp_file("popper-gbench");
-  if (json_path.empty()) throw Error("cannot create a temporary file");
-  const std::vector<int> cpus = cpus_for(cpus_, s.threads);
-  const PaceMeter pace(cpus, host_timed(fam_, s.tier));
-  const StealMeter steal(cpus);
-  const auto r = run_process(
-      {bin_ + fam_.executable,
-       "--benchmark_filter=^" + regex_escape(name) + "(/iterations:[0-9]+)?(/real_time|/manual_time)?$",
-       "--benchmark_repetitions=" + std::to_string(opt_.reps_per_trial), "--benchmark_report_aggregates_only=false",
-       "--benchmark_min_time=" + min_time_, std::string("--benchmark_out=") + json_path, "--benchmark_out_format=json"},
-      suite_env_, {}, step_timeout_, cpus);
+void TrialRunner::run_alone(const Process& p, int trial) {
+  const Step& s = steps_[p.step];
+  const PaceMeter pace(p.launch.cpus, host_timed(fam_, s.tier));
+  const StealMeter steal(p.launch.cpus);
+  const auto r = run_process(p.launch.argv, p.launch.env_set, p.launch.env_unset, step_timeout_, p.launch.cpus);
   steal_.add(s.tier, s.threads, steal.fraction());
   const double paced = pace.seconds(), linked = pace.link_seconds();
-  std::ifstream in(json_path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  ::unlink(json_path.c_str());
-  if (!r.ok()) {
-    say("warning: " + fam_.executable + " " + name + " failed: " + r.describe() + timeout_text(r) + "; row left out");
-    return;
+  ingest(p, r, trial, paced, linked);
+}
+
+void TrialRunner::run_together(const std::vector<Process>& ps, int trial) {
+  const Step& first = steps_[ps.front().step];
+  const StealMeter steal(ps.front().launch.cpus);
+  std::vector<Launch> launches;
+  for (const auto& p : ps) launches.push_back(p.launch);
+  const auto results = run_in_turns(launches, step_timeout_ * static_cast<double>(ps.size()));
+  const double stolen = steal.fraction();
+  // No pace or link of their own: a probe around the turns reads all the
+  // processes alike, and each met the host's changes as the others did. A
+  // 1-thread row's probes around each repetition still judge it.
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    steal_.add(steps_[ps[i].step].tier, first.threads, stolen);
+    ingest(ps[i], results[i], trial, -1, -1);
   }
-  if (const auto at = r.err.rfind(kRecheckSecondsLine); at != std::string::npos)
-    recheck_seconds_ += std::strtod(r.err.c_str() + at + std::strlen(kRecheckSecondsLine), nullptr);
-  auto got = rows_from_gbench_json(ss.str(), fam_.executable + " " + name, fam_.work_unit);
-  if (got.empty()) say("warning: " + fam_.executable + " produced no row for " + name);
-  for (const auto& g : got)
-    if (g.verdict.failed()) say("warning: " + name + ": " + g.verdict.label);
-  add(std::move(got), trial, paced, linked);
 }
 
 bool step_times_any(const Step& s, const std::vector<BenchKey>& rows) {
@@ -212,13 +271,23 @@ std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector
   return order;
 }
 
-// One pass over the steps `which` (indices into steps_), in the trial's order.
+// One pass over the steps `which` (indices into steps_), in the trial's order:
+// a block's steps (one shape, thread count and cache mode) in turns when
+// opt_.turns holds, else one process after another.
 void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std::size_t> which) {
   which = trial_order(steps_, std::move(which), opt_.order_seed + static_cast<std::uint64_t>(trial));
-  for (std::size_t at = 0; at < which.size(); ++at) {
-    const Step& s = steps_[which[at]];
+  for (std::size_t at = 0; at < which.size();) {
+    std::size_t end = at + 1;
+    const auto block_of = [&](std::size_t i) {
+      const Step& x = steps_[which[i]];
+      return std::tie(x.shape, x.threads, x.cache);
+    };
+    if (opt_.turns)
+      while (end < which.size() && block_of(end) == block_of(at)) ++end;
+    const std::size_t count = end - at;
     const double now = elapsed();
-    if (opt_.budget_seconds > 0 && done_ > 0 && now + now / static_cast<double>(done_) > opt_.budget_seconds) {
+    if (opt_.budget_seconds > 0 && done_ > 0 &&
+        now + now / static_cast<double>(done_) * static_cast<double>(count) > opt_.budget_seconds) {
       say("budget: " + label + " stops after " + std::to_string(at) + " of " + std::to_string(which.size()) +
           " steps (" + duration_text(now) + " of the " + duration_text(opt_.budget_seconds) +
           " budget spent); the steps left are not run in it");
@@ -228,25 +297,29 @@ void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std
     const std::string eta = done_ ? fmt::format(", ~{} remaining", duration_text(now / static_cast<double>(done_) *
                                                                                  static_cast<double>(total_ - done_)))
                                   : "";
-    std::vector<std::pair<const VendorConfig*, std::string>> ceiling_runs;  // configuration, precision
-    if (s.tier == Tier::Ceiling)
-      for (const VendorConfig* cfg : plan_.runnable(s.ceiling))
-        if (const auto precision = ceiling_precision(s, cfg->backend(), opt_.rows))
-          ceiling_runs.emplace_back(cfg, *precision);
-    std::string precision = s.precision;
-    for (const auto& run : ceiling_runs)
-      precision =
-          run.second.empty() || (!precision.empty() && precision != run.second) ? "every precision" : run.second;
-    say(fmt::format("[{}, {}/{}] {} {} {} threads:{}{} {}{} — elapsed {}{}", label, done_ + 1, total_, fam_.family,
-                    s.shape, precision, s.threads, s.cache == CacheMode::Cold ? " cold" : "", tier_text(s.tier),
-                    s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : "", duration_text(now), eta));
-    current_step_ = which[at];
-    if (s.tier == Tier::Ceiling) {
-      for (const auto& [cfg, p] : ceiling_runs) run_ceiling(s, *cfg, p, trial);
-    } else {
-      run_suite(s, trial);
+    std::vector<Process> ps;
+    std::vector<std::string> what;
+    for (std::size_t i = at; i < end; ++i) {
+      auto mine = processes_of(which[i], count > 1);
+      const Step& s = steps_[which[i]];
+      std::string precision = s.precision;
+      for (const auto& p : mine)
+        precision =
+            p.precision.empty() || (!precision.empty() && precision != p.precision) ? "every precision" : p.precision;
+      what.push_back(
+          fmt::format("{} {}{}", tier_text(s.tier), precision, s.tier == Tier::Ceiling ? " (" + s.ceiling + ")" : ""));
+      for (auto& p : mine) ps.push_back(std::move(p));
     }
-    ++done_;
+    const Step& s = steps_[which[at]];
+    const std::string range = count > 1 ? fmt::format("{}-{}", done_ + 1, done_ + count) : fmt::format("{}", done_ + 1);
+    say(fmt::format("[{}, {}/{}] {} {} threads:{}{} {}{} — elapsed {}{}", label, range, total_, fam_.family, s.shape,
+                    s.threads, s.cache == CacheMode::Cold ? " cold" : "",
+                    ps.size() > 1 && count > 1 ? "in turns: " : "", fmt::join(what, ", "), duration_text(now), eta));
+    if (ps.size() > 1 && count > 1) run_together(ps, trial);
+    else
+      for (const auto& p : ps) run_alone(p, trial);
+    done_ += count;
+    at = end;
   }
 }
 

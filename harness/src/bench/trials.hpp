@@ -94,9 +94,13 @@ class TrialRunner {
   std::string timeout_text(const ProcessResult& r) const;  // empty unless r timed out
   // pace, link < 0: unknown; link 0: one CPU (pace.hpp)
   void add(std::vector<BenchRow> got, int trial, double pace, double link);
-  // precision "": every precision the program measures
-  void run_ceiling(const Step& s, const VendorConfig& cfg, const std::string& precision, int trial);
-  void run_suite(const Step& s, int trial);
+  struct Process;  // one process of a step (trials.cpp)
+  // A ceiling step's processes split "every precision" into one each when `split_precisions`.
+  std::vector<Process> processes_of(std::size_t step, bool split_precisions) const;
+  void ingest(const Process& p, const ProcessResult& r, int trial, double pace, double link);
+  void run_alone(const Process& p, int trial);
+  // At once, in turns on the same CPUs (run_in_turns); the steal metered for all.
+  void run_together(const std::vector<Process>& ps, int trial);
   void run_trial(int trial, const std::string& label, std::vector<std::size_t> which);
 
   const CompareOptions& opt_;

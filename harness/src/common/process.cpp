@@ -3,8 +3,11 @@
 // child only calls async-signal-safe functions: safe from threaded callers.
 #include "common/process.hpp"
 #include "popper/runtime_paths.hpp"
+#include "popper/turns.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -12,9 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <thread>
 
 namespace popper {
@@ -64,13 +69,23 @@ std::string ProcessResult::describe() const {
   return "exit " + std::to_string(exit_code);
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv,
-                          const std::vector<std::pair<std::string, std::string>>& env_set,
-                          const std::vector<std::string>& env_unset, double timeout_seconds,
-                          const std::vector<int>& cpus) {
-  ProcessResult r;
-  if (argv.empty()) return r;
-  // The child's environment: ours, minus env_unset, with env_set applied.
+namespace {
+
+// Everything execve needs, built before fork: the child calls only
+// async-signal-safe functions.
+struct Prepared {
+  std::string program;
+  std::vector<std::string> arg_strings, env_strings;
+  std::vector<char*> args, envp;
+  cpu_set_t affinity;
+  bool pin = false;
+};
+
+// The child's environment: ours, minus env_unset, with env_set applied.
+std::unique_ptr<Prepared> prepare(const std::vector<std::string>& argv,
+                                  const std::vector<std::pair<std::string, std::string>>& env_set,
+                                  const std::vector<std::string>& env_unset, const std::vector<int>& cpus) {
+  auto p = std::make_unique<Prepared>();
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string kv = *e;
@@ -79,43 +94,79 @@ ProcessResult run_process(const std::vector<std::string>& argv,
   }
   for (const auto& name : env_unset) env.erase(name);
   for (const auto& [k, v] : env_set) env[k] = v;
-  std::vector<std::string> env_strings;
-  env_strings.reserve(env.size());
-  for (const auto& [k, v] : env) env_strings.push_back(fmt::format("{}={}", k, v));
-  std::vector<char*> envp;
-  envp.reserve(env_strings.size() + 1);
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  const std::string program = resolve_program(argv[0]);
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  p->env_strings.reserve(env.size());
+  for (const auto& [k, v] : env) p->env_strings.push_back(fmt::format("{}={}", k, v));
+  for (auto& e : p->env_strings) p->envp.push_back(e.data());
+  p->envp.push_back(nullptr);
+  p->program = resolve_program(argv[0]);
+  p->arg_strings = argv;
+  for (auto& a : p->arg_strings) p->args.push_back(a.data());
+  p->args.push_back(nullptr);
+  CPU_ZERO(&p->affinity);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &p->affinity);
+  p->pin = !cpus.empty();
+  return p;
+}
 
+// fork + execve with stdout and stderr to out_fd and err_fd; `keep_fd` (>= 0)
+// stays open across execve. Returns the pid, or -1.
+pid_t spawn(const Prepared& p, int out_fd, int err_fd, int keep_fd = -1) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  if (p.pin && ::sched_setaffinity(0, sizeof p.affinity, &p.affinity) != 0) {
+    const char msg[] = "cannot pin to the requested CPUs\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(126);
+  }
+  if (keep_fd >= 0) ::fcntl(keep_fd, F_SETFD, 0);
+  ::execve(p.program.c_str(), p.args.data(), p.envp.data());
+  const char msg[] = "exec failed\n";
+  (void)!::write(2, msg, sizeof msg - 1);
+  ::_exit(127);
+}
+
+void set_status(ProcessResult& r, int status) {
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+    r.exit_code = 128 + r.signal;
+  }
+}
+
+void reap(pid_t pid, ProcessResult& r) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  set_status(r, status);
+}
+
+// Captured output: read back and closed.
+void collect(ProcessResult& r, int out_fd, int err_fd) {
+  r.out = slurp_fd(out_fd);
+  r.err = slurp_fd(err_fd);
+  ::close(out_fd);
+  ::close(err_fd);
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv,
+                          const std::vector<std::pair<std::string, std::string>>& env_set,
+                          const std::vector<std::string>& env_unset, double timeout_seconds,
+                          const std::vector<int>& cpus) {
+  ProcessResult r;
+  if (argv.empty()) return r;
+  const auto prepared = prepare(argv, env_set, env_unset, cpus);
   const int out_fd = temp_fd(), err_fd = temp_fd();
   if (out_fd < 0 || err_fd < 0) {
     if (out_fd >= 0) ::close(out_fd);
     if (err_fd >= 0) ::close(err_fd);
     return r;
   }
-  cpu_set_t affinity;
-  CPU_ZERO(&affinity);
-  for (int c : cpus)
-    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &affinity);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    if (!cpus.empty() && ::sched_setaffinity(0, sizeof affinity, &affinity) != 0) {
-      const char msg[] = "cannot pin to the requested CPUs\n";
-      (void)!::write(2, msg, sizeof msg - 1);
-      ::_exit(126);
-    }
-    ::execve(program.c_str(), args.data(), envp.data());
-    const char msg[] = "exec failed\n";
-    (void)!::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
+  const pid_t pid = spawn(*prepared, out_fd, err_fd);
   if (pid < 0) {
     ::close(out_fd);
     ::close(err_fd);
@@ -140,16 +191,92 @@ ProcessResult run_process(const std::vector<std::string>& argv,
     while (::waitpid(pid, &status, 0) < 0) {
     }
   }
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) {
-    r.signal = WTERMSIG(status);
-    r.exit_code = 128 + r.signal;
-  }
-  r.out = slurp_fd(out_fd);
-  r.err = slurp_fd(err_fd);
-  ::close(out_fd);
-  ::close(err_fd);
+  set_status(r, status);
+  collect(r, out_fd, err_fd);
   return r;
+}
+
+std::vector<ProcessResult> run_in_turns(const std::vector<Launch>& launches, double timeout_seconds) {
+  struct Member {
+    int out_fd = -1, err_fd = -1, sock = -1;  // sock: our end of its turns socket
+    pid_t pid = -1;
+    bool alive = false;
+  };
+  std::vector<ProcessResult> results(launches.size());
+  std::vector<Member> m(launches.size());
+  auto start = [&](std::size_t i) {
+    if (launches[i].argv.empty()) return;
+    int pair[2];
+    m[i].out_fd = temp_fd();
+    m[i].err_fd = temp_fd();
+    if (m[i].out_fd < 0 || m[i].err_fd < 0 || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      for (int fd : {m[i].out_fd, m[i].err_fd})
+        if (fd >= 0) ::close(fd);
+      m[i].out_fd = m[i].err_fd = -1;
+      return;
+    }
+    auto env = launches[i].env_set;
+    env.emplace_back(POPPER_TURNS_ENV, std::to_string(pair[1]));
+    const auto prepared = prepare(launches[i].argv, env, launches[i].env_unset, launches[i].cpus);
+    m[i].pid = spawn(*prepared, m[i].out_fd, m[i].err_fd, pair[1]);
+    ::close(pair[1]);
+    m[i].sock = pair[0];
+    m[i].alive = m[i].pid > 0;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  bool expired = false;
+  // Waits for member i to yield: true, or to exit: false (reaped). Past the
+  // deadline every member still alive is killed.
+  auto until_yield = [&](std::size_t i) {
+    for (;;) {
+      int wait_ms = -1;
+      if (timeout_seconds > 0) {
+        const auto left = deadline - std::chrono::steady_clock::now();
+        wait_ms = static_cast<int>(
+            std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1));
+      }
+      pollfd pfd{m[i].sock, POLLIN, 0};
+      const int n = ::poll(&pfd, 1, wait_ms);
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) {
+        expired = true;
+        return false;
+      }
+      char byte = 0;
+      const ssize_t got = ::recv(m[i].sock, &byte, 1, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got == 1) return true;
+      m[i].alive = false;  // it exited (or closed its end): it leaves the round
+      reap(m[i].pid, results[i]);
+      return false;
+    }
+  };
+  // One at a time up to its first yield: a program that never yields (no
+  // turns in it) then runs alone to its end, as it would outside turns.
+  for (std::size_t i = 0; i < m.size() && !expired; ++i) {
+    start(i);
+    if (m[i].alive) until_yield(i);
+  }
+  for (std::size_t i = 0; !expired;) {
+    std::size_t alive = 0;
+    for (const auto& x : m) alive += x.alive;
+    if (alive == 0) break;
+    while (!m[i].alive) i = (i + 1) % m.size();
+    const char go = 'g';
+    if (::send(m[i].sock, &go, 1, MSG_NOSIGNAL) == 1) until_yield(i);
+    else if (!expired) until_yield(i);  // it closed its end: wait for its exit
+    i = (i + 1) % m.size();
+  }
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i].alive) {
+      ::kill(m[i].pid, SIGKILL);
+      reap(m[i].pid, results[i]);
+      results[i].timed_out = true;
+    }
+    if (m[i].sock >= 0) ::close(m[i].sock);
+    if (m[i].out_fd >= 0) collect(results[i], m[i].out_fd, m[i].err_fd);
+  }
+  return results;
 }
 
 }  // namespace popper
