@@ -203,7 +203,8 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
 }
 
 // Rule: a group is measured again only while its estimate is within
-// max_trials; a round adds 1.5 times the trials the estimate lacks, more when
+// max_trials, or while it was judged on fewer trials than a look decides on
+// (8 at 0.05 / 4: six trials' estimate is noise); a round adds 1.5 times the trials the estimate lacks, more when
 // trials were set aside, never more than max_trials; the last round takes the
 // group to max_trials; there are at most kClaimLooks - 1 rounds.
 TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
@@ -220,17 +221,21 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   how.started = std::chrono::steady_clock::now();
   pb::BenchTable t;
   t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
-  auto judged = [&](pb::ClaimVerdict verdict, double to_decide, int set_aside = 0) {
+  auto judged = [&](pb::ClaimVerdict verdict, double to_decide, int set_aside = 0, int trials = 6) {
     return [=, key = t.rows[0].key](const pb::BenchTable&, double) {
       pb::ClaimResult c;
       c.verdict = verdict;
-      c.inconclusive_groups = {{"a", "f32", 1, 6, to_decide, {key}, set_aside}};
+      c.inconclusive_groups = {{"a", "f32", 1, trials, to_decide, {key}, set_aside}};
       return std::vector<pb::ClaimResult>{c};
     };
   };
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1);  // beyond what a group may take
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, 8);  // beyond what a group may take
   EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_TRUE(rounds.empty());
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 1e9);  // on 6 trials: measured, up to max_trials
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(rounds, (std::vector<int>{96, 96, 92})) << "at most 96 a round; the last takes it to 96";
+  rounds.clear();
   how.judge = judged(pb::ClaimVerdict::NotMet, 7);  // a failing group already decided the claim
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_TRUE(rounds.empty());
@@ -249,7 +254,7 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
     claims[0].id = "BENCH-GEMM-001", claims[1].id = "BENCH-GEMM-002";
     claims[0].verdict = claims[1].verdict = pb::ClaimVerdict::Inconclusive;
     claims[0].inconclusive_groups = {{"a", "f32", 1, 6, 9.2, {key}, 0}};
-    claims[1].inconclusive_groups = {{"a", "f32", 1, 6, 200, {key}, 0}};
+    claims[1].inconclusive_groups = {{"a", "f32", 1, 8, 200, {key}, 0}};
     return claims;
   };
   pb::judge_claims_remeasuring(t, fam, nullptr, how);

@@ -11,6 +11,7 @@
 #include "bench/compare.hpp"
 #include "bench/gate.hpp"
 #include "bench/ingest.hpp"
+#include "bench/interval.hpp"
 #include "bench/machine.hpp"
 #include "bench/plausibility.hpp"
 
@@ -135,6 +136,7 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     return claims;
   };
   auto claims = judge();
+  const int fewest = sign_test_trials(0, kLookAlpha);
   for (int look = 2; look <= kClaimLooks; ++look) {
     // The rows to measure, by the trials that decide the group and the
     // trials it lacks (both rounded up to a multiple of 4): each group gets
@@ -148,16 +150,21 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
         for (const auto& g : c.inconclusive_groups) {
-          if (g.trials_to_decide > how.max_trials || g.rows.empty()) {
+          // Judged on fewer trials than a look decides on, a group's estimate
+          // of the trials it needs is noise (a median of six sat at the
+          // threshold): it is measured again, never left as beyond reach.
+          const double to_decide = g.trials < fewest ? std::min(g.trials_to_decide, static_cast<double>(how.max_trials))
+                                                     : g.trials_to_decide;
+          if (to_decide > how.max_trials || g.rows.empty()) {
             beyond.insert(c.id + " " + g.name());
             continue;
           }
           again.insert(g.name());
-          const double goal = look == kClaimLooks ? how.max_trials : kRoundMargin * g.trials_to_decide;
+          const double goal = look == kClaimLooks ? how.max_trials : kRoundMargin * to_decide;
           const double kept = g.trials > 0 ? static_cast<double>(g.trials) / (g.trials + g.set_aside) : 1.0;
           int lacking = static_cast<int>(std::ceil((goal - g.trials) / kept));
           lacking = lacking <= 2 ? 2 : std::min(up4(lacking), how.max_trials);
-          batches[{up4(g.trials_to_decide), lacking}].insert(g.rows.begin(), g.rows.end());
+          batches[{up4(to_decide), lacking}].insert(g.rows.begin(), g.rows.end());
         }
     if (!beyond.empty() && how.progress)
       how.progress(
