@@ -150,11 +150,12 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
         for (const auto& g : c.inconclusive_groups) {
-          // Judged on fewer trials than a look decides on, a group's estimate
-          // of the trials it needs is noise (a median of six sat at the
-          // threshold): it is measured again, never left as beyond reach.
-          const double to_decide = g.trials < fewest ? std::min(g.trials_to_decide, static_cast<double>(how.max_trials))
-                                                     : g.trials_to_decide;
+          // Judged on fewer trials than a look decides on, a group whose
+          // estimate is beyond reach is not left: six trials' median at the
+          // threshold is noise. It is measured to as many as a look decides
+          // on, and estimated again.
+          const double to_decide =
+              g.trials < fewest && g.trials_to_decide > how.max_trials ? fewest : g.trials_to_decide;
           if (to_decide > how.max_trials || g.rows.empty()) {
             beyond.insert(c.id + " " + g.name());
             continue;
