@@ -14,7 +14,8 @@
  * once before its first repetition and once after each timed repetition
  * (popper/bench.hpp measure, popper/ceiling_cli.h ceiling_pace_end). Unset,
  * or once the runner is gone, it returns at once. Header-only, C11 and C++;
- * Linux (elsewhere it does nothing). */
+ * Linux (elsewhere it does nothing). In C it needs _DEFAULT_SOURCE (syscall,
+ * nanosleep), which popper/ceiling_cli.h, included first, defines. */
 #ifndef POPPER_TURNS_H
 #define POPPER_TURNS_H
 

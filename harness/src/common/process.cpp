@@ -225,8 +225,8 @@ std::vector<ProcessResult> run_in_turns(const std::vector<Launch>& launches, dou
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   bool expired = false;
-  // Waits for member i to yield: true, or to exit: false (reaped). Past the
-  // deadline every member still alive is killed.
+  // Waits for member i to yield, or to exit (then reaped). Past the deadline
+  // it stops, and every member still alive is killed below.
   auto until_yield = [&](std::size_t i) {
     for (;;) {
       int wait_ms = -1;
@@ -240,15 +240,15 @@ std::vector<ProcessResult> run_in_turns(const std::vector<Launch>& launches, dou
       if (n < 0 && errno == EINTR) continue;
       if (n == 0) {
         expired = true;
-        return false;
+        return;
       }
       char byte = 0;
       const ssize_t got = ::recv(m[i].sock, &byte, 1, 0);
       if (got < 0 && errno == EINTR) continue;
-      if (got == 1) return true;
+      if (got == 1) return;
       m[i].alive = false;  // it exited (or closed its end): it leaves the round
       reap(m[i].pid, results[i]);
-      return false;
+      return;
     }
   };
   // One at a time up to its first yield: a program that never yields (no
@@ -263,8 +263,8 @@ std::vector<ProcessResult> run_in_turns(const std::vector<Launch>& launches, dou
     if (alive == 0) break;
     while (!m[i].alive) i = (i + 1) % m.size();
     const char go = 'g';
-    if (::send(m[i].sock, &go, 1, MSG_NOSIGNAL) == 1) until_yield(i);
-    else if (!expired) until_yield(i);  // it closed its end: wait for its exit
+    (void)::send(m[i].sock, &go, 1, MSG_NOSIGNAL);  // one that closed its end shows it by its exit below
+    until_yield(i);
     i = (i + 1) % m.size();
   }
   for (std::size_t i = 0; i < m.size(); ++i) {
