@@ -39,7 +39,7 @@ struct CompareOptions {
   std::uint64_t order_seed = 20261123;                   // shuffles the step order of each trial
   int first_trial = 0;                                   // trial id of the first trial (re-measuring adds new ones)
   std::vector<std::pair<std::string, std::string>> env;  // set for every process (check --rerun: the baseline's)
-  double min_time = 0.2;                                 // seconds per repetition (Google Benchmark)
+  double min_time = kMinTimeAlone;                       // seconds per repetition (Google Benchmark)
   // Each trial block's processes (one shape, thread count and cache mode) at
   // once, taking turns on the same CPUs repetition by repetition
   // (popper/turns.h, run_in_turns): the two sides of a ratio then meet the

@@ -49,6 +49,11 @@ std::vector<double> repetition_ratios(const std::vector<double>& num, const std:
   return out;
 }
 
+// trial_ratio, given the trial's repetition_ratios.
+double trial_ratio(const std::vector<double>& pairs, const std::vector<double>& num, const std::vector<double>& den) {
+  return pairs.empty() ? median(num) / median(den) : median(pairs);
+}
+
 // z with P(Z > z) = p for a standard normal, by bisection.
 double normal_upper_quantile(double p) {
   double lo = 0, hi = 40;
@@ -149,8 +154,7 @@ double student_t_upper(double t, double df) {
 }
 
 double trial_ratio(const std::vector<double>& num, const std::vector<double>& den) {
-  const auto pairs = repetition_ratios(num, den);
-  return pairs.empty() ? median(num) / median(den) : median(pairs);
+  return trial_ratio(repetition_ratios(num, den), num, den);
 }
 
 RatioInterval ratio_interval(const TrialSamples& num, const TrialSamples& den, double alpha, int resamples,
@@ -195,7 +199,7 @@ RatioInterval paired_ratio_interval(const TrialSamples& num, const TrialSamples&
       vn.push_back(&v);
       vd.push_back(&it->second);
       pairs.push_back(repetition_ratios(v, it->second));
-      trial_logs.push_back(std::log(trial_ratio(v, it->second)));
+      trial_logs.push_back(std::log(trial_ratio(pairs.back(), v, it->second)));
     }
   if (vn.empty()) return ratio_interval(num, den, alpha, resamples, seed);  // no shared trial: unpaired
   std::vector<const std::vector<double>*> vp;

@@ -255,11 +255,16 @@ std::vector<Step> steps_that_run(std::vector<Step> steps, const CeilingPlan& pla
   return steps;
 }
 
+namespace {
+// A trial's block: the steps of one shape, thread count and cache mode.
+std::tuple<std::string, int, CacheMode> block_of(const Step& s) { return {s.shape, s.threads, s.cache}; }
+}  // namespace
+
 std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector<std::size_t> which,
                                      std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::map<std::tuple<std::string, int, CacheMode>, std::vector<std::size_t>> by_block;
-  for (const std::size_t i : which) by_block[{steps[i].shape, steps[i].threads, steps[i].cache}].push_back(i);
+  for (const std::size_t i : which) by_block[block_of(steps[i])].push_back(i);
   std::vector<std::vector<std::size_t>> blocks;
   for (auto& [key, block] : by_block) {
     std::shuffle(block.begin(), block.end(), rng);
@@ -278,12 +283,8 @@ void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std
   which = trial_order(steps_, std::move(which), opt_.order_seed + static_cast<std::uint64_t>(trial));
   for (std::size_t at = 0; at < which.size();) {
     std::size_t end = at + 1;
-    const auto block_of = [&](std::size_t i) {
-      const Step& x = steps_[which[i]];
-      return std::tie(x.shape, x.threads, x.cache);
-    };
     if (opt_.turns)
-      while (end < which.size() && block_of(end) == block_of(at)) ++end;
+      while (end < which.size() && block_of(steps_[which[end]]) == block_of(steps_[which[at]])) ++end;
     const std::size_t count = end - at;
     const double now = elapsed();
     if (opt_.budget_seconds > 0 && done_ > 0 &&
