@@ -29,7 +29,23 @@ struct GemmShape {
 };
 
 // Fills zero leading dimensions with their tight values; returns the result.
-GemmShape with_tight_ld(GemmShape s);
+// Inline, as every entry point calls it on every product, the checks once
+// more: out of line, the 64-byte shape passed through memory in pieces that
+// did not forward, ~11 ns a call on Zen 4, and the wrapped tier read 0.6%
+// slower than OpenBLAS called directly on a 64^3 SGEMM.
+inline GemmShape with_tight_ld(GemmShape s) {
+  const bool row = s.layout == Layout::RowMajor;
+  // The stored operand's inner extent (columns row-major, rows column-major), at least 1.
+  auto tight = [row](std::int64_t rows, std::int64_t cols) {
+    const std::int64_t inner = row ? cols : rows;
+    return inner > 1 ? inner : std::int64_t{1};
+  };
+  const bool a_t = s.op_a != Op::NoTrans, b_t = s.op_b != Op::NoTrans;
+  if (s.lda == 0) s.lda = a_t ? tight(s.k, s.m) : tight(s.m, s.k);
+  if (s.ldb == 0) s.ldb = b_t ? tight(s.n, s.k) : tight(s.k, s.n);
+  if (s.ldc == 0) s.ldc = tight(s.m, s.n);
+  return s;
+}
 
 // Elements a matrix stored as `rows x cols` (as stored, i.e. before op) with
 // leading dimension ld occupies in the given layout: (outer-1)*ld + inner.

@@ -21,15 +21,7 @@ struct Stored {
 Stored stored_a(const GemmShape& s) { return s.op_a == Op::NoTrans ? Stored{s.m, s.k} : Stored{s.k, s.m}; }
 Stored stored_b(const GemmShape& s) { return s.op_b == Op::NoTrans ? Stored{s.k, s.n} : Stored{s.n, s.k}; }
 
-std::int64_t inner_extent(Layout layout, Stored st) { return layout == Layout::RowMajor ? st.cols : st.rows; }
-
-std::int64_t tight_ld(Layout layout, Stored st) {
-  const std::int64_t inner = inner_extent(layout, st);
-  return inner > 1 ? inner : 1;
-}
-
-void check_ld(const char* name, Layout layout, Stored st, std::int64_t ld) {
-  const std::int64_t need = tight_ld(layout, st);
+void check_ld(const char* name, std::int64_t ld, std::int64_t need) {
   if (ld < need) {
     throw InvalidArgument(std::string("gemm: ld") + name + " = " + std::to_string(ld) + " is below the minimum " +
                           std::to_string(need));
@@ -37,13 +29,6 @@ void check_ld(const char* name, Layout layout, Stored st, std::int64_t ld) {
 }
 
 }  // namespace
-
-GemmShape with_tight_ld(GemmShape s) {
-  if (s.lda == 0) s.lda = tight_ld(s.layout, stored_a(s));
-  if (s.ldb == 0) s.ldb = tight_ld(s.layout, stored_b(s));
-  if (s.ldc == 0) s.ldc = tight_ld(s.layout, Stored{s.m, s.n});
-  return s;
-}
 
 std::size_t required_elements(Layout layout, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
   if (rows < 0 || cols < 0 || ld < 0) throw InvalidArgument("gemm: negative extent or leading dimension");
@@ -69,10 +54,13 @@ void check_gemm_args(const GemmShape& s0, std::size_t a_len, std::size_t b_len, 
   }
   if (s0.lda < 0 || s0.ldb < 0 || s0.ldc < 0) throw InvalidArgument("gemm: negative leading dimension");
   const GemmShape s = with_tight_ld(s0);
+  GemmShape tight = s0;
+  tight.lda = tight.ldb = tight.ldc = 0;
+  tight = with_tight_ld(tight);
+  check_ld("a", s.lda, tight.lda);
+  check_ld("b", s.ldb, tight.ldb);
+  check_ld("c", s.ldc, tight.ldc);
   const Stored a = stored_a(s), b = stored_b(s), c{s.m, s.n};
-  check_ld("a", s.layout, a, s.lda);
-  check_ld("b", s.layout, b, s.ldb);
-  check_ld("c", s.layout, c, s.ldc);
   // BLAS interfaces take 32-bit ints; refuse what they cannot express.
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   if (s.m > int_max || s.n > int_max || s.k > int_max || s.lda > int_max || s.ldb > int_max || s.ldc > int_max) {
