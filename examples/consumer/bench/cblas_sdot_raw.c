@@ -18,6 +18,16 @@ static const char* shape_name(int i) { return DOTKIT_DOT_SHAPES[i].name; }
 
 static double gamma_k(double k, double u) { return k * u / (1.0 - k * u); }
 
+struct sdot_call {
+  int n;
+  const float *x, *y;
+  volatile float sink;
+};
+static void sdot_once(void* ctx) {
+  struct sdot_call* c = (struct sdot_call*)ctx;
+  c->sink = cblas_sdot(c->n, c->x, 1, c->y, 1);
+}
+
 int main(int argc, char** argv) {
   struct ceiling_args a;
   const int rc = ceiling_open(argc, argv, "ceiling_cblas_sdot_raw", DOTKIT_DOT_SHAPE_COUNT, shape_name, NULL, &a);
@@ -59,10 +69,12 @@ int main(int argc, char** argv) {
     const double t0 = ceiling_now();
     sink = cblas_sdot((int)n, x, 1, y, 1);
     const long iters = ceiling_iterations(ceiling_now() - t0);
+    /* ceiling_time_calls times the repetition between the pace probe's two
+     * halves and then hands the CPUs to the other side of the ratio when
+     * popper runs the two in turns (popper/turns.h). */
+    struct sdot_call call = {(int)n, x, y, 0.0f};
     for (int r = 0; r < a.reps; ++r) {
-      const double start = ceiling_now();
-      for (long it = 0; it < iters; ++it) sink = cblas_sdot((int)n, x, 1, y, 1);
-      const double per_iter = (ceiling_now() - start) / (double)iters;
+      const double per_iter = ceiling_time_calls(&a, iters, sdot_once, &call);
       ceiling_print_row("dot", backend, sh->name, "f32", a.threads, r, iters, per_iter, 2.0 * (double)n,
                         8.0 * (double)n, verdict);
     }
