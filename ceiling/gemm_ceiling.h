@@ -51,10 +51,10 @@ static int ceiling_gemm_run(const struct ceiling_args* args, const char* program
       const size_t elem = is_f64 ? sizeof(double) : sizeof(float);
       const size_t na = (size_t)sh->m * (size_t)sh->k, nb = (size_t)sh->k * (size_t)sh->n,
                    nc = (size_t)sh->m * (size_t)sh->n;
-      /* Each on a cache line's start, as the suite's (bench/common/operands.hpp says why). */
-      void* a = popper_buffer_alloc(na * elem, 64, 0);
-      void* b = popper_buffer_alloc(nb * elem, 64, 0);
-      void* c = popper_buffer_alloc(nc * elem, 64, 0);
+      /* Each on a page, as the suite's (POPPER_OPERAND_ALIGNMENT says why). */
+      void* a = popper_buffer_alloc(na * elem, POPPER_OPERAND_ALIGNMENT, 0);
+      void* b = popper_buffer_alloc(nb * elem, POPPER_OPERAND_ALIGNMENT, 0);
+      void* c = popper_buffer_alloc(nc * elem, POPPER_OPERAND_ALIGNMENT, 0);
       if (!a || !b || !c) {
         fprintf(stderr, "%s: out of memory for shape %s\n", program, sh->name);
         popper_buffer_free(a, na * elem, 0), popper_buffer_free(b, nb * elem, 0), popper_buffer_free(c, nc * elem, 0);

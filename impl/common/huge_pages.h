@@ -26,6 +26,15 @@
 
 #define POPPER_HUGE_PAGE_BYTES ((size_t)2 << 20)
 
+/* Where every bench operand starts, in the suites (bench/common/operands.hpp)
+ * and the GEMM ceilings (ceiling/gemm_ceiling.h) alike: on a page. Two
+ * programs that call one library then hand it operands at the same offsets
+ * within their pages, and so at the same offsets from the library's own
+ * buffers; left to each heap, a 64^3 SGEMM's A, B and C sat at 2688, 2816
+ * and 2944 bytes into their pages in the ceiling and at 1152, 2240 and 2368
+ * in the suite, and the same OpenBLAS call took ~0.7% longer in the suite. */
+#define POPPER_OPERAND_ALIGNMENT ((size_t)4096)
+
 /* A huge buffer's mapped length: bytes rounded up to whole 4 KiB pages. */
 static inline size_t popper_buffer_mapped_bytes(size_t bytes) { return (bytes + 4095) & ~(size_t)4095; }
 
