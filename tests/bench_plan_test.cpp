@@ -205,8 +205,8 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
 // Rule: a group is measured again only while its estimate is within
 // max_trials, or while it was judged on fewer trials than a look decides on
 // (8 at 0.05 / 4: six trials' estimate is noise), as if it needed those; a round adds 1.5 times the trials the estimate
-// lacks, more when trials were set aside, never more than max_trials; the last round takes the group to max_trials;
-// there are at most kClaimLooks - 1 rounds.
+// lacks, more when trials were set aside, never more than max_trials; the last round takes the group to max_trials,
+// a group whose estimate is beyond max_trials too; there are at most kClaimLooks - 1 rounds.
 TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   static_assert(pb::kClaimLooks == 4, "the rounds below are three");
   pb::FamilyDescriptor fam;
@@ -231,7 +231,11 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   };
   how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, 8);  // beyond what a group may take
   EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
-  EXPECT_TRUE(rounds.empty());
+  EXPECT_EQ(rounds, (std::vector<int>{88})) << "left at looks 2 and 3; the last round takes it to 96";
+  rounds.clear();
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, how.max_trials);
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_TRUE(rounds.empty()) << "on max_trials already: left";
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 1e9);  // on 6 trials: measured as if it needed 8
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(rounds, (std::vector<int>{8, 8, 92})) << "1.5 x 8 less the 6 it had, rounded up; then up to 96";

@@ -53,7 +53,8 @@ struct ClaimRemeasure {
 // scaled up by the share of its trials set aside so far (at least 2, at most
 // max_trials, rounded up to a multiple of 4 so that groups lacking about as
 // many are measured in one run); the last round, the trials that take each
-// group to max_trials. The groups nearest a decision are measured first.
+// group to max_trials, one whose estimate is beyond max_trials too (last).
+// The groups nearest a decision are measured first.
 // The estimate comes from the trials so far, and a round that falls short
 // spends one of the few looks.
 inline constexpr double kRoundMargin = 1.5;
