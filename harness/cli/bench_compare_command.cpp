@@ -152,10 +152,10 @@ int compare(CompareArgs a, bool precision_given) {
     more.top_up_trials = 0;
     more.first_trial = first_trial;
     // What is left of the run's budget, not the whole of it again: a
-    // replicate of every trial would otherwise double the run.
-    if (more.budget_seconds > 0)
-      more.budget_seconds = std::max(
-          1.0, more.budget_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    // replicate of every trial would otherwise double the run. --budget
+    // bounds a round whether the first trials were counted (auto) or given.
+    more.budget_seconds = std::max(
+        1.0, how.budget_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     return bench::run_compare(more, fam, machine, &peak);
   };
   how.first_trial = bench::next_trial(table);  // after the top-up and any implausible ceiling's re-measure
