@@ -29,6 +29,12 @@ void check_ld(const char* name, std::int64_t ld, std::int64_t need) {
   }
 }
 
+// The shape with the smallest legal leading dimensions.
+GemmShape tightest(GemmShape s) {
+  s.lda = s.ldb = s.ldc = 0;
+  return with_tight_ld(s);
+}
+
 // Whether every check of check_gemm_args passes, in a few integer operations
 // and no message: the entry points check every product, and the full checks
 // cost 14 ns a call, 0.3% of a 64^3 SGEMM, of the 2% BENCH-GEMM-001 allows
@@ -38,9 +44,7 @@ bool plainly_valid(const GemmShape& s0, std::size_t a_len, std::size_t b_len, st
   if ((s0.m | s0.n | s0.k | s0.lda | s0.ldb | s0.ldc) < 0) return false;
   const GemmShape s = with_tight_ld(s0);
   if (std::max({s.m, s.n, s.k, s.lda, s.ldb, s.ldc}) > std::numeric_limits<int>::max()) return false;
-  GemmShape tight = s0;
-  tight.lda = tight.ldb = tight.ldc = 0;
-  tight = with_tight_ld(tight);
+  const GemmShape tight = tightest(s0);
   if (s.lda < tight.lda || s.ldb < tight.ldb || s.ldc < tight.ldc) return false;
   // Every extent and ld below 2^31: a footprint fits in 63 bits.
   const bool row = s.layout == Layout::RowMajor;
@@ -83,9 +87,7 @@ void check_gemm_args(const GemmShape& s0, std::size_t a_len, std::size_t b_len, 
   }
   if (s0.lda < 0 || s0.ldb < 0 || s0.ldc < 0) throw InvalidArgument("gemm: negative leading dimension");
   const GemmShape s = with_tight_ld(s0);
-  GemmShape tight = s0;
-  tight.lda = tight.ldb = tight.ldc = 0;
-  tight = with_tight_ld(tight);
+  const GemmShape tight = tightest(s0);
   check_ld("a", s.lda, tight.lda);
   check_ld("b", s.ldb, tight.ldb);
   check_ld("c", s.ldc, tight.ldc);
