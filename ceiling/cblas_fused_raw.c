@@ -154,6 +154,24 @@ static void attn_backward(const struct popper_fused_shape* s, struct bufs* m, fl
     }
 }
 
+/* One call of the shape's kernel (ceiling_time_calls' callback). */
+struct fused_call {
+  const struct popper_fused_shape* s;
+  struct bufs* m;
+  float* extra;
+};
+static void fused_once(void* ctx) {
+  const struct fused_call* c = (const struct fused_call*)ctx;
+  switch (c->s->kernel) {
+    case POPPER_FUSED_CE: ce_call(c->s, c->m); break;
+    case POPPER_FUSED_RMSNORM: rmsnorm_call(c->s, c->m); break;
+    case POPPER_FUSED_SWIGLU: swiglu_call(c->s, c->m); break;
+    case POPPER_FUSED_ROPE: rope_call(c->s, c->m); break;
+    case POPPER_FUSED_ATTN_FWD: attn_forward(c->s, c->m); break;
+    case POPPER_FUSED_ATTN_BWD: attn_backward(c->s, c->m, c->extra); break;
+  }
+}
+
 static const char* shape_name(int i) { return POPPER_FUSED_SHAPES[i].name; }
 static void list_line(int i) { printf("%s,%s\n", POPPER_FUSED_SHAPES[i].name, POPPER_FUSED_SHAPES[i].set); }
 
@@ -222,35 +240,18 @@ int main(int argc, char** argv) {
       }
     }
     /* One call of the shape's separate computation. */
-#define CEILING_CALL()                                                \
-  do {                                                                \
-    switch (s->kernel) {                                              \
-      case POPPER_FUSED_CE: ce_call(s, &m); break;                    \
-      case POPPER_FUSED_RMSNORM: rmsnorm_call(s, &m); break;          \
-      case POPPER_FUSED_SWIGLU: swiglu_call(s, &m); break;            \
-      case POPPER_FUSED_ROPE: rope_call(s, &m); break;                \
-      case POPPER_FUSED_ATTN_FWD: attn_forward(s, &m); break;         \
-      case POPPER_FUSED_ATTN_BWD: attn_backward(s, &m, extra); break; \
-    }                                                                 \
-  } while (0)
-    double t0 = ceiling_now();
-    CEILING_CALL();
-    const long iters = ceiling_iterations(ceiling_now() - t0);
+    struct fused_call call = {s, &m, extra};
+    const long iters = ceiling_repetition_iterations(&args, fused_once, &call);
     const double flop = popper_fused_flop(s), bytes = popper_fused_bytes(s);
     char backend[96];
     snprintf(backend, sizeof backend, "openblas:%s", core);
     for (int r = 0; r < args.reps; ++r) {
-      ceiling_pace_begin(&args);
-      const double start = ceiling_now();
-      for (long it = 0; it < iters; ++it) CEILING_CALL();
-      const double per_iter = (ceiling_now() - start) / (double)iters;
-      ceiling_pace_end(&args);
+      const double per_iter = ceiling_time_calls(&args, iters, fused_once, &call);
       ceiling_print_row("fused", backend, s->name, "f32", args.threads, r, iters, per_iter, flop, bytes,
                         "not_verified");
       fprintf(stderr, "ceiling fused %s threads=%d rep %d/%d: %.3f ms\n", s->name, args.threads, r + 1, args.reps,
               per_iter * 1e3);
     }
-#undef CEILING_CALL
     free(m.a), free(m.b), free(m.c), free(m.d), free(m.e), free(m.f), free(m.g), free(m.h), free(m.i), free(m.labels),
         free(extra);
   }

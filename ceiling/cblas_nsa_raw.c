@@ -108,6 +108,17 @@ static int run_call(struct nsa_problem* p, struct nsa_worker* workers, int threa
   return 0;
 }
 
+/* One call (ceiling_time_calls' callback); a thread that could not start fails the call. */
+struct nsa_call {
+  struct nsa_problem* p;
+  struct nsa_worker* workers;
+  int threads, failed;
+};
+static void nsa_once(void* ctx) {
+  struct nsa_call* c = (struct nsa_call*)ctx;
+  if (!c->failed && run_call(c->p, c->workers, c->threads)) c->failed = 1;
+}
+
 /* Mean |O - O_ref| over rows 0 and N-1 (every head and element), O_ref in FP64. */
 static double sampled_mae(const struct nsa_problem* p) {
   const int d = p->dim, h = p->heads, l = p->sel_len;
@@ -177,6 +188,7 @@ int main(int argc, char** argv) {
   const char* core = openblas_get_corename();
   fprintf(stderr, "# blas_core: %s\n", core);
   ceiling_print_header();
+  int exit_code = 0;
   char backend[96];
   snprintf(backend, sizeof backend, "openblas:%s", core);
 
@@ -226,22 +238,19 @@ int main(int argc, char** argv) {
     fill_bf16(p.k, (size_t)tk * (size_t)p.dim, 2);
     fill_bf16(p.v, (size_t)tk * (size_t)p.dim, 3);
 
-    double t0 = ceiling_now();
     if (run_call(&p, workers, threads)) {
       fprintf(stderr, "%s: pthread_create failed\n", program);
       return 1;
     }
-    const long iters = ceiling_iterations(ceiling_now() - t0);
     const double mae = sampled_mae(&p);
     char verdict[96];
     if (mae <= 1e-3) snprintf(verdict, sizeof verdict, "verified(sampled 2 rows)");
     else snprintf(verdict, sizeof verdict, "incorrect: MAE %.3e > 1e-3", mae);
-    for (int r = 0; r < reps && mae <= 1e-3; ++r) {
-      ceiling_pace_begin(&args);
-      const double start = ceiling_now();
-      for (long it = 0; it < iters; ++it) run_call(&p, workers, threads);
-      const double per_iter = (ceiling_now() - start) / (double)iters;
-      ceiling_pace_end(&args);
+    struct nsa_call call = {&p, workers, threads, 0};
+    const long iters = mae <= 1e-3 ? ceiling_repetition_iterations(&args, nsa_once, &call) : 0;
+    for (int r = 0; r < reps && mae <= 1e-3 && !call.failed; ++r) {
+      const double per_iter = ceiling_time_calls(&args, iters, nsa_once, &call);
+      if (call.failed) break;
       ceiling_print_row("nsa", backend, sh->name, "bf16", threads, r, iters, per_iter, popper_nsa_flop(sh),
                         popper_nsa_bytes(sh), verdict);
       fprintf(stderr, "ceiling nsa %s threads=%d rep %d/%d: %.3f GFLOP/s\n", sh->name, threads, r + 1, reps,
@@ -250,6 +259,10 @@ int main(int argc, char** argv) {
     if (mae > 1e-3)
       fprintf(stderr, "%s %s: %s; not timed\n", program, sh->name,
               verdict); /* no row: never a time for a wrong answer */
+    if (call.failed) {
+      fprintf(stderr, "%s %s: pthread_create failed during a repetition\n", program, sh->name);
+      exit_code = 1;
+    }
     for (int i = 0; i < threads; ++i) {
       free(workers[i].kg);
       free(workers[i].vg);
@@ -264,5 +277,5 @@ int main(int argc, char** argv) {
     free(p.v);
     free(p.o);
   }
-  return 0;
+  return exit_code;
 }

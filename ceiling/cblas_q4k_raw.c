@@ -66,9 +66,7 @@ int main(int argc, char** argv) {
     /* The bound first, before OpenBLAS's worker threads run (they spin for a while after a call). */
     const double bytes = 4.0 * (double)n + 4.0 * sh->cols + 4.0 * sh->rows;
     const double bound = ceiling_read_bound(bytes, a.threads, 5);
-    const double t0 = ceiling_now();
     cblas_sgemv(CblasRowMajor, CblasNoTrans, sh->rows, sh->cols, 1.0f, A, sh->cols, x, 1, 0.0f, y, 1);
-    const double one = ceiling_now() - t0;
     double worst = 0;
     const int step = sh->rows / 256 > 1 ? sh->rows / 256 : 1;
     for (int r = 0; r < sh->rows; r += step) {
@@ -82,8 +80,8 @@ int main(int argc, char** argv) {
     }
     char verdict[160];
     snprintf(verdict, sizeof verdict, "verified(err %.2e%s)", worst, sh->rows > 256 ? " sampled 256 rows" : "");
-    const long iters = ceiling_iterations(one);
     struct sgemv_call call = {A, x, y, sh->rows, sh->cols};
+    const long iters = ceiling_repetition_iterations(&a, run_sgemv, &call);
     for (int rep = 0; rep < a.reps; ++rep) {
       sorted[rep] = seconds[rep] = ceiling_time_calls(&a, iters, run_sgemv, &call);
       paces[rep] = ceiling_pace_seconds;

@@ -8,7 +8,7 @@
  * For each shape of workloads/gemm/shapes.h and each precision: warm up, check
  * the product (workloads/gemm/product_check.h: the rows carry its verdict, "incorrect: ..." when
  * the library got it wrong), size the repetition (>= --min-time, 0.2 s by
- * default), time --reps repetitions, one CSV row each; with --cache cold
+ * default; ceiling_repetition_iterations), time --reps repetitions, one CSV row each; with --cache cold
  * every timed call follows an eviction (ceiling_time_calls). The vendor
  * program supplies only the call and its backend label, so every vendor is
  * timed by the same code. Header-only, C11. */
@@ -64,20 +64,17 @@ static int ceiling_gemm_run(const struct ceiling_args* args, const char* program
       ceiling_fill(b, nb, is_f64, 2);
       memset(c, 0, nc * elem);
 
-      /* The first call pays the library's one-time set-up; the second sizes the repetition. */
+      /* The first call pays the library's one-time set-up. */
       gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
       /* The suites' check and labels (product_check.h). */
       const int samples = popper_gemm_check_samples(sh->m, sh->n, sh->k);
       char verdict[96];
       popper_gemm_check_label(popper_gemm_check_product(is_f64, sh->m, sh->n, sh->k, a, b, c, samples, 1.0), samples,
                               verdict, sizeof verdict);
-      const double t0 = ceiling_now();
-      gemm(is_f64, sh->m, sh->n, sh->k, a, b, c);
-      const long iters = ceiling_iterations(ceiling_now() - t0);
-
       const double flop = 2.0 * sh->m * sh->n * (double)sh->k;
       const double bytes = (double)(na + nb + nc) * (double)elem;
       struct ceiling_gemm_call call = {gemm, is_f64, sh->m, sh->n, sh->k, a, b, c};
+      const long iters = ceiling_repetition_iterations(args, ceiling_gemm_once, &call);
       for (int r = 0; r < reps; ++r) {
         const double per_iter = ceiling_time_calls(args, iters, ceiling_gemm_once, &call);
         ceiling_print_row("gemm", backend, sh->name, prec, threads, r, iters, per_iter, flop, bytes, verdict);

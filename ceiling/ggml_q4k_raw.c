@@ -157,17 +157,15 @@ static void run_shape(ggml_backend_reg_t reg, const char* variant, const struct 
       ggml_backend_tensor_set(w, blocks, 0, nblocks * POPPER_Q4K_BLOCK_BYTES);
       ggml_backend_tensor_set(x, xv, 0, (size_t)sh->cols * sizeof *xv);
 
-      const double t0 = ceiling_now();
       ggml_backend_graph_compute(backend, graph);
-      const double one = ceiling_now() - t0;
       ggml_backend_tensor_get(y, yv, 0, (size_t)sh->rows * sizeof *yv);
       char verdict[160];
       snprintf(verdict, sizeof verdict, "verified(err %.2e%s)", scaled_error(blocks, xv, yv, sh->rows, sh->cols, row),
                sh->rows > 256 ? " sampled 256 rows" : "");
-      const long iters = ceiling_iterations(one);
       char backend_name[96];
       snprintf(backend_name, sizeof backend_name, "ggml-cpu:%s%s", variant, repack ? "+repack" : "");
       struct graph_call call = {backend, graph};
+      const long iters = ceiling_repetition_iterations(a, run_graph, &call);
       for (int rep = 0; rep < a->reps; ++rep) {
         seconds[rep] = ceiling_time_calls(a, iters, run_graph, &call);
         paces[rep] = ceiling_pace_seconds;

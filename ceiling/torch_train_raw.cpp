@@ -91,6 +91,16 @@ std::string verify(const popper_train_shape& sh, int threads) {
 std::vector<const char*> g_names;
 const char* train_shape_name(int i) { return g_names[static_cast<std::size_t>(i)]; }
 
+// One training step (ceiling_time_calls' callback).
+struct StepCall {
+  Model* model;
+  const Batch* batch;
+  static void once(void* ctx) {
+    auto* c = static_cast<StepCall*>(ctx);
+    c->model->step(*c->batch, nullptr, 1);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,17 +149,12 @@ int main(int argc, char** argv) {
       Model m(c, init_params(c, 1), a.threads);
       const Batch b = copy_task_batch(c, 1, 0);
       m.step(b, nullptr, 1);  // warm-up: allocator caches, thread pools
-      double t0 = ceiling_now();
-      m.step(b, nullptr, 1);
-      const long iters = ceiling_iterations(ceiling_now() - t0);
+      StepCall call{&m, &b};
+      const long iters = ceiling_repetition_iterations(&a, StepCall::once, &call);
       for (int rep = 0; rep < a.reps; ++rep) {
         std::fprintf(stderr, "ceiling_torch_train_raw: %s threads %d rep %d (%ld steps)\n", name, a.threads, rep,
                      iters);
-        ceiling_pace_begin(&a);
-        t0 = ceiling_now();
-        for (long i = 0; i < iters; ++i) m.step(b, nullptr, 1);
-        const double per_step = (ceiling_now() - t0) / static_cast<double>(iters);
-        ceiling_pace_end(&a);
+        const double per_step = ceiling_time_calls(&a, iters, StepCall::once, &call);
         ceiling_print_row("train", backend.c_str(), name, "f32", a.threads, rep, iters, per_step, flop, 0.0,
                           verdict.c_str());
       }

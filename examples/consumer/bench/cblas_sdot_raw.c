@@ -66,13 +66,11 @@ int main(int argc, char** argv) {
     if (err <= bound) snprintf(verdict, sizeof verdict, "verified");
     else snprintf(verdict, sizeof verdict, "incorrect: error %.3e > bound %.3e", err, bound);
 
-    const double t0 = ceiling_now();
-    sink = cblas_sdot((int)n, x, 1, y, 1);
-    const long iters = ceiling_iterations(ceiling_now() - t0);
     /* ceiling_time_calls times the repetition between the pace probe's two
      * halves and then hands the CPUs to the other side of the ratio when
      * popper runs the two in turns (popper/turns.h). */
     struct sdot_call call = {(int)n, x, y, 0.0f};
+    const long iters = ceiling_repetition_iterations(&a, sdot_once, &call);
     for (int r = 0; r < a.reps; ++r) {
       const double per_iter = ceiling_time_calls(&a, iters, sdot_once, &call);
       ceiling_print_row("dot", backend, sh->name, "f32", a.threads, r, iters, per_iter, 2.0 * (double)n,

@@ -120,11 +120,15 @@ static inline void ceiling_pace_end(const struct ceiling_args* a) {
 
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch
  * (warm), or each call alone after popper_evict, which is not timed (cold),
- * between ceiling_pace_begin and ceiling_pace_end. */
+ * between ceiling_pace_begin and ceiling_pace_end. A warm batch follows one
+ * untimed call, as a suite's timed loop follows its check's call
+ * (popper/bench.hpp): the first call after the other side's turn finds the
+ * caches holding the other's operands and a library's workers asleep. */
 static double ceiling_time_calls(const struct ceiling_args* a, long iters, void (*call)(void*), void* ctx) {
   ceiling_pace_begin(a);
   double total = 0;
   if (!a->cold) {
+    call(ctx);
     const double t0 = ceiling_now();
     for (long it = 0; it < iters; ++it) call(ctx);
     total = ceiling_now() - t0;
@@ -138,6 +142,28 @@ static double ceiling_time_calls(const struct ceiling_args* a, long iters, void 
   }
   ceiling_pace_end(a);
   return total / (double)iters;
+}
+
+/* Iterations per repetition of call(ctx), so that one lasts at least
+ * --min-time. Warm, from a batch timed after a call, grown tenfold until it
+ * lasts a tenth of the min time, as Google Benchmark sizes the suites'
+ * repetitions: one call after set-up is no steady call (at 2 threads it also
+ * wakes the library's workers), and sized from it a 64^3 repetition lasted
+ * half the suites'. Cold, from one call after an eviction (ceiling_iterations). */
+static long ceiling_repetition_iterations(const struct ceiling_args* a, void (*call)(void*), void* ctx) {
+  if (a->cold) {
+    popper_evict();
+    const double t0 = ceiling_now();
+    call(ctx);
+    return ceiling_iterations(ceiling_now() - t0);
+  }
+  call(ctx);
+  for (long n = 1;; n *= 10) {
+    const double t0 = ceiling_now();
+    for (long it = 0; it < n; ++it) call(ctx);
+    const double t = ceiling_now() - t0;
+    if (t >= 0.1 * ceiling_min_rep_seconds || n >= 100000000L) return ceiling_iterations(t / (double)n);
+  }
 }
 
 /* 0: run; 1: --help printed (exit 0); 2: bad arguments, message printed (exit 2). */
