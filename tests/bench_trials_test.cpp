@@ -103,3 +103,32 @@ TEST(BenchTrials, ARemeasuredCeilingRunsOnlyItsRowsConfigurationAndPrecision) {
   const std::vector<pb::BenchKey> both{key("openblas:Cooperlake", "f64"), key("openblas:Cooperlake", "f32")};
   EXPECT_EQ(pb::ceiling_precision(step, "openblas:Cooperlake", both), "");
 }
+
+// Rule: processes in turns on a warm step get OpenBLAS's short worker spin
+// (OPENBLAS_THREAD_TIMEOUT=20), so a turn does not wait ~0.1 s for workers to
+// sleep; a cold step, a launch that sets it and a caller who set it keep theirs.
+TEST(BenchTrials, AWarmStepInTurnsShortensOpenBlasWorkerSpinUnlessSetAlready) {
+  auto timeouts = [](const popper::Launch& l) {
+    std::vector<std::string> v;
+    for (const auto& [k, val] : l.env_set)
+      if (k == pb::kThreadTimeoutVar) v.push_back(val);
+    return v;
+  };
+  popper::Launch warm{{"bench_gemm"}, {{"OPENBLAS_NUM_THREADS", "2"}}, {}, {0, 1}};
+  pb::shorten_worker_spin(warm, pb::CacheMode::Warm, nullptr);
+  EXPECT_EQ(timeouts(warm), std::vector<std::string>{pb::kTurnThreadTimeout});
+  pb::shorten_worker_spin(warm, pb::CacheMode::Warm, nullptr);  // once only
+  EXPECT_EQ(timeouts(warm).size(), 1u);
+
+  popper::Launch cold{{"bench_gemm"}, {}, {}, {0, 1}};
+  pb::shorten_worker_spin(cold, pb::CacheMode::Cold, nullptr);
+  EXPECT_TRUE(timeouts(cold).empty());
+
+  popper::Launch own{{"ceiling_cblas_gemm_raw"}, {{pb::kThreadTimeoutVar, "26"}}, {}, {0, 1}};
+  pb::shorten_worker_spin(own, pb::CacheMode::Warm, nullptr);
+  EXPECT_EQ(timeouts(own), std::vector<std::string>{"26"});
+
+  popper::Launch inherits{{"bench_gemm"}, {}, {}, {0, 1}};
+  pb::shorten_worker_spin(inherits, pb::CacheMode::Warm, "28");
+  EXPECT_TRUE(timeouts(inherits).empty());
+}

@@ -348,6 +348,14 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   // The pace of a 1-thread CPU row's CPU around this repetition (popper/pace.h);
   // not under the gate's fixed iterations, which run under valgrind.
   const bool paced = c.threads == 1 && c.tier != Tier::Device && fixed_iterations() == 0;
+  // A warm loop starts after one untimed call, as a ceiling's does
+  // (popper/ceiling_cli.h): after the other side's turn, or the check, a
+  // library's workers may be asleep and the caches hold other data. Not under
+  // the cached-result mutant (its one call comes below) or the gate's counts.
+  if (c.cache == CacheMode::Warm && !cached && fixed_iterations() == 0) {
+    call();
+    if (w.wait) w.wait();
+  }
   if (paced) popper_pace_begin();
   detail::in_timed_path = true;  // through the call after timing, which goes the timed loop's way
   if (cached) call();

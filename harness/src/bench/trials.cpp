@@ -209,11 +209,21 @@ void TrialRunner::run_alone(const Process& p, int trial) {
   ingest(p, r, trial, paced, linked);
 }
 
+void shorten_worker_spin(Launch& l, CacheMode cache, const char* caller_value) {
+  if (cache != CacheMode::Warm || caller_value) return;
+  for (const auto& [k, v] : l.env_set)
+    if (k == kThreadTimeoutVar) return;
+  l.env_set.emplace_back(kThreadTimeoutVar, kTurnThreadTimeout);
+}
+
 void TrialRunner::run_together(const std::vector<Process>& ps, int trial) {
   const Step& first = steps_[ps.front().step];
   const StealMeter steal(ps.front().launch.cpus);
   std::vector<Launch> launches;
-  for (const auto& p : ps) launches.push_back(p.launch);
+  for (const auto& p : ps) {
+    launches.push_back(p.launch);
+    shorten_worker_spin(launches.back(), steps_[p.step].cache, std::getenv(kThreadTimeoutVar));
+  }
   const auto results = run_in_turns(launches, step_timeout_ * static_cast<double>(ps.size()));
   const double stolen = steal.fraction();
   // No pace or link of their own: a probe around the turns reads all the

@@ -49,6 +49,19 @@ bool step_times_any(const Step& s, const std::vector<BenchKey>& rows);
 std::optional<std::string> ceiling_precision(const Step& s, const std::string& backend,
                                              const std::vector<BenchKey>& rows);
 
+// OpenBLAS's workers spin for the next job for 2^28 cycles (about 0.1 s)
+// before they sleep, and a process in turns waits for its own to sleep before
+// it hands the CPUs on (popper/turns.h): at 2 threads those waits took most
+// of a trial. Within a warm repetition the calls follow each other by
+// microseconds, and both sides start it with an untimed call, so 2^20 cycles
+// (under a millisecond) leaves every timed call as it was. A cold row evicts
+// between calls, for longer than that, so it keeps the library's default; so
+// does a launch that sets it, or a caller (`caller_value`: the run's own
+// value, nullptr when unset).
+inline constexpr const char* kThreadTimeoutVar = "OPENBLAS_THREAD_TIMEOUT";
+inline constexpr const char* kTurnThreadTimeout = "20";
+void shorten_worker_spin(Launch& l, CacheMode cache, const char* caller_value);
+
 // The steps of `steps` with something to run when only `rows` are measured
 // (empty: every row): a suite step that times one of them (step_times_any), a
 // ceiling step with a runnable configuration that has one (ceiling_precision).
