@@ -219,7 +219,6 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   };
   how.budget_seconds = 1e9;
   how.started = std::chrono::steady_clock::now();
-  how.max_trials = 96;  // the rule, on round numbers
   pb::BenchTable t;
   t.rows = {row("hand", "a", {1.0, 1.1}, {0, 1})};
   auto judged = [&](pb::ClaimVerdict verdict, double to_decide, int set_aside = 0, int trials = 6) {
@@ -295,7 +294,6 @@ TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacksNearestFirst) {
   };
   how.budget_seconds = 1e9;
   how.started = std::chrono::steady_clock::now();
-  how.max_trials = 96;
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   using Runs = std::vector<std::pair<std::string, int>>;
   EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}, {"b", 92}, {"a", 92}}))

@@ -39,13 +39,11 @@ struct ClaimRemeasure {
   std::function<BenchTable(const std::vector<BenchKey>& rows, int first_trial, int trials)> measure;
   int first_trial = 0;
   // A group is measured again while its estimate (ClaimResult::Inconclusive)
-  // says at most this many trials decide it. BENCH-GEMM-001's small_64 f32
-  // group at 2 threads on a shared 2-vCPU guest reads 1.009-1.012 with a
-  // per-trial interquartile range of 4%: deciding "< 1.02" at kLookAlpha takes
-  // 200-350 trials, 0.56 s each for its two rows in turns (2-4 minutes). The
-  // run's budget bounds every round, so a family whose trials cost more
-  // stops there first.
-  int max_trials = 384;
+  // says at most this many trials decide it. A 2-thread gemm group on a
+  // shared 2-vCPU guest reads about 1.00 with an sd of 3% between trials:
+  // deciding "< 1.02" at kLookAlpha takes 70-80 kept trials, about a minute
+  // for its two rows.
+  int max_trials = 96;
   double budget_seconds = 0;  // of the whole run, counted from `started`
   std::chrono::steady_clock::time_point started;
   std::function<void(const std::string&)> progress;
