@@ -148,8 +148,7 @@ int main(int argc, char** argv) {
       }
       Model m(c, init_params(c, 1), a.threads);
       const Batch b = copy_task_batch(c, 1, 0);
-      m.step(b, nullptr, 1);  // warm-up: allocator caches, thread pools
-      StepCall call{&m, &b};
+      StepCall call{&m, &b};  // its first call warms the allocator caches and thread pools
       const long iters = ceiling_repetition_iterations(&a, StepCall::once, &call);
       for (int rep = 0; rep < a.reps; ++rep) {
         std::fprintf(stderr, "ceiling_torch_train_raw: %s threads %d rep %d (%ld steps)\n", name, a.threads, rep,

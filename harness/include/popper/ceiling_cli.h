@@ -81,7 +81,8 @@ static double ceiling_evict_seconds(void) {
 }
 
 /* Iterations per repetition so that one repetition lasts at least
- * ceiling_min_rep_seconds, given the time of one warm call. A cold
+ * ceiling_min_rep_seconds, given one call's seconds
+ * (ceiling_repetition_iterations measures them). A cold
  * repetition counts its evictions too, as popper/bench.hpp's cold rows do:
  * a call far shorter than the eviction would otherwise make it last many
  * times the min time. */

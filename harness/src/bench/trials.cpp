@@ -219,10 +219,11 @@ void shorten_worker_spin(Launch& l, CacheMode cache, const char* caller_value) {
 void TrialRunner::run_together(const std::vector<Process>& ps, int trial) {
   const Step& first = steps_[ps.front().step];
   const StealMeter steal(ps.front().launch.cpus);
+  const char* caller_timeout = std::getenv(kThreadTimeoutVar);
   std::vector<Launch> launches;
   for (const auto& p : ps) {
     launches.push_back(p.launch);
-    shorten_worker_spin(launches.back(), steps_[p.step].cache, std::getenv(kThreadTimeoutVar));
+    shorten_worker_spin(launches.back(), steps_[p.step].cache, caller_timeout);
   }
   const auto results = run_in_turns(launches, step_timeout_ * static_cast<double>(ps.size()));
   const double stolen = steal.fraction();
