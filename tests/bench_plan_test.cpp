@@ -204,9 +204,11 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
 
 // Rule: a group is measured again only while its estimate is within
 // max_trials, or while it was judged on fewer trials than a look decides on
-// (8 at 0.05 / 4: six trials' estimate is noise), as if it needed those; a round adds 1.5 times the trials the estimate
-// lacks, more when trials were set aside, never more than max_trials; the last round takes the group to max_trials,
-// a group whose estimate is beyond max_trials too; there are at most kClaimLooks - 1 rounds.
+// (8 at 0.05 / 4: six trials' estimate is noise), as if it needed those; every
+// round, the last too, adds 1.5 times the trials the estimate lacks, more when
+// trials were set aside, never past max_trials; the last round takes a group
+// whose estimate is beyond max_trials to kLastChanceTrials when it has fewer;
+// there are at most kClaimLooks - 1 rounds.
 TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   static_assert(pb::kClaimLooks == 4, "the rounds below are three");
   pb::FamilyDescriptor fam;
@@ -233,6 +235,10 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
   EXPECT_EQ(rounds, (std::vector<int>{88})) << "left at looks 2 and 3; the last round takes it to 96";
   rounds.clear();
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, pb::kLastChanceTrials);
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_TRUE(rounds.empty()) << "beyond max_trials on kLastChanceTrials: left";
+  rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, how.max_trials);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_TRUE(rounds.empty()) << "on max_trials already: left";
@@ -245,11 +251,19 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   EXPECT_TRUE(rounds.empty());
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 92})) << "1.5 x 9.2 less the 6 it had, rounded up; then up to 96";
+  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 8})) << "1.5 x 9.2 less the 6 it had, rounded up, the last round too";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2, 6);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{16, 16, 96})) << "half its trials set aside: twice as many, at most 96";
+  EXPECT_EQ(rounds, (std::vector<int>{16, 16, 16})) << "half its trials set aside: twice as many";
+  rounds.clear();
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 200, 0, 96);  // a group 1% under a 2% threshold
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(rounds, (std::vector<int>{204, 204, 204})) << "1.5 x 200 less the 96 it had";
+  rounds.clear();
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 300, 96, 96);
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(rounds, (std::vector<int>{384, 384, 384})) << "to max_trials, twice the 288 it lacks: at most max_trials";
   // One group beyond for one claim and measured for another: the log names the first claim's.
   std::vector<std::string> said;
   how.progress = [&](const std::string& s) { said.push_back(s); };
@@ -258,7 +272,7 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
     claims[0].id = "BENCH-GEMM-001", claims[1].id = "BENCH-GEMM-002";
     claims[0].verdict = claims[1].verdict = pb::ClaimVerdict::Inconclusive;
     claims[0].inconclusive_groups = {{"a", "f32", 1, 6, 9.2, {key}, 0}};
-    claims[1].inconclusive_groups = {{"a", "f32", 1, 8, 200, {key}, 0}};
+    claims[1].inconclusive_groups = {{"a", "f32", 1, 8, 1000, {key}, 0}};
     return claims;
   };
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
@@ -271,9 +285,8 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
 // Rule: groups that lack different numbers of trials are measured in
 // separate runs, each of its own rows and about the trials it lacks, so a
 // group near its decision does not run as many trials as the farthest; the
-// groups nearest a decision run first, in the last round too, where each
-// lacks the trials to max_trials: a budget that ends within it has decided
-// those.
+// groups nearest a decision run first, in the last round too: a budget that
+// ends within it has decided those.
 TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacksNearestFirst) {
   static_assert(pb::kClaimLooks == 4, "the rounds below are three");
   pb::FamilyDescriptor fam;
@@ -296,7 +309,7 @@ TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacksNearestFirst) {
   how.started = std::chrono::steady_clock::now();
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   using Runs = std::vector<std::pair<std::string, int>>;
-  EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}, {"b", 92}, {"a", 92}}))
+  EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}}))
       << "1.5 x 10 - 6 to 12 and 1.5 x 40 - 6 to 56; b (10 trials decide it) before a (40), in the last round too";
 }
 

@@ -141,8 +141,7 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     // The rows to measure, by the trials that decide the group and the
     // trials it lacks (both rounded up to a multiple of 4): each group gets
     // about its own count, in a few runs. The groups nearest a decision run
-    // first: where the budget ends within a round (the last one takes every
-    // group to max_trials), they are the ones it decided.
+    // first: where the budget ends within a round, they are the ones it decided.
     const auto up4 = [](double n) { return 4 * static_cast<int>(std::ceil(n / 4)); };
     std::map<std::pair<int, int>, std::set<BenchKey>> batches;
     std::set<std::string> again;   // groups
@@ -156,16 +155,15 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
           // on, and estimated again.
           const double to_decide =
               g.trials < fewest && g.trials_to_decide > how.max_trials ? fewest : g.trials_to_decide;
-          // The last round still takes such a group to max_trials, after the
-          // others: an estimate from a few trials of a wide group is noise
-          // too (a 2-thread group left on 8 trials at 0.995 [0.97, 1.14]).
-          const bool last_chance = look == kClaimLooks && g.trials < how.max_trials;
+          const bool last_chance =
+              look == kClaimLooks && g.trials_to_decide > how.max_trials && g.trials < kLastChanceTrials;
           if ((to_decide > how.max_trials && !last_chance) || g.rows.empty()) {
             beyond.insert(c.id + " " + g.name());
             continue;
           }
           again.insert(g.name());
-          const double goal = look == kClaimLooks ? how.max_trials : kRoundMargin * to_decide;
+          const double goal =
+              last_chance ? kLastChanceTrials : std::min<double>(kRoundMargin * to_decide, how.max_trials);
           const double kept = g.trials > 0 ? static_cast<double>(g.trials) / (g.trials + g.set_aside) : 1.0;
           int lacking = static_cast<int>(std::ceil((goal - g.trials) / kept));
           lacking = lacking <= 2 ? 2 : std::min(up4(lacking), how.max_trials);

@@ -39,11 +39,11 @@ struct ClaimRemeasure {
   std::function<BenchTable(const std::vector<BenchKey>& rows, int first_trial, int trials)> measure;
   int first_trial = 0;
   // A group is measured again while its estimate (ClaimResult::Inconclusive)
-  // says at most this many trials decide it. A 2-thread gemm group on a
-  // shared 2-vCPU guest reads about 1.00 with an sd of 3% between trials:
-  // deciding "< 1.02" at kLookAlpha takes 70-80 kept trials, about a minute
-  // for its two rows.
-  int max_trials = 96;
+  // says at most this many trials decide it. A gemm group whose ratio sits
+  // 1% under a 2% threshold (small_64 f32, wrapped/ceiling ~1.01, an sd of
+  // 2-4% between trials) needs 200-300 kept trials to decide at kLookAlpha:
+  // 2-3 minutes for its two rows.
+  int max_trials = 384;
   double budget_seconds = 0;  // of the whole run, counted from `started`
   std::chrono::steady_clock::time_point started;
   std::function<void(const std::string&)> progress;
@@ -52,12 +52,17 @@ struct ClaimRemeasure {
 // A round adds this many times the trials a group's estimate still lacks,
 // scaled up by the share of its trials set aside so far (at least 2, at most
 // max_trials, rounded up to a multiple of 4 so that groups lacking about as
-// many are measured in one run); the last round, the trials that take each
-// group to max_trials, one whose estimate is beyond max_trials too (last).
-// The groups nearest a decision are measured first.
+// many are measured in one run), the last round too: a last round that took
+// every group to max_trials spent a 30-minute budget on six groups and left a
+// seventh on 9 trials. The groups nearest a decision are measured first.
 // The estimate comes from the trials so far, and a round that falls short
 // spends one of the few looks.
 inline constexpr double kRoundMargin = 1.5;
+// A group whose estimate is beyond max_trials, judged on fewer trials than
+// this, is not left after the last look: an estimate from a few trials of a
+// wide group is noise (a 2-thread group on 8 trials read 0.995 [0.97, 1.14]).
+// The last round takes it to this many, after the others.
+inline constexpr int kLastChanceTrials = 96;
 
 // Judges the claims at kLookAlpha; while some are inconclusive on groups
 // that max_trials can decide, looks are left and the budget is not spent,
