@@ -202,13 +202,12 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
   EXPECT_TRUE(measured.empty());
 }
 
-// Rule: a group is measured again only while its estimate is within
-// max_trials, or while it was judged on fewer trials than a look decides on
-// (8 at 0.05 / 4: six trials' estimate is noise), as if it needed those; every
-// round, the last too, adds 1.5 times the trials the estimate lacks, more when
-// trials were set aside, never past max_trials; the last round takes a group
-// whose estimate is beyond max_trials to kLastChanceTrials when it has fewer;
-// there are at most kClaimLooks - 1 rounds.
+// Rule: a group is measured again while its estimate is within max_trials,
+// or while it has fewer than kWideGroupTrials (its estimate from so few is
+// noise), toward those; every round, the last too, adds 1.5 times the trials
+// the estimate lacks, more when trials were set aside, never past max_trials
+// nor past kRoundGrowth times the trials it has (8 at least: the fewest a look
+// at 0.05 / 4 decides on); there are at most kClaimLooks - 1 rounds.
 TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   static_assert(pb::kClaimLooks == 4, "the rounds below are three");
   pb::FamilyDescriptor fam;
@@ -231,20 +230,17 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
       return std::vector<pb::ClaimResult>{c};
     };
   };
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, 8);  // beyond what a group may take
+  const int wide = static_cast<int>(pb::kWideGroupTrials);
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, wide);  // beyond what a group may take
   EXPECT_EQ(pb::judge_claims_remeasuring(t, fam, nullptr, how).at(0).verdict, pb::ClaimVerdict::Inconclusive);
-  EXPECT_EQ(rounds, (std::vector<int>{88})) << "left at looks 2 and 3; the last round takes it to 96";
+  EXPECT_TRUE(rounds.empty()) << "beyond max_trials on kWideGroupTrials: left";
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, wide - 1);
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(rounds, (std::vector<int>{2, 2, 2})) << "one short of kWideGroupTrials: measured, at least 2";
   rounds.clear();
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, pb::kLastChanceTrials);
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 1e9);  // on 6 trials
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_TRUE(rounds.empty()) << "beyond max_trials on kLastChanceTrials: left";
-  rounds.clear();
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, how.max_trials);
-  pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_TRUE(rounds.empty()) << "on max_trials already: left";
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, 1e9);  // on 6 trials: measured as if it needed 8
-  pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 92})) << "1.5 x 8 less the 6 it had, rounded up; then up to 96";
+  EXPECT_EQ(rounds, (std::vector<int>{28, 28, 28})) << "toward 96, at most 4 x 8 (not 4 x 6): 26, rounded up";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::NotMet, 7);  // a failing group already decided the claim
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
@@ -257,7 +253,11 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(rounds, (std::vector<int>{16, 16, 16})) << "half its trials set aside: twice as many";
   rounds.clear();
-  how.judge = judged(pb::ClaimVerdict::Inconclusive, 200, 0, 96);  // a group 1% under a 2% threshold
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 200, 0, 8);  // a group 1% under a 2% threshold, on 8 trials
+  pb::judge_claims_remeasuring(t, fam, nullptr, how);
+  EXPECT_EQ(rounds, (std::vector<int>{24, 24, 24})) << "1.5 x 200, but at most 4 x the 8 it has";
+  rounds.clear();
+  how.judge = judged(pb::ClaimVerdict::Inconclusive, 200, 0, 96);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_EQ(rounds, (std::vector<int>{204, 204, 204})) << "1.5 x 200 less the 96 it had";
   rounds.clear();
@@ -272,7 +272,7 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
     claims[0].id = "BENCH-GEMM-001", claims[1].id = "BENCH-GEMM-002";
     claims[0].verdict = claims[1].verdict = pb::ClaimVerdict::Inconclusive;
     claims[0].inconclusive_groups = {{"a", "f32", 1, 6, 9.2, {key}, 0}};
-    claims[1].inconclusive_groups = {{"a", "f32", 1, 8, 1000, {key}, 0}};
+    claims[1].inconclusive_groups = {{"a", "f32", 1, 96, 1000, {key}, 0}};
     return claims;
   };
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
@@ -309,8 +309,8 @@ TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacksNearestFirst) {
   how.started = std::chrono::steady_clock::now();
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   using Runs = std::vector<std::pair<std::string, int>>;
-  EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}, {"b", 12}, {"a", 56}}))
-      << "1.5 x 10 - 6 to 12 and 1.5 x 40 - 6 to 56; b (10 trials decide it) before a (40), in the last round too";
+  EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 28}, {"b", 12}, {"a", 28}, {"b", 12}, {"a", 28}}))
+      << "1.5 x 10 - 6 to 12 and 4 x 8 - 6 to 28; b (10 trials decide it) before a (40), in the last round too";
 }
 
 // A claim that fails while any sample of shape "a" is over 1.5: a replicate

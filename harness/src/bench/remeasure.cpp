@@ -149,25 +149,22 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
     for (const auto& c : claims)
       if (c.verdict == ClaimVerdict::Inconclusive)
         for (const auto& g : c.inconclusive_groups) {
-          // Judged on fewer trials than a look decides on, a group whose
-          // estimate is beyond reach is not left: six trials' median at the
-          // threshold is noise. It is measured to as many as a look decides
-          // on, and estimated again.
-          const double to_decide =
-              g.trials < fewest && g.trials_to_decide > how.max_trials ? fewest : g.trials_to_decide;
-          const bool last_chance =
-              look == kClaimLooks && g.trials_to_decide > how.max_trials && g.trials < kLastChanceTrials;
-          if ((to_decide > how.max_trials && !last_chance) || g.rows.empty()) {
+          // A group whose estimate is beyond max_trials is left only once it
+          // has kWideGroupTrials: an estimate from fewer trials of a wide
+          // group is noise. Until then it is measured toward them.
+          const bool out_of_reach = g.trials_to_decide > how.max_trials;
+          if ((out_of_reach && g.trials >= kWideGroupTrials) || g.rows.empty()) {
             beyond.insert(c.id + " " + g.name());
             continue;
           }
           again.insert(g.name());
           const double goal =
-              last_chance ? kLastChanceTrials : std::min<double>(kRoundMargin * to_decide, how.max_trials);
+              std::min({out_of_reach ? kWideGroupTrials : kRoundMargin * g.trials_to_decide,
+                        static_cast<double>(how.max_trials), kRoundGrowth * std::max(g.trials, fewest)});
           const double kept = g.trials > 0 ? static_cast<double>(g.trials) / (g.trials + g.set_aside) : 1.0;
           int lacking = static_cast<int>(std::ceil((goal - g.trials) / kept));
           lacking = lacking <= 2 ? 2 : std::min(up4(lacking), how.max_trials);
-          batches[{up4(to_decide), lacking}].insert(g.rows.begin(), g.rows.end());
+          batches[{up4(g.trials_to_decide), lacking}].insert(g.rows.begin(), g.rows.end());
         }
     if (!beyond.empty() && how.progress)
       how.progress(
@@ -175,11 +172,7 @@ std::vector<ClaimResult> judge_claims_remeasuring(BenchTable& table, const Famil
                       "about the threshold): {}",
                       how.max_trials, fmt::join(beyond, ", ")));
     const double spent = seconds_since(how.started);
-    if (spent > how.budget_seconds || (again.empty() && (beyond.empty() || look == kClaimLooks))) break;
-    if (again.empty()) {
-      look = kClaimLooks - 1;  // nothing nearer a decision: on to the last round, which measures the beyond groups
-      continue;
-    }
+    if (spent > how.budget_seconds || again.empty()) break;
     std::vector<std::string> plan;
     for (const auto& [order, rows] : batches)
       plan.push_back(fmt::format("{} row(s) in {} trials", rows.size(), order.second));

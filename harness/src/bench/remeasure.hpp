@@ -50,22 +50,24 @@ struct ClaimRemeasure {
 };
 
 // A round adds this many times the trials a group's estimate still lacks,
-// scaled up by the share of its trials set aside so far (at least 2, at most
-// max_trials, rounded up to a multiple of 4 so that groups lacking about as
-// many are measured in one run), the last round too: a last round that took
-// every group to max_trials spent a 30-minute budget on six groups and left a
-// seventh on 9 trials. The groups nearest a decision are measured first.
-// The estimate comes from the trials so far, and a round that falls short
-// spends one of the few looks.
+// scaled up by the share of its trials set aside so far (at least 2, rounded
+// up to a multiple of 4 so that groups lacking about as many are measured in
+// one run), the last round too, taking the group to at most max_trials and
+// at most kRoundGrowth times the trials it has: an estimate from 8 trials is
+// noise, and a round sized by it alone once asked 376 trials of a group. A
+// last round that took every group to max_trials spent a 30-minute budget on
+// six groups and left a seventh on 9 trials. The groups nearest a decision
+// are measured first. The estimate comes from the trials so far, and a round
+// that falls short spends one of the few looks.
 inline constexpr double kRoundMargin = 1.5;
-// A group whose estimate is beyond max_trials, judged on fewer trials than
-// this, is not left after the last look: an estimate from a few trials of a
-// wide group is noise (a 2-thread group on 8 trials read 0.995 [0.97, 1.14]).
-// The last round takes it to this many, after the others.
-inline constexpr int kLastChanceTrials = 96;
+inline constexpr double kRoundGrowth = 4;
+// A group whose estimate is beyond max_trials is still measured, kRoundGrowth
+// times its trials a round, until it has this many.
+inline constexpr double kWideGroupTrials = 96;
 
 // Judges the claims at kLookAlpha; while some are inconclusive on groups
-// that max_trials can decide, looks are left and the budget is not spent,
+// that max_trials can decide (or that have fewer than kWideGroupTrials),
+// looks are left and the budget is not spent,
 // measures the rows those groups were judged on (a wrapped row and its
 // ceiling: two processes a trial, not the shape's every tier and
 // configuration) in a round of new trials, adds the samples to `table`
