@@ -150,6 +150,30 @@ TEST(BenchPlausibility, ScatterNeedsTheFloorAndTheNeighbours) {
   EXPECT_TRUE(pb::implausible_vendor_rows(t, rule).empty());
 }
 
+// Rule: a row's scatter is taken over the trials its neighbours ran too. A
+// ceiling row measured again for a claim (mj90b: openblas:Cooperlake wide_640
+// f32 at 2 threads, hundreds of trials, cv 91.9% from a few outliers, beside
+// neighbours of 8 trials at 22.3%) is not implausible for the host's rare
+// outliers its neighbours' few trials never met; scattered in those same
+// trials, it still is.
+TEST(BenchPlausibility, ScatterIsTakenOverTheTrialsTheNeighboursRanToo) {
+  const pb::PlausibilityRule rule;
+  pb::BenchTable t;
+  t.rows = {with_cv("openblas:Cooperlake", 2, 1.0, 0.03), with_cv("openblas:SkylakeX", 2, 1.0, 0.03),
+            with_cv("blis:skx", 2, 1.0, 0.03)};
+  auto& again = t.rows[0];
+  for (int i = 2; i < 300; ++i) {
+    again.samples.push_back(i % 100 == 0 ? 12.0 : 1.0);  // three outliers at 12x
+    again.trials.push_back(i);
+  }
+  ASSERT_GT(cv_of(again), rule.cv_floor) << "the premise: over all its trials, its cv is over the floor";
+  EXPECT_TRUE(pb::implausible_vendor_rows(t, rule).empty());
+  again.samples[1] = 3.0;  // in a trial the neighbours ran: scattered where they were not
+  const auto bad = pb::implausible_vendor_rows(t, rule);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].key.backend, "openblas:Cooperlake");
+}
+
 // Rule: only vendor rows are judged implausible: a hand row, or a wrapped row
 // of popper's own code, that scales as badly is this repository's result,
 // reported as measured.

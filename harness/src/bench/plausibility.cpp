@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "bench/stats.hpp"
 
@@ -36,12 +37,21 @@ std::string scaling_reason(const BenchTable& t, const BenchRow& r, const Plausib
 std::string scatter_reason(const BenchTable& t, const BenchRow& r, const PlausibilityRule& rule) {
   if (r.samples.size() < 2 || r.key.tier != Tier::Ceiling) return "";
   std::vector<double> others;
+  std::set<int> their_trials;
   for (const auto& q : t.rows)
     if (&q != &r && q.key.tier == Tier::Ceiling && timed(q) && q.samples.size() > 1 && same_work(q.key, r.key) &&
-        q.key.threads == r.key.threads)
+        q.key.threads == r.key.threads) {
       others.push_back(coefficient_of_variation(q.samples));
+      for (std::size_t i = 0; i < q.samples.size(); ++i) their_trials.insert(q.trial_of(i));
+    }
   if (others.empty()) return "";
-  const double cv = coefficient_of_variation(r.samples), usual = median(others);
+  // R's scatter over the trials its neighbours ran too: a row measured again
+  // in hundreds more trials (a claim's group) meets the host's rare outliers
+  // that its neighbours' few trials never saw.
+  std::vector<double> shared;
+  for (std::size_t i = 0; i < r.samples.size(); ++i)
+    if (their_trials.count(r.trial_of(i))) shared.push_back(r.samples[i]);
+  const double cv = coefficient_of_variation(shared.size() > 1 ? shared : r.samples), usual = median(others);
   if (cv <= rule.cv_floor || cv <= rule.cv_factor * usual) return "";
   char buf[200];
   std::snprintf(buf, sizeof buf,

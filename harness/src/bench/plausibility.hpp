@@ -23,8 +23,11 @@
 //             cv(R) > cv_factor (default 4) × median cv of the OTHER ceiling
 //             rows of the same family, shape, precision, threads and cache mode
 //             (other configurations of the same program; each with at least
-//             two samples; none: no test). A wrapped row has no such
-//             neighbours, and popper's wrapper is part of what it times.
+//             two samples; none: no test), cv(R) taken over R's samples of
+//             the trials those rows ran too (all of R's when fewer than two):
+//             a row measured again in many more trials meets outliers its
+//             neighbours never saw. A wrapped row has no such neighbours, and
+//             popper's wrapper is part of what it times.
 //
 // cv = stddev / mean of the samples (stats.hpp). An implausible row keeps its
 // samples and is marked with the reason (BenchRow::invalid_reason); every
