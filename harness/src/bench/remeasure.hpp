@@ -49,16 +49,14 @@ struct ClaimRemeasure {
   std::function<void(const std::string&)> progress;
 };
 
-// A round adds this many times the trials a group's estimate still lacks,
-// scaled up by the share of its trials set aside so far (at least 2, rounded
-// up to a multiple of 4 so that groups lacking about as many are measured in
-// one run), the last round too, taking the group to at most max_trials and
-// at most kRoundGrowth times the trials it has: an estimate from 8 trials is
-// noise, and a round sized by it alone once asked 376 trials of a group. A
-// last round that took every group to max_trials spent a 30-minute budget on
-// six groups and left a seventh on 9 trials. The groups nearest a decision
-// are measured first. The estimate comes from the trials so far, and a round
-// that falls short spends one of the few looks.
+// Every round adds this many times the trials a group's estimate still
+// lacks, scaled up by the share of its trials set aside so far (at least 2,
+// rounded up to a multiple of 4 so that groups lacking about as many are
+// measured in one run), taking the group to at most max_trials and at most
+// kRoundGrowth times the trials it has: an estimate from a few trials is
+// noise, and a round sized by it alone can spend the budget on one group.
+// The groups nearest a decision are measured first; a round that falls short
+// spends one of the few looks.
 inline constexpr double kRoundMargin = 1.5;
 inline constexpr double kRoundGrowth = 4;
 // A group whose estimate is beyond max_trials is still measured, kRoundGrowth
