@@ -100,9 +100,21 @@ TEST(BenchPace, TheSummaryAndTheCsvNameTheSlowProcesses) {
   t.rows[1].sample_pace = {2.6e-3};
   EXPECT_EQ(pb::pace_summary(t),
             "1 thread: fastest 2.00 ms; slow (over 1.2x) in ceiling 0 of 1, hand 1 of 2; repetitions probed in their "
-            "process: slow in 1 of 1");
-  EXPECT_NE(pb::pace_csv(t).find("gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,no,0.0026,1,0,no,0\n"),
+            "process: slow (over 1.2x) in 1 of 1");
+  // Its every probed repetition ran slow: the trial is slow, as the claims judge it (steady_samples).
+  EXPECT_NE(pb::pace_csv(t).find("gemm/ceiling/cpu/a/f64/threads:1/warm,0,0.0021,1,yes,0.0026,1,0,no,0\n"),
             std::string::npos);
+  // In turns no process is probed around, only its repetitions: both still say which ran slow.
+  auto turns = row(pb::Tier::Wrapped, 1, {});
+  turns.samples = {1, 2, 3}, turns.trials = {0, 0, 1}, turns.sample_pace = {2e-3, 3e-3, 2.9e-3};
+  t.rows = {turns};
+  EXPECT_EQ(pb::pace_summary(t),
+            "1 thread: fastest 2.00 ms; repetitions probed in their process: slow (over 1.2x) in 2 of 3");
+  EXPECT_EQ(pb::pace_csv(t),
+            "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far,"
+            "read_gbs\n"
+            "gemm/wrapped/cpu/a/f64/threads:1/warm,0,0,1.5,no,0.002;0.003,1;2,0,no,0\n"
+            "gemm/wrapped/cpu/a/f64/threads:1/warm,1,0,3,yes,0.0029,3,0,no,0\n");
   // On two CPUs, the link too: the wrapped process of trial 1 ran with its CPUs far apart.
   auto two = row(pb::Tier::Wrapped, 2, {{0, 3e-3}, {1, 3e-3}});
   two.link = {{0, 6e-8}, {1, 3.3e-7}};

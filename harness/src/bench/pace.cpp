@@ -1,6 +1,7 @@
 #include "bench/pace.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "popper/pace.h"
 
@@ -290,15 +291,27 @@ std::string pace_summary(const BenchTable& t) {
       parts += fmt::format("{}{} {} of {}", parts.empty() ? "" : ", ", tier_text(tier), c.marked, c.all);
     return parts;
   };
+  // In turns (compare.hpp) no process is probed around, only a 1-thread
+  // row's repetitions: a thread count is summed up by whichever it has.
+  std::set<int> counts;
+  for (const auto* m : {&by, &far})
+    for (const auto& [threads, tiers] : *m) counts.insert(threads);
+  for (const auto& [threads, c] : reps) counts.insert(threads);
   std::string out;
-  for (const auto& [threads, tiers] : by) {
-    out += fmt::format("{}{} thread{}: fastest {:.2f} ms; slow (over {}x) in {}", out.empty() ? "" : "; ", threads,
-                       threads == 1 ? "" : "s", 1e3 * fastest.at(threads), kSlowPace, by_tier(tiers));
+  for (const int threads : counts) {
+    std::vector<std::string> parts;
+    if (const auto f = fastest.find(threads); f != fastest.end())
+      parts.push_back(fmt::format("fastest {:.2f} ms", 1e3 * f->second));
+    if (const auto it = by.find(threads); it != by.end())
+      parts.push_back(fmt::format("slow (over {}x) in {}", kSlowPace, by_tier(it->second)));
     if (const auto it = reps.find(threads); it != reps.end())
-      out += fmt::format("; repetitions probed in their process: slow in {} of {}", it->second.marked, it->second.all);
+      parts.push_back(fmt::format("repetitions probed in their process: slow (over {}x) in {} of {}", kSlowPace,
+                                  it->second.marked, it->second.all));
     if (const auto it = far.find(threads); it != far.end())
-      out += fmt::format("; link closest {:.3f} us; far (over {}x) in {}", 1e6 * closest.at(threads), kFarLink,
-                         by_tier(it->second));
+      parts.push_back(fmt::format("link closest {:.3f} us; far (over {}x) in {}", 1e6 * closest.at(threads), kFarLink,
+                                  by_tier(it->second)));
+    out += fmt::format("{}{} thread{}: {}", out.empty() ? "" : "; ", threads, threads == 1 ? "" : "s",
+                       fmt::join(parts, "; "));
   }
   return out;
 }
@@ -309,8 +322,14 @@ std::string pace_csv(const BenchTable& t) {
   std::string out =
       "row,trial,pace_seconds,median_seconds,slow,repetition_pace_seconds,repetition_seconds,link_seconds,far,"
       "read_gbs\n";
-  for (const auto& r : t.rows)
-    for (const auto& [trial, s] : r.pace) {
+  for (const auto& r : t.rows) {
+    // A trial's pace as the claims judge it: its process's probe, or in turns
+    // that of the repetitions it kept (steady_samples); pace_seconds is the
+    // process's own probe, 0 where none was taken.
+    const BenchRow judged = steady_samples(r, fastest);
+    for (const auto& [trial, judged_pace] : judged.pace) {
+      const auto own = r.pace.find(trial);
+      const double s = own == r.pace.end() ? 0.0 : own->second;
       std::vector<double> mine;
       std::string rep_paces, rep_seconds;  // ';'-separated, in the order measured
       for (std::size_t i = 0; i < r.samples.size(); ++i)
@@ -328,10 +347,11 @@ std::string pace_csv(const BenchTable& t) {
       const auto link = r.link.find(trial);
       const auto read = r.read.find(trial);
       out += fmt::format("{},{},{:.6g},{:.6g},{},{},{},{:.6g},{},{:.4g}\n", r.key.to_string(), trial, s, median,
-                         ran_slow(r, trial, fastest) ? "yes" : "no", rep_paces, rep_seconds,
+                         ran_slow(judged, trial, fastest) ? "yes" : "no", rep_paces, rep_seconds,
                          link == r.link.end() ? 0.0 : link->second, ran_far(r, trial, closest) ? "yes" : "no",
                          read == r.read.end() ? 0.0 : read->second * 1e-9);
     }
+  }
   return out;
 }
 
