@@ -474,7 +474,7 @@ TEST(BenchClaims, OneTrialAcrossTheThresholdIsDecidedByNineTrials) {
       per_trial("wrapped", "openblas:Zen", {1.0, 1.002, 0.998, 1.08, 1.001, 0.999, 1.003, 0.997, 1.0});
   const auto decided = judge(c, {more, per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0))});
   EXPECT_EQ(decided.verdict, pb::ClaimVerdict::Met) << decided.detail;
-  // One look of four (remeasure.hpp): the sign test at 0.0125 keeps the trial until 11 outvote it.
+  // At a stricter alpha (0.0125), the sign test keeps the trial until 11 outvote it.
   const auto strict = judge(c, {more, per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0))}, nullptr, {}, 0.0125);
   EXPECT_EQ(strict.verdict, pb::ClaimVerdict::Inconclusive) << strict.detail;
   ASSERT_EQ(strict.inconclusive_groups.size(), 1u);

@@ -207,9 +207,10 @@ TEST(BenchRemeasure, InconclusiveClaimsAreMeasuredAgainWhileTheBudgetLasts) {
 // noise), toward those; every round, the last too, adds 1.5 times the trials
 // the estimate lacks, more when trials were set aside, never past max_trials
 // nor past kRoundGrowth times the trials it has (8 at least: the fewest a look
-// at 0.05 / 4 decides on); there are at most kClaimLooks - 1 rounds.
+// at 0.05 / 6 decides on); there are at most kClaimLooks - 1 rounds.
 TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
-  static_assert(pb::kClaimLooks == 4, "the rounds below are three");
+  static_assert(pb::kClaimLooks == 6, "the rounds below are five");
+  ASSERT_EQ(pb::sign_test_trials(0, pb::kLookAlpha), 8) << "the fewest trials a look decides on";
   pb::FamilyDescriptor fam;
   fam.family = "gemm";
   std::vector<int> rounds;  // the trials each round asked for
@@ -236,34 +237,35 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
   EXPECT_TRUE(rounds.empty()) << "beyond max_trials on kWideGroupTrials: left";
   how.judge = judged(pb::ClaimVerdict::Inconclusive, how.max_trials + 1, 0, wide - 1);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{2, 2, 2})) << "one short of kWideGroupTrials: measured, at least 2";
+  EXPECT_EQ(rounds, (std::vector<int>{2, 2, 2, 2, 2})) << "one short of kWideGroupTrials: measured, at least 2";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 1e9);  // on 6 trials
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{28, 28, 28})) << "toward 96, at most 4 x 8 (not 4 x 6): 26, rounded up";
+  EXPECT_EQ(rounds, (std::vector<int>{28, 28, 28, 28, 28})) << "toward 96, at most 4 x 8 (not 4 x 6): 26, rounded up";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::NotMet, 7);  // a failing group already decided the claim
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   EXPECT_TRUE(rounds.empty());
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 8})) << "1.5 x 9.2 less the 6 it had, rounded up, the last round too";
+  EXPECT_EQ(rounds, (std::vector<int>{8, 8, 8, 8, 8})) << "1.5 x 9.2 less the 6 it had, rounded up, the last round too";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 9.2, 6);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{16, 16, 16})) << "half its trials set aside: twice as many";
+  EXPECT_EQ(rounds, (std::vector<int>{16, 16, 16, 16, 16})) << "half its trials set aside: twice as many";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 200, 0, 8);  // a group 1% under a 2% threshold, on 8 trials
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{24, 24, 24})) << "1.5 x 200, but at most 4 x the 8 it has";
+  EXPECT_EQ(rounds, (std::vector<int>{24, 24, 24, 24, 24})) << "1.5 x 200, but at most 4 x the 8 it has";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 200, 0, 96);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{204, 204, 204})) << "1.5 x 200 less the 96 it had";
+  EXPECT_EQ(rounds, (std::vector<int>{204, 204, 204, 204, 204})) << "1.5 x 200 less the 96 it had";
   rounds.clear();
   how.judge = judged(pb::ClaimVerdict::Inconclusive, 300, 96, 96);
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
-  EXPECT_EQ(rounds, (std::vector<int>{384, 384, 384})) << "to max_trials, twice the 288 it lacks: at most max_trials";
+  EXPECT_EQ(rounds, (std::vector<int>{384, 384, 384, 384, 384}))
+      << "to max_trials, twice the 288 it lacks: at most max_trials";
   // One group beyond for one claim and measured for another: the log names the first claim's.
   std::vector<std::string> said;
   how.progress = [&](const std::string& s) { said.push_back(s); };
@@ -288,7 +290,7 @@ TEST(BenchRemeasure, OnlyWhatMoreTrialsCanDecideIsMeasuredAgain) {
 // groups nearest a decision run first, in the last round too: a budget that
 // ends within it has decided those.
 TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacksNearestFirst) {
-  static_assert(pb::kClaimLooks == 4, "the rounds below are three");
+  static_assert(pb::kClaimLooks == 6, "the rounds below are five");
   pb::FamilyDescriptor fam;
   fam.family = "gemm";
   pb::BenchTable t;
@@ -309,7 +311,16 @@ TEST(BenchRemeasure, EachGroupIsMeasuredInAboutTheTrialsItLacksNearestFirst) {
   how.started = std::chrono::steady_clock::now();
   pb::judge_claims_remeasuring(t, fam, nullptr, how);
   using Runs = std::vector<std::pair<std::string, int>>;
-  EXPECT_EQ(measured, (Runs{{"b", 12}, {"a", 28}, {"b", 12}, {"a", 28}, {"b", 12}, {"a", 28}}))
+  EXPECT_EQ(measured, (Runs{{"b", 12},
+                            {"a", 28},
+                            {"b", 12},
+                            {"a", 28},
+                            {"b", 12},
+                            {"a", 28},
+                            {"b", 12},
+                            {"a", 28},
+                            {"b", 12},
+                            {"a", 28}}))
       << "1.5 x 10 - 6 to 12 and 4 x 8 - 6 to 28; b (10 trials decide it) before a (40), in the last round too";
 }
 
