@@ -27,10 +27,10 @@ void add_samples(BenchTable& table, const BenchTable& extra);
 // trials: up to kClaimLooks looks, each at kClaimAlpha / kClaimLooks
 // (Bonferroni over the looks), so that stopping at whichever look decides a
 // group keeps the chance of a wrong met or not met within kClaimAlpha, as one
-// judgment of a fixed number of trials at kClaimAlpha has. Six, not four:
-// on a busy host, where the pace filter sets aside half a group's trials,
-// four looks ended with groups a fifth would have decided and budget left;
-// the fewest trials a look decides on stay 8 (sign_test_trials at 0.05 / 6).
+// judgment of a fixed number of trials at kClaimAlpha has. Six: on a busy
+// host, where the pace filter sets aside half a group's trials, a group near
+// its threshold needs more than three re-measure rounds, and at 0.05 / 6 the
+// fewest trials a look decides on are still 8 (sign_test_trials).
 inline constexpr int kClaimLooks = 6;
 inline constexpr double kClaimAlpha = 0.05;
 inline constexpr double kLookAlpha = kClaimAlpha / kClaimLooks;
