@@ -477,6 +477,8 @@ TEST(BenchClaims, OneTrialAcrossTheThresholdIsDecidedByNineTrials) {
   // At a stricter alpha (0.0125), the sign test keeps the trial until 11 outvote it.
   const auto strict = judge(c, {more, per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0))}, nullptr, {}, 0.0125);
   EXPECT_EQ(strict.verdict, pb::ClaimVerdict::Inconclusive) << strict.detail;
+  EXPECT_EQ(strict.alpha, 0.0125) << "the result says the level it was judged at";
+  EXPECT_EQ(decided.alpha, 0.05);
   ASSERT_EQ(strict.inconclusive_groups.size(), 1u);
   EXPECT_EQ(strict.inconclusive_groups[0].trials_to_decide, 11);
 }

@@ -47,6 +47,7 @@ void report_claims(const std::string& path, const std::string& family, const std
   bench::write_claims_json(path, family, claims);
   for (const auto& c : claims)
     std::cout << c.id << " (" << c.contract << "): " << c.verdict << " — " << c.detail << "\n";
+  if (!claims.empty()) std::cerr << "claims judged at alpha " << claims.front().alpha << " a group\n";
   std::cerr << "wrote " << path << " (" << claims.size() << " claims)\n";
 }
 

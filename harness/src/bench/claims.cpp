@@ -388,7 +388,7 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Contract>& contracts,
     for (const auto& claim : c.benchmarks) {
       if (claim.family != family) continue;
       ClaimResult res;
-      res.contract = c.stem, res.id = claim.id, res.family = family;
+      res.contract = c.stem, res.id = claim.id, res.family = family, res.alpha = alpha;
       // Only the rows of the claim's cache mode: a cold claim is never judged on warm rows.
       BenchTable mode;
       std::copy_if(table.rows.begin(), table.rows.end(), std::back_inserter(mode.rows),
@@ -526,6 +526,7 @@ void write_claims_json(const std::string& path, const std::string& family, const
                              {"id", r.id},
                              {"family", r.family},
                              {"verdict", to_string(r.verdict)},
+                             {"alpha", r.alpha},
                              {"detail", r.detail}});
   doc["popper"] = build_json();
   write_file_atomic(path, doc.dump(2) + "\n");

@@ -68,6 +68,10 @@ struct ClaimResult {
   std::string family;
   ClaimVerdict verdict = ClaimVerdict::NotMeasured;
   std::string detail;
+  // The level each group was judged at (its interval covers 1 - alpha):
+  // compare's looks are stricter than one judgment (remeasure.hpp), so a
+  // reader comparing two outputs needs it.
+  double alpha = 0;
   // Groups whose interval straddles the threshold: what measuring them again
   // could decide (a group judged against several rows: all its undecided ones).
   struct Inconclusive {
