@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/claims.hpp"
+#include "bench/csv.hpp"
 #include "bench/pace.hpp"
 #include "bench/interval.hpp"
 
@@ -240,9 +241,15 @@ TEST(BenchClaims, ABandwidthClaimPairsEachProcessWithItsOwnRead) {
   for (auto& s : t.rows[0].samples) s *= 1.6;
   res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
   EXPECT_EQ(res[0].verdict, pb::ClaimVerdict::NotMet) << res[0].detail;
-  // A trial without its own read (a table read back from a CSV has none):
-  // the fastest read bounds every trial again, and the slow half shows.
+  // Read back from its CSV, each process keeps its own read.
   for (auto& s : t.rows[0].samples) s /= 1.6;
+  res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
+  const auto back = pb::parse_bench_csv(pb::format_bench_csv(t), "back.csv");
+  const auto res_back = pb::evaluate_claims({k}, "gemm", back, &peak, {{"f32", "bandwidth"}}, {"a"});
+  EXPECT_EQ(res_back[0].verdict, pb::ClaimVerdict::Met) << res_back[0].detail;
+  EXPECT_EQ(res_back[0].figures, res[0].figures);
+  // A trial without its own read (a CSV of the older schema): the fastest
+  // read bounds every trial again, and the slow half shows.
   t.rows[0].read.erase(5);
   res = pb::evaluate_claims({k}, "gemm", t, &peak, {{"f32", "bandwidth"}}, {"a"});
   EXPECT_EQ(res[0].detail.find("each process against its own read"), std::string::npos) << res[0].detail;
@@ -572,6 +579,26 @@ TEST(BenchClaims, ARatioSetsAsideTrialsBothSlowWhenEnoughRanSteady) {
   const auto five = judged(5);  // too few steady: every trial at one pace is judged, and the scatter decides nothing
   EXPECT_EQ(five.verdict, pb::ClaimVerdict::Inconclusive) << five.detail;
   EXPECT_EQ(five.detail.find("set aside"), std::string::npos) << five.detail;
+}
+
+// Rule: the probes travel in the CSV, so a table read back (bench merge
+// --claims over a run's shards) sets aside the trials its run set aside.
+TEST(BenchClaims, ATableReadBackFromItsCsvSetsAsideWhatItsRunDid) {
+  popper::Contract k;
+  k.stem = "gemm-v1";
+  k.benchmarks.push_back(claim("time_ratio", "wrapped", "ceiling", "<", 1.02));
+  pb::BenchTable t;
+  t.rows = {paced(per_trial("wrapped", "openblas:Zen", {1.5, 1.5, 1.5, 1, 1, 1, 1, 1, 1}),
+                  {3e-3, 3e-3, 3e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3, 2e-3}),
+            paced(per_trial("ceiling", "openblas:Zen", std::vector(9, 1.0)), std::vector(9, 2e-3))};
+  const auto run = pb::evaluate_claims({k}, "gemm", t, nullptr, {}, {"a"});
+  const auto back =
+      pb::evaluate_claims({k}, "gemm", pb::parse_bench_csv(pb::format_bench_csv(t), "b.csv"), nullptr, {}, {"a"});
+  ASSERT_EQ(run.size(), 1u);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(run[0].verdict, pb::ClaimVerdict::Met) << run[0].detail;  // the premise: 3 of 9 set aside
+  EXPECT_EQ(back[0].verdict, run[0].verdict) << back[0].detail;
+  EXPECT_EQ(back[0].detail, run[0].detail);
 }
 
 namespace {

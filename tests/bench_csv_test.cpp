@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <utility>
 #include <unistd.h>
 
@@ -22,6 +23,11 @@ pb::BenchTable sample_table() {
   pb::BenchRow r;
   r.key = {"gemm", pb::Tier::Hand, "cpu:avx2", "square_1k", "f32", 2, "warm"};
   r.samples = {0.0251, 0.0249, 0.0250};
+  r.trials = {3, 3, 4};
+  r.sample_pace = {7.05e-3, 0, 7.1e-3};  // the second repetition was not probed
+  r.pace = {{3, 7.2e-3}, {4, 7.06e-3}};
+  r.link = {{3, 5.9e-8}};  // trial 4's processes were not linked
+  r.read = {{3, 2.5e10}, {4, 2.4e10}};
   r.work_per_iter = 2.0 * 1024 * 1024 * 1024;
   r.bytes_per_iter = 12582912;
   r.pct_of_peak = 41.25;
@@ -35,6 +41,27 @@ pb::BenchTable sample_table() {
 }
 
 std::string valid_text() { return pb::format_bench_csv(sample_table()); }
+
+// valid_text() with column `col` of the hand row replaced by `value`.
+std::string with_hand_field(std::size_t col, const std::string& value) {
+  std::string text = valid_text();
+  auto at = text.find("gemm,hand");
+  for (std::size_t i = 0; i < col; ++i) at = text.find(',', at) + 1;
+  const auto end = text.find_first_of(",\n", at);
+  return text.replace(at, end - at, value);
+}
+
+// valid_text() written as a file of an older schema: without the last `drop` columns.
+std::string without_last_columns(std::size_t drop) {
+  std::istringstream in(valid_text());
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line[0] != '#')
+      for (std::size_t i = 0; i < drop; ++i) line.erase(line.rfind(','));
+    out += line + "\n";
+  }
+  return out;
+}
 
 void expect_rejected(const std::string& text, const std::string& needle) {
   try {
@@ -56,12 +83,19 @@ TEST(BenchCsv, RoundTripKeepsEveryField) {
   const auto& r = back.rows[0];
   EXPECT_EQ(r.key, t.rows[0].key);
   EXPECT_EQ(r.samples, t.rows[0].samples);  // shortest round-trip formatting: exact
+  EXPECT_EQ(r.trials, t.rows[0].trials);
+  EXPECT_EQ(r.sample_pace, t.rows[0].sample_pace);
+  EXPECT_EQ(r.pace, t.rows[0].pace);
+  EXPECT_EQ(r.link, t.rows[0].link);
+  EXPECT_EQ(r.read, t.rows[0].read);
   EXPECT_EQ(r.work_per_iter, t.rows[0].work_per_iter);
   EXPECT_EQ(r.bytes_per_iter, t.rows[0].bytes_per_iter);
   EXPECT_DOUBLE_EQ(r.pct_of_peak, 41.25);
   EXPECT_EQ(r.verdict.label, "verified(sampled 256)");
   EXPECT_DOUBLE_EQ(r.median(), 0.0250);
   EXPECT_TRUE(back.rows[1].samples.empty());
+  EXPECT_TRUE(back.rows[1].sample_pace.empty());
+  EXPECT_TRUE(back.rows[1].pace.empty());
   EXPECT_EQ(back.rows[1].verdict.label, "incorrect: max err 1e-3 > bound 1e-12; really");
   EXPECT_LT(back.rows[1].pct_of_peak, 0);
 }
@@ -101,7 +135,7 @@ TEST(BenchCsv, WrongColumnCountRejectedWithLine) {
   std::string text = valid_text();
   const auto row = text.find("gemm,hand");
   text.insert(text.find('\n', row), ",extra");
-  expect_rejected(text, "expected 22 columns");
+  expect_rejected(text, "expected 26 columns");
   expect_rejected(text, ":5:");  // 3 metadata lines, header, then this row
 }
 
@@ -120,12 +154,36 @@ TEST(BenchCsv, SampleCountMustMatchN) {
 }
 
 TEST(BenchCsv, TrialsColumnMustMatchSamples) {
-  std::string text = valid_text();
-  const auto row = text.find("gemm,hand");
-  const auto eol = text.find('\n', row);
-  const auto comma = text.rfind(',', eol);
-  text.replace(comma + 1, eol - comma - 1, "0;1");  // two trials for three samples
-  expect_rejected(text, "'trials' has 2 entries for 3 samples");
+  expect_rejected(with_hand_field(21, "3;4"), "'trials' has 2 entries for 3 samples");
+  expect_rejected(with_hand_field(21, "3;4;1e300"), "'1e300', not a trial number");
+  expect_rejected(with_hand_field(21, "3;4;-1"), "not a trial number");
+}
+
+// The probes travel with their row, so a table read back (a merge of shards)
+// is judged on the trials compare judged; each column is checked against the
+// row's samples and trials.
+TEST(BenchCsv, ProbeColumnsMustMatchTheRowsTrials) {
+  expect_rejected(with_hand_field(22, "0.007;0.007"), "'sample_pace' has 2 entries for 3 samples");
+  expect_rejected(with_hand_field(22, "0.007;-1;0.007"), "'sample_pace' holds '-1'");
+  expect_rejected(with_hand_field(23, "3=0.007;5=0.007"), "'trial_pace' names trial 5, which no sample ran in");
+  expect_rejected(with_hand_field(23, "3=0.007;3=0.008"), "names trial 3 twice");
+  expect_rejected(with_hand_field(24, "3=0"), "'trial_link' holds '3=0', not a positive value");
+  expect_rejected(with_hand_field(25, "3"), "'trial_read' holds '3', not <trial>=<value>");
+  expect_rejected(with_hand_field(25, "x=1"), "'x' is not a number");
+}
+
+// Files of the two older schemas read: without the probes (judged on every
+// trial), and without the trials too (all trial 0).
+TEST(BenchCsv, OlderSchemasRead) {
+  const auto v2 = pb::parse_bench_csv(without_last_columns(4), "v2.csv");
+  ASSERT_EQ(v2.rows.size(), 2u);
+  EXPECT_EQ(v2.rows[0].trials, (std::vector<int>{3, 3, 4}));
+  EXPECT_TRUE(v2.rows[0].pace.empty() && v2.rows[0].read.empty() && v2.rows[0].sample_pace.empty());
+  const auto v1 = pb::parse_bench_csv(without_last_columns(5), "v1.csv");
+  ASSERT_EQ(v1.rows.size(), 2u);
+  EXPECT_TRUE(v1.rows[0].trials.empty());
+  EXPECT_EQ(v1.rows[0].samples.size(), 3u);
+  expect_rejected(without_last_columns(2), "header");
 }
 
 TEST(BenchCsv, HeaderMustMatchSchema) {

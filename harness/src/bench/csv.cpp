@@ -5,12 +5,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <ranges>
 #include <sstream>
 
 #include "bench/plausibility.hpp"
@@ -67,6 +70,41 @@ double parse_number(const std::string& text, const std::string& file, std::size_
   if (text.empty() || res.ec != std::errc() || res.ptr != last)
     fail(file, line, "column '" + col + "': '" + text + "' is not a number");
   return v;
+}
+
+// A trial number: a whole number an int holds (a cast of any other double is undefined).
+int parse_trial(const std::string& text, const std::string& file, std::size_t line, const std::string& col) {
+  const double v = parse_number(text, file, line, col, false);
+  if (!(v >= 0 && v <= std::numeric_limits<int>::max()) || v != std::floor(v))
+    fail(file, line, "column '" + col + "' holds '" + text + "', not a trial number");
+  return static_cast<int>(v);
+}
+
+// A probe by trial (BenchRow::pace, link, read) as "<trial>=<value>" entries.
+std::string format_trial_map(const std::map<int, double>& m) {
+  std::string out;
+  for (const auto& [trial, v] : m) out += (out.empty() ? "" : ";") + std::to_string(trial) + "=" + fmt_double(v);
+  return out;
+}
+
+std::map<int, double> parse_trial_map(const std::string& text, const BenchRow& r, const std::string& file,
+                                      std::size_t line, const std::string& col) {
+  std::map<int, double> out;
+  if (text.empty()) return out;
+  for (const auto& entry : split(text, ';')) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) fail(file, line, "column '" + col + "' holds '" + entry + "', not <trial>=<value>");
+    const int trial = parse_trial(entry.substr(0, eq), file, line, col);
+    const double v = parse_number(entry.substr(eq + 1), file, line, col, false);
+    const auto samples = std::views::iota(std::size_t{0}, r.samples.size());
+    if (std::ranges::none_of(samples, [&](std::size_t i) { return r.trial_of(i) == trial; }))
+      fail(file, line, "column '" + col + "' names trial " + std::to_string(trial) + ", which no sample ran in");
+    if (!(v > 0) || !std::isfinite(v))
+      fail(file, line, "column '" + col + "' holds '" + entry + "', not a positive value");
+    if (!out.emplace(trial, v).second)
+      fail(file, line, "column '" + col + "' names trial " + std::to_string(trial) + " twice");
+  }
+  return out;
 }
 
 }  // namespace
@@ -234,11 +272,12 @@ double BenchTable::footprint_read(const std::string& shape, const std::string& p
 
 const std::vector<std::string>& bench_columns() {
   static const std::vector<std::string> cols = {
-      "family",    "tier",           "backend",    "shape",       "precision",
-      "threads",   "cache_mode",     "unit",       "n",           "min",
-      "median",    "mean",           "stddev",     "cv",          "work_per_iter",
-      "work_unit", "bytes_per_iter", "throughput", "pct_of_peak", "verdict",
-      "samples",   "trials"};
+      "family",    "tier",           "backend",     "shape",       "precision",
+      "threads",   "cache_mode",     "unit",        "n",           "min",
+      "median",    "mean",           "stddev",      "cv",          "work_per_iter",
+      "work_unit", "bytes_per_iter", "throughput",  "pct_of_peak", "verdict",
+      "samples",   "trials",         "sample_pace", "trial_pace",  "trial_link",
+      "trial_read"};
   return cols;
 }
 
@@ -283,7 +322,11 @@ std::string format_bench_csv(const BenchTable& table) {
     for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << fmt_double(r.samples[i]);
     out << ',';
     for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << r.trial_of(i);
-    out << "\n";
+    out << ',';
+    if (std::ranges::any_of(r.sample_pace, [](double p) { return p > 0; }))
+      for (std::size_t i = 0; i < r.samples.size(); ++i) out << (i ? ";" : "") << fmt_double(r.pace_of(i));
+    out << ',' << format_trial_map(r.pace) << ',' << format_trial_map(r.link) << ',' << format_trial_map(r.read)
+        << "\n";
   }
   out << "# end rows=" << table.rows.size() << "\n";
   return out.str();
@@ -297,8 +340,11 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
   bool header_seen = false, end_seen = false;
   std::size_t end_rows = 0;
   const auto& cols = bench_columns();
-  // Files written before samples carried their trial lack the last column: all trial 0.
-  const std::vector<std::string> cols_v1(cols.begin(), cols.end() - 1);
+  // Files written before the probes travelled with the rows lack the last four
+  // columns (their claims are judged on every trial); files written before
+  // samples carried their trial lack the last five (all trial 0).
+  const std::vector<std::string> cols_v2(cols.begin(), cols.end() - 4);
+  const std::vector<std::string> cols_v1(cols.begin(), cols.end() - 5);
   std::size_t ncols = cols.size();
   while (std::getline(in, line)) {
     ++lineno;
@@ -327,7 +373,7 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     }
     const auto fields = split(line, ',');
     if (!header_seen) {
-      if (fields != cols && fields != cols_v1)
+      if (fields != cols && fields != cols_v2 && fields != cols_v1)
         fail(file, lineno, "header line does not match the bench CSV schema (see baselines/README.md)");
       ncols = fields.size();
       header_seen = true;
@@ -367,16 +413,28 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     if (static_cast<double>(r.samples.size()) != n)
       fail(file, lineno,
            "column 'n' says " + fields[8] + " but 'samples' holds " + std::to_string(r.samples.size()) + " values");
-    if (ncols == cols.size() && !fields[21].empty()) {
-      for (const auto& t : split(fields[21], ';')) {
-        const double v = parse_number(t, file, lineno, "trials", false);
-        if (v < 0 || v != std::floor(v)) fail(file, lineno, "column 'trials' holds '" + t + "', not a trial number");
-        r.trials.push_back(static_cast<int>(v));
-      }
+    if (ncols > cols_v1.size() && !fields[21].empty()) {
+      for (const auto& t : split(fields[21], ';')) r.trials.push_back(parse_trial(t, file, lineno, "trials"));
       if (r.trials.size() != r.samples.size())
         fail(file, lineno,
              "column 'trials' has " + std::to_string(r.trials.size()) + " entries for " +
                  std::to_string(r.samples.size()) + " samples");
+    }
+    if (ncols == cols.size()) {
+      if (!fields[22].empty()) {
+        for (const auto& p : split(fields[22], ';')) {
+          const double v = parse_number(p, file, lineno, "sample_pace", false);
+          if (!(v >= 0) || !std::isfinite(v)) fail(file, lineno, "column 'sample_pace' holds '" + p + "', not seconds");
+          r.sample_pace.push_back(v);
+        }
+        if (r.sample_pace.size() != r.samples.size())
+          fail(file, lineno,
+               "column 'sample_pace' has " + std::to_string(r.sample_pace.size()) + " entries for " +
+                   std::to_string(r.samples.size()) + " samples");
+      }
+      r.pace = parse_trial_map(fields[23], r, file, lineno, "trial_pace");
+      r.link = parse_trial_map(fields[24], r, file, lineno, "trial_link");
+      r.read = parse_trial_map(fields[25], r, file, lineno, "trial_read");
     }
     table.rows.push_back(std::move(r));
   }

@@ -67,20 +67,22 @@ struct BenchRow {
   // threads (bench/common/read_bandwidth.hpp); 0 when none. Not a CSV column:
   // compare lists it in the table's `footprint_read_gbs` metadata.
   double read_bound = 0;
+  // The probes travel with the row (CSV columns trial_read, trial_pace,
+  // trial_link, sample_pace), so a table read back, shards merged, is judged
+  // on the trials its run judged; a file of the older schema has none, and
+  // its claims are judged on every trial.
   // The same probe's bytes/s in the process of each trial: a bandwidth claim
-  // judges each process against its own read (claims.hpp). Not a CSV column.
+  // judges each process against its own read (claims.hpp).
   std::map<int, double> read;
   // Seconds of the pace probe around the process of each trial (pace.hpp); a
-  // trial without one was not probed. Not a CSV column: a table read from a
-  // file has none, and its claims are judged on every trial.
+  // trial without one was not probed.
   std::map<int, double> pace;
   // Seconds of a cache line's round trip between the CPUs of the process of
   // each trial (pace.hpp, PaceMeter::link_seconds); only processes on several
-  // CPUs have one. Not a CSV column either.
+  // CPUs have one.
   std::map<int, double> link;
   // Seconds of the pace probe around each sample's repetition, inside its
-  // process (popper/pace.h; 1-thread rows); 0 where not probed. Not a CSV
-  // column either.
+  // process (popper/pace.h; 1-thread rows); 0 where not probed.
   std::vector<double> sample_pace;
 
   // Derived from samples (what the CSV stores alongside them).
