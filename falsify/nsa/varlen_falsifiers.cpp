@@ -221,7 +221,10 @@ POPPER_FALSIFIER("FALSIFY-NSA-008", [](const popper::Params&) {
       {"cuda", [](const SelectionProblem& pr, SelectionOutput out) { selection_attention_cuda(pr, out); }},
   };
   const VarlenBatch batch{sp.cu_q, sp.cu_k};
-  for (const auto& [name, run] : entries) {
+  for (const auto& entry : entries) {
+    // Named, not structured bindings: the lambdas below capture them (clang 14 cannot).
+    const auto& name = entry.first;
+    const auto& run = entry.second;
     // Valid call first (the checks do not reject good input).
     std::vector<float> o(5 * 4 * 4), lse(5 * 4);
     EXPECT_NO_THROW(run({sp.layout, batch, &sp.pack, sp.q, sp.k, sp.v}, {o, lse})) << name;

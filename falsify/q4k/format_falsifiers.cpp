@@ -3,6 +3,7 @@
 // conversions against the hardware), KANI-Q4K-003 and FALSIFY-Q4K-006
 // (argument checks before any memory access), and the `ggml` capability.
 #include <gtest/gtest.h>
+#include <cpuid.h>
 #include <immintrin.h>
 #include <rapidcheck.h>
 
@@ -73,12 +74,16 @@ POPPER_HARNESS("KANI-Q4K-001", [](const popper::Params& p) {
 // The hardware conversions (F16C) as the oracle.
 __attribute__((target("f16c"))) float hw_half_to_float(std::uint16_t h) { return _cvtsh_ss(h); }
 __attribute__((target("f16c"))) std::uint16_t hw_float_to_half(float f) {
-  return static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  // vcvtps2ph on one lane: clang's _cvtss_sh is a compound literal, which C++ lacks.
+  const __m128i h = _mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return static_cast<std::uint16_t>(_mm_extract_epi16(h, 0));
 }
 
 POPPER_HARNESS("KANI-Q4K-002", [](const popper::Params& p) {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "the CPU has no F16C to compare against";
+  // CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_F16C))
+    GTEST_SKIP() << "the CPU has no F16C to compare against";
   const auto n = static_cast<std::uint32_t>(p.bound());
   for (std::uint32_t h = 0; h < n; ++h) {
     const float mine = fp16_to_float(static_cast<std::uint16_t>(h)),

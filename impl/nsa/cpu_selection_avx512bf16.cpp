@@ -4,8 +4,10 @@
 // GCC 12 reports its own _mm512_undefined_* idiom (self-initialised __Y) inside
 // the AVX-512 intrinsic headers as uninitialised once inlined; silence it here,
 // before the first inclusion of immintrin.h.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include "impl/nsa/cpu_selection_kernels.hpp"

@@ -17,8 +17,10 @@
 //
 // GCC 12 reports the deliberately undefined upper lanes of its AVX-512 cast
 // and convert intrinsics (_mm512_undefined_*) as maybe-uninitialized.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

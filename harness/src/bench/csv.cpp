@@ -13,7 +13,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <ranges>
 #include <sstream>
 
 #include "bench/plausibility.hpp"
@@ -96,8 +95,9 @@ std::map<int, double> parse_trial_map(const std::string& text, const BenchRow& r
     if (eq == std::string::npos) fail(file, line, "column '" + col + "' holds '" + entry + "', not <trial>=<value>");
     const int trial = parse_trial(entry.substr(0, eq), file, line, col);
     const double v = parse_number(entry.substr(eq + 1), file, line, col, false);
-    const auto samples = std::views::iota(std::size_t{0}, r.samples.size());
-    if (std::ranges::none_of(samples, [&](std::size_t i) { return r.trial_of(i) == trial; }))
+    bool ran = false;
+    for (std::size_t i = 0; i < r.samples.size() && !ran; ++i) ran = r.trial_of(i) == trial;
+    if (!ran)
       fail(file, line, "column '" + col + "' names trial " + std::to_string(trial) + ", which no sample ran in");
     if (!(v > 0) || !std::isfinite(v))
       fail(file, line, "column '" + col + "' holds '" + entry + "', not a positive value");

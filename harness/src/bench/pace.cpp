@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <ranges>
 #include <thread>
 #include <tuple>
 
@@ -328,7 +327,8 @@ std::string pace_csv(const BenchTable& t) {
     // that of the repetitions it kept (steady_samples); pace_seconds is the
     // process's own probe, 0 where none was taken.
     const BenchRow judged = steady_samples(r, fastest);
-    for (const int trial : std::views::keys(judged.pace)) {
+    for (const auto& judged_trial : judged.pace) {
+      const int trial = judged_trial.first;
       const auto own = r.pace.find(trial);
       const double s = own == r.pace.end() ? 0.0 : own->second;
       std::vector<double> mine;

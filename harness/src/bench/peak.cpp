@@ -25,6 +25,12 @@ namespace popper::bench {
 namespace {
 
 volatile double g_sink = 0;  // keeps the chains' results alive
+// The chains' factor and addend, read through volatile: as constants, a
+// compiler sees that the chains' start values are fixed points of
+// a * mul + add in their precision, and clang deletes the loops (its peak
+// read infinite, and the calibration below overflowed).
+volatile float g_mul_f32 = 0.99999994f, g_add_f32 = 1e-7f;
+volatile double g_mul_f64 = 0.9999999999, g_add_f64 = 1e-10;
 
 // The FMA chains. target attributes let this file build without -mavx2; the
 // functions are only called after the CPU flags say they are safe.
@@ -35,7 +41,7 @@ __attribute__((target("avx2,fma"))) double chains_avx2_f32(long steps) {
 #define DECL(i) __m256 a##i = _mm256_set1_ps(1.0f + 0.001f * (i));
   POPPER_CHAINS(DECL)
 #undef DECL
-  const __m256 mul = _mm256_set1_ps(0.99999994f), add = _mm256_set1_ps(1e-7f);
+  const __m256 mul = _mm256_set1_ps(g_mul_f32), add = _mm256_set1_ps(g_add_f32);
   for (long s = 0; s < steps; ++s) {
 #define STEP(i) a##i = _mm256_fmadd_ps(a##i, mul, add);
     POPPER_CHAINS(STEP)
@@ -54,7 +60,7 @@ __attribute__((target("avx2,fma"))) double chains_avx2_f64(long steps) {
 #define DECL(i) __m256d a##i = _mm256_set1_pd(1.0 + 0.001 * (i));
   POPPER_CHAINS(DECL)
 #undef DECL
-  const __m256d mul = _mm256_set1_pd(0.9999999999), add = _mm256_set1_pd(1e-10);
+  const __m256d mul = _mm256_set1_pd(g_mul_f64), add = _mm256_set1_pd(g_add_f64);
   for (long s = 0; s < steps; ++s) {
 #define STEP(i) a##i = _mm256_fmadd_pd(a##i, mul, add);
     POPPER_CHAINS(STEP)
@@ -73,7 +79,7 @@ __attribute__((target("avx512f"))) double chains_avx512_f32(long steps) {
 #define DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + 0.001f * (i));
   POPPER_CHAINS(DECL)
 #undef DECL
-  const __m512 mul = _mm512_set1_ps(0.99999994f), add = _mm512_set1_ps(1e-7f);
+  const __m512 mul = _mm512_set1_ps(g_mul_f32), add = _mm512_set1_ps(g_add_f32);
   for (long s = 0; s < steps; ++s) {
 #define STEP(i) a##i = _mm512_fmadd_ps(a##i, mul, add);
     POPPER_CHAINS(STEP)
@@ -92,7 +98,7 @@ __attribute__((target("avx512f"))) double chains_avx512_f64(long steps) {
 #define DECL(i) __m512d a##i = _mm512_set1_pd(1.0 + 0.001 * (i));
   POPPER_CHAINS(DECL)
 #undef DECL
-  const __m512d mul = _mm512_set1_pd(0.9999999999), add = _mm512_set1_pd(1e-10);
+  const __m512d mul = _mm512_set1_pd(g_mul_f64), add = _mm512_set1_pd(g_add_f64);
   for (long s = 0; s < steps; ++s) {
 #define STEP(i) a##i = _mm512_fmadd_pd(a##i, mul, add);
     POPPER_CHAINS(STEP)
@@ -129,6 +135,8 @@ double fma_rate(ChainFn fn, int lanes, int threads, int trials) {
       steps = static_cast<long>(static_cast<double>(steps) * 0.25 / dt) + 1;
       break;
     }
+    if (steps > (1L << 40))
+      throw Error("the FMA chains ran 2^40 steps in under 0.05 s: the compiler removed their loop");
     steps *= 4;
   }
   const double flop_per_thread = 2.0 * lanes * kChains * static_cast<double>(steps);
