@@ -12,3 +12,15 @@ if(POPPER_SANITIZE)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=${POPPER_SANITIZE}> $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer> $<$<COMPILE_LANGUAGE:CXX,C>:-fno-sanitize-recover=all>)
   add_link_options(-fsanitize=${POPPER_SANITIZE})
 endif()
+
+# Under the sanitizers, the engine, its unit tests and the CLI are compiled
+# at -O0: their tests spend little time in loops, and -O0 takes about
+# half the compile time of -O1 under ASan + UBSan. The kernels and the
+# falsifiers that drive them keep the build type's level.
+function(popper_sanitized_at_o0)
+  if(POPPER_SANITIZE)
+    foreach(target IN LISTS ARGN)
+      target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX,C>:-O0>)
+    endforeach()
+  endif()
+endfunction()
