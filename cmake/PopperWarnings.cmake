@@ -13,8 +13,8 @@ if(POPPER_SANITIZE)
   add_link_options(-fsanitize=${POPPER_SANITIZE})
 endif()
 
-# Under the sanitizers, the engine, its unit tests and the CLI are compiled
-# at -O0: their tests spend little time in loops, and -O0 takes about
+# Under the sanitizers, the engine, its unit tests, the CLI and the tools are
+# compiled at -O0: their tests spend little time in loops, and -O0 takes about
 # half the compile time of -O1 under ASan + UBSan. The kernels and the
 # falsifiers that drive them keep the build type's level.
 function(popper_sanitized_at_o0)
