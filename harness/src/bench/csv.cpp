@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "bench/plausibility.hpp"
@@ -86,18 +87,32 @@ std::string format_trial_map(const std::map<int, double>& m) {
   return out;
 }
 
+// A column of one value per sample (trials, sample_pace), ';'-separated; empty: none.
+template <class Parse>
+auto parse_per_sample(const std::string& text, const BenchRow& r, const std::string& file, std::size_t line,
+                      const std::string& col, Parse parse) {
+  std::vector<decltype(parse(text))> out;
+  if (text.empty()) return out;
+  for (const auto& v : split(text, ';')) out.push_back(parse(v));
+  if (out.size() != r.samples.size())
+    fail(file, line,
+         "column '" + col + "' has " + std::to_string(out.size()) + " entries for " + std::to_string(r.samples.size()) +
+             " samples");
+  return out;
+}
+
 std::map<int, double> parse_trial_map(const std::string& text, const BenchRow& r, const std::string& file,
                                       std::size_t line, const std::string& col) {
   std::map<int, double> out;
   if (text.empty()) return out;
+  std::set<int> ran;
+  for (std::size_t i = 0; i < r.samples.size(); ++i) ran.insert(r.trial_of(i));
   for (const auto& entry : split(text, ';')) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos) fail(file, line, "column '" + col + "' holds '" + entry + "', not <trial>=<value>");
     const int trial = parse_trial(entry.substr(0, eq), file, line, col);
     const double v = parse_number(entry.substr(eq + 1), file, line, col, false);
-    bool ran = false;
-    for (std::size_t i = 0; i < r.samples.size() && !ran; ++i) ran = r.trial_of(i) == trial;
-    if (!ran)
+    if (!ran.contains(trial))
       fail(file, line, "column '" + col + "' names trial " + std::to_string(trial) + ", which no sample ran in");
     if (!(v > 0) || !std::isfinite(v))
       fail(file, line, "column '" + col + "' holds '" + entry + "', not a positive value");
@@ -413,25 +428,15 @@ BenchTable parse_bench_csv(const std::string& text, const std::string& file) {
     if (static_cast<double>(r.samples.size()) != n)
       fail(file, lineno,
            "column 'n' says " + fields[8] + " but 'samples' holds " + std::to_string(r.samples.size()) + " values");
-    if (ncols > cols_v1.size() && !fields[21].empty()) {
-      for (const auto& t : split(fields[21], ';')) r.trials.push_back(parse_trial(t, file, lineno, "trials"));
-      if (r.trials.size() != r.samples.size())
-        fail(file, lineno,
-             "column 'trials' has " + std::to_string(r.trials.size()) + " entries for " +
-                 std::to_string(r.samples.size()) + " samples");
-    }
+    if (ncols > cols_v1.size())
+      r.trials = parse_per_sample(fields[21], r, file, lineno, "trials",
+                                  [&](const std::string& t) { return parse_trial(t, file, lineno, "trials"); });
     if (ncols == cols.size()) {
-      if (!fields[22].empty()) {
-        for (const auto& p : split(fields[22], ';')) {
-          const double v = parse_number(p, file, lineno, "sample_pace", false);
-          if (!(v >= 0) || !std::isfinite(v)) fail(file, lineno, "column 'sample_pace' holds '" + p + "', not seconds");
-          r.sample_pace.push_back(v);
-        }
-        if (r.sample_pace.size() != r.samples.size())
-          fail(file, lineno,
-               "column 'sample_pace' has " + std::to_string(r.sample_pace.size()) + " entries for " +
-                   std::to_string(r.samples.size()) + " samples");
-      }
+      r.sample_pace = parse_per_sample(fields[22], r, file, lineno, "sample_pace", [&](const std::string& p) {
+        const double v = parse_number(p, file, lineno, "sample_pace", false);
+        if (!(v >= 0) || !std::isfinite(v)) fail(file, lineno, "column 'sample_pace' holds '" + p + "', not seconds");
+        return v;
+      });
       r.pace = parse_trial_map(fields[23], r, file, lineno, "trial_pace");
       r.link = parse_trial_map(fields[24], r, file, lineno, "trial_link");
       r.read = parse_trial_map(fields[25], r, file, lineno, "trial_read");
