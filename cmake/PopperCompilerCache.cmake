@@ -28,8 +28,11 @@ if(POPPER_CCACHE AND PROJECT_IS_TOP_LEVEL)
     endif()
   endif()
   if(_popper_ccache_ok)
+    # pch_defines,time_macros: what ccache needs to cache a compile that uses a
+    # precompiled header (the contract tests', falsify/CMakeLists.txt); no
+    # source uses __DATE__ or __TIME__.
     set(_popper_launcher ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} CCACHE_NOHASHDIR=true
-        ${POPPER_CCACHE_PROGRAM})
+        CCACHE_SLOPPINESS=pch_defines,time_macros ${POPPER_CCACHE_PROGRAM})
     foreach(lang C CXX CUDA)
       if(NOT CMAKE_${lang}_COMPILER_LAUNCHER)
         set(CMAKE_${lang}_COMPILER_LAUNCHER ${_popper_launcher})
