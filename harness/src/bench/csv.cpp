@@ -13,7 +13,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "bench/plausibility.hpp"
@@ -105,8 +104,7 @@ std::map<int, double> parse_trial_map(const std::string& text, const BenchRow& r
                                       std::size_t line, const std::string& col) {
   std::map<int, double> out;
   if (text.empty()) return out;
-  std::set<int> ran;
-  for (std::size_t i = 0; i < r.samples.size(); ++i) ran.insert(r.trial_of(i));
+  const std::set<int> ran = r.trials_ran();
   for (const auto& entry : split(text, ';')) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos) fail(file, line, "column '" + col + "' holds '" + entry + "', not <trial>=<value>");
@@ -142,6 +140,12 @@ std::string BenchKey::to_string() const {
 }
 
 double BenchRow::median() const { return samples.empty() ? std::nan("") : bench::median(samples); }
+
+std::set<int> BenchRow::trials_ran() const {
+  std::set<int> out;
+  for (std::size_t i = 0; i < samples.size(); ++i) out.insert(trial_of(i));
+  return out;
+}
 
 double BenchRow::throughput() const {
   if (unit != kUnitSeconds || samples.empty()) return 0;

@@ -12,6 +12,7 @@
 #pragma once
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,7 @@ struct BenchRow {
   // Derived from samples (what the CSV stores alongside them).
   double median() const;
   int trial_of(std::size_t sample) const { return sample < trials.size() ? trials[sample] : 0; }
+  std::set<int> trials_ran() const;  // the trials of its samples
   double pace_of(std::size_t sample) const { return sample < sample_pace.size() ? sample_pace[sample] : 0; }
   double throughput() const;  // work_per_iter / median seconds; 0 for instruction rows
   bool valid() const { return invalid_reason.empty(); }

@@ -190,10 +190,10 @@ bool ran_slow(const BenchRow& r, int trial, const std::map<int, double>& fastest
 }
 
 std::set<int> shared_trials(const BenchRow& a, const BenchRow& b) {
-  std::set<int> in_a, out;
-  for (std::size_t i = 0; i < a.samples.size(); ++i) in_a.insert(a.trial_of(i));
-  for (std::size_t i = 0; i < b.samples.size(); ++i)
-    if (in_a.count(b.trial_of(i))) out.insert(b.trial_of(i));
+  const std::set<int> in_a = a.trials_ran();
+  std::set<int> out;
+  for (int t : b.trials_ran())
+    if (in_a.contains(t)) out.insert(t);
   return out;
 }
 

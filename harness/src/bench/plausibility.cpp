@@ -42,7 +42,7 @@ std::string scatter_reason(const BenchTable& t, const BenchRow& r, const Plausib
     if (&q != &r && q.key.tier == Tier::Ceiling && timed(q) && q.samples.size() > 1 && same_work(q.key, r.key) &&
         q.key.threads == r.key.threads) {
       others.push_back(coefficient_of_variation(q.samples));
-      for (std::size_t i = 0; i < q.samples.size(); ++i) their_trials.insert(q.trial_of(i));
+      their_trials.merge(q.trials_ran());
     }
   if (others.empty()) return "";
   // R's scatter over the trials its neighbours ran too: a row measured again
