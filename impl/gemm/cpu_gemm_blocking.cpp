@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <numeric>
 
 namespace popper::gemm::cpu {
 
@@ -18,6 +19,7 @@ const CacheSizes& reported_cache_sizes() {
     s.l1d = get(_SC_LEVEL1_DCACHE_SIZE, std::size_t{32} << 10);
     s.l2 = get(_SC_LEVEL2_CACHE_SIZE, std::size_t{512} << 10);
     s.l3 = get(_SC_LEVEL3_CACHE_SIZE, std::size_t{8} << 20);
+    s.l1d_ways = get(_SC_LEVEL1_DCACHE_ASSOC, 8);
     if (s.l3 > (std::size_t{256} << 20)) s.l3 = std::size_t{32} << 20;
     s.l2 = std::max(s.l2, s.l1d);
     s.l3 = std::max(s.l3, s.l2);
@@ -38,6 +40,15 @@ void set_blocking_caches(std::optional<CacheSizes> caches) {
   if (!caches) return;
   forced_sizes = *caches;
   forced.store(true);
+}
+
+bool rows_conflict_in_l1(std::int64_t rows, std::int64_t stride_bytes, const CacheSizes& c) {
+  constexpr std::int64_t kLine = 64;
+  const auto ways = static_cast<std::int64_t>(std::max<std::size_t>(c.l1d_ways, 1));
+  const std::int64_t period = std::max(static_cast<std::int64_t>(c.l1d) / ways, kLine);
+  // The rows fall on period / gcd(stride, period) distinct sets (a line apart at least).
+  const std::int64_t sets = period / std::max(std::gcd(stride_bytes, period), kLine);
+  return (rows + sets - 1) / sets > ways;
 }
 
 Blocking blocking_for(int mr, int nr, std::size_t elem, const CacheSizes& c, std::int64_t k) {

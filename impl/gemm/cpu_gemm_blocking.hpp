@@ -27,9 +27,11 @@ namespace popper::gemm::cpu {
 
 struct CacheSizes {
   std::size_t l1d = 0, l2 = 0, l3 = 0;  // bytes
+  std::size_t l1d_ways = 8;             // the L1d's associativity
 };
-// sysconf(_SC_LEVEL{1_D,2,3}_CACHE_SIZE) with defaults (32 KiB, 512 KiB, 8 MiB)
-// where the OS reports nothing, and the L3 plausibility clamp above. Cached.
+// sysconf(_SC_LEVEL{1_D,2,3}_CACHE_SIZE, _SC_LEVEL1_DCACHE_ASSOC) with defaults
+// (32 KiB, 512 KiB, 8 MiB, 8 ways) where the OS reports nothing, and the L3
+// plausibility clamp above. Cached.
 const CacheSizes& reported_cache_sizes();
 
 // The sizes the driver blocks for: reported_cache_sizes(), or those of
@@ -42,6 +44,13 @@ void set_blocking_caches(std::optional<CacheSizes> caches);
 struct Blocking {
   std::int64_t mc, kc, nc;
 };
+// Whether `rows` rows of an operand, `stride_bytes` apart and read together
+// line by line, need more lines of one L1d set than it has ways. Rows a
+// multiple of the set period (L1d size / ways: 4 KiB on Zen 4 and on Intel
+// since Skylake) apart all map to one set, so 12 such rows evict each other
+// on every k step.
+bool rows_conflict_in_l1(std::int64_t rows, std::int64_t stride_bytes, const CacheSizes& caches);
+
 // The blocking for a product of inner extent k (k >= 1); kc <= k.
 Blocking blocking_for(int mr, int nr, std::size_t elem_bytes, const CacheSizes& caches, std::int64_t k);
 
