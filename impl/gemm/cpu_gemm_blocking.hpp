@@ -5,7 +5,7 @@
 //   kc: the B sliver (kc x NR) stays in L2 beside the A block, streamed by
 //       every MR-row tile:  kc * NR * sizeof(T) <= L2 / 8, kc in [128, 1024];
 //       k is cut into ceil(k / that) equal blocks (rounded up to 16), so no
-//       short last block. Measured on Zen 4 (1 MiB L2, 48 KiB L1d), 1 and 2
+//       short last block. Measured on Zen 4 (1 MiB L2, 32 KiB L1d), 1 and 2
 //       threads, f32 and f64: kc = 1024 against the L1-sized 384 cut the time
 //       5-17% on every full bench shape with k >= 1024 (fewer passes over C,
 //       which lm_head's 512 MiB makes costly, and fewer micro-kernel calls)
