@@ -28,8 +28,7 @@
 // accumulators (ncols rounded up to the vector width), so a B that is
 // streamed once is read sequentially and never copied. Its sum over p is the
 // micro-kernels' (in order, one FMA per term from zero), so a row of C has
-// the same bits whichever kernel computed it. `stream` (B too large for the
-// caches, so it comes from DRAM) adds software prefetch; it changes no bits.
+// the same bits whichever kernel computed it.
 //
 // The ISA translation units must not instantiate std:: templates or other
 // inline functions: the linker could keep their AVX-512 copy for every caller
@@ -45,7 +44,7 @@ using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, cons
 
 template <class T>
 using RowKernel = void (*)(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::int64_t ldb, T* c, T alpha,
-                           T beta, std::int64_t ncols, T* acc, bool stream);
+                           T beta, std::int64_t ncols, T* acc);
 
 template <class T>
 struct KernelSpec {

@@ -120,16 +120,11 @@ void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T*
 
 // R rows of B, from row p, added into the row kernel's accumulators, in row
 // order per accumulator; two vectors per step, so two accumulator chains are
-// in flight. Stream: B comes from DRAM, where one core's hardware prefetchers
-// keep too few lines in flight; each step prefetches its rows 1 KiB ahead
-// (to the end of the chunk) and, with `next`, the next pass's rows at this
-// column. A B resident in the LLC runs slower with either prefetch
-// (measured on Zen 5), hence the switch.
-template <class T, class Vec, int R, bool Stream>
+// in flight.
+template <class T, class Vec, int R>
 inline void row_sweep(const T* a, std::int64_t as, const T* b, std::int64_t ldb, std::int64_t full, int tail,
-                      typename Vec::mask m, T* acc, bool next) {
+                      typename Vec::mask m, T* acc) {
   constexpr int W = Vec::width;
-  constexpr std::int64_t kLine = 64 / sizeof(T), kAhead = 1024 / sizeof(T);
   typename Vec::reg av[R];
   const T* br[R];
 #pragma GCC unroll 4
@@ -140,16 +135,6 @@ inline void row_sweep(const T* a, std::int64_t as, const T* b, std::int64_t ldb,
   const std::int64_t pairs = full / (2 * W) * (2 * W);
   std::int64_t j = 0;
   for (; j < pairs; j += 2 * W) {
-    if constexpr (Stream) {
-      const bool ahead = j + kAhead < full;
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-        for (std::int64_t q = 0; q < 2 * W; q += kLine) {
-          if (ahead) __builtin_prefetch(br[r] + j + kAhead + q, 0, 3);
-          if (next) __builtin_prefetch(br[r] + R * ldb + j + q, 0, 3);
-        }
-    }
     typename Vec::reg s0 = Vec::loadu(acc + j), s1 = Vec::loadu(acc + j + W);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
@@ -173,30 +158,22 @@ inline void row_sweep(const T* a, std::int64_t as, const T* b, std::int64_t ldb,
   }
 }
 
-template <class T, class Vec, bool Stream>
-inline void row_passes(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::int64_t ldb, std::int64_t full,
-                       int tail, typename Vec::mask m, T* acc) {
-  const std::int64_t kc4 = kc / 4 * 4;
-  std::int64_t p = 0;
-  for (; p < kc4; p += 4)
-    row_sweep<T, Vec, 4, Stream>(a + p * as, as, b + p * ldb, ldb, full, tail, m, acc, p + 8 <= kc);
-  if (p < kc && row_remainder_mutant()) p = kc;  // the mutant: the last kc % 4 rows are lost
-  for (; p < kc; ++p) row_sweep<T, Vec, 1, Stream>(a + p * as, as, b + p * ldb, ldb, full, tail, m, acc, false);
-}
-
 // The row kernel (cpu_gemm_kernels.hpp): four rows of B per pass over the
 // accumulators, so each accumulator load and store is shared by four FMAs.
 template <class T, class Vec>
 void row_kernel(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::int64_t ldb, T* c, T alpha, T beta,
-                std::int64_t ncols, T* acc, bool stream) {
+                std::int64_t ncols, T* acc) {
   constexpr int W = Vec::width;
   const std::int64_t full = ncols / W * W;
   const int tail = static_cast<int>(ncols - full);
   const typename Vec::mask m = Vec::tail(tail);
   const std::int64_t padded = full + (tail > 0 ? W : 0);  // acc's lanes past ncols stay unused
   for (std::int64_t j = 0; j < padded; j += W) Vec::storeu(acc + j, Vec::zero());
-  if (stream) row_passes<T, Vec, true>(kc, a, as, b, ldb, full, tail, m, acc);
-  else row_passes<T, Vec, false>(kc, a, as, b, ldb, full, tail, m, acc);
+  const std::int64_t kc4 = kc / 4 * 4;
+  std::int64_t p = 0;
+  for (; p < kc4; p += 4) row_sweep<T, Vec, 4>(a + p * as, as, b + p * ldb, ldb, full, tail, m, acc);
+  if (p < kc && row_remainder_mutant()) p = kc;  // the mutant: the last kc % 4 rows are lost
+  for (; p < kc; ++p) row_sweep<T, Vec, 1>(a + p * as, as, b + p * ldb, ldb, full, tail, m, acc);
   const typename Vec::reg va = Vec::set1(alpha), vb = Vec::set1(beta);
   for (std::int64_t j = 0; j < full; j += W) {
     const typename Vec::reg r = Vec::mul(va, Vec::loadu(acc + j));
