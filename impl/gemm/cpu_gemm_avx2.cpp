@@ -17,6 +17,7 @@ struct VecF32 {
   using reg = __m256;
   using mask = __m256i;
   static constexpr int width = 8;
+  static constexpr int prefetch_b_steps = 0;
   static reg zero() { return _mm256_setzero_ps(); }
   static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
@@ -35,6 +36,7 @@ struct VecF64 {
   using reg = __m256d;
   using mask = __m256i;
   static constexpr int width = 4;
+  static constexpr int prefetch_b_steps = 0;
   static reg zero() { return _mm256_setzero_pd(); }
   static reg loadu(const double* p) { return _mm256_loadu_pd(p); }
   static void storeu(double* p, reg v) { _mm256_storeu_pd(p, v); }

@@ -20,6 +20,7 @@ struct VecF32 {
   using reg = __m512;
   using mask = __mmask16;
   static constexpr int width = 16;
+  static constexpr int prefetch_b_steps = 32;
   static reg zero() { return _mm512_setzero_ps(); }
   static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
@@ -36,6 +37,7 @@ struct VecF64 {
   using reg = __m512d;
   using mask = __mmask8;
   static constexpr int width = 8;
+  static constexpr int prefetch_b_steps = 32;
   static reg zero() { return _mm512_setzero_pd(); }
   static reg loadu(const double* p) { return _mm512_loadu_pd(p); }
   static void storeu(double* p, reg v) { _mm512_storeu_pd(p, v); }
