@@ -492,8 +492,9 @@ int threads_for(const KernelSpec<T>& ks, double flop, int requested, std::int64_
 // path's, so the row's bits are too.
 template <class T>
 void run_row(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
-  const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
-  const std::int64_t chunk = row_chunk_bytes(blocking_caches()) / static_cast<std::int64_t>(sizeof(T));
+  const CacheSizes caches = blocking_caches();
+  const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), caches, pr.k);
+  const std::int64_t chunk = row_chunk_bytes(caches) / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t slivers = (pr.n + ks.nr - 1) / ks.nr;
   const int threads = threads_for(ks, 2.0 * static_cast<double>(pr.n) * static_cast<double>(pr.k), requested, slivers);
   auto columns = [&](std::int64_t j0, std::int64_t j1) {
