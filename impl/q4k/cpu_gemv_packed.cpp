@@ -42,6 +42,7 @@ PackedMutation active_packed_mutation(Isa isa) {
   if (isa == Isa::Avx512 && POPPER_MUTANT("q4k-packed-avx512-mins-low-piece"))
     return PackedMutation::Avx512MinsNoLowPiece;
   if (POPPER_MUTANT("q4k-packed-ragged-store")) return PackedMutation::RaggedStore;
+  if (isa == Isa::Avx512 && POPPER_MUTANT("q4k-packed-avx512-odd-group")) return PackedMutation::Avx512OddGroup;
   return PackedMutation::None;
 }
 

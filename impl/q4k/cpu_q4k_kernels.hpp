@@ -123,6 +123,7 @@ enum class PackedMutation : std::uint8_t {
   Avx2MinsHighOnly,      // q4k-packed-avx2-mins-high-only: AVX2's S2 leaves out the sub-block sums' low bytes
   Avx512MinsNoLowPiece,  // q4k-packed-avx512-mins-low-piece: AVX-512's S2 leaves out the sums' lowest 7-bit piece
   RaggedStore,           // q4k-packed-ragged-store: a ragged last group stores one row fewer
+  Avx512OddGroup,        // q4k-packed-avx512-odd-group: AVX-512 leaves out a range's odd last group after pairs
 };
 
 // Computes y for row groups [g0, g1) of packed W (nb blocks per row). The
