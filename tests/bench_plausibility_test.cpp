@@ -313,3 +313,31 @@ TEST(BenchPlausibility, InvalidSurvivesTheCsv) {
   EXPECT_FALSE(loaded.rows[5].valid()) << loaded.rows[5].key.to_string();
   EXPECT_TRUE(loaded.rows[6].valid());
 }
+
+// An implausible vendor row is timed again with every row of its shape,
+// precision, threads and cache mode, hand and wrapped included, and with no
+// other: the gemm GEMV run where OpenBLAS alone was timed again (trials 4-9)
+// while the hand row kept its disturbed trials 0-3.
+TEST(BenchPlausibility, RemeasuringTakesTheWholeGroup) {
+  auto t = broken_run_table();
+  t.rows.push_back(row_at("hand", "cpu:avx512", 1, {90, 91, 92}));  // another thread count
+  auto cold = row_at("hand", "cpu:avx512", 2, {60, 61, 62});        // another cache mode
+  cold.key.cache_mode = "cold";
+  t.rows.push_back(cold);
+  auto other_shape = row_at("ceiling", "ggml-cpu:zen4", 2, {100, 101});
+  other_shape.key.shape = "llama_ffn_11008x4096";
+  t.rows.push_back(other_shape);
+  auto untimed = row_at("ceiling", "ggml-cpu:avx512", 2, {});  // no samples: nothing to time again
+  t.rows.push_back(untimed);
+
+  const auto suspects = pb::implausible_vendor_rows(t);
+  ASSERT_EQ(suspects.size(), 2u);  // the two 2-thread ggml rows
+  const auto keys = pb::rows_to_remeasure(t, suspects);
+  // The two ggml rows, the hand row and the wrapped row at 2 threads, warm, this shape: rows 1, 3, 4, 5.
+  ASSERT_EQ(keys.size(), 4u);
+  EXPECT_EQ(keys[0], t.rows[1].key);
+  EXPECT_EQ(keys[1], t.rows[3].key);
+  EXPECT_EQ(keys[2], t.rows[4].key);
+  EXPECT_EQ(keys[3], t.rows[5].key);
+  EXPECT_TRUE(pb::rows_to_remeasure(t, {}).empty());
+}

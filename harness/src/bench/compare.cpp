@@ -33,38 +33,42 @@ namespace popper::bench {
 namespace {
 
 // Measures the implausible vendor rows of `t` once more (run_compare in
-// compare.hpp) and puts the new samples in their place.
+// compare.hpp), with every other row of their groups, and puts the new
+// samples in their place.
 void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const FamilyDescriptor& fam,
                            const MachineInfo& machine, const PeakResult* peak) {
   const auto suspects = implausible_vendor_rows(t);
   if (suspects.empty()) return;
   CompareOptions again = opt;
-  std::vector<BenchKey> keys;
   std::vector<std::string> noted;
   for (const auto& s : suspects) {
-    keys.push_back(s.key);
     noted.push_back(s.key.to_string() + ": " + s.reason);
     if (opt.progress)
-      opt.progress("implausible vendor row " + s.key.to_string() + ": " + s.reason + "; measuring it again");
+      opt.progress("implausible vendor row " + s.key.to_string() + ": " + s.reason +
+                   "; measuring it again, with the other rows of its shape, precision and threads");
   }
+  const std::vector<BenchKey> keys = rows_to_remeasure(t, suspects);
   restrict_to_rows(again, keys);
   again.first_trial = next_trial(t);
   again.budget_seconds = 0;
   again.remeasure_implausible = false;  // once
   again.top_up_trials = 0;
   const auto fresh = run_compare(again, fam, machine, peak);
-  for (const auto& s : suspects) {
-    const BenchRow* f = fresh.find(s.key);
+  for (const auto& key : keys) {
+    const BenchRow* f = fresh.find(key);
     if (!f || f->samples.empty()) {
-      if (opt.progress)
-        opt.progress("implausible vendor row " + s.key.to_string() + ": no new samples; judged as measured");
+      if (opt.progress) opt.progress("row " + key.to_string() + ": no new samples; judged as measured");
       continue;
     }
     for (auto& r : t.rows)
-      if (r.key == s.key) {
+      if (r.key == key) {
         r.samples = f->samples;
         r.trials = f->trials;
         r.sample_pace = f->sample_pace;
+        r.read = f->read;
+        r.pace = f->pace;
+        r.link = f->link;
+        if (f->read_bound > 0) r.read_bound = f->read_bound;
       }
   }
   t.set_meta_list("vendor_rows_remeasured", noted);

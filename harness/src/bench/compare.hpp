@@ -98,10 +98,12 @@ std::vector<std::pair<std::string, std::string>> run_metadata(const MachineInfo&
                                                               const std::string& build_dir, const PeakResult* peak);
 
 // The table's vendor rows are marked valid or invalid (plausibility.hpp): an
-// implausible one is measured again first, in as many trials as the run had,
-// numbered after them; the new samples replace the row's (mixed in, the
-// disturbed ones would keep its median where it was), and the first reason is
-// recorded in the `vendor_rows_remeasured` metadata. Still implausible: invalid.
+// implausible one is measured again first, with every other row of its shape,
+// precision, threads and cache mode (every tier, so a ratio's two sides share
+// their trials), in as many trials as the run had, numbered after them; the
+// new samples replace the rows' (mixed in, the disturbed ones would keep a
+// median where it was), and the first reason is recorded in the
+// `vendor_rows_remeasured` metadata. Still implausible: invalid.
 BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, const MachineInfo& machine,
                        const PeakResult* peak);
 

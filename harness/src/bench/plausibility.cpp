@@ -77,6 +77,17 @@ std::vector<ImplausibleRow> implausible_vendor_rows(const BenchTable& t, const P
   return out;
 }
 
+std::vector<BenchKey> rows_to_remeasure(const BenchTable& t, const std::vector<ImplausibleRow>& suspects) {
+  std::vector<BenchKey> keys;
+  for (const auto& r : t.rows) {
+    const bool grouped = std::any_of(suspects.begin(), suspects.end(), [&](const ImplausibleRow& s) {
+      return same_work(s.key, r.key) && s.key.threads == r.key.threads;
+    });
+    if (grouped && timed(r)) keys.push_back(r.key);
+  }
+  return keys;
+}
+
 void mark_invalid_vendor_rows(BenchTable& t, const PlausibilityRule& rule) {
   const auto bad = implausible_vendor_rows(t, rule);
   std::vector<std::string> listed;

@@ -57,6 +57,15 @@ struct ImplausibleRow {
 // Every implausible vendor row of `t` under `rule`, in row order.
 std::vector<ImplausibleRow> implausible_vendor_rows(const BenchTable& t, const PlausibilityRule& rule = {});
 
+// The rows `bench compare` times again for these implausible rows: every
+// timed row of each one's family, shape, precision, threads and cache mode,
+// whatever its tier or backend, in row order. What disturbed a vendor row may
+// have hit the hand row beside it; timing the vendor row alone again would
+// judge the hand row's disturbed trials against a quieter period (gemm
+// gemv_4k f32 2 threads cold: hand 5.2 ms in trials 0-3, OpenBLAS timed again
+// at 2.0 ms in trials 4-9, and BENCH-GEMM-006 read "not met", 0.3791).
+std::vector<BenchKey> rows_to_remeasure(const BenchTable& t, const std::vector<ImplausibleRow>& suspects);
+
 // Sets invalid_reason on exactly the implausible vendor rows (clears it on the
 // others) and lists them in the `invalid_vendor_rows` metadata ("<key>:
 // <reason>"), removed when there are none. Rows change (re-measuring, merging,
