@@ -227,9 +227,10 @@ void POPPER_Q4K_PACKED_FN(const PackedRows& a, std::size_t g0, std::size_t g1) {
   // Two streams of weights, group i of the range's first half beside group i
   // of its second half. With this much arithmetic per line, one stream reads
   // a cold matrix at 65-72% of the speed of a plain one-stream read on a Zen 4,
-  // two at 85-95% (big_32768x4096, one thread: 3.2-3.7 ms -> 2.5-2.9 ms; the
-  // LLC-resident shapes 3-15% faster too). Neighbouring groups as the pair read slower
-  // than one stream (1.1-1.2x its time): the halves are far apart on purpose.
+  // two at 85-95% (big_32768x4096, one thread: 0.74-0.97 of the time, median
+  // 0.82 over 19 processes; LLC-resident shapes 3-5% faster too). Neighbouring
+  // groups as the pair were never faster than one stream (1.0-1.2x its time):
+  // the halves are far apart on purpose.
   const std::size_t half = (g1 - g0) / 2;
   for (std::size_t i = 0; i < half; ++i) row_groups<2>(a, pieces, {g0 + i, g0 + half + i});
   // Mutation point (q4k-packed-avx512-odd-group): a range's odd last group is left out after pairs ran.
