@@ -467,9 +467,9 @@ bool split_rows(std::int64_t m, std::int64_t n, std::int64_t mr, std::int64_t nr
 // [4 KiB, 64 KiB], so B's rows are read in runs that long (whole rows up to
 // 16K f32 columns) and the hardware prefetchers can follow a B streamed from
 // DRAM. Runs of 8 KiB kept the accumulators in the L1 but needed software
-// prefetch; on a Zen 4, 64 KiB runs without it read gemv_4k 1.6x (f32) and
-// 1.9x (f64) faster at 1 thread, 1.3x and 1.5x at 2, an LLC-resident B
-// 1.0-1.3x.
+// prefetch within each row; on a Zen 4, 64 KiB runs without it read gemv_4k
+// 1.6x (f32) and 1.9x (f64) faster at 1 thread, 1.3x and 1.5x at 2, an
+// LLC-resident B 1.0-1.3x.
 std::int64_t row_chunk_bytes(const CacheSizes& caches) {
   const auto l2 = static_cast<std::int64_t>(caches.l2);
   return std::clamp<std::int64_t>(l2 / 16, 4096, 65536) / 64 * 64;

@@ -61,15 +61,7 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
       continue;
     }
     for (auto& r : t.rows)
-      if (r.key == key) {
-        r.samples = f->samples;
-        r.trials = f->trials;
-        r.sample_pace = f->sample_pace;
-        r.read = f->read;
-        r.pace = f->pace;
-        r.link = f->link;
-        if (f->read_bound > 0) r.read_bound = f->read_bound;
-      }
+      if (r.key == key) r = *f;  // samples and every per-trial probe; marks and peaks are set after
   }
   t.set_meta_list("vendor_rows_remeasured", noted);
 }
