@@ -79,6 +79,28 @@ TEST(BenchMutants, AMutantWithNoRowOfItsCacheModeSurvives) {
   EXPECT_EQ(r.rows, 0u);
 }
 
+// workers-left-spinning runs on the cold hand rows of 2 threads or more: a
+// 1-thread row has no worker to leave spinning, and is not counted.
+TEST(BenchMutants, AMutantOfSeveralThreadsIsJudgedOnThoseRowsOnly) {
+  auto cold = [](int threads, const std::string& label, bool timed) {
+    auto r = row(pb::Tier::Hand, "a", label, timed);
+    r.key.cache_mode = "cold";
+    r.key.threads = threads;
+    return r;
+  };
+  const auto& spinning = spec(pb::BenchMutant::WorkersLeftSpinning);
+  const std::string caught = "invalid: a thread of this process still ran 0.5 s after the timed loop";
+  const std::vector<pb::BenchRow> clean = {cold(1, "verified", true), cold(2, "verified", true)};
+  auto r = pb::judge_bench_mutant("dot", spinning, clean, {cold(1, "verified", true), cold(2, caught, false)});
+  EXPECT_EQ(r.outcome, "killed");
+  EXPECT_EQ(r.rows, 1u);
+  r = pb::judge_bench_mutant("dot", spinning, clean, clean);
+  EXPECT_EQ(r.outcome, "survived");
+  r = pb::judge_bench_mutant("dot", spinning, {cold(1, "verified", true)}, {cold(1, "verified", true)});
+  EXPECT_EQ(r.outcome, "survived");
+  EXPECT_EQ(r.rows, 0u);
+}
+
 TEST(BenchMutants, AFamilyWithoutRowsIsAnError) {
   const auto f = pb::parse_family_yaml("family: dot\n", "f.yaml");
   EXPECT_THROW(pb::run_bench_mutants(f, "/nonexistent", [](const std::string&) {}), popper::Error);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -272,6 +273,68 @@ TEST(BenchApi, ColdRowsWakeTheTierBeforeEveryCall) {
   EXPECT_EQ(run_one("wake/warm", row(pb::CacheMode::Warm, wakes, after, calls)), "");
   EXPECT_GT(calls, 0);
   EXPECT_EQ(wakes, 0);
+}
+
+// A tier's workers held awake for a cold row (Work::rest) go back to sleep
+// once the timed loop ends: before the recheck, and so before the turn ends
+// (the yield sits between the two), never while a timed call is still to come.
+TEST(BenchApi, ColdRowsRestTheTierBeforeTheTurnEnds) {
+  int measures = 0, rests = 0;
+  bool rested = false, refilled = false, called_after_rest = false, refilled_before_rest = false;
+  auto row = [&](benchmark::State& st) {
+    ++measures;
+    rested = refilled = false;
+    pb::Case c;
+    c.family = "rest";
+    c.cache = pb::CacheMode::Cold;
+    pb::Recheck recheck;
+    recheck.refill = [&](std::uint64_t) {
+      refilled_before_rest |= !rested;
+      refilled = true;
+    };
+    recheck.verify = [] { return pb::Verdict::verified(); };
+    pb::measure(
+        st, c, pb::Verdict::verified(), [&] { called_after_rest |= rested && !refilled; },
+        {.work = 1,
+         .unit = "items",
+         .wake = [] {},
+         .rest =
+             [&] {
+               ++rests;
+               rested = true;
+             }},
+        recheck);
+  };
+  const ScopedMinTime short_repetitions(0.01);
+  EXPECT_EQ(run_one("rest/cold", row), "");
+  EXPECT_GT(measures, 0);
+  EXPECT_EQ(rests, measures);
+  EXPECT_FALSE(called_after_rest);
+  EXPECT_FALSE(refilled_before_rest);
+}
+
+// A row on several threads that leaves one of its process's threads running
+// after its work is done (a pool held spinning) is invalid: in turns that
+// thread would run beside the other side's repetition. One whose threads
+// sleep is timed.
+TEST(BenchApi, ThreadsLeftRunningAfterTheLoopMakeTheRowInvalid) {
+  auto row = [](bool keep_spinning) {
+    return [keep_spinning](benchmark::State& st) {
+      std::atomic<bool> stop{false};
+      std::thread helper([&] {
+        while (keep_spinning && !stop.load()) {
+        }
+      });
+      pb::Case c;
+      c.family = "left";
+      c.threads = 2;
+      pb::measure(st, c, pb::Verdict::verified(), [] {}, {.work = 1, .unit = "items"});
+      stop = true;
+      helper.join();
+    };
+  };
+  EXPECT_TRUE(run_one("left/spinning", row(true)).starts_with("invalid: a thread of this process still ran"));
+  EXPECT_EQ(run_one("left/asleep", row(false)), "");
 }
 
 // Google Benchmark sizes a repetition on the timed seconds, which leave out

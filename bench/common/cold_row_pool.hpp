@@ -10,10 +10,13 @@
 
 namespace popper::suite {
 
-// While it lives, the workers of a cold hand row on more than one thread
-// spin through each eviction rather than sleep (parallel::ScopedSpinningWorkers:
-// ggml's threadpool polls through the same gap, and OpenBLAS's threads spin),
-// and wake() is the row's Work::wake: it returns once they run.
+// From construction until rest() runs, the workers of a cold hand row on
+// more than one thread spin through each eviction rather than sleep
+// (parallel::ScopedSpinningWorkers: ggml's threadpool polls through the same
+// gap, and OpenBLAS's threads spin). wake() and rest() are the row's
+// Work::wake and Work::rest: wake returns once the workers run; rest lets them
+// sleep once the timed loop is over, before the process hands its CPUs to the
+// next process in turns (popper/turns.h), whose row they would otherwise share.
 class ColdRowPool {
  public:
   explicit ColdRowPool(const popper::bench::Case& c)
@@ -23,6 +26,11 @@ class ColdRowPool {
   std::function<void()> wake() const {
     if (threads_ <= 1) return {};
     return [threads = threads_] { popper::parallel::wake(threads); };
+  }
+  std::function<void()> rest() {
+    // Mutant (workers-left-spinning): the workers spin on after the timed loop.
+    if (threads_ <= 1 || popper::bench::bench_mutant() == popper::bench::BenchMutant::WorkersLeftSpinning) return {};
+    return [this] { spinning_.reset(); };
   }
 
  private:

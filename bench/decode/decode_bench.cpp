@@ -173,9 +173,10 @@ void bench_decode(benchmark::State& state, const pb::Case& c) {
                        fmt::format("cosine {:.6f} against the cpu backend (< {:.2f})", a.cosine, dec::kMinCosine));
     };
   }
-  const suite::ColdRowPool pool(c);
+  suite::ColdRowPool pool(c);
   const auto t0 = Clock::now();
-  pb::measure(state, c, v, timed, {.work = double(sh.tokens), .bytes = bytes, .unit = "items", .wake = pool.wake()},
+  pb::measure(state, c, v, timed,
+              {.work = double(sh.tokens), .bytes = bytes, .unit = "items", .wake = pool.wake(), .rest = pool.rest()},
               recheck);
   const auto t1 = loop_end.value_or(Clock::now());
   if (state.error_occurred() || read.empty()) return;

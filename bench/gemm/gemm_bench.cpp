@@ -109,9 +109,11 @@ void bench_gemm(benchmark::State& state, const pb::Case& c) {
     };
     recheck.verify = verify;
   }
-  const suite::ColdRowPool pool(c);
-  pb::measure(state, c, v, call, {.work = 2.0 * double(m) * double(n) * double(k), .bytes = bytes, .wake = pool.wake()},
-              recheck);
+  suite::ColdRowPool pool(c);
+  pb::measure(
+      state, c, v, call,
+      {.work = 2.0 * double(m) * double(n) * double(k), .bytes = bytes, .wake = pool.wake(), .rest = pool.rest()},
+      recheck);
   if (!read.empty() && !state.error_occurred())
     state.counters["read_bytes_per_second"] = *std::max_element(read.begin(), read.end());
 }

@@ -181,10 +181,11 @@ void bench_q4k(benchmark::State& state, const pb::Case& c) {
     recheck.verify = [&] { return check_rows(f, tier, true); };
   }
   const double bytes = q4k::gemv_bytes(rows, cols);
-  const suite::ColdRowPool pool(c);
+  suite::ColdRowPool pool(c);
   const auto t0 = Clock::now();
   pb::measure(state, c, f.verdict, timed,
-              {.work = 2.0 * double(rows) * double(cols), .bytes = bytes, .wake = pool.wake()}, recheck);
+              {.work = 2.0 * double(rows) * double(cols), .bytes = bytes, .wake = pool.wake(), .rest = pool.rest()},
+              recheck);
   const auto t1 = loop_end.value_or(Clock::now());
   if (state.error_occurred()) return;
   // A cold row's wall time includes its evictions, so the check against the

@@ -156,6 +156,11 @@ struct Work {
   // also keep the pool's workers spinning through the eviction, as a vendor's
   // threadpool polls through it (bench/common/cold_row_pool.hpp).
   std::function<void()> wake = {};
+  // The end of what wake's tier holds awake: measure() runs it once the timed
+  // loop is over, before the process hands its CPUs to the next process in
+  // turns (popper/turns.h). A thread left spinning there runs on the CPUs the
+  // other side of the ratio was given, and only that side's row is slowed.
+  std::function<void()> rest = {};
 };
 
 // Ends a row that will not be timed: Google Benchmark reports it as an error
@@ -367,6 +372,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   // alternate repetition by repetition (popper/turns.h).
   const bool repetition =
       std::chrono::duration<double>(Clock::now() - loop_start).count() >= kTurnFraction * detail::min_time_seconds;
+  if (w.rest) w.rest();
   // A call that returns done has nothing to wait for, so it cannot outlive its
   // timer. The wait comes before the pace probe, which would give the work
   // the probe's time to finish unseen.
@@ -377,6 +383,10 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
     outlived = std::chrono::duration<double>(Clock::now() - loop_end).count();
   }
   const double pace = paced ? popper_pace_end() : 0;
+  // A thread of this process still running once the row's work is done would
+  // run beside the next process in turns, on its CPUs, slowing that side of
+  // the ratio alone; the turn waits for it, but only so long.
+  const bool left_running = c.threads > 1 && c.tier != Tier::Device && popper_turn_wait_idle();
   if (repetition) popper_turn_yield();  // the next process in turns times its repetition now
   const auto recheck_start = Clock::now();
   if (recheck) {
@@ -388,6 +398,9 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   // Every call of a cold row follows a full eviction, or the row was timed warm.
   if (!evicted_every_call)
     return skip(state, Verdict::invalid("cold, yet the caches were not evicted before every timed call"));
+  if (left_running)
+    return skip(state, Verdict::invalid("a thread of this process still ran 0.5 s after the timed loop: in turns it "
+                                        "runs beside the other tiers' repetitions (popper/turns.h)"));
   if (outlived > kMaxOutlivedFraction * timed_seconds) {
     char why[160];
     std::snprintf(why, sizeof why,

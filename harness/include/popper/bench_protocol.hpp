@@ -200,21 +200,31 @@ struct Verdict {
 //                  completion after the timed loop)
 //   warm-under-cold: a cold row's calls run without the eviction, so its
 //                  operands stay in cache (the eviction count)
-enum class BenchMutant : unsigned char { None, CachedResult, SkippedWork, UnsynchronisedTiming, WarmUnderCold };
+enum class BenchMutant : unsigned char {
+  None,
+  CachedResult,
+  SkippedWork,
+  UnsynchronisedTiming,
+  WarmUnderCold,
+  WorkersLeftSpinning
+};
 
 struct BenchMutantSpec {
   BenchMutant id;
   std::string_view name;
   CacheMode rows;
   std::string_view caught_by;
+  int min_threads = 1;  // the rows it runs on have at least this many threads
 };
 
-inline constexpr std::array<BenchMutantSpec, 4> kBenchMutants = {{
+inline constexpr std::array<BenchMutantSpec, 5> kBenchMutants = {{
     {BenchMutant::CachedResult, "cached-result", CacheMode::Warm, "incorrect: after timing"},
     {BenchMutant::SkippedWork, "skipped-work", CacheMode::Warm, "incorrect: after timing"},
     {BenchMutant::UnsynchronisedTiming, "unsynchronised-timing", CacheMode::Warm,
      "invalid: the work outlived its timer"},
     {BenchMutant::WarmUnderCold, "warm-under-cold", CacheMode::Cold, "invalid: cold, yet the caches were not evicted"},
+    {BenchMutant::WorkersLeftSpinning, "workers-left-spinning", CacheMode::Cold,
+     "invalid: a thread of this process still ran", 2},
 }};
 
 // None for "" and for a name no mutant has.

@@ -75,14 +75,23 @@ static inline int popper_turn_others_running(void) {
  * 0.1 s), and popper's pool's, are far shorter. */
 #define POPPER_TURN_IDLE_WAIT_SECONDS 0.5
 
+/* Waits up to POPPER_TURN_IDLE_WAIT_SECONDS for the process's other threads
+ * to stop running; returns 1 when one still runs after that. */
+static inline int popper_turn_wait_idle(void) {
+  const struct timespec tick = {0, 200000};
+  for (int i = 0; i < (int)(POPPER_TURN_IDLE_WAIT_SECONDS / 200e-6); ++i) {
+    if (!popper_turn_others_running()) return 0;
+    nanosleep(&tick, NULL);
+  }
+  return popper_turn_others_running();
+}
+
 static inline void popper_turn_yield(void) {
   int* fd = popper_turn_fd();
   if (*fd < 0) return;
   /* A library's worker still spinning for its next job would run in the
    * next process's turn, on its CPUs: wait for it to sleep first. */
-  const struct timespec tick = {0, 200000};
-  for (int i = 0; i < (int)(POPPER_TURN_IDLE_WAIT_SECONDS / 200e-6) && popper_turn_others_running(); ++i)
-    nanosleep(&tick, NULL);
+  (void)popper_turn_wait_idle();
   char byte = 'y';
   ssize_t n;
   do n = send(*fd, &byte, 1, MSG_NOSIGNAL);
@@ -95,6 +104,7 @@ static inline void popper_turn_yield(void) {
 }
 
 #else
+static inline int popper_turn_wait_idle(void) { return 0; }
 static inline void popper_turn_yield(void) {}
 #endif
 

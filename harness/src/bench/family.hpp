@@ -21,7 +21,7 @@
 //     iterations: 5
 //   bench_mutants:                    # the rows `popper bench mutants` runs the bench mutants on
 //     rows: gemm/(hand|wrapped)/small_64/f32/threads:1   # a --benchmark_filter; each warm mutant
-//     cold_rows: q4k/hand/big/q4k/threads:1/cold         # optional: warm-under-cold's rows
+//     cold_rows: q4k/hand/big/q4k/threads:[12]/cold      # optional: the cold mutants' rows (one at 2 threads)
 //   source_dir: /src/dotkit           # a project's family (popper_add_bench_family() writes these
 //   build_dir: /src/dotkit/build      # three into its build tree): where its sources, programs
 //   contracts: /src/dotkit/contracts  # and contracts are; popper's own families have none
@@ -53,7 +53,7 @@ struct DeviceSpec {
 // run: Google Benchmark filters over its suite's rows, cheap ones.
 struct BenchMutantRows {
   std::string rows;       // the warm mutants' rows; empty: none declared
-  std::string cold_rows;  // warm-under-cold's rows; empty: the family has no cold row to guard
+  std::string cold_rows;  // the cold mutants' rows; empty: the family has no cold row to guard
 };
 
 struct FamilyDescriptor {

@@ -16,9 +16,12 @@
 namespace popper::bench {
 namespace {
 
-// A mutant runs on the hand rows of its cache mode.
-bool applies(const BenchRow& r, CacheMode rows) {
+// The hand rows of a cache mode, and of those the ones a mutant runs on.
+bool hand_row(const BenchRow& r, CacheMode rows) {
   return r.key.tier == Tier::Hand && r.key.cache_mode == to_string(rows);
+}
+bool applies(const BenchRow& r, const BenchMutantSpec& m) {
+  return hand_row(r, m.rows) && r.key.threads >= m.min_threads;
 }
 
 // Every run times a fixed 64 calls a row: a loop far longer than any one
@@ -55,7 +58,7 @@ BenchMutantResult judge_bench_mutant(const std::string& family, const BenchMutan
   res.caught_by = std::string(mutant.caught_by);
   std::vector<std::string> escaped;
   for (const auto& c : clean) {
-    if (!applies(c, mutant.rows)) continue;
+    if (!applies(c, mutant)) continue;
     ++res.rows;
     const auto it = std::find_if(mutated.begin(), mutated.end(), [&](const BenchRow& m) { return m.key == c.key; });
     if (it == mutated.end()) {
@@ -85,7 +88,7 @@ std::vector<BenchMutantResult> run_bench_mutants(const FamilyDescriptor& fam, co
     const auto clean = suite_rows(fam, bin_dir, filter, "");
     std::size_t hand = 0;
     for (const auto& r : clean) {
-      if (!applies(r, mode)) continue;
+      if (!hand_row(r, mode)) continue;
       ++hand;
       if (r.verdict.failed() || r.samples.empty())
         throw Error(fmt::format("{}: the clean run of '{}' did not time {}/{}: {}", fam.family, filter, r.key.shape,
