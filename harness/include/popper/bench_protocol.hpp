@@ -200,6 +200,9 @@ struct Verdict {
 //                  completion after the timed loop)
 //   warm-under-cold: a cold row's calls run without the eviction, so its
 //                  operands stay in cache (the eviction count)
+//   workers-left-spinning: a cold row's pool workers spin on after its timed
+//                  loop, on rows of 2 threads or more (the check that no thread
+//                  of the process still runs before its turn ends)
 enum class BenchMutant : unsigned char {
   None,
   CachedResult,

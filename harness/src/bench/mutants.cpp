@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench/ingest.hpp"
+#include "bench/placement.hpp"
 #include "common/process.hpp"
 #include "popper/error.hpp"
 #include "popper/runtime_paths.hpp"
@@ -99,6 +100,12 @@ std::vector<BenchMutantResult> run_bench_mutants(const FamilyDescriptor& fam, co
           fmt::format("{}: bench_mutants filter '{}' selects no {} hand row", fam.family, filter, to_string(mode)));
     for (const auto& m : kBenchMutants) {
       if (m.rows != mode) continue;
+      // On fewer CPUs the pool has no worker to leave spinning: nothing to catch, and not a survivor.
+      if (const std::size_t cpus = allowed_cpus().size(); cpus < static_cast<std::size_t>(m.min_threads)) {
+        say(fmt::format("bench mutant {}/{}: not run: it needs {} CPUs, this process may run on {}", fam.family, m.name,
+                        m.min_threads, cpus));
+        continue;
+      }
       auto res = judge_bench_mutant(fam.family, m, clean, suite_rows(fam, bin_dir, filter, m.name));
       say(fmt::format("bench mutant {}/{}: {} on {} of {} hand row(s) ({}){}", fam.family, m.name,
                       res.killed() ? "caught" : "SURVIVED", res.caught, res.rows, m.caught_by,
