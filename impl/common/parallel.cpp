@@ -11,12 +11,16 @@
 // never changes its numbers: the split and the slot index (passed as
 // `worker`, the key of per-worker scratch) are fixed.
 //
-// Protocol: `state` packs (generation << 24 | next slot); the caller publishes
-// a job by storing (generation + 1, 0), workers claim with a CAS that also
-// checks the generation, so a worker holding a stale generation can never
-// claim a slot of a later job. `done` counts finished slots; the caller
-// returns when done == slots. Workers spin briefly for the next job, then
-// sleep in std::atomic::wait (a futex on Linux).
+// Protocol: `state` packs (generation << 32 | slots << 16 | next slot); the
+// caller publishes a job by storing (generation + 1, its slots, 0) in one
+// word, and workers claim with a CAS on that word. A worker holding a stale
+// generation can never claim a slot of a later job, and every claim is
+// checked against the slot count of its own job: were the count kept apart,
+// a worker that read a finished job's state and then the next job's larger
+// count would claim a slot of the finished job, run the next job's body
+// early, and the slot would run twice. `done` counts finished slots; the
+// caller returns when done == slots. Workers spin briefly for the next job,
+// then sleep in std::atomic::wait (a futex on Linux).
 #include "impl/common/parallel.hpp"
 
 #include <immintrin.h>
@@ -88,8 +92,10 @@ int hardware_threads() {
 
 namespace {
 
-constexpr int kSlotBits = 24;
-constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
+constexpr std::uint64_t kMaxSlots = 0xFFFF;
+constexpr std::uint64_t generation_of(std::uint64_t s) { return s >> 32; }
+constexpr std::uint64_t slots_of(std::uint64_t s) { return (s >> 16) & kMaxSlots; }
+constexpr std::uint64_t next_slot_of(std::uint64_t s) { return s & kMaxSlots; }
 thread_local bool t_in_pool = false;  // nested run() calls execute inline
 
 class Pool {
@@ -105,18 +111,18 @@ class Pool {
   void execute(const std::vector<std::size_t>& bounds, const RangeBody& body) {
     std::unique_lock<std::mutex> busy(caller_mu_, std::try_to_lock);
     const int slots = static_cast<int>(bounds.size()) - 1;
-    if (!busy.owns_lock() || workers_.empty()) {  // another caller owns the pool: run here
+    // Another caller owns the pool, or more slots than the state word holds: run here.
+    if (!busy.owns_lock() || workers_.empty() || static_cast<std::uint64_t>(slots) > kMaxSlots) {
       for (int w = 0; w < slots; ++w)
         if (bounds[w + 1] > bounds[w]) body(bounds[w], bounds[w + 1], w);
       return;
     }
     bounds_ = &bounds;
     body_ = &body;
-    slots_.store(static_cast<std::uint64_t>(slots), std::memory_order_relaxed);
     error_ = nullptr;
     done_.store(0, std::memory_order_relaxed);
-    const std::uint64_t gen = (state_.load(std::memory_order_relaxed) >> kSlotBits) + 1;
-    state_.store(gen << kSlotBits, std::memory_order_release);  // publish: generation + 1, slot 0
+    const std::uint64_t gen = (generation_of(state_.load(std::memory_order_relaxed)) + 1) & 0xFFFFFFFF;
+    state_.store(gen << 32 | static_cast<std::uint64_t>(slots) << 16, std::memory_order_release);  // publish
     if (sleepers_.load(std::memory_order_acquire) > 0) state_.notify_all();
     t_in_pool = true;
     while (claim_and_run(gen)) {
@@ -139,7 +145,7 @@ class Pool {
   }
   ~Pool() {
     stop_.store(true);
-    state_.fetch_add(std::uint64_t{1} << kSlotBits);
+    state_.fetch_add(std::uint64_t{1} << 32);
     state_.notify_all();
     for (auto& t : workers_) t.join();
   }
@@ -148,10 +154,10 @@ class Pool {
   bool claim_and_run(std::uint64_t gen) {
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
-      if ((s >> kSlotBits) != gen || (s & kSlotMask) >= slots_.load(std::memory_order_relaxed)) return false;
+      if (generation_of(s) != gen || next_slot_of(s) >= slots_of(s)) return false;
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    const auto w = static_cast<std::size_t>(s & kSlotMask);
+    const auto w = static_cast<std::size_t>(next_slot_of(s));
     const auto& b = *bounds_;
     try {
       if (b[w + 1] > b[w]) (*body_)(b[w], b[w + 1], static_cast<int>(w));
@@ -170,19 +176,19 @@ class Pool {
       // held spinning by a ScopedSpinningWorkers that covers this worker.
       std::uint64_t s = state_.load(std::memory_order_acquire);
       for (int spin = 0;
-           (s >> kSlotBits) == seen && (spin < 2000 || index < spinning_workers().load(std::memory_order_relaxed));
+           generation_of(s) == seen && (spin < 2000 || index < spinning_workers().load(std::memory_order_relaxed));
            ++spin) {
         _mm_pause();
         s = state_.load(std::memory_order_acquire);
       }
-      while ((s >> kSlotBits) == seen && !stop_.load()) {
+      while (generation_of(s) == seen && !stop_.load()) {
         sleepers_.fetch_add(1, std::memory_order_acq_rel);
         state_.wait(s, std::memory_order_acquire);
         sleepers_.fetch_sub(1, std::memory_order_acq_rel);
         s = state_.load(std::memory_order_acquire);
       }
       if (stop_.load()) return;
-      seen = s >> kSlotBits;
+      seen = generation_of(s);
       while (claim_and_run(seen)) {
       }
     }
@@ -196,7 +202,6 @@ class Pool {
   std::atomic<bool> stop_{false};
   const std::vector<std::size_t>* bounds_ = nullptr;
   const RangeBody* body_ = nullptr;
-  std::atomic<std::uint64_t> slots_{0};
   std::exception_ptr error_;
 };
 
