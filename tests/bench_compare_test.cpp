@@ -1,8 +1,10 @@
 // bench compare's trials (compare.hpp) on a fake suite: a step whose rows were
 // noisier than the plan assumed gets top-up trials, up to the cap, numbered
 // after the planned ones; a quiet step gets none; no top-up when the trial
-// count was given; a budget stops a trial before a step that would overrun it;
-// a step that hangs is killed at the step limit, said, and its rows left out.
+// count was given; a budget stops the first trial once spent and a later one
+// before a step that would overrun it;
+// a step that hangs is killed at the step limit, said, and its rows left out;
+// the suites share the reference directory the run's environment names.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,6 +14,8 @@
 
 #include "bench/compare.hpp"
 #include "bench/interval.hpp"
+#include "bench/trials.hpp"
+#include "popper/bench_protocol.hpp"
 #include "popper/runtime_paths.hpp"
 
 namespace {
@@ -30,6 +34,7 @@ case "$*" in *--benchmark_list_tests*) echo fake/hand/quiet/f32/threads:1; echo 
 for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
 shape=quiet; case $filter in *loud*) shape=loud;; esac
 [ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+[ -n "$FAKE_REF_LOG" ] && echo "$POPPER_BENCH_REFERENCE_DIR" >> "$FAKE_REF_LOG"
 [ "$FAKE_HANG" = $shape ] && exec sleep 20  # past any step limit a test sets, yet finite
 n=$(cat "$0.$shape" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.$shape"
 t=1.0; [ $shape = loud ] && [ $((n % 2)) = 1 ] && t=1.5
@@ -83,12 +88,19 @@ TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
 }
 
 TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRowsMeasured) {
-  // Each step takes about 0.4 s; after the first, a second would pass the 0.6 s budget.
+  // Each step takes about 0.4 s. The first trial runs on past the forecast
+  // (0.8 s > 0.6 s) to time every step once; the second stops before its first step.
   const fs::path build = fake_build();
   const auto fam = fake_family();
   auto co = options(build);
   co.env = {{"FAKE_SLEEP", "0.4"}};
   co.budget_seconds = 0.6;
+  const auto first = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  ASSERT_EQ(first.rows.size(), 2u);
+  for (const auto& r : first.rows)
+    EXPECT_EQ((std::set<int>{r.trials.begin(), r.trials.end()}), (std::set<int>{10})) << r.key.shape;
+
+  co.budget_seconds = 0.3;  // spent by the first step: the first trial stops there
   const auto t = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   ASSERT_EQ(t.rows.size(), 1u);
   EXPECT_EQ((std::set<int>{t.rows[0].trials.begin(), t.rows[0].trials.end()}), (std::set<int>{10}));
@@ -96,6 +108,40 @@ TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRow
   co.budget_seconds = 0;  // no budget: every step of both trials
   const auto all = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_EQ(all.rows.size(), 2u);
+  fs::remove_all(build);
+}
+
+// Every suite process of a run reads the reference directory its environment
+// names (bench compare's re-measures share the command's), or one of the
+// run's own that is gone once the run ends.
+TEST(BenchCompare, SuitesShareTheReferenceDirectoryTheRunNamesOrOneOfTheRunsOwn) {
+  const fs::path build = fake_build();
+  const auto fam = fake_family();
+  const auto dirs_seen = [&]() {
+    std::set<std::string> seen;
+    std::ifstream in(build / "refs.log");
+    for (std::string line; std::getline(in, line);) seen.insert(line);
+    fs::remove(build / "refs.log");
+    return seen;
+  };
+  auto co = options(build);
+  co.env = {{"FAKE_REF_LOG", (build / "refs.log").string()}};
+  {
+    const pb::SharedReferences references;
+    references.add_to(co.env);
+    ASSERT_EQ(co.env.back().first, popper::bench::kReferenceDirEnv);
+    const std::string named = co.env.back().second;
+    pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+    pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+    EXPECT_EQ(dirs_seen(), (std::set<std::string>{named}));
+    EXPECT_TRUE(fs::is_directory(named)) << "a run removed the directory its caller holds";
+  }
+  co.env.pop_back();
+  pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  const auto own = dirs_seen();
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_FALSE(own.begin()->empty());
+  EXPECT_FALSE(fs::exists(*own.begin())) << "the run's own directory outlived it";
   fs::remove_all(build);
 }
 

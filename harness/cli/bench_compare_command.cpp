@@ -15,6 +15,7 @@
 #include "bench/plan.hpp"
 #include "bench/remeasure.hpp"
 #include "bench/report.hpp"
+#include "bench/trials.hpp"
 #include "bench_cli.hpp"
 #include "popper/error.hpp"
 #include "popper/io.hpp"
@@ -122,6 +123,8 @@ int compare(CompareArgs a, bool precision_given) {
     }
   }
   auto co = compare_options(a, fam, precision_given);
+  const bench::SharedReferences references;  // one for the run and its re-measures
+  references.add_to(co.env);
   auto request = a.request;
   request.noise_csv = bench::noise_source(a.noise_from, a.dirs.source_dir, bench::fingerprint(machine), fam.family);
   const auto plan = bench::plan_trials(co, request);

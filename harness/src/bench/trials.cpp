@@ -59,13 +59,17 @@ TrialRunner::TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam,
   step_timeout_ = opt.step_timeout_seconds > 0 ? opt.step_timeout_seconds
                                                : kStepTimeoutFloorSeconds + 10.0 * opt.reps_per_trial * opt.min_time;
   suite_env_ = opt.env;
-  reference_dir_ = popper::make_run_dir("popper-bench-reference");
-  if (!reference_dir_.empty()) suite_env_.emplace_back(kReferenceDirEnv, reference_dir_);
+  if (std::none_of(suite_env_.begin(), suite_env_.end(), [](const auto& kv) { return kv.first == kReferenceDirEnv; }))
+    references_.emplace().add_to(suite_env_);
 }
 
-TrialRunner::~TrialRunner() {
+SharedReferences::SharedReferences() : dir_(popper::make_run_dir("popper-bench-reference")) {}
+SharedReferences::~SharedReferences() {
   std::error_code ec;
-  if (!reference_dir_.empty()) std::filesystem::remove_all(reference_dir_, ec);
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+void SharedReferences::add_to(Environment& env) const {
+  if (!dir_.empty()) env.emplace_back(kReferenceDirEnv, dir_);
 }
 
 double TrialRunner::elapsed() const {
@@ -290,7 +294,7 @@ std::vector<std::size_t> trial_order(const std::vector<Step>& steps, std::vector
 // One pass over the steps `which` (indices into steps_), in the trial's order:
 // a block's steps (one shape, thread count and cache mode) in turns when
 // opt_.turns holds, else one process after another.
-void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std::size_t> which) {
+void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std::size_t> which, bool first_pass) {
   which = trial_order(steps_, std::move(which), opt_.order_seed + static_cast<std::uint64_t>(trial));
   for (std::size_t at = 0; at < which.size();) {
     std::size_t end = at + 1;
@@ -298,8 +302,9 @@ void TrialRunner::run_trial(int trial, const std::string& label, std::vector<std
       while (end < which.size() && block_of(steps_[which[end]]) == block_of(steps_[which[at]])) ++end;
     const std::size_t count = end - at;
     const double now = elapsed();
-    if (opt_.budget_seconds > 0 && done_ > 0 &&
-        now + now / static_cast<double>(done_) * static_cast<double>(count) > opt_.budget_seconds) {
+    const double forecast =
+        first_pass || done_ == 0 ? 0 : now / static_cast<double>(done_) * static_cast<double>(count);
+    if (opt_.budget_seconds > 0 && done_ > 0 && now + forecast > opt_.budget_seconds) {
       say("budget: " + label + " stops after " + std::to_string(at) + " of " + std::to_string(which.size()) +
           " steps (" + duration_text(now) + " of the " + duration_text(opt_.budget_seconds) +
           " budget spent); the steps left are not run in it");
@@ -347,7 +352,7 @@ int TrialRunner::run_planned() {
       break;
     }
     run_trial(opt_.first_trial + trials_run,
-              "trial " + std::to_string(trials_run + 1) + "/" + std::to_string(opt_.trials), every);
+              "trial " + std::to_string(trials_run + 1) + "/" + std::to_string(opt_.trials), every, trials_run == 0);
   }
   return trials_run;
 }

@@ -83,10 +83,28 @@ inline constexpr double kStepTimeoutFloorSeconds = 120;
 // "3m05s", "1h02m".
 std::string duration_text(double seconds);
 
+// The directory of reference results that suite processes share
+// (popper/bench_reference.hpp), made for the object's life and removed after.
+// A command that measures in several runs (bench compare's re-measures of
+// its claims) holds one and names it in every run's environment, so a
+// reference is computed once per command: on a 16-core Xeon the decode's took
+// 16-28 s, and a re-measure that computed it again overran its budget.
+class SharedReferences {
+ public:
+  SharedReferences();
+  ~SharedReferences();
+  SharedReferences(const SharedReferences&) = delete;
+  SharedReferences& operator=(const SharedReferences&) = delete;
+  // Names the directory in env (kReferenceDirEnv) where it could be made.
+  void add_to(Environment& env) const;
+
+ private:
+  std::string dir_;
+};
+
 class TrialRunner {
  public:
   TrialRunner(const CompareOptions& opt, const FamilyDescriptor& fam, const CeilingPlan& plan, std::vector<Step> steps);
-  ~TrialRunner();  // removes the run's shared reference results
   TrialRunner(const TrialRunner&) = delete;
   TrialRunner& operator=(const TrialRunner&) = delete;
   // The planned trials (opt.trials) while the budget allows; returns how many ran.
@@ -114,16 +132,21 @@ class TrialRunner {
   void run_alone(const Process& p, int trial);
   // At once, in turns on the same CPUs (run_in_turns); the steal metered for all.
   void run_together(const std::vector<Process>& ps, int trial);
-  void run_trial(int trial, const std::string& label, std::vector<std::size_t> which);
+  // Under a budget, the first planned trial (`first_pass`) stops only once the
+  // budget is spent: every step's first timing is worth more than a trial
+  // cut on a forecast (a step that verifies for half a minute, then one that
+  // takes seconds, left the second unmeasured). Later trials stop before a
+  // step the average step time says would overrun it.
+  void run_trial(int trial, const std::string& label, std::vector<std::size_t> which, bool first_pass = false);
 
   const CompareOptions& opt_;
   const FamilyDescriptor& fam_;
   const CeilingPlan& plan_;
   std::vector<Step> steps_;
   std::string bin_, min_time_;
-  // The suites' environment: the run's, and the directory of the reference
-  // results their processes share (popper/bench_reference.hpp), if one could be made.
-  std::string reference_dir_;
+  // The suites' environment: the run's, with a SharedReferences of the run's
+  // own where the run's environment names none.
+  std::optional<SharedReferences> references_;
   Environment suite_env_;
   double step_timeout_ = 0;  // seconds one step's process may run before it is killed
   std::vector<int> cpus_;    // the run's CPU set (placement.hpp)
