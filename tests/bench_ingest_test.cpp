@@ -93,6 +93,20 @@ TEST(BenchIngest, CeilingCsvCarriesEachRepetitionsPace) {
                pb::BenchFileError);
 }
 
+TEST(BenchIngest, ACeilingRowFailsWhenAnyOfItsRepetitionsFailed) {
+  // The second repetition left a thread running (popper/ceiling_cli.h ceiling_row_verdict).
+  const std::string csv = kCeilingHeader +
+                          ",pace_seconds\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f64,2,0,1000,1.5e-05,524288,98304,verified,0\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f64,2,1,1000,1.4e-05,524288,98304,invalid: a thread "
+                          "ran,0\n"
+                          "gemm,ceiling,openblas:Zen,small_64,f64,2,2,1000,1.4e-05,524288,98304,verified,0\n";
+  const auto rows = pb::rows_from_ceiling_csv(csv, "c");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].verdict.kind, popper::bench::VerdictKind::Invalid) << rows[0].verdict.label;
+  EXPECT_EQ(rows[0].samples.size(), 3u);
+}
+
 TEST(BenchIngest, FamilyDescriptor) {
   const auto f = pb::parse_family_yaml(
       "family: gemm\nceilings: [cblas_gemm_raw]\nblas_core_types: true\nwork_unit: flop\n"

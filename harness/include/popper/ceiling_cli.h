@@ -108,6 +108,13 @@ static void ceiling_fill(void* buf, size_t count, int is_f64, unsigned long long
 
 static double ceiling_pace_seconds = 0; /* the last timed repetition's pace; 0 when not probed */
 
+/* Set once a repetition on several threads left a thread of this process
+ * running POPPER_TURN_IDLE_WAIT_SECONDS after its timed loop: in turns that
+ * thread runs beside the other tiers' repetitions, on their CPUs, and slows
+ * them alone. Every row printed after it is invalid (ceiling_row_verdict),
+ * as popper/bench.hpp makes a suite's row. */
+static int ceiling_threads_left_running = 0;
+
 /* Around a repetition a program times itself: on one thread, the pace
  * around it (popper/pace.h) goes to ceiling_pace_seconds for its row; after
  * it, a process run in turns hands the CPUs on. */
@@ -116,7 +123,16 @@ static inline void ceiling_pace_begin(const struct ceiling_args* a) {
 }
 static inline void ceiling_pace_end(const struct ceiling_args* a) {
   ceiling_pace_seconds = a->threads == 1 ? popper_pace_end() : 0;
+  if (a->threads > 1 && popper_turn_wait_idle()) ceiling_threads_left_running = 1;
   popper_turn_yield(); /* the next process run in turns times its repetition now (popper/turns.h) */
+}
+
+/* The verdict a row is printed with: the program's own, or invalid once a
+ * repetition left a thread running (ceiling_threads_left_running). */
+static inline const char* ceiling_row_verdict(const char* verdict) {
+  return ceiling_threads_left_running ? "invalid: a thread of this process still ran 0.5 s after the timed loop: in "
+                                        "turns it runs beside the other tiers' repetitions (popper/turns.h)"
+                                      : verdict;
 }
 
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch
@@ -274,13 +290,14 @@ static void ceiling_print_header(void) {
       "bytes_per_iter,verdict,pace_seconds\n");
 }
 
-/* One CSV row; pace_seconds: the pace around that repetition (0: not probed). */
+/* One CSV row; pace_seconds: the pace around that repetition (0: not probed);
+ * the verdict is ceiling_row_verdict's. */
 static void ceiling_print_paced_row(const char* family, const char* backend, const char* shape, const char* precision,
                                     int threads, int rep, long iterations, double seconds_per_iter,
                                     double work_per_iter, double bytes_per_iter, const char* verdict,
                                     double pace_seconds) {
   printf("%s,ceiling,%s,%s,%s,%d,%d,%ld,%.9e,%.6e,%.6e,%s,%.6e\n", family, backend, shape, precision, threads, rep,
-         iterations, seconds_per_iter, work_per_iter, bytes_per_iter, verdict, pace_seconds);
+         iterations, seconds_per_iter, work_per_iter, bytes_per_iter, ceiling_row_verdict(verdict), pace_seconds);
   fflush(stdout);
 }
 

@@ -134,6 +134,9 @@ std::vector<BenchRow> rows_from_ceiling_csv(const std::string& text, const std::
       row->work_per_iter = num(f[9], "flop_per_iter");
       row->bytes_per_iter = num(f[10], "bytes_per_iter");
       row->verdict = Verdict::parse(f[11]);
+    } else if (!row->verdict.failed()) {
+      // A later repetition's failure (a thread left running after it) fails the row.
+      if (auto v = Verdict::parse(f[11]); v.failed()) row->verdict = std::move(v);
     }
     row->samples.push_back(num(f[8], "seconds_per_iter"));
     row->sample_pace.push_back(columns == 13 ? num(f[12], kPaceCounter) : 0);
