@@ -7,6 +7,7 @@
 // the suites share the reference directory the run's environment names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -142,6 +143,59 @@ TEST(BenchCompare, SuitesShareTheReferenceDirectoryTheRunNamesOrOneOfTheRunsOwn)
   ASSERT_EQ(own.size(), 1u);
   EXPECT_FALSE(own.begin()->empty());
   EXPECT_FALSE(fs::exists(*own.begin())) << "the run's own directory outlived it";
+  fs::remove_all(build);
+}
+
+// A vendor row implausible after the planned trials (here a wrapped row whose
+// 2 threads run at a tenth of its 1-thread throughput) is measured again in
+// what is left of the budget; with none left it is not, the run says so and
+// the row is left out as implausible.
+TEST(BenchCompare, AnImplausibleVendorRowIsMeasuredAgainOnlyWithinTheBudget) {
+  const fs::path build = popper::make_temp_dir("popper-compare");
+  ASSERT_FALSE(build.empty());
+  fs::create_directories(build / "bin");
+  std::ofstream(build / "bin" / "bench_slow2") << R"(#!/bin/sh
+case "$*" in *--benchmark_list_tests*) echo fake/wrapped/w/f32/threads:1; echo fake/wrapped/w/f32/threads:2; exit 0;; esac
+for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
+t=1.0; th=1; case $filter in *threads:2*) t=10.0; th=2;; esac
+sleep 0.3
+name=fake/wrapped/w/f32/threads:$th
+printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_type": "iteration", "repetition_index": 0, "iterations": 1, "real_time": %s, "time_unit": "ms", "flop": 1000, "label": "verified"}]}\n' $name $name $t > "$out"
+)";
+  fs::permissions(build / "bin" / "bench_slow2", fs::perms::owner_all);
+  const auto fam = pb::parse_family_yaml(
+      "family: fake\nexecutable: bench_slow2\nceilings: []\nwork_unit: flop\nwrapped_vendor: fake\n", "f.yaml");
+  pb::CompareOptions co;
+  co.build_dir = build.string();
+  co.shapes = {"w"};
+  co.tiers = {pb::Tier::Wrapped};
+  co.precisions = {"f32"};
+  co.threads = {1, 2};
+  co.trials = 2;
+  co.reps_per_trial = 1;
+  std::vector<std::string> said;
+  co.progress = [&said](const std::string& s) { said.push_back(s); };
+  const auto saying = [&said](const std::string& what) {
+    return std::any_of(said.begin(), said.end(),
+                       [&](const std::string& s) { return s.find(what) != std::string::npos; });
+  };
+  const auto trials_of_slow_row = [](const pb::BenchTable& t) {
+    for (const auto& r : t.rows)
+      if (r.key.threads == 2) return std::set<int>{r.trials.begin(), r.trials.end()};
+    return std::set<int>{};
+  };
+
+  co.budget_seconds = 0.5;  // spent by the first trial's two steps
+  const auto spent = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  EXPECT_TRUE(saying("the budget is spent, so it is not measured again"));
+  EXPECT_FALSE(saying("measuring it again"));
+  EXPECT_EQ(trials_of_slow_row(spent), (std::set<int>{0}));
+
+  said.clear();
+  co.budget_seconds = 0;  // no budget: measured again, its samples those of new trials
+  const auto again = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
+  EXPECT_TRUE(saying("measuring it again"));
+  EXPECT_EQ(trials_of_slow_row(again), (std::set<int>{2, 3}));
   fs::remove_all(build);
 }
 

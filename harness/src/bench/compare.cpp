@@ -34,23 +34,28 @@ namespace {
 
 // Measures the implausible vendor rows of `t` once more (run_compare in
 // compare.hpp), with every other row of their groups, and puts the new
-// samples in their place.
+// samples in their place; under a budget, in what is left of it after
+// `spent_seconds`, and not at all once it is spent (the rows then stay
+// implausible and are left out).
 void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const FamilyDescriptor& fam,
-                           const MachineInfo& machine, const PeakResult* peak) {
+                           const MachineInfo& machine, const PeakResult* peak, double spent_seconds) {
   const auto suspects = implausible_vendor_rows(t);
   if (suspects.empty()) return;
+  const bool spent = opt.budget_seconds > 0 && spent_seconds >= opt.budget_seconds;
   CompareOptions again = opt;
   std::vector<std::string> noted;
   for (const auto& s : suspects) {
-    noted.push_back(s.key.to_string() + ": " + s.reason);
+    if (!spent) noted.push_back(s.key.to_string() + ": " + s.reason);
     if (opt.progress)
       opt.progress("implausible vendor row " + s.key.to_string() + ": " + s.reason +
-                   "; measuring it again, with the other rows of its shape, precision and threads");
+                   (spent ? "; the budget is spent, so it is not measured again"
+                          : "; measuring it again, with the other rows of its shape, precision and threads"));
   }
+  if (spent) return;
   const std::vector<BenchKey> keys = rows_to_remeasure(t, suspects);
   restrict_to_rows(again, keys);
   again.first_trial = next_trial(t);
-  again.budget_seconds = 0;
+  again.budget_seconds = opt.budget_seconds > 0 ? opt.budget_seconds - spent_seconds : 0;
   again.remeasure_implausible = false;  // once
   again.top_up_trials = 0;
   const auto fresh = run_compare(again, fam, machine, peak);
@@ -246,7 +251,7 @@ CeilingPlan screen_ceilings(const CompareOptions& opt, const FamilyDescriptor& f
 // measured again then marked, and every row's % of peak.
 BenchTable tabulate(std::vector<BenchRow> rows, std::size_t topped_up, const CeilingPlan* plan,
                     const CompareOptions& opt, const FamilyDescriptor& fam, const MachineInfo& machine,
-                    const PeakResult* peak) {
+                    const PeakResult* peak, double spent_seconds) {
   BenchTable t;
   t.metadata = run_metadata(machine, opt.source_dir, opt.build_dir, peak);
   // The host's roofline does not bound device rows: their % of peak is of
@@ -283,7 +288,7 @@ BenchTable tabulate(std::vector<BenchRow> rows, std::size_t topped_up, const Cei
         if (opt.progress) opt.progress(said);
     record_plan(checked, t);
   }
-  if (whole && opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak);
+  if (whole && opt.remeasure_implausible) remeasure_implausible(t, opt, fam, machine, peak, spent_seconds);
   mark_invalid_vendor_rows(t);
   t.set_footprint_reads();
   for (const auto& r : t.rows)
@@ -316,7 +321,8 @@ BenchTable run_compare(const CompareOptions& opt, const FamilyDescriptor& fam, c
     opt.progress(fmt::format("done in {}; verification after timing took {:.1f} s of it ({:.1f}%)",
                              duration_text(runner.elapsed()), runner.recheck_seconds(),
                              100.0 * runner.recheck_seconds() / std::max(runner.elapsed(), 1e-9)));
-  BenchTable t = tabulate(runner.take_rows(), topped_up, want_ceiling ? &plan : nullptr, opt, fam, machine, peak);
+  BenchTable t = tabulate(runner.take_rows(), topped_up, want_ceiling ? &plan : nullptr, opt, fam, machine, peak,
+                          runner.elapsed());
   t.set_meta("cpus", cpu_list_text(runner.cpus()) + " (every process pinned: a row with T threads on the first T)");
   if (const std::string stolen = runner.steal().summary(); !stolen.empty()) t.set_meta("steal", stolen);
   if (const std::string pace = pace_summary(t); !pace.empty()) t.set_meta("pace", pace);
