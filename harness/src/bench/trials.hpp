@@ -87,8 +87,7 @@ std::string duration_text(double seconds);
 // (popper/bench_reference.hpp), made for the object's life and removed after.
 // A command that measures in several runs (bench compare's re-measures of
 // its claims) holds one and names it in every run's environment, so a
-// reference is computed once per command: on a 16-core Xeon the decode's took
-// 16-28 s, and a re-measure that computed it again overran its budget.
+// reference that takes half a minute is computed once per command.
 class SharedReferences {
  public:
   SharedReferences();
@@ -134,8 +133,8 @@ class TrialRunner {
   void run_together(const std::vector<Process>& ps, int trial);
   // Under a budget, the first planned trial (`first_pass`) stops only once the
   // budget is spent: every step's first timing is worth more than a trial
-  // cut on a forecast (a step that verifies for half a minute, then one that
-  // takes seconds, left the second unmeasured). Later trials stop before a
+  // cut on a forecast, which one slow step (a reference computed in it)
+  // makes of every step left. Later trials stop before a
   // step the average step time says would overrun it.
   void run_trial(int trial, const std::string& label, std::vector<std::size_t> which, bool first_pass = false);
 
