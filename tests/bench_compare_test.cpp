@@ -89,13 +89,14 @@ TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
 }
 
 TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRowsMeasured) {
-  // Each step takes about 0.4 s. The first trial runs on past the forecast
-  // (0.8 s > 0.6 s) to time every step once; the second stops before its first step.
+  // Each step takes about 1.5 s (more in a sanitizer build). The first trial
+  // runs on past the forecast (3 s > 2.5 s) to time every step once; the
+  // second stops before its first step.
   const fs::path build = fake_build();
   const auto fam = fake_family();
   auto co = options(build);
-  co.env = {{"FAKE_SLEEP", "0.4"}};
-  co.budget_seconds = 0.6;
+  co.env = {{"FAKE_SLEEP", "1.5"}};
+  co.budget_seconds = 2.5;
   const auto first = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   ASSERT_EQ(first.rows.size(), 2u);
   for (const auto& r : first.rows)
@@ -106,6 +107,7 @@ TEST(BenchCompare, ABudgetStopsATrialBeforeAStepThatWouldOverrunItAndKeepsTheRow
   ASSERT_EQ(t.rows.size(), 1u);
   EXPECT_EQ((std::set<int>{t.rows[0].trials.begin(), t.rows[0].trials.end()}), (std::set<int>{10}));
 
+  co.env.clear();
   co.budget_seconds = 0;  // no budget: every step of both trials
   const auto all = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_EQ(all.rows.size(), 2u);
@@ -158,7 +160,7 @@ TEST(BenchCompare, AnImplausibleVendorRowIsMeasuredAgainOnlyWithinTheBudget) {
 case "$*" in *--benchmark_list_tests*) echo fake/wrapped/w/f32/threads:1; echo fake/wrapped/w/f32/threads:2; exit 0;; esac
 for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
 t=1.0; th=1; case $filter in *threads:2*) t=10.0; th=2;; esac
-sleep 0.3
+sleep "${FAKE_SLEEP:-0}"
 name=fake/wrapped/w/f32/threads:$th
 printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_type": "iteration", "repetition_index": 0, "iterations": 1, "real_time": %s, "time_unit": "ms", "flop": 1000, "label": "verified"}]}\n' $name $name $t > "$out"
 )";
@@ -185,13 +187,15 @@ printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_typ
     return std::set<int>{};
   };
 
-  co.budget_seconds = 0.5;  // spent by the first trial's two steps
+  co.env = {{"FAKE_SLEEP", "1.5"}};
+  co.budget_seconds = 2.5;  // spent by the first trial's two steps of about 1.5 s each
   const auto spent = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_TRUE(saying("the budget is spent, so it is not measured again"));
   EXPECT_FALSE(saying("measuring it again"));
   EXPECT_EQ(trials_of_slow_row(spent), (std::set<int>{0}));
 
   said.clear();
+  co.env.clear();
   co.budget_seconds = 0;  // no budget: measured again, its samples those of new trials
   const auto again = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_TRUE(saying("measuring it again"));
