@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "bench/compare.hpp"
 #include "bench/interval.hpp"
@@ -24,25 +26,43 @@ namespace {
 namespace fs = std::filesystem;
 namespace pb = popper::bench;
 
-// bin/bench_fake: two hand rows; "quiet" always takes 1 ms, "loud" alternates 1 and 1.5 ms.
-fs::path fake_build() {
+// Writes build/bin/<exe>, a fake suite: it lists `rows`, sleeps $FAKE_SLEEP,
+// runs `body` (which sets name and t, the row and its milliseconds, from
+// $filter) and writes that one repetition.
+void write_fake_suite(const fs::path& build, const std::string& exe, const std::vector<std::string>& rows,
+                      const std::string& body) {
+  fs::create_directories(build / "bin");
+  const fs::path path = build / "bin" / exe;
+  std::ofstream out(path);
+  out << "#!/bin/sh\ncase \"$*\" in *--benchmark_list_tests*)";
+  for (const auto& r : rows) out << " echo " << r << ";";
+  out << R"( exit 0;; esac
+for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
+[ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+)" << body
+      << R"(
+printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_type": "iteration", "repetition_index": 0, "iterations": 1, "real_time": %s, "time_unit": "ms", "flop": 1000, "label": "verified"}]}\n' $name $name $t > "$out"
+)";
+  out.close();
+  fs::permissions(path, fs::perms::owner_all);
+}
+
+fs::path fake_dir() {
   const fs::path dir = popper::make_temp_dir("popper-compare");
   if (dir.empty()) throw std::runtime_error("cannot create a temporary directory");
-  fs::create_directories(dir / "bin");
-  const fs::path exe = dir / "bin" / "bench_fake";
-  std::ofstream(exe) << R"(#!/bin/sh
-case "$*" in *--benchmark_list_tests*) echo fake/hand/quiet/f32/threads:1; echo fake/hand/loud/f32/threads:1; exit 0;; esac
-for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
-shape=quiet; case $filter in *loud*) shape=loud;; esac
-[ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+  return dir;
+}
+
+// bin/bench_fake: two hand rows; "quiet" always takes 1 ms, "loud" alternates 1 and 1.5 ms.
+fs::path fake_build() {
+  const fs::path dir = fake_dir();
+  write_fake_suite(dir, "bench_fake", {"fake/hand/quiet/f32/threads:1", "fake/hand/loud/f32/threads:1"},
+                   R"(shape=quiet; case $filter in *loud*) shape=loud;; esac
 [ -n "$FAKE_REF_LOG" ] && echo "$POPPER_BENCH_REFERENCE_DIR" >> "$FAKE_REF_LOG"
 [ "$FAKE_HANG" = $shape ] && exec sleep 20  # past any step limit a test sets, yet finite
 n=$(cat "$0.$shape" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.$shape"
 t=1.0; [ $shape = loud ] && [ $((n % 2)) = 1 ] && t=1.5
-name=fake/hand/$shape/f32/threads:1
-printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_type": "iteration", "repetition_index": 0, "iterations": 1, "real_time": %s, "time_unit": "ms", "flop": 1000, "label": "verified"}]}\n' $name $name $t > "$out"
-)";
-  fs::permissions(exe, fs::perms::owner_all);
+name=fake/hand/$shape/f32/threads:1)");
   return dir;
 }
 
@@ -153,18 +173,10 @@ TEST(BenchCompare, SuitesShareTheReferenceDirectoryTheRunNamesOrOneOfTheRunsOwn)
 // what is left of the budget; with none left it is not, the run says so and
 // the row is left out as implausible.
 TEST(BenchCompare, AnImplausibleVendorRowIsMeasuredAgainOnlyWithinTheBudget) {
-  const fs::path build = popper::make_temp_dir("popper-compare");
-  ASSERT_FALSE(build.empty());
-  fs::create_directories(build / "bin");
-  std::ofstream(build / "bin" / "bench_slow2") << R"(#!/bin/sh
-case "$*" in *--benchmark_list_tests*) echo fake/wrapped/w/f32/threads:1; echo fake/wrapped/w/f32/threads:2; exit 0;; esac
-for a in "$@"; do case $a in --benchmark_out=*) out=${a#--benchmark_out=};; --benchmark_filter=*) filter=$a;; esac; done
-t=1.0; th=1; case $filter in *threads:2*) t=10.0; th=2;; esac
-sleep "${FAKE_SLEEP:-0}"
-name=fake/wrapped/w/f32/threads:$th
-printf '{"context": {}, "benchmarks": [{"name": "%s", "run_name": "%s", "run_type": "iteration", "repetition_index": 0, "iterations": 1, "real_time": %s, "time_unit": "ms", "flop": 1000, "label": "verified"}]}\n' $name $name $t > "$out"
-)";
-  fs::permissions(build / "bin" / "bench_slow2", fs::perms::owner_all);
+  const fs::path build = fake_dir();
+  write_fake_suite(build, "bench_slow2", {"fake/wrapped/w/f32/threads:1", "fake/wrapped/w/f32/threads:2"},
+                   R"(t=1.0; th=1; case $filter in *threads:2*) t=10.0; th=2;; esac
+name=fake/wrapped/w/f32/threads:$th)");
   const auto fam = pb::parse_family_yaml(
       "family: fake\nexecutable: bench_slow2\nceilings: []\nwork_unit: flop\nwrapped_vendor: fake\n", "f.yaml");
   pb::CompareOptions co;

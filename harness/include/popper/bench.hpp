@@ -398,9 +398,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   // Every call of a cold row follows a full eviction, or the row was timed warm.
   if (!evicted_every_call)
     return skip(state, Verdict::invalid("cold, yet the caches were not evicted before every timed call"));
-  if (left_running)
-    return skip(state, Verdict::invalid("a thread of this process still ran 0.5 s after the timed loop: in turns it "
-                                        "runs beside the other tiers' repetitions (popper/turns.h)"));
+  if (left_running) return skip(state, Verdict::invalid(POPPER_TURN_LEFT_RUNNING));
   if (outlived > kMaxOutlivedFraction * timed_seconds) {
     char why[160];
     std::snprintf(why, sizeof why,

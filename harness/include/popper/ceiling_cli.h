@@ -130,9 +130,7 @@ static inline void ceiling_pace_end(const struct ceiling_args* a) {
 /* The verdict a row is printed with: the program's own, or invalid once a
  * repetition left a thread running (ceiling_threads_left_running). */
 static inline const char* ceiling_row_verdict(const char* verdict) {
-  return ceiling_threads_left_running ? "invalid: a thread of this process still ran 0.5 s after the timed loop: in "
-                                        "turns it runs beside the other tiers' repetitions (popper/turns.h)"
-                                      : verdict;
+  return ceiling_threads_left_running ? "invalid: " POPPER_TURN_LEFT_RUNNING : verdict;
 }
 
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch

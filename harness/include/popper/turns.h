@@ -21,6 +21,13 @@
 
 #define POPPER_TURNS_ENV "POPPER_BENCH_TURNS"
 
+/* Why a row of several threads is invalid when popper_turn_wait_idle() still
+ * finds a thread of its process running (popper/bench.hpp measure,
+ * popper/ceiling_cli.h ceiling_row_verdict). */
+#define POPPER_TURN_LEFT_RUNNING                                                                             \
+  "a thread of this process still ran 0.5 s after the timed loop: in turns it runs beside the other tiers' " \
+  "repetitions (popper/turns.h)"
+
 #if defined(__linux__)
 #include <dirent.h>
 #include <errno.h>

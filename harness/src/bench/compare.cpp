@@ -45,7 +45,7 @@ void remeasure_implausible(BenchTable& t, const CompareOptions& opt, const Famil
   CompareOptions again = opt;
   std::vector<std::string> noted;
   for (const auto& s : suspects) {
-    if (!spent) noted.push_back(s.key.to_string() + ": " + s.reason);
+    noted.push_back(s.key.to_string() + ": " + s.reason);
     if (opt.progress)
       opt.progress("implausible vendor row " + s.key.to_string() + ": " + s.reason +
                    (spent ? "; the budget is spent, so it is not measured again"

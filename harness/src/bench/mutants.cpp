@@ -83,6 +83,7 @@ std::vector<BenchMutantResult> run_bench_mutants(const FamilyDescriptor& fam, co
     throw Error(fam.path + ": declares no bench_mutants rows, so no benchmark of family " + fam.family +
                 " shows it can fail");
   std::vector<BenchMutantResult> out;
+  const std::size_t cpus = allowed_cpus().size();
   for (const CacheMode mode : {CacheMode::Warm, CacheMode::Cold}) {
     const std::string& filter = mode == CacheMode::Warm ? fam.bench_mutants.rows : fam.bench_mutants.cold_rows;
     if (filter.empty()) continue;
@@ -101,7 +102,7 @@ std::vector<BenchMutantResult> run_bench_mutants(const FamilyDescriptor& fam, co
     for (const auto& m : kBenchMutants) {
       if (m.rows != mode) continue;
       // On fewer CPUs the pool has no worker to leave spinning: nothing to catch, and not a survivor.
-      if (const std::size_t cpus = allowed_cpus().size(); cpus < static_cast<std::size_t>(m.min_threads)) {
+      if (cpus < static_cast<std::size_t>(m.min_threads)) {
         say(fmt::format("bench mutant {}/{}: not run: it needs {} CPUs, this process may run on {}", fam.family, m.name,
                         m.min_threads, cpus));
         continue;
