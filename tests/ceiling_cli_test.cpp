@@ -8,8 +8,11 @@
 #pragma GCC diagnostic pop
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -42,6 +45,38 @@ TEST(CeilingCli, AThreadLeftRunningAfterARepetitionMakesTheRowsAfterItInvalid) {
   EXPECT_TRUE(std::string(ceiling_row_verdict("verified")).starts_with("invalid: a thread of this process still ran"));
   EXPECT_EQ(std::string(ceiling_row_verdict("verified")).find(','), std::string::npos) << "a CSV field";
   ceiling_threads_left_running = 0;
+}
+
+// Where the eviction buffer cannot be allocated, popper_evict returns 0 and the
+// process goes on: the cold row it timed is invalid, not a reason to exit. Run
+// in a child whose address space is capped just above what it uses.
+TEST(CeilingCli, AColdRowWhoseEvictionCannotAllocateIsInvalidAndTheProcessGoesOn) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves its shadow memory: an address-space cap does not apply";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto child = [] {
+    setenv("POPPER_BENCH_EVICT_BYTES", "268435456", 1);  // 256 MiB, over the cap below
+    long pages = 0, resident = 0;
+    FILE* statm = std::fopen("/proc/self/statm", "r");
+    if (!statm || std::fscanf(statm, "%ld %ld", &pages, &resident) != 2) std::_Exit(3);
+    std::fclose(statm);
+    const rlimit cap{static_cast<rlim_t>(pages * sysconf(_SC_PAGESIZE) + (64L << 20)),
+                     static_cast<rlim_t>(pages * sysconf(_SC_PAGESIZE) + (64L << 20))};
+    if (setrlimit(RLIMIT_AS, &cap) != 0) std::_Exit(4);
+    if (popper_evict() != 0) std::_Exit(5);
+    ceiling_not_evicted = 0;
+    ceiling_args cold{};
+    cold.threads = 1;
+    cold.cold = 1;
+    ceiling_time_calls(
+        &cold, 2, [](void*) {}, nullptr);
+    const std::string verdict = ceiling_row_verdict("verified");
+    if (verdict.find(',') != std::string::npos) std::_Exit(7);  // a CSV field
+    std::_Exit(verdict == "invalid: " POPPER_NOT_EVICTED ? 0 : 6);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "cannot allocate 268435456 bytes to evict the caches");
+#endif
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ inline std::vector<double> read_bandwidth(std::size_t bytes, int threads, int re
       for (int attempt = 0; attempt < 4; ++attempt) {
         std::vector<std::uint64_t> partial(ranges, 0);
         std::vector<std::thread::id> ran(ranges);
-        if (cold) popper_evict();
+        if (cold && popper_evict() < popper_evict_bytes()) return {};  // no cold bound without an eviction
         const auto t0 = std::chrono::steady_clock::now();
         popper::parallel::run(n / 32, threads, [&](std::size_t b, std::size_t e, int w) {
           ran[static_cast<std::size_t>(w)] = std::this_thread::get_id();

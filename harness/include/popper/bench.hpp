@@ -396,8 +396,7 @@ void measure(benchmark::State& state, const Case& c, const Verdict& v, F&& call,
   }
   detail::in_timed_path = false;
   // Every call of a cold row follows a full eviction, or the row was timed warm.
-  if (!evicted_every_call)
-    return skip(state, Verdict::invalid("cold, yet the caches were not evicted before every timed call"));
+  if (!evicted_every_call) return skip(state, Verdict::invalid(POPPER_NOT_EVICTED));
   if (left_running) return skip(state, Verdict::invalid(POPPER_TURN_LEFT_RUNNING));
   if (outlived > kMaxOutlivedFraction * timed_seconds) {
     char why[160];

@@ -225,7 +225,7 @@ inline constexpr std::array<BenchMutantSpec, 5> kBenchMutants = {{
     {BenchMutant::SkippedWork, "skipped-work", CacheMode::Warm, "incorrect: after timing"},
     {BenchMutant::UnsynchronisedTiming, "unsynchronised-timing", CacheMode::Warm,
      "invalid: the work outlived its timer"},
-    {BenchMutant::WarmUnderCold, "warm-under-cold", CacheMode::Cold, "invalid: cold, yet the caches were not evicted"},
+    {BenchMutant::WarmUnderCold, "warm-under-cold", CacheMode::Cold, "invalid: the caches were not evicted"},
     {BenchMutant::WorkersLeftSpinning, "workers-left-spinning", CacheMode::Cold,
      "invalid: a thread of this process still ran", 2},
 }};

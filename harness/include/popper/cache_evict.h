@@ -80,23 +80,34 @@ static inline void* popper_evict_on_cpu(void* arg) {
   return NULL;
 }
 
+/* Why a cold row is invalid when popper_evict read less than
+ * popper_evict_bytes() before one of its timed calls (no comma: a ceiling
+ * prints it as a CSV field). */
+#define POPPER_NOT_EVICTED "the caches were not evicted before every timed call of this cold row"
+
 /* Reads one word of every cache line of a buffer of popper_evict_bytes()
  * (allocated and written on the first call) on the calling thread, while
  * every other CPU of its affinity mask reads the first
  * popper_evict_core_bytes() of it on a thread pinned there, so what the
  * previous call left in any cache the row's threads use is evicted. Returns
- * the bytes the calling thread read. */
+ * the bytes the calling thread read: 0 when the buffer cannot be allocated,
+ * which the caller reports as POPPER_NOT_EVICTED (a cold row on a machine
+ * short of memory is invalid, not a reason to end the process). */
 static inline size_t popper_evict(void) {
   static unsigned long long* buf;
   static size_t lines;
+  static int said_no_memory;
   static volatile unsigned long long sink;
   if (!buf) {
-    lines = popper_evict_bytes() / 64;
-    buf = (unsigned long long*)malloc(lines * 64);
+    const size_t bytes = popper_evict_bytes();
+    buf = (unsigned long long*)malloc(bytes);
     if (!buf) {
-      fprintf(stderr, "popper: cannot allocate %zu bytes to evict the caches\n", lines * 64);
-      exit(1);
+      if (!said_no_memory)
+        fprintf(stderr, "popper: cannot allocate %zu bytes to evict the caches: cold rows are invalid\n", bytes);
+      said_no_memory = 1;
+      return 0;
     }
+    lines = bytes / 64;
     for (size_t i = 0; i < lines * 8; ++i) buf[i] = 1;
   }
   popper_cpu_mask mask;

@@ -115,6 +115,11 @@ static double ceiling_pace_seconds = 0; /* the last timed repetition's pace; 0 w
  * as popper/bench.hpp makes a suite's row. */
 static int ceiling_threads_left_running = 0;
 
+/* Set once a cold call was timed after an eviction that read less than
+ * popper_evict_bytes() (its buffer could not be allocated): that row and the
+ * ones after it are invalid, as popper/bench.hpp makes a suite's. */
+static int ceiling_not_evicted = 0;
+
 /* Around a repetition a program times itself: on one thread, the pace
  * around it (popper/pace.h) goes to ceiling_pace_seconds for its row; after
  * it, a process run in turns hands the CPUs on. */
@@ -128,9 +133,11 @@ static inline void ceiling_pace_end(const struct ceiling_args* a) {
 }
 
 /* The verdict a row is printed with: the program's own, or invalid once a
- * repetition left a thread running (ceiling_threads_left_running). */
+ * repetition left a thread running (ceiling_threads_left_running) or timed a
+ * cold call the caches were not evicted for (ceiling_not_evicted). */
 static inline const char* ceiling_row_verdict(const char* verdict) {
-  return ceiling_threads_left_running ? "invalid: " POPPER_TURN_LEFT_RUNNING : verdict;
+  if (ceiling_threads_left_running) return "invalid: " POPPER_TURN_LEFT_RUNNING;
+  return ceiling_not_evicted ? "invalid: " POPPER_NOT_EVICTED : verdict;
 }
 
 /* Seconds per call over `iters` calls of call(ctx): timed as one batch
@@ -149,7 +156,7 @@ static double ceiling_time_calls(const struct ceiling_args* a, long iters, void 
     total = ceiling_now() - t0;
   } else {
     for (long it = 0; it < iters; ++it) {
-      popper_evict();
+      if (popper_evict() < popper_evict_bytes()) ceiling_not_evicted = 1;
       const double t0 = ceiling_now();
       call(ctx);
       total += ceiling_now() - t0;
