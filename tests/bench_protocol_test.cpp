@@ -366,9 +366,10 @@ TEST(BenchApi, ColdRepetitionsLastTheMinTimeEvictionsIncluded) {
   const auto e0 = std::chrono::steady_clock::now();
   popper_evict();
   const double evict_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
+  const double repetition_seconds = std::max(0.2, 5 * evict_seconds);
   const auto t0 = std::chrono::steady_clock::now();
   {
-    const ScopedMinTime min_time(std::max(0.2, 5 * evict_seconds));
+    const ScopedMinTime min_time(repetition_seconds);
     benchmark::RunSpecifiedBenchmarks(&capture, "^coldsize/");
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -382,7 +383,7 @@ TEST(BenchApi, ColdRepetitionsLastTheMinTimeEvictionsIncluded) {
   EXPECT_EQ(run.counters.at("calls").value, calls);
   // Sized on timed seconds alone, the empty calls would run until Google
   // Benchmark's iteration cap: hours of evictions.
-  EXPECT_LT(wall, 30.0) << "seconds for a repetition of " << std::max(0.2, 5 * evict_seconds) << " s";
+  EXPECT_LT(wall, 30.0) << "seconds for a repetition of " << repetition_seconds << " s";
 }
 
 // A core's private caches keep its last reads whatever another core reads

@@ -61,8 +61,8 @@ TEST(CeilingCli, AColdRowWhoseEvictionCannotAllocateIsInvalidAndTheProcessGoesOn
     FILE* statm = std::fopen("/proc/self/statm", "r");
     if (!statm || std::fscanf(statm, "%ld %ld", &pages, &resident) != 2) std::_Exit(3);
     std::fclose(statm);
-    const rlimit cap{static_cast<rlim_t>(pages * sysconf(_SC_PAGESIZE) + (64L << 20)),
-                     static_cast<rlim_t>(pages * sysconf(_SC_PAGESIZE) + (64L << 20))};
+    const auto limit = static_cast<rlim_t>(pages * sysconf(_SC_PAGESIZE) + (64L << 20));
+    const rlimit cap{limit, limit};
     if (setrlimit(RLIMIT_AS, &cap) != 0) std::_Exit(4);
     if (popper_evict() != 0) std::_Exit(5);
     ceiling_not_evicted = 0;
