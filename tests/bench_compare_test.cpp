@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -105,6 +106,38 @@ TEST(BenchCompare, StepsNoisierThanPlannedGetTopUpTrials) {
   const auto fixed = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_EQ(trials_of(fixed, "loud"), (std::set<int>{10, 11}));
   EXPECT_FALSE(fixed.meta("top_up"));
+  fs::remove_all(build);
+}
+
+// A ratio pairs its sides by trial: a top-up of its noisy side alone would
+// pair with nothing, so every step of the shape, thread count and precision
+// tops up with it; a step of another precision does not.
+TEST(BenchCompare, AStepsTopUpTrialsAreTheStepsItPairsWithToo) {
+  const fs::path build = fake_dir();
+  write_fake_suite(build, "bench_fake",
+                   {"fake/hand/loud/f32/threads:1", "fake/wrapped/loud/f32/threads:1", "fake/hand/loud/f64/threads:1",
+                    "fake/hand/quiet/f32/threads:1"},
+                   R"(tier=hand; case $filter in *wrapped*) tier=wrapped;; esac
+shape=quiet; case $filter in *loud*) shape=loud;; esac
+prec=f32; case $filter in *f64*) prec=f64;; esac
+n=$(cat "$0.$tier.$shape.$prec" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.$tier.$shape.$prec"
+t=1.0; [ $tier/$shape/$prec = hand/loud/f32 ] && [ $((n % 2)) = 1 ] && t=1.5
+name=fake/$tier/$shape/$prec/threads:1)");
+  auto co = options(build);
+  co.tiers = {pb::Tier::Hand, pb::Tier::Wrapped};
+  co.precisions = {"f32", "f64"};
+  co.top_up_trials = 3;
+  co.top_up_alpha = 0.001;
+  const auto t = pb::run_compare(co, fake_family(), pb::MachineInfo{}, nullptr);
+  std::map<std::string, std::set<int>> trials;
+  for (const auto& r : t.rows)
+    trials[pb::tier_text(r.key.tier) + "/" + r.key.shape + "/" + r.key.precision] = {r.trials.begin(), r.trials.end()};
+  const std::set<int> planned{10, 11}, topped_up{10, 11, 12, 13, 14};
+  EXPECT_EQ(trials["hand/loud/f32"], topped_up);     // noisy: the cap
+  EXPECT_EQ(trials["wrapped/loud/f32"], topped_up);  // steady, but it pairs with the noisy one
+  EXPECT_EQ(trials["hand/loud/f64"], planned);       // another precision pairs with neither
+  EXPECT_EQ(trials["hand/quiet/f32"], planned);
+  EXPECT_NE(t.meta("top_up").value_or("").find("6 process(es)"), std::string::npos) << t.meta("top_up").value_or("");
   fs::remove_all(build);
 }
 

@@ -275,7 +275,7 @@ BenchTable tabulate(std::vector<BenchRow> rows, std::size_t topped_up, const Cei
   if (const char* inj = std::getenv("POPPER_BENCH_INJECT_SLOWDOWN"); inj && *inj) t.set_meta("injected_slowdown", inj);
   if (topped_up > 0)
     t.set_meta("top_up", std::to_string(topped_up) + " process(es) in up to " + std::to_string(opt.top_up_trials) +
-                             " more trials of the steps noisier than planned");
+                             " more trials of the steps noisier than planned and the steps they pair with");
   if (!fam.wrapped_vendor.empty()) t.set_meta("wrapped_vendor", fam.wrapped_vendor);  // its rows are vendor rows
   t.rows = std::move(rows);
   // A run of a few rows (restrict_to_rows) lacks the rows a vendor row is

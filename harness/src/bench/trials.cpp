@@ -368,11 +368,29 @@ std::size_t TrialRunner::top_up(int trials_run) {
       if (step_rows_[i].count(r.key)) sigma = std::max(sigma, between_trial_log_sd({&r.samples, &r.trials}));
     const int need = sigma > 0 ? trials_to_flag(sigma, opt_.top_up_alpha) : 0;
     extra[i] = std::clamp(need - trials_run, 0, opt_.top_up_trials);
+  }
+  // A ratio pairs its two sides by trial (interval.hpp), and its sides are
+  // steps of one shape, thread count, cache mode and precision (a ceiling
+  // step's is every one): a trial of one of them alone pairs with nothing.
+  // So such steps top up together, as far as the noisiest of them needs.
+  const auto pairs_with = [&](std::size_t a, std::size_t b) {
+    const Step &x = steps_[a], &y = steps_[b];
+    return x.shape == y.shape && x.threads == y.threads && x.cache == y.cache &&
+           (x.precision == y.precision || x.precision.empty() || y.precision.empty());
+  };
+  const std::vector<int> own = extra;
+  for (std::size_t i = 0; i < steps_.size(); ++i)
+    for (std::size_t j = 0; j < steps_.size(); ++j)
+      if (pairs_with(i, j)) extra[i] = std::max(extra[i], own[j]);
+  std::size_t noisy = 0;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    noisy += own[i] > 0;
     if (extra[i] > 0) total_ += static_cast<std::size_t>(extra[i]), ++extra_steps;
   }
   if (extra_steps > 0)
-    say("top-up: " + std::to_string(extra_steps) + " of " + std::to_string(steps_.size()) +
-        " steps were noisier than planned; up to " + std::to_string(opt_.top_up_trials) + " more trials of them");
+    say("top-up: " + std::to_string(noisy) + " of " + std::to_string(steps_.size()) +
+        " steps were noisier than planned; up to " + std::to_string(opt_.top_up_trials) + " more trials of them" +
+        (extra_steps > noisy ? " and of the " + std::to_string(extra_steps - noisy) + " steps they pair with" : ""));
   const double per_step = done_ ? elapsed() / static_cast<double>(done_) : 0;
   for (int round = 0; round < opt_.top_up_trials; ++round) {
     std::vector<std::size_t> which;

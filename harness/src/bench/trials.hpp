@@ -1,9 +1,9 @@
 // The timing stages of `bench compare` (compare.hpp run_compare): trials of
 // shuffled steps, each step one process (a ceiling program under each of its
 // vendor configurations, or one row of the suite), every sample tagged with
-// its trial; then top-up trials of the steps noisier than planned. Under a
-// budget a trial stops before a step that would overrun it, and the rows
-// measured so far are kept.
+// its trial; then top-up trials of the steps noisier than planned, with the
+// steps they pair with. Under a budget a trial stops before a step that would
+// overrun it, and the rows measured so far are kept.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -109,7 +109,8 @@ class TrialRunner {
   // The planned trials (opt.trials) while the budget allows; returns how many ran.
   int run_planned();
   // Up to opt.top_up_trials more trials of the steps whose rows' noise needs
-  // them, after `trials_run` trials; returns the processes run.
+  // them, and of the steps they pair with, after `trials_run` trials; returns
+  // the processes run.
   std::size_t top_up(int trials_run);
   double elapsed() const;
   // What the suites said verification after timing took, summed over their processes.
