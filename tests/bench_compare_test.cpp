@@ -1,8 +1,8 @@
 // bench compare's trials (compare.hpp) on a fake suite: a step whose rows were
 // noisier than the plan assumed gets top-up trials, up to the cap, numbered
-// after the planned ones; a quiet step gets none; no top-up when the trial
-// count was given; a budget stops the first trial once spent and a later one
-// before a step that would overrun it;
+// after the planned ones, and so do the steps it pairs with; a quiet step
+// gets none; no top-up when the trial count was given; a budget stops the
+// first trial once spent and a later one before a step that would overrun it;
 // a step that hangs is killed at the step limit, said, and its rows left out;
 // the suites share the reference directory the run's environment names.
 #include <gtest/gtest.h>
