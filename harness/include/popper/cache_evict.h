@@ -96,15 +96,15 @@ static inline void* popper_evict_on_cpu(void* arg) {
 static inline size_t popper_evict(void) {
   static unsigned long long* buf;
   static size_t lines;
-  static int said_no_memory;
+  static int no_memory; /* the allocation failed once: not tried again before every cold call */
   static volatile unsigned long long sink;
   if (!buf) {
+    if (no_memory) return 0;
     const size_t bytes = popper_evict_bytes();
     buf = (unsigned long long*)malloc(bytes);
     if (!buf) {
-      if (!said_no_memory)
-        fprintf(stderr, "popper: cannot allocate %zu bytes to evict the caches: cold rows are invalid\n", bytes);
-      said_no_memory = 1;
+      fprintf(stderr, "popper: cannot allocate %zu bytes to evict the caches: cold rows are invalid\n", bytes);
+      no_memory = 1;
       return 0;
     }
     lines = bytes / 64;
