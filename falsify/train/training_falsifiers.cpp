@@ -177,6 +177,28 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-005", [](const popper::Params& p) {
     tr.params() = saved_params;
     if (::testing::Test::HasFailure()) return;
   }
+  {
+    // An update that overflows the parameters (a step size beyond FLT_MAX):
+    // the step after it must find them, though no caller touched them.
+    AdamWConfig huge;
+    huge.lr = 3e38f;
+    Trainer over(c, {Backend::Hand, 2, popper::cpu::Isa::Auto}, huge, p.seed());
+    over.train_step(good.tokens, good.labels);
+    const Trainer& seen = over;
+    const std::string p_before = bits(seen.params()), m_before = bits(over.m()), v_before = bits(over.v());
+    std::string message = "(no exception)";
+    try {
+      over.train_step(good.tokens, good.labels);
+    } catch (const popper::InvalidArgument& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find("train: parameter "), std::string::npos)
+        << "the step after an update that overflowed: expected an InvalidArgument naming a parameter, got: " << message;
+    EXPECT_TRUE(bits(seen.params()) == p_before && bits(over.m()) == m_before && bits(over.v()) == v_before &&
+                over.steps_done() == 1)
+        << "the refused step after an overflowing update wrote to the parameters, moments or step count";
+    std::printf("  %-32s -> %s\n", "update overflowed a parameter", message.c_str());
+  }
   record(tr.step(), popper::cpu::Isa::Auto);
 });
 

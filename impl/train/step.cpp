@@ -332,14 +332,21 @@ const Config& Step::config() const { return impl_->c; }
 
 double Step::forward_backward(std::span<const float> params, std::span<const std::int64_t> tokens,
                               std::span<const std::int64_t> labels, std::span<float> grads, trace::Tracer* tracer) {
+  return run(params, tokens, labels, grads, tracer, true);
+}
+
+double Step::run(std::span<const float> params, std::span<const std::int64_t> tokens,
+                 std::span<const std::int64_t> labels, std::span<float> grads, trace::Tracer* tracer,
+                 bool scan_params) {
   const Impl& im = *impl_;
   {
-    Scope s(tracer, "check_inputs", kOverhead, -1, 0, 4.0 * static_cast<double>(im.layout.total));
+    Scope s(tracer, "check_inputs", kOverhead, -1, 0, scan_params ? 4.0 * static_cast<double>(im.layout.total) : 0);
     check_batch(im.c, tokens, labels);
     if (grads.size() < im.layout.total)
       throw InvalidArgument("train: grads has " + std::to_string(grads.size()) + " elements, the layout needs " +
                             std::to_string(im.layout.total));
-    if (!POPPER_MUTANT("train-finite-check-after-update")) check_finite(im.layout, params, "parameter", im.o.threads);
+    if (scan_params && !POPPER_MUTANT("train-finite-check-after-update"))
+      check_finite(im.layout, params, "parameter", im.o.threads);
   }
   return impl_->run(params.data(), tokens.data(), labels.data(), grads.data(), tracer);
 }

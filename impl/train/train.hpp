@@ -132,6 +132,10 @@ class Step {
   const Config& config() const;
 
  private:
+  friend class Trainer;  // skips the parameters' scan when its last update vouched for them
+  double run(std::span<const float> params, std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels,
+             std::span<float> grads, trace::Tracer* tracer, bool scan_params);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -146,7 +150,8 @@ void check_finite(const ParamLayout& layout, std::span<const float> values, cons
 // AdamW on every tensor (t = the step number, from 1):
 //   m = b1 m + (1-b1) g,  v = b2 v + (1-b2) g^2,  mh = m / (1-b1^t),  vh = v / (1-b2^t)
 //   p = p - lr (mh / (sqrt(vh) + eps) + wd p)      (wd only where Tensor::decay)
-void adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t t, std::span<float> params,
+// Returns whether every parameter it wrote is finite.
+bool adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t t, std::span<float> params,
                   std::span<const float> grads, std::span<float> m, std::span<float> v, int threads);
 
 // Parameters, gradients, moments and a Step: one training step at a time.
@@ -160,7 +165,12 @@ class Trainer {
                     trace::Tracer* tracer = nullptr);
 
   const ParamLayout& layout() const { return layout_; }
-  std::vector<float>& params() { return params_; }
+  const std::vector<float>& params() const { return params_; }
+  // Write access: the next step scans the parameters again before its forward.
+  std::vector<float>& params() {
+    params_finite_ = false;
+    return params_;
+  }
   const std::vector<float>& grads() const { return grads_; }
   const std::vector<float>& m() const { return m_; }
   const std::vector<float>& v() const { return v_; }
@@ -175,6 +185,7 @@ class Trainer {
   AdamWConfig a_;
   ParamLayout layout_;
   std::vector<float> params_, grads_, m_, v_;
+  bool params_finite_ = false;  // the last update wrote only finite parameters, untouched since
   std::int64_t t_ = 0;
   Step step_;
 };
