@@ -20,8 +20,14 @@ constexpr int kMR = 6, kNV = 2;
 constexpr int kMR = 4, kNV = 4;
 #endif
 
-// C[MR x NV W] (+)= A[MR x K] (row stride lda) * B[K x NV W] (row stride ldb).
-template <int MR, int NV>
+// A's element (r, k): A[r lda + k], or with AT (A stored transposed) A[k lda + r].
+template <bool AT>
+static inline const float* a_at(const float* A, std::int64_t lda, std::int64_t r, std::int64_t k) {
+  return AT ? A + k * lda + r : A + r * lda + k;
+}
+
+// C[MR x NV W] (+)= A[MR x K] * B[K x NV W] (row stride ldb).
+template <int MR, int NV, bool AT>
 static void tile_mk(std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float* C,
                     std::int64_t ldc, bool accumulate) {
   vf c[MR][NV];
@@ -31,7 +37,7 @@ static void tile_mk(std::int64_t K, const float* A, std::int64_t lda, const floa
     vf b[NV];
     for (int v = 0; v < NV; ++v) b[v] = vload(B + k * ldb + v * W);
     for (int r = 0; r < MR; ++r) {
-      const vf a = vset(A[r * lda + k]);
+      const vf a = vset(*a_at<AT>(A, lda, r, k));
       for (int v = 0; v < NV; ++v) c[r][v] = vfma(a, b[v], c[r][v]);
     }
   }
@@ -39,24 +45,28 @@ static void tile_mk(std::int64_t K, const float* A, std::int64_t lda, const floa
     for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * W, c[r][v]);
 }
 
-template <int NV, int R>
+template <int NV, bool AT, int R>
 static void tile_tail(int rem, std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
                       float* C, std::int64_t ldc, bool acc) {
   if constexpr (R >= 1) {
-    if (rem == R) tile_mk<R, NV>(K, A, lda, B, ldb, C, ldc, acc);
-    else tile_tail<NV, R - 1>(rem, K, A, lda, B, ldb, C, ldc, acc);
+    if (rem == R) tile_mk<R, NV, AT>(K, A, lda, B, ldb, C, ldc, acc);
+    else tile_tail<NV, AT, R - 1>(rem, K, A, lda, B, ldb, C, ldc, acc);
   }
 }
 
-template <int NV>
+template <int NV, bool AT>
 static void tile_rows(int M, std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
                       float* C, std::int64_t ldc, bool acc) {
   int m0 = 0;
-  for (; m0 + kMR <= M; m0 += kMR) tile_mk<kMR, NV>(K, A + m0 * lda, lda, B, ldb, C + m0 * ldc, ldc, acc);
-  if (m0 < M) tile_tail<NV, kMR - 1>(M - m0, K, A + m0 * lda, lda, B, ldb, C + m0 * ldc, ldc, acc);
+  for (; m0 + kMR <= M; m0 += kMR)
+    tile_mk<kMR, NV, AT>(K, a_at<AT>(A, lda, m0, 0), lda, B, ldb, C + m0 * ldc, ldc, acc);
+  if (m0 < M) tile_tail<NV, AT, kMR - 1>(M - m0, K, a_at<AT>(A, lda, m0, 0), lda, B, ldb, C + m0 * ldc, ldc, acc);
 }
 
-// C[M x N] (+)= A[M x K] B[K x N]; N a multiple of W.
+// C[M x N] (+)= A[M x K] B[K x N]; N a multiple of W. With AT, A is given
+// stored transposed (K x M, row stride lda): a broadcast reads it as cheaply
+// either way, so no transposed copy is made.
+template <bool AT = false>
 static void tile_gemm(int M, int N, std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
                       float* C, std::int64_t ldc, bool acc) {
   if (M <= 0) return;
@@ -64,16 +74,16 @@ static void tile_gemm(int M, int N, std::int64_t K, const float* A, std::int64_t
     const int nv = (N - n0) / W < kNV ? (N - n0) / W : kNV;
     if constexpr (kNV >= 4) {
       if (nv == 4) {
-        tile_rows<4>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
+        tile_rows<4, AT>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
         continue;
       }
       if (nv == 3) {
-        tile_rows<3>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
+        tile_rows<3, AT>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
         continue;
       }
     }
-    if (nv == 2) tile_rows<2>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
-    else if (nv == 1) tile_rows<1>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
+    if (nv == 2) tile_rows<2, AT>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
+    else if (nv == 1) tile_rows<1, AT>(M, K, A, lda, B + n0, ldb, C + n0, ldc, acc);
   }
 }
 
@@ -253,12 +263,6 @@ static void attn_fwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
   }
 }
 
-static void transpose_tile(const float* in, std::int64_t ld_in, std::int64_t rows, std::int64_t cols, float* out,
-                           std::int64_t ld_out) {
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) out[c * ld_out + r] = in[r * ld_in + c];
-}
-
 static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) {
   const std::int64_t Sq = a.q_len, Skv = a.kv_len, Hq = a.q_heads, Hkv = a.kv_heads;
   const std::int64_t b = unit / Hkv, hk = unit % Hkv;
@@ -276,10 +280,8 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
   float* Qr = Qs + kTileQ * Dp;
   float* dOp = Qr + kTileQ * Dp;
   float* P = dOp + kTileQ * Dp;
-  float* Pt = P + kTileQ * kTileKv;
-  float* dS = Pt + kTileKv * kTileQ;
-  float* dSt = dS + kTileQ * kTileKv;
-  float* lse2 = dSt + kTileKv * kTileQ;
+  float* dS = P + kTileQ * kTileKv;
+  float* lse2 = dS + kTileQ * kTileKv;
   float* Dl = lse2 + group * Sq;
   float* dQ = Dl + group * Sq;
 
@@ -331,11 +333,9 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
               vstore(ds + c, vmul(pv, vsub(vload(ds + c), vd)));
             }
           }
-          transpose_tile(P, kTileKv, rows, nk, Pt, kTileQ);
-          tile_gemm(static_cast<int>(nk), static_cast<int>(Dp), rows, Pt, kTileQ, dOp, Dp, dV, Dp, true);
+          tile_gemm<true>(static_cast<int>(nk), static_cast<int>(Dp), rows, P, kTileKv, dOp, Dp, dV, Dp, true);
           tile_gemm(R, static_cast<int>(Dp), nk, dS, kTileKv, Kp, Dp, dQ + (gi * Sq + i0) * Dp, Dp, true);
-          transpose_tile(dS, kTileKv, rows, nk, dSt, kTileQ);
-          tile_gemm(static_cast<int>(nk), static_cast<int>(Dp), rows, dSt, kTileQ, Qr, Dp, dK, Dp, true);
+          tile_gemm<true>(static_cast<int>(nk), static_cast<int>(Dp), rows, dS, kTileKv, Qr, Dp, dK, Dp, true);
         }
       }
     }

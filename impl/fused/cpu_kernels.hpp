@@ -125,7 +125,7 @@ static inline std::size_t attn_bwd_ws_floats(std::int64_t d, std::int64_t group,
   return 3 * dp * kTileKv        // K^T, K, V^T
          + 2 * kTileKv * dp      // dK, dV accumulators
          + 3 * kTileQ * dp       // Qs, Q, dO
-         + 4 * kTileQ * kTileKv  // P, P^T, dP, dS^T
+         + 2 * kTileQ * kTileKv  // P, dP / dS (P^T and dS^T are read in place)
          + 2 * gq                // lse2, D
          + gq * dp;              // dQ accumulator
 }
