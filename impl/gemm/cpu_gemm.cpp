@@ -194,11 +194,10 @@ void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std:
         for (std::int64_t jj = cols; jj < nr; ++jj) row[jj] = T(0);
       }
     } else {
-      // k in blocks of one source cache line, so the block's destination
-      // (kb x NR) stays in the L1 while every column fills it: one column at
-      // a time over all of k stored to kcur lines per column, an L1 miss on
-      // nearly every store once kc x NR passed the L1 (the forward's x W^T
-      // products ran 20-40% slower than x W on a Xeon).
+      // k in blocks of one source cache line, so that the block's
+      // destination (kb x NR) stays in the L1 while every column fills it:
+      // column by column over all of k, nearly every store misses once
+      // kc x NR exceeds the L1.
       constexpr std::int64_t kb = 64 / static_cast<std::int64_t>(sizeof(T));
       for (std::int64_t pb = 0; pb < kcur; pb += kb) {
         const std::int64_t pe = std::min(kcur, pb + kb);

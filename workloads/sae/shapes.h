@@ -30,8 +30,8 @@ static const sae_shape sae_shapes[] = {
     {"apply_p2048", SAE_OP_APPLY, 512, 16, 2048, 4, 8, 0x5AE0004ULL}, /* dense 8 GiB: declines */
     {"apply_p5120", SAE_OP_APPLY, 512, 64, 5120, 4, 8, 0x5AE0005ULL}, /* seed's LLM width; dense 800 GiB */
     {"solve_p64", SAE_OP_SOLVE, 256, 16, 64, 4, 8, 0x5AE0011ULL},
-    /* The CI gate's solve: solve_p64 at half the blocks, so the dense route's
-     * Cholesky of K p = 512 under callgrind takes seconds, not the 109 s of K p = 1024. */
+    /* The CI gate's solve: solve_p64 at half the blocks, so that the dense
+     * route's Cholesky (K p = 512) takes seconds under callgrind. */
     {"solve_gate", SAE_OP_SOLVE, 256, 8, 64, 4, 8, 0x5AE0017ULL},
     {"solve_p256", SAE_OP_SOLVE, 512, 16, 256, 4, 8, 0x5AE0012ULL},
     {"solve_p1024", SAE_OP_SOLVE, 512, 12, 1024, 4, 8, 0x5AE0013ULL}, /* dense potrf 6e11 flop: declines */
