@@ -370,13 +370,12 @@ std::size_t TrialRunner::top_up(int trials_run) {
     extra[i] = std::clamp(need - trials_run, 0, opt_.top_up_trials);
   }
   // A ratio pairs its two sides by trial (interval.hpp), and its sides are
-  // steps of one shape, thread count, cache mode and precision (a ceiling
-  // step's is every one): a trial of one of them alone pairs with nothing.
-  // So such steps top up together, as far as the noisiest of them needs.
+  // steps of one block and precision (a ceiling step's is every one): a trial
+  // of one of them alone pairs with nothing. So such steps top up together,
+  // as far as the noisiest of them needs.
   const auto pairs_with = [&](std::size_t a, std::size_t b) {
     const Step &x = steps_[a], &y = steps_[b];
-    return x.shape == y.shape && x.threads == y.threads && x.cache == y.cache &&
-           (x.precision == y.precision || x.precision.empty() || y.precision.empty());
+    return block_of(x) == block_of(y) && (x.precision == y.precision || x.precision.empty() || y.precision.empty());
   };
   const std::vector<int> own = extra;
   for (std::size_t i = 0; i < steps_.size(); ++i)
