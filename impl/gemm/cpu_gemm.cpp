@@ -57,6 +57,14 @@ bool mutant_row_k_remainder() {
   static const bool on = POPPER_MUTANT("gemm-row-k-remainder");
   return on;
 }
+bool mutant_avx2_pack_b_trans_tail() {
+  static const bool on = POPPER_MUTANT("gemm-avx2-pack-b-trans-tail");
+  return on;
+}
+bool mutant_avx512_pack_b_trans_tail() {
+  static const bool on = POPPER_MUTANT("gemm-avx512-pack-b-trans-tail");
+  return on;
+}
 }  // namespace detail
 
 namespace {
@@ -181,12 +189,17 @@ void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std:
 }
 
 // Pack op(B)[p0 : p0+kcur, j0 : j0+ncur] into NR-wide slivers dst[s][p][jj], zero-padded.
+// Full slivers of a transposed op(B) (B^T's rows k-contiguous) go to the ISA's
+// transposed pack where it has one.
 template <class T>
-void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std::int64_t ncur, int nr, T* dst) {
+void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std::int64_t ncur, int nr,
+            detail::PackKernel<T> trans, T* dst) {
   for (std::int64_t js = 0; js < ncur; js += nr) {
     const std::int64_t cols = std::min<std::int64_t>(nr, ncur - js);
     T* d = dst + js * kcur;
-    if (b.cs == 1) {
+    if (b.cs != 1 && b.rs == 1 && cols == nr && trans != nullptr) {
+      trans(kcur, &b(p0, j0 + js), b.cs, d);
+    } else if (b.cs == 1) {
       for (std::int64_t p = 0; p < kcur; ++p) {
         const T* src = &b(p0 + p, j0 + js);
         T* row = d + p * nr;
@@ -382,7 +395,7 @@ void run_serial(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& b
       [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, T* bpack) {
         // In place, only the edge sliver is packed (at its packed offset).
         const std::int64_t j0 = b_in_place(pr, ks, kcur, ncur) ? ncur / ks.nr * ks.nr : 0;
-        if (j0 < ncur) pack_b(pr.b, pc, kcur, jc + j0, ncur - j0, ks.nr, bpack + j0 * kcur);
+        if (j0 < ncur) pack_b(pr.b, pc, kcur, jc + j0, ncur - j0, ks.nr, ks.pack_b_trans, bpack + j0 * kcur);
       },
       [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {
         multiply_packed_b(pr, ks, bl, jc, ncur, pc, kcur, bpack, b_in_place(pr, ks, kcur, ncur));
@@ -426,7 +439,7 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
         popper::parallel::run(slivers, threads, [&](std::size_t s0, std::size_t s1, int) {
           const std::int64_t j0 = static_cast<std::int64_t>(s0) * nr;
           const std::int64_t j1 = std::min(ncur, static_cast<std::int64_t>(s1) * nr);
-          pack_b(pr.b, pc, kcur, jc + j0, j1 - j0, ks.nr, bpack + j0 * stride);
+          pack_b(pr.b, pc, kcur, jc + j0, j1 - j0, ks.nr, ks.pack_b_trans, bpack + j0 * stride);
         });
       },
       [&](std::int64_t jc, std::int64_t ncur, std::int64_t pc, std::int64_t kcur, const T* bpack) {

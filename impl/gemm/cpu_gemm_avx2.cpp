@@ -12,6 +12,7 @@ namespace {
 
 bool edge_tail_mutant() { return mutant_avx2_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
+bool pack_tail_mutant() { return mutant_avx2_pack_b_trans_tail(); }
 
 struct VecF32 {
   using reg = __m256;
@@ -30,6 +31,21 @@ struct VecF32 {
   }
   static reg maskload(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
   static void maskstore(float* p, mask m, reg v) { _mm256_maskstore_ps(p, m, v); }
+  // 8 x 8 in place: 4 x 4 blocks within each 128-bit lane, then the lanes.
+  static void transpose(reg (&r)[8]) {
+    reg t[8], u[8];
+    for (int i = 0; i < 8; i += 2)
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    for (int g = 0; g < 8; g += 4) {
+      const __m256d a = _mm256_castps_pd(t[g]), b = _mm256_castps_pd(t[g + 1]);
+      const __m256d c = _mm256_castps_pd(t[g + 2]), d = _mm256_castps_pd(t[g + 3]);
+      u[g] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, c)), u[g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, c));
+      u[g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(b, d)), u[g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(b, d));
+    }
+    // u[4g + c], lane L: column 4L + c of rows 4g .. 4g+3.
+    for (int c = 0; c < 4; ++c)
+      r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20), r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
 };
 
 struct VecF64 {
@@ -47,6 +63,13 @@ struct VecF64 {
   static mask tail(int n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)); }
   static reg maskload(const double* p, mask m) { return _mm256_maskload_pd(p, m); }
   static void maskstore(double* p, mask m, reg v) { _mm256_maskstore_pd(p, m, v); }
+  // 4 x 4 in place: 2 x 2 blocks within each 128-bit lane, then the lanes.
+  static void transpose(reg (&r)[4]) {
+    const reg t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    const reg t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    r[0] = _mm256_permute2f128_pd(t0, t2, 0x20), r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    r[1] = _mm256_permute2f128_pd(t1, t3, 0x20), r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+  }
 };
 
 #include "impl/gemm/cpu_gemm_ukernel.inl"
@@ -62,7 +85,8 @@ KernelSpec<float> avx2_f32() {
           &micro_kernel_direct<float, VecF32, 4, 2>,
           &row_kernel<float, VecF32>,
           "avx2",
-          8};
+          8,
+          &pack_b_trans<float, VecF32, 2>};
 }
 KernelSpec<double> avx2_f64() {
   return {6,
@@ -73,7 +97,8 @@ KernelSpec<double> avx2_f64() {
           &micro_kernel_direct<double, VecF64, 4, 2>,
           &row_kernel<double, VecF64>,
           "avx2",
-          4};
+          4,
+          &pack_b_trans<double, VecF64, 2>};
 }
 
 }  // namespace popper::gemm::cpu::detail

@@ -4,6 +4,12 @@
 // against 2 loads + 12 broadcasts (the FMA pipes, not the load ports, bound it):
 //   FP32: 12 x 32 tile,  FP64: 12 x 16 tile.
 // Edge columns through a mask register, edge rows not stored.
+// GCC 12 warns falsely about the undefined pass-through operand inside the
+// AVX-512 shuffles of the transposed pack (_mm512_undefined_pd).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
@@ -15,6 +21,7 @@ namespace {
 
 bool edge_tail_mutant() { return mutant_avx512_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
+bool pack_tail_mutant() { return mutant_avx512_pack_b_trans_tail(); }
 
 struct VecF32 {
   using reg = __m512;
@@ -31,6 +38,26 @@ struct VecF32 {
   static mask tail(int n) { return static_cast<mask>((1u << n) - 1u); }
   static reg maskload(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
   static void maskstore(float* p, mask m, reg v) { _mm512_mask_storeu_ps(p, m, v); }
+  // 16 x 16 in place: 4 x 4 blocks within each 128-bit lane, then the lanes.
+  static void transpose(reg (&r)[16]) {
+    reg t[16], u[16];
+    for (int i = 0; i < 16; i += 2)
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    for (int g = 0; g < 16; g += 4) {
+      const __m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 1]);
+      const __m512d c = _mm512_castps_pd(t[g + 2]), d = _mm512_castps_pd(t[g + 3]);
+      u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c)), u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+      u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d)), u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    // u[4g + c], lane L: column 4L + c of rows 4g .. 4g+3.
+    for (int c = 0; c < 4; ++c) {
+      const reg v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
+      const reg w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44),
+                w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+      r[c] = _mm512_shuffle_f32x4(v0, w0, 0x88), r[4 + c] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+      r[8 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88), r[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+    }
+  }
 };
 
 struct VecF64 {
@@ -48,6 +75,20 @@ struct VecF64 {
   static mask tail(int n) { return static_cast<mask>((1u << n) - 1u); }
   static reg maskload(const double* p, mask m) { return _mm512_maskz_loadu_pd(m, p); }
   static void maskstore(double* p, mask m, reg v) { _mm512_mask_storeu_pd(p, m, v); }
+  // 8 x 8 in place: 2 x 2 blocks within each 128-bit lane, then the lanes.
+  static void transpose(reg (&r)[8]) {
+    reg t[8];
+    for (int i = 0; i < 8; i += 2)
+      t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);
+    // t[2g + c], lane L: column 2L + c of rows 2g, 2g+1.
+    for (int c = 0; c < 2; ++c) {
+      const reg v0 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0x44), v1 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0xEE);
+      const reg w0 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0x44),
+                w1 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0xEE);
+      r[c] = _mm512_shuffle_f64x2(v0, w0, 0x88), r[2 + c] = _mm512_shuffle_f64x2(v0, w0, 0xDD);
+      r[4 + c] = _mm512_shuffle_f64x2(v1, w1, 0x88), r[6 + c] = _mm512_shuffle_f64x2(v1, w1, 0xDD);
+    }
+  }
 };
 
 #include "impl/gemm/cpu_gemm_ukernel.inl"
@@ -63,7 +104,8 @@ KernelSpec<float> avx512_f32() {
           &micro_kernel_direct<float, VecF32, 8, 2>,
           &row_kernel<float, VecF32>,
           "avx512",
-          16};
+          16,
+          &pack_b_trans<float, VecF32, 2>};
 }
 KernelSpec<double> avx512_f64() {
   return {12,
@@ -74,7 +116,8 @@ KernelSpec<double> avx512_f64() {
           &micro_kernel_direct<double, VecF64, 8, 2>,
           &row_kernel<double, VecF64>,
           "avx512",
-          8};
+          8,
+          &pack_b_trans<double, VecF64, 2>};
 }
 
 }  // namespace popper::gemm::cpu::detail

@@ -30,6 +30,13 @@
 // micro-kernels' (in order, one FMA per term from zero), so a row of C has
 // the same bits whichever kernel computed it.
 //
+// The transposed pack copies one full NR-wide sliver of op(B) whose columns
+// are the caller's k-contiguous rows (op(B) = B^T stored row-major):
+//
+//   dst[p*NR + j] = bt[j*ldbt + p],  p < kc, j < NR
+//
+// a block of vector-width rows at a time, transposed in registers.
+//
 // The ISA translation units must not instantiate std:: templates or other
 // inline functions: the linker could keep their AVX-512 copy for every caller
 // and fault on a CPU without AVX-512.
@@ -47,24 +54,30 @@ using RowKernel = void (*)(std::int64_t kc, const T* a, std::int64_t as, const T
                            T beta, std::int64_t ncols, T* acc);
 
 template <class T>
+using PackKernel = void (*)(std::int64_t kc, const T* bt, std::int64_t ldbt, T* dst);
+
+template <class T>
 struct KernelSpec {
-  int mr, nr;                   // register tile
-  MicroKernel<T> packed;        // A packed (always valid)
-  MicroKernel<T> direct;        // A direct (nullptr: this ISA always packs A)
-  int mr_short;                 // a shorter direct tile (same NR), so that a block's rows
-  MicroKernel<T> direct_short;  // split into full tiles more often (nullptr: none)
-  RowKernel<T> row;             // m = 1 (nullptr: the blocked path serves it)
-  const char* isa;              // "scalar" | "avx2" | "avx512"
-  int lanes;                    // elements of T in one vector register
+  int mr, nr;                            // register tile
+  MicroKernel<T> packed;                 // A packed (always valid)
+  MicroKernel<T> direct;                 // A direct (nullptr: this ISA always packs A)
+  int mr_short;                          // a shorter direct tile (same NR), so that a block's rows
+  MicroKernel<T> direct_short;           // split into full tiles more often (nullptr: none)
+  RowKernel<T> row;                      // m = 1 (nullptr: the blocked path serves it)
+  const char* isa;                       // "scalar" | "avx2" | "avx512"
+  int lanes;                             // elements of T in one vector register
+  PackKernel<T> pack_b_trans = nullptr;  // full slivers of a transposed op(B) (nullptr: the driver's copy)
 };
 
 // Mutation points of the ISA kernels (popper/mutant.hpp), defined in
 // cpu_gemm.cpp so the ISA translation units inline nothing of the std library;
 // each is asked only on its path's edge branch, so it is reached only when
 // that path runs.
-bool mutant_avx2_tail_mask();    // "gemm-avx2-tail-mask": the AVX2 tail mask is one lane short
-bool mutant_avx512_tail_mask();  // "gemm-avx512-tail-mask": the AVX-512 tail mask is one lane short
-bool mutant_row_k_remainder();   // "gemm-row-k-remainder": the row kernel drops the kc % 4 rows after its sweep
+bool mutant_avx2_tail_mask();            // "gemm-avx2-tail-mask": the AVX2 tail mask is one lane short
+bool mutant_avx512_tail_mask();          // "gemm-avx512-tail-mask": the AVX-512 tail mask is one lane short
+bool mutant_row_k_remainder();           // "gemm-row-k-remainder": the row kernel drops the kc % 4 rows after its sweep
+bool mutant_avx2_pack_b_trans_tail();    // "gemm-avx2-pack-b-trans-tail": a transposed pack's k remainder one row short
+bool mutant_avx512_pack_b_trans_tail();  // "gemm-avx512-pack-b-trans-tail": the same on AVX-512
 
 KernelSpec<float> avx2_f32();
 KernelSpec<double> avx2_f64();

@@ -4,9 +4,10 @@
 // Requires: a struct Vec with  using reg, mask; static constexpr int width;
 //   zero(), bcast(const T*), fma(a, b, c) = a*b + c, mul(a, b),
 //   set1(T), storeu(T*, reg), loadu(const T*), tail(n) (first n lanes),
-//   maskload(const T*, mask), maskstore(T*, mask, reg); prefetch_b_steps (the
+//   maskload(const T*, mask), maskstore(T*, mask, reg), transpose(reg (&)[width])
+//   (a width x width block of rows, in place); prefetch_b_steps (the
 //   packed kernel requests B's row that many k steps ahead; 0: none);
-// and edge_tail_mutant(), row_remainder_mutant(): whether this TU's mutation
+// and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(): whether this TU's mutation
 // points are live (POPPER_MUTANT, evaluated once per process, asked only on
 // the branch each guards).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
@@ -216,5 +217,32 @@ void row_kernel(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::i
   if (tail > 0) {
     const typename Vec::reg r = Vec::mul(va, Vec::loadu(acc + full));
     Vec::maskstore(c + full, m, beta == T(0) ? r : Vec::fma(vb, Vec::maskload(c + full, m), r));
+  }
+}
+
+// The transposed pack (cpu_gemm_kernels.hpp): width rows of B^T, one vector
+// of k each, become width rows of the sliver; the last kc % width columns
+// through a mask.
+template <class T, class Vec, int NV>
+void pack_b_trans(std::int64_t kc, const T* bt, std::int64_t ldbt, T* dst) {
+  constexpr int W = Vec::width, NR = W * NV;
+  typename Vec::reg r[W];
+  std::int64_t p = 0;
+  for (; p + W <= kc; p += W)
+    for (int v = 0; v < NV; ++v) {
+      const T* src = bt + v * W * ldbt + p;
+      for (int i = 0; i < W; ++i) r[i] = Vec::loadu(src + i * ldbt);
+      Vec::transpose(r);
+      for (int i = 0; i < W; ++i) Vec::storeu(dst + (p + i) * NR + v * W, r[i]);
+    }
+  if (p == kc) return;
+  int rows = static_cast<int>(kc - p);
+  const typename Vec::mask m = Vec::tail(rows);
+  if (pack_tail_mutant()) rows -= 1;  // the mutant: the last packed row of B is left as it was
+  for (int v = 0; v < NV; ++v) {
+    const T* src = bt + v * W * ldbt + p;
+    for (int i = 0; i < W; ++i) r[i] = Vec::maskload(src + i * ldbt, m);
+    Vec::transpose(r);
+    for (int i = 0; i < rows; ++i) Vec::storeu(dst + (p + i) * NR + v * W, r[i]);
   }
 }
