@@ -169,14 +169,26 @@ static void attn_fwd_block(const AttnArgs& a, const AttnGeom& g, std::int64_t i0
   const std::int64_t D = g.D, Dp = g.Dp;
   const bool no_rescale = (a.mut & kMutAttnNoRescale) != 0;
   float *S = h.S, *O = h.O, *m = h.m, *l = h.l;
-  tile_gemm(static_cast<int>(rows), kTileKv, D, h.Qs, Dp, Kt, kTileKv, S, kTileKv, false);
+  // A block across the causal diagonal: each tile of kMR rows is computed only
+  // as far as its last row sees; the mask below covers the rest of S.
+  const bool diagonal = visible_keys(a, i0, j0, nk, g.off) < nk;
+  if (diagonal) {
+    for (std::int64_t m0 = 0; m0 < rows; m0 += kMR) {
+      const int mr = static_cast<int>(rows - m0 < kMR ? rows - m0 : kMR);
+      std::int64_t cols = (visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off) + W - 1) / W * W;
+      if (a.mut & kMutAttnDiagonalColumnsShort) cols -= W;
+      tile_gemm(mr, static_cast<int>(cols), D, h.Qs + m0 * Dp, Dp, Kt, kTileKv, S + m0 * kTileKv, kTileKv, false);
+    }
+  } else {
+    tile_gemm(static_cast<int>(rows), kTileKv, D, h.Qs, Dp, Kt, kTileKv, S, kTileKv, false);
+  }
   for (std::int64_t r = 0; r < rows; ++r) {
     float* s = S + r * kTileKv;
     const std::int64_t vis = visible_keys(a, i0 + r, j0, nk, g.off);
     vf mx = vset(kNegInf);
     for (int c = 0; c < kTileKv; c += W) {
-      vf x = vload(s + c);
-      if (c + W > vis) x = vkeep(x, vis - c < 0 ? 0 : static_cast<int>(vis - c), kNegInf);
+      vf x = vset(kNegInf);  // past the last visible key S may not have been computed
+      if (c < vis) x = c + W > vis ? vkeep(vload(s + c), static_cast<int>(vis - c), kNegInf) : vload(s + c);
       vstore(s + c, x);
       mx = vmax(mx, x);
     }
@@ -202,7 +214,15 @@ static void attn_fwd_block(const AttnArgs& a, const AttnGeom& g, std::int64_t i0
       for (std::int64_t c = 0; c < Dp; c += W) vstore(O + r * Dp + c, vmul(vload(O + r * Dp + c), va));
     }
   }
-  tile_gemm(static_cast<int>(rows), static_cast<int>(Dp), nk, S, kTileKv, Vp, Dp, O, Dp, true);
+  if (diagonal) {
+    for (std::int64_t m0 = 0; m0 < rows; m0 += kMR) {
+      const int mr = static_cast<int>(rows - m0 < kMR ? rows - m0 : kMR);
+      const std::int64_t seen = visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off);
+      tile_gemm(mr, static_cast<int>(Dp), seen, S + m0 * kTileKv, kTileKv, Vp, Dp, O + m0 * Dp, Dp, true);
+    }
+  } else {
+    tile_gemm(static_cast<int>(rows), static_cast<int>(Dp), nk, S, kTileKv, Vp, Dp, O, Dp, true);
+  }
 }
 
 // Forward unit (b, hkv, q block): every query head of the GQA group, so each
@@ -317,8 +337,24 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
           pack_rows(a.q, nullptr, false, q0, Hq * D, rows, D, Dp, a.scale * kLog2e, Qs);
           pack_rows(a.q, nullptr, false, q0, Hq * D, rows, D, Dp, 1.0f, Qr);
           pack_rows(a.d_o, nullptr, false, q0, Hq * D, rows, D, Dp, 1.0f, dOp);
-          tile_gemm(R, kTileKv, D, Qs, Dp, Kt, kTileKv, P, kTileKv, false);
-          tile_gemm(R, kTileKv, D, dOp, Dp, Vt, kTileKv, dS, kTileKv, false);  // dP
+          float* dq = dQ + (gi * Sq + i0) * Dp;
+          // A pair across the causal diagonal: each tile of kMR rows (queries)
+          // is computed only as far as its last row sees, each tile of kMR
+          // keys only from the first query that sees it; P and dS are zero
+          // past that.
+          const bool diagonal = visible_keys(a, i0, j0, nk, g.off) < nk;
+          if (diagonal) {
+            for (int m0 = 0; m0 < R; m0 += kMR) {
+              const int mr = R - m0 < kMR ? R - m0 : kMR;
+              const std::int64_t cols = (visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off) + W - 1) / W * W;
+              tile_gemm(mr, static_cast<int>(cols), D, Qs + m0 * Dp, Dp, Kt, kTileKv, P + m0 * kTileKv, kTileKv, false);
+              tile_gemm(mr, static_cast<int>(cols), D, dOp + m0 * Dp, Dp, Vt, kTileKv, dS + m0 * kTileKv, kTileKv,
+                        false);  // dP
+            }
+          } else {
+            tile_gemm(R, kTileKv, D, Qs, Dp, Kt, kTileKv, P, kTileKv, false);
+            tile_gemm(R, kTileKv, D, dOp, Dp, Vt, kTileKv, dS, kTileKv, false);  // dP
+          }
           for (std::int64_t r = 0; r < rows; ++r) {
             const std::int64_t i = i0 + r;
             const std::int64_t vis = visible_keys(a, i, j0, nk, g.off);
@@ -326,16 +362,40 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
             float* p = P + r * kTileKv;
             float* ds = dS + r * kTileKv;
             for (int c = 0; c < kTileKv; c += W) {
+              if (c >= vis) {  // nothing visible: P and dS zero (and perhaps not computed)
+                vstore(p + c, vzero()), vstore(ds + c, vzero());
+                continue;
+              }
               vf s = vload(p + c);
-              if (c + W > vis) s = vkeep(s, vis - c < 0 ? 0 : static_cast<int>(vis - c), kNegInf);
+              if (c + W > vis) s = vkeep(s, static_cast<int>(vis - c), kNegInf);
               const vf pv = vexp2(vsub(s, vl));
               vstore(p + c, pv);
               vstore(ds + c, vmul(pv, vsub(vload(ds + c), vd)));
             }
           }
-          tile_gemm<true>(static_cast<int>(nk), static_cast<int>(Dp), rows, P, kTileKv, dOp, Dp, dV, Dp, true);
-          tile_gemm(R, static_cast<int>(Dp), nk, dS, kTileKv, Kp, Dp, dQ + (gi * Sq + i0) * Dp, Dp, true);
-          tile_gemm<true>(static_cast<int>(nk), static_cast<int>(Dp), rows, dS, kTileKv, Qr, Dp, dK, Dp, true);
+          if (diagonal) {
+            for (int m0 = 0; m0 < static_cast<int>(nk); m0 += kMR) {
+              const int mr = static_cast<int>(nk) - m0 < kMR ? static_cast<int>(nk) - m0 : kMR;
+              std::int64_t r0 = j0 + m0 - i0 - g.off;  // the first query that sees key j0 + m0
+              if (a.mut & kMutAttnBwdDiagonalLate) r0 += 1;
+              r0 = r0 < 0 ? 0 : (r0 > rows ? rows : r0);
+              const float* pk = P + r0 * kTileKv + m0;
+              const float* dsk = dS + r0 * kTileKv + m0;
+              tile_gemm<true>(mr, static_cast<int>(Dp), rows - r0, pk, kTileKv, dOp + r0 * Dp, Dp, dV + m0 * Dp, Dp,
+                              true);
+              tile_gemm<true>(mr, static_cast<int>(Dp), rows - r0, dsk, kTileKv, Qr + r0 * Dp, Dp, dK + m0 * Dp, Dp,
+                              true);
+            }
+            for (int m0 = 0; m0 < R; m0 += kMR) {
+              const int mr = R - m0 < kMR ? R - m0 : kMR;
+              const std::int64_t seen = visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off);
+              tile_gemm(mr, static_cast<int>(Dp), seen, dS + m0 * kTileKv, kTileKv, Kp, Dp, dq + m0 * Dp, Dp, true);
+            }
+          } else {
+            tile_gemm<true>(static_cast<int>(nk), static_cast<int>(Dp), rows, P, kTileKv, dOp, Dp, dV, Dp, true);
+            tile_gemm(R, static_cast<int>(Dp), nk, dS, kTileKv, Kp, Dp, dq, Dp, true);
+            tile_gemm<true>(static_cast<int>(nk), static_cast<int>(Dp), rows, dS, kTileKv, Qr, Dp, dK, Dp, true);
+          }
         }
       }
     }

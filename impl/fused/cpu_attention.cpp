@@ -51,6 +51,8 @@ std::uint32_t attn_mutants() {
   if (POPPER_MUTANT("attn-decode-causal-top-left")) m |= kMutAttnDecodeTopLeft;
   if (POPPER_MUTANT("attn-bwd-missing-delta")) m |= kMutAttnBwdMissingDelta;
   if (POPPER_MUTANT("attn-bwd-gqa-overwrite")) m |= kMutAttnBwdGqaOverwrite;
+  if (POPPER_MUTANT("attn-diagonal-columns-short")) m |= kMutAttnDiagonalColumnsShort;
+  if (POPPER_MUTANT("attn-bwd-diagonal-first-query-late")) m |= kMutAttnBwdDiagonalLate;
   if (POPPER_MUTANT("bf16-widen-drops-low-bit")) m |= kMutBf16WidenDropsLowBit;
   return m;
 }

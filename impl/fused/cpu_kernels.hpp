@@ -33,6 +33,8 @@ enum MutantBit : std::uint32_t {
   kMutBf16WidenDropsLowBit = 1u << 17,
   kMutBf16Truncate = 1u << 18,
   kMutExp2Truncated = 1u << 19,
+  kMutAttnDiagonalColumnsShort = 1u << 20,
+  kMutAttnBwdDiagonalLate = 1u << 21,
 };
 
 // ---- cross-entropy
