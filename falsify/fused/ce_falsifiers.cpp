@@ -77,6 +77,15 @@ POPPER_FALSIFIER("FALSIFY-FUSED-001", [](const popper::Params& p) {
     if (s.vocab > 1)
       for (std::int64_t i = 0; i < s.vocab; ++i)
         x[static_cast<std::size_t>(i)] = 90.0f + 10.0f * static_cast<float>(i % 7) / 7.0f;
+    // Row 1: logits near 1e6 a unit apart, where the shift must be exact at the
+    // max (a rounded m log2(e) is off by up to 2^-4 there, far past the bound).
+    // Row 2: huge, finite logits (a diverging model's): the loss M - x_y is
+    // finite, and the row must not be reported non-finite.
+    if (s.vocab > 1 && s.rows > 2)
+      for (std::int64_t i = 0; i < s.vocab; ++i) {
+        x[static_cast<std::size_t>(s.vocab + i)] = 1.0e6f + static_cast<float>(i % 7);
+        x[static_cast<std::size_t>(2 * s.vocab + i)] = 1.2e10f + 4.0e8f * static_cast<float>(i % 5);
+      }
     const auto y = tb::labels(s.rows, s.vocab, p.seed() + 1);
     for (const float scale : {1.0f, 1.0f / static_cast<float>(s.rows)}) {
       s.grad_scale = scale;

@@ -1,7 +1,7 @@
 // Cross-entropy bodies over simd.inl (contract fused_ce_correctness, chunked_lse).
 //
 // Fused row: for each vocabulary chunk c (C values, the last one partial)
-//   m_c = max x,  s_c = sum 2^(fma(x, L2E, -m_c L2E))
+//   m_c = max x,  s_c = sum 2^((x - m_c) L2E)
 // summed in 64 lanes (element i in lane i mod 64), blocks of 32 terms per lane
 // added to the lane totals, lanes reduced pairwise: depth 32 + ceil(C / 2048) + 6.
 // Chunks merge in FP64 (M = max m_c, s = sum s_c e^(m_c - M)); loss = (M - x_y) + ln s.
@@ -26,22 +26,31 @@ static float chunk_max(const float* x, std::int64_t n) {
   return vmaxr(m);
 }
 
-// sum_i 2^(fma(x_i, L2E, -mL)) in the blocked 64-lane order.
-static float chunk_sum_exp2(const float* x, std::int64_t n, float mL, bool narrow) {
+// The base-2 exponent of x_i e^-m: (x_i - m) L2E, exactly 0 at the max. The
+// fused form fma(x_i, L2E, -m L2E) is off by the rounding of m L2E there,
+// which passes 128 (2^e overflows) once |m| is past about 3e9 (the mutant).
+// vm = m, vl = L2E, vnml = -(m L2E) rounded.
+static inline vf shifted_exp2(vf x, vf vm, vf vl, vf vnml, bool rounded_max) {
+  return vexp2(rounded_max ? vfma(x, vl, vnml) : vmul(vsub(x, vm), vl));
+}
+
+// sum_i 2^((x_i - m) L2E) in the blocked 64-lane order.
+static float chunk_sum_exp2(const float* x, std::int64_t n, float m, bool narrow, bool rounded_max) {
   vf total[kNa], blk[kNa];
   for (int a = 0; a < kNa; ++a) total[a] = vzero();
-  const vf vl = vset(kLog2e), vm = vset(-mL);
+  const vf vl = vset(kLog2e), vm = vset(m), vnml = vset(-(m * kLog2e));
   const std::int64_t block = static_cast<std::int64_t>(kLanes) * kBlockTerms;
   for (std::int64_t b0 = 0; b0 < n; b0 += block) {
     const std::int64_t b1 = b0 + block < n ? b0 + block : n;
     for (int a = 0; a < kNa; ++a) blk[a] = vzero();
     std::int64_t i = b0;
     for (; i + kLanes <= b1; i += kLanes)
-      for (int a = 0; a < kNa; ++a) blk[a] = vadd(blk[a], vexp2(vfma(vload(x + i + a * W), vl, vm)));
+      for (int a = 0; a < kNa; ++a)
+        blk[a] = vadd(blk[a], shifted_exp2(vload(x + i + a * W), vm, vl, vnml, rounded_max));
     for (int a = 0; a < kNa && i < b1; ++a, i += W) {
       const int cnt = b1 - i < W ? static_cast<int>(b1 - i) : W;
       const vf xv = cnt == W ? vload(x + i) : vloadn(x + i, cnt, kNegInf);
-      blk[a] = vadd(blk[a], vexp2(vfma(xv, vl, vm)));
+      blk[a] = vadd(blk[a], shifted_exp2(xv, vm, vl, vnml, rounded_max));
     }
     for (int a = 0; a < kNa; ++a) {
       total[a] = vadd(total[a], blk[a]);
@@ -51,14 +60,14 @@ static float chunk_sum_exp2(const float* x, std::int64_t n, float mL, bool narro
   return lane_tree_sum(total);
 }
 
-// grad[i] = 2^(fma(x_i, L2E, -mL)) * f for one chunk.
-static void chunk_write_grad(const float* x, float* g, std::int64_t n, float mL, float f) {
-  const vf vl = vset(kLog2e), vm = vset(-mL), vfac = vset(f);
+// grad[i] = 2^((x_i - m) L2E) * f for one chunk.
+static void chunk_write_grad(const float* x, float* g, std::int64_t n, float m, float f, bool rounded_max) {
+  const vf vl = vset(kLog2e), vm = vset(m), vnml = vset(-(m * kLog2e)), vfac = vset(f);
   std::int64_t i = 0;
-  for (; i + W <= n; i += W) vstore(g + i, vmul(vexp2(vfma(vload(x + i), vl, vm)), vfac));
+  for (; i + W <= n; i += W) vstore(g + i, vmul(shifted_exp2(vload(x + i), vm, vl, vnml, rounded_max), vfac));
   if (i < n) {
     const int cnt = static_cast<int>(n - i);
-    vstoren(g + i, vmul(vexp2(vfma(vloadn(x + i, cnt, 0.0f), vl, vm)), vfac), cnt);
+    vstoren(g + i, vmul(shifted_exp2(vloadn(x + i, cnt, 0.0f), vm, vl, vnml, rounded_max), vfac), cnt);
   }
 }
 
@@ -70,6 +79,7 @@ static void ce_rows_impl(const CeArgs& a, std::int64_t r0, std::int64_t r1, floa
   const std::int64_t V = a.vocab, C = a.chunk;
   std::int64_t nchunks = (V + C - 1) / C;
   const bool narrow = (a.mut & kMutCeNarrowAccumulation) != 0;
+  const bool rounded_max = (a.mut & kMutCeShiftRoundedMax) != 0;
   if ((a.mut & kMutCeChunkDropsLast) && nchunks > 1) --nchunks;
   for (std::int64_t r = r0; r < r1; ++r) {
     const float* x = a.logits + r * V;
@@ -94,7 +104,7 @@ static void ce_rows_impl(const CeArgs& a, std::int64_t r0, std::int64_t r1, floa
       float m = chunk_max(x + c0, n);
       if (a.mut & kMutCeUnstabilized) m = 0.0f;
       cmax[c] = m;
-      const double sc = chunk_sum_exp2(x + c0, n, m * kLog2e, narrow);
+      const double sc = chunk_sum_exp2(x + c0, n, m, narrow, rounded_max);
       const double mc = m;
       if (a.mut & kMutCeChunkMergeNoRescale) {
         M = mc > M ? mc : M;
@@ -123,7 +133,7 @@ static void ce_rows_impl(const CeArgs& a, std::int64_t r0, std::int64_t r1, floa
     for (std::int64_t c = 0; c < nchunks; ++c) {
       const std::int64_t c0 = c * C, n = V - c0 < C ? V - c0 : C;
       const double f = static_cast<double>(a.scale) * __builtin_exp(static_cast<double>(cmax[c]) - M) / s;
-      chunk_write_grad(x + c0, g + c0, n, cmax[c] * kLog2e, static_cast<float>(f));
+      chunk_write_grad(x + c0, g + c0, n, cmax[c], static_cast<float>(f), rounded_max);
     }
     for (std::int64_t c = nchunks; c * C < V; ++c) {  // only under the drop-last mutant
       const std::int64_t c0 = c * C, n = V - c0 < C ? V - c0 : C;
@@ -141,9 +151,8 @@ static void softmax_rows_impl(const float* x, float* p, std::int64_t n, std::int
     const float* xr = x + r * n;
     float* pr = p + r * n;
     const float m = chunk_max(xr, n);
-    const float mL = m * kLog2e;
-    const float s = chunk_sum_exp2(xr, n, mL, false);
-    chunk_write_grad(xr, pr, n, mL, 1.0f / s);
+    const float s = chunk_sum_exp2(xr, n, m, false, false);
+    chunk_write_grad(xr, pr, n, m, 1.0f / s, false);
   }
 }
 

@@ -55,6 +55,7 @@ std::uint32_t ce_mutants() {
   if (POPPER_MUTANT("ce-chunk-merge-no-rescale")) m |= kMutCeChunkMergeNoRescale;
   if (POPPER_MUTANT("ce-ignore-index-ignored")) m |= kMutCeIgnoreIndexIgnored;
   if (POPPER_MUTANT("ce-ignored-grad-left")) m |= kMutCeIgnoredGradLeft;
+  if (POPPER_MUTANT("ce-shift-rounded-max")) m |= kMutCeShiftRoundedMax;
   return m;
 }
 

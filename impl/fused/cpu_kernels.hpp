@@ -35,6 +35,7 @@ enum MutantBit : std::uint32_t {
   kMutExp2Truncated = 1u << 19,
   kMutAttnDiagonalColumnsShort = 1u << 20,
   kMutAttnBwdDiagonalLate = 1u << 21,
+  kMutCeShiftRoundedMax = 1u << 22,
 };
 
 // ---- cross-entropy
