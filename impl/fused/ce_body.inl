@@ -29,13 +29,17 @@ static float chunk_max(const float* x, std::int64_t n) {
 // The base-2 exponent of x_i e^-m: (x_i - m) L2E, exactly 0 at the max. The
 // fused form fma(x_i, L2E, -m L2E) is off by the rounding of m L2E there,
 // which passes 128 (2^e overflows) once |m| is past about 3e9 (the mutant).
-// vm = m, vl = L2E, vnml = -(m L2E) rounded.
-static inline vf shifted_exp2(vf x, vf vm, vf vl, vf vnml, bool rounded_max) {
-  return vexp2(rounded_max ? vfma(x, vl, vnml) : vmul(vsub(x, vm), vl));
+// vm = m, vl = L2E, vnml = -(m L2E) rounded. A template argument, so the
+// mutant's branch stays out of the loops.
+template <bool RoundedMax>
+static inline vf shifted_exp2(vf x, vf vm, vf vl, vf vnml) {
+  if constexpr (RoundedMax) return vexp2(vfma(x, vl, vnml));
+  else return vexp2(vmul(vsub(x, vm), vl));
 }
 
 // sum_i 2^((x_i - m) L2E) in the blocked 64-lane order.
-static float chunk_sum_exp2(const float* x, std::int64_t n, float m, bool narrow, bool rounded_max) {
+template <bool RoundedMax = false>
+static float chunk_sum_exp2(const float* x, std::int64_t n, float m, bool narrow) {
   vf total[kNa], blk[kNa];
   for (int a = 0; a < kNa; ++a) total[a] = vzero();
   const vf vl = vset(kLog2e), vm = vset(m), vnml = vset(-(m * kLog2e));
@@ -45,12 +49,11 @@ static float chunk_sum_exp2(const float* x, std::int64_t n, float m, bool narrow
     for (int a = 0; a < kNa; ++a) blk[a] = vzero();
     std::int64_t i = b0;
     for (; i + kLanes <= b1; i += kLanes)
-      for (int a = 0; a < kNa; ++a)
-        blk[a] = vadd(blk[a], shifted_exp2(vload(x + i + a * W), vm, vl, vnml, rounded_max));
+      for (int a = 0; a < kNa; ++a) blk[a] = vadd(blk[a], shifted_exp2<RoundedMax>(vload(x + i + a * W), vm, vl, vnml));
     for (int a = 0; a < kNa && i < b1; ++a, i += W) {
       const int cnt = b1 - i < W ? static_cast<int>(b1 - i) : W;
       const vf xv = cnt == W ? vload(x + i) : vloadn(x + i, cnt, kNegInf);
-      blk[a] = vadd(blk[a], shifted_exp2(xv, vm, vl, vnml, rounded_max));
+      blk[a] = vadd(blk[a], shifted_exp2<RoundedMax>(xv, vm, vl, vnml));
     }
     for (int a = 0; a < kNa; ++a) {
       total[a] = vadd(total[a], blk[a]);
@@ -61,13 +64,14 @@ static float chunk_sum_exp2(const float* x, std::int64_t n, float m, bool narrow
 }
 
 // grad[i] = 2^((x_i - m) L2E) * f for one chunk.
-static void chunk_write_grad(const float* x, float* g, std::int64_t n, float m, float f, bool rounded_max) {
+template <bool RoundedMax = false>
+static void chunk_write_grad(const float* x, float* g, std::int64_t n, float m, float f) {
   const vf vl = vset(kLog2e), vm = vset(m), vnml = vset(-(m * kLog2e)), vfac = vset(f);
   std::int64_t i = 0;
-  for (; i + W <= n; i += W) vstore(g + i, vmul(shifted_exp2(vload(x + i), vm, vl, vnml, rounded_max), vfac));
+  for (; i + W <= n; i += W) vstore(g + i, vmul(shifted_exp2<RoundedMax>(vload(x + i), vm, vl, vnml), vfac));
   if (i < n) {
     const int cnt = static_cast<int>(n - i);
-    vstoren(g + i, vmul(shifted_exp2(vloadn(x + i, cnt, 0.0f), vm, vl, vnml, rounded_max), vfac), cnt);
+    vstoren(g + i, vmul(shifted_exp2<RoundedMax>(vloadn(x + i, cnt, 0.0f), vm, vl, vnml), vfac), cnt);
   }
 }
 
@@ -104,7 +108,7 @@ static void ce_rows_impl(const CeArgs& a, std::int64_t r0, std::int64_t r1, floa
       float m = chunk_max(x + c0, n);
       if (a.mut & kMutCeUnstabilized) m = 0.0f;
       cmax[c] = m;
-      const double sc = chunk_sum_exp2(x + c0, n, m, narrow, rounded_max);
+      const double sc = rounded_max ? chunk_sum_exp2<true>(x + c0, n, m, narrow) : chunk_sum_exp2(x + c0, n, m, narrow);
       const double mc = m;
       if (a.mut & kMutCeChunkMergeNoRescale) {
         M = mc > M ? mc : M;
@@ -133,7 +137,8 @@ static void ce_rows_impl(const CeArgs& a, std::int64_t r0, std::int64_t r1, floa
     for (std::int64_t c = 0; c < nchunks; ++c) {
       const std::int64_t c0 = c * C, n = V - c0 < C ? V - c0 : C;
       const double f = static_cast<double>(a.scale) * __builtin_exp(static_cast<double>(cmax[c]) - M) / s;
-      chunk_write_grad(x + c0, g + c0, n, cmax[c], static_cast<float>(f), rounded_max);
+      if (rounded_max) chunk_write_grad<true>(x + c0, g + c0, n, cmax[c], static_cast<float>(f));
+      else chunk_write_grad(x + c0, g + c0, n, cmax[c], static_cast<float>(f));
     }
     for (std::int64_t c = nchunks; c * C < V; ++c) {  // only under the drop-last mutant
       const std::int64_t c0 = c * C, n = V - c0 < C ? V - c0 : C;
@@ -151,8 +156,8 @@ static void softmax_rows_impl(const float* x, float* p, std::int64_t n, std::int
     const float* xr = x + r * n;
     float* pr = p + r * n;
     const float m = chunk_max(xr, n);
-    const float s = chunk_sum_exp2(xr, n, m, false, false);
-    chunk_write_grad(xr, pr, n, m, 1.0f / s, false);
+    const float s = chunk_sum_exp2(xr, n, m, false);
+    chunk_write_grad(xr, pr, n, m, 1.0f / s);
   }
 }
 
