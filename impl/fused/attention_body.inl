@@ -87,6 +87,12 @@ static void tile_gemm(int M, int N, std::int64_t K, const float* A, std::int64_t
   }
 }
 
+// Tiles of kMR rows over [0, n): f(first row, rows in the tile).
+template <class F>
+static void each_row_tile(std::int64_t n, F&& f) {
+  for (std::int64_t m0 = 0; m0 < n; m0 += kMR) f(m0, static_cast<int>(n - m0 < kMR ? n - m0 : kMR));
+}
+
 static void zero_floats(float* p, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) p[i] = 0.0f;
 }
@@ -173,12 +179,11 @@ static void attn_fwd_block(const AttnArgs& a, const AttnGeom& g, std::int64_t i0
   // as far as its last row sees; the mask below covers the rest of S.
   const bool diagonal = visible_keys(a, i0, j0, nk, g.off) < nk;
   if (diagonal) {
-    for (std::int64_t m0 = 0; m0 < rows; m0 += kMR) {
-      const int mr = static_cast<int>(rows - m0 < kMR ? rows - m0 : kMR);
+    each_row_tile(rows, [&](std::int64_t m0, int mr) {
       std::int64_t cols = (visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off) + W - 1) / W * W;
       if (a.mut & kMutAttnDiagonalColumnsShort) cols -= W;
       tile_gemm(mr, static_cast<int>(cols), D, h.Qs + m0 * Dp, Dp, Kt, kTileKv, S + m0 * kTileKv, kTileKv, false);
-    }
+    });
   } else {
     tile_gemm(static_cast<int>(rows), kTileKv, D, h.Qs, Dp, Kt, kTileKv, S, kTileKv, false);
   }
@@ -215,11 +220,10 @@ static void attn_fwd_block(const AttnArgs& a, const AttnGeom& g, std::int64_t i0
     }
   }
   if (diagonal) {
-    for (std::int64_t m0 = 0; m0 < rows; m0 += kMR) {
-      const int mr = static_cast<int>(rows - m0 < kMR ? rows - m0 : kMR);
+    each_row_tile(rows, [&](std::int64_t m0, int mr) {
       const std::int64_t seen = visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off);
       tile_gemm(mr, static_cast<int>(Dp), seen, S + m0 * kTileKv, kTileKv, Vp, Dp, O + m0 * Dp, Dp, true);
-    }
+    });
   } else {
     tile_gemm(static_cast<int>(rows), static_cast<int>(Dp), nk, S, kTileKv, Vp, Dp, O, Dp, true);
   }
@@ -344,13 +348,12 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
           // past that.
           const bool diagonal = visible_keys(a, i0, j0, nk, g.off) < nk;
           if (diagonal) {
-            for (int m0 = 0; m0 < R; m0 += kMR) {
-              const int mr = R - m0 < kMR ? R - m0 : kMR;
+            each_row_tile(R, [&](std::int64_t m0, int mr) {
               const std::int64_t cols = (visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off) + W - 1) / W * W;
               tile_gemm(mr, static_cast<int>(cols), D, Qs + m0 * Dp, Dp, Kt, kTileKv, P + m0 * kTileKv, kTileKv, false);
               tile_gemm(mr, static_cast<int>(cols), D, dOp + m0 * Dp, Dp, Vt, kTileKv, dS + m0 * kTileKv, kTileKv,
                         false);  // dP
-            }
+            });
           } else {
             tile_gemm(R, kTileKv, D, Qs, Dp, Kt, kTileKv, P, kTileKv, false);
             tile_gemm(R, kTileKv, D, dOp, Dp, Vt, kTileKv, dS, kTileKv, false);  // dP
@@ -374,9 +377,8 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
             }
           }
           if (diagonal) {
-            for (int m0 = 0; m0 < static_cast<int>(nk); m0 += kMR) {
-              const int mr = static_cast<int>(nk) - m0 < kMR ? static_cast<int>(nk) - m0 : kMR;
-              std::int64_t r0 = j0 + m0 - i0 - g.off;  // the first query that sees key j0 + m0
+            each_row_tile(nk, [&](std::int64_t m0, int mr) {  // tiles of kMR keys
+              std::int64_t r0 = j0 + m0 - i0 - g.off;         // the first query that sees key j0 + m0
               if (a.mut & kMutAttnBwdDiagonalLate) r0 += 1;
               r0 = r0 < 0 ? 0 : (r0 > rows ? rows : r0);
               const float* pk = P + r0 * kTileKv + m0;
@@ -385,12 +387,11 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
                               true);
               tile_gemm<true>(mr, static_cast<int>(Dp), rows - r0, dsk, kTileKv, Qr + r0 * Dp, Dp, dK + m0 * Dp, Dp,
                               true);
-            }
-            for (int m0 = 0; m0 < R; m0 += kMR) {
-              const int mr = R - m0 < kMR ? R - m0 : kMR;
+            });
+            each_row_tile(R, [&](std::int64_t m0, int mr) {
               const std::int64_t seen = visible_keys(a, i0 + m0 + mr - 1, j0, nk, g.off);
               tile_gemm(mr, static_cast<int>(Dp), seen, dS + m0 * kTileKv, kTileKv, Kp, Dp, dq + m0 * Dp, Dp, true);
-            }
+            });
           } else {
             tile_gemm<true>(static_cast<int>(nk), static_cast<int>(Dp), rows, P, kTileKv, dOp, Dp, dV, Dp, true);
             tile_gemm(R, static_cast<int>(Dp), nk, dS, kTileKv, Kp, Dp, dq, Dp, true);

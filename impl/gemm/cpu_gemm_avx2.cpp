@@ -33,18 +33,20 @@ struct VecF32 {
   static void maskstore(float* p, mask m, reg v) { _mm256_maskstore_ps(p, m, v); }
   // 8 x 8 in place: 4 x 4 blocks within each 128-bit lane, then the lanes.
   static void transpose(reg (&r)[8]) {
-    reg t[8], u[8];
+    reg t[8];
     for (int i = 0; i < 8; i += 2)
       t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     for (int g = 0; g < 8; g += 4) {
       const __m256d a = _mm256_castps_pd(t[g]), b = _mm256_castps_pd(t[g + 1]);
       const __m256d c = _mm256_castps_pd(t[g + 2]), d = _mm256_castps_pd(t[g + 3]);
-      u[g] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, c)), u[g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, c));
-      u[g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(b, d)), u[g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(b, d));
+      r[g] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, c)), r[g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, c));
+      r[g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(b, d)), r[g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(b, d));
     }
-    // u[4g + c], lane L: column 4L + c of rows 4g .. 4g+3.
-    for (int c = 0; c < 4; ++c)
-      r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20), r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    // r[4g + c], lane L: column 4L + c of rows 4g .. 4g+3.
+    for (int c = 0; c < 4; ++c) {
+      const reg lo = r[c], hi = r[4 + c];
+      r[c] = _mm256_permute2f128_ps(lo, hi, 0x20), r[4 + c] = _mm256_permute2f128_ps(lo, hi, 0x31);
+    }
   }
 };
 

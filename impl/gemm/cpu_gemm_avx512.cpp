@@ -23,6 +23,16 @@ bool edge_tail_mutant() { return mutant_avx512_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
 bool pack_tail_mutant() { return mutant_avx512_pack_b_trans_tail(); }
 
+// Four registers' 128-bit lanes as a 4 x 4 block, transposed in place:
+// afterwards x[L] holds lane L of every input, in input order. The last step
+// of both transposes below (a lane shuffle moves any element type).
+void transpose_lanes(__m512& x0, __m512& x1, __m512& x2, __m512& x3) {
+  const __m512 v0 = _mm512_shuffle_f32x4(x0, x1, 0x44), v1 = _mm512_shuffle_f32x4(x0, x1, 0xEE);
+  const __m512 w0 = _mm512_shuffle_f32x4(x2, x3, 0x44), w1 = _mm512_shuffle_f32x4(x2, x3, 0xEE);
+  x0 = _mm512_shuffle_f32x4(v0, w0, 0x88), x1 = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+  x2 = _mm512_shuffle_f32x4(v1, w1, 0x88), x3 = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+}
+
 struct VecF32 {
   using reg = __m512;
   using mask = __mmask16;
@@ -40,23 +50,17 @@ struct VecF32 {
   static void maskstore(float* p, mask m, reg v) { _mm512_mask_storeu_ps(p, m, v); }
   // 16 x 16 in place: 4 x 4 blocks within each 128-bit lane, then the lanes.
   static void transpose(reg (&r)[16]) {
-    reg t[16], u[16];
+    reg t[16];
     for (int i = 0; i < 16; i += 2)
       t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
     for (int g = 0; g < 16; g += 4) {
       const __m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 1]);
       const __m512d c = _mm512_castps_pd(t[g + 2]), d = _mm512_castps_pd(t[g + 3]);
-      u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c)), u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-      u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d)), u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+      r[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c)), r[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+      r[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d)), r[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
     }
-    // u[4g + c], lane L: column 4L + c of rows 4g .. 4g+3.
-    for (int c = 0; c < 4; ++c) {
-      const reg v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
-      const reg w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44),
-                w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
-      r[c] = _mm512_shuffle_f32x4(v0, w0, 0x88), r[4 + c] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
-      r[8 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88), r[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
-    }
+    // r[4g + c], lane L: column 4L + c of rows 4g .. 4g+3.
+    for (int c = 0; c < 4; ++c) transpose_lanes(r[c], r[4 + c], r[8 + c], r[12 + c]);
   }
 };
 
@@ -82,11 +86,10 @@ struct VecF64 {
       t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);
     // t[2g + c], lane L: column 2L + c of rows 2g, 2g+1.
     for (int c = 0; c < 2; ++c) {
-      const reg v0 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0x44), v1 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0xEE);
-      const reg w0 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0x44),
-                w1 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0xEE);
-      r[c] = _mm512_shuffle_f64x2(v0, w0, 0x88), r[2 + c] = _mm512_shuffle_f64x2(v0, w0, 0xDD);
-      r[4 + c] = _mm512_shuffle_f64x2(v1, w1, 0x88), r[6 + c] = _mm512_shuffle_f64x2(v1, w1, 0xDD);
+      __m512 x[4] = {_mm512_castpd_ps(t[c]), _mm512_castpd_ps(t[2 + c]), _mm512_castpd_ps(t[4 + c]),
+                     _mm512_castpd_ps(t[6 + c])};
+      transpose_lanes(x[0], x[1], x[2], x[3]);
+      for (int L = 0; L < 4; ++L) r[2 * L + c] = _mm512_castps_pd(x[L]);
     }
   }
 };
