@@ -3,10 +3,12 @@
 // refused, nothing written).
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <functional>
 
+#include "impl/fused/fused.hpp"
 #include "support.hpp"
 
 namespace {
@@ -200,6 +202,33 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-005", [](const popper::Params& p) {
     std::printf("  %-32s -> %s\n", "update overflowed a parameter", message.c_str());
   }
   record(tr.step(), popper::cpu::Isa::Auto);
+
+  // The scan under both checks, on every ISA path: a NaN or an infinity at
+  // every position of spans of every length up to five 16-lane vectors (the
+  // unrolled body, the single vectors and the masked tail of each path); the
+  // finite extremes around it must not read as non-finite.
+  const float extremes[] = {FLT_MAX, -FLT_MAX, 0x1p-149f, -0.0f, 1.0f};
+  const float bad_values[] = {std::nanf(""), INFINITY, -INFINITY};
+  for (const Variant& var : variants()) {
+    if (var.backend != Backend::Hand) continue;
+    const std::string path = popper::cpu::backend_tag(var.isa);
+    for (std::size_t n = 0; n <= 80; ++n) {
+      std::vector<float> x(n);
+      for (std::size_t i = 0; i < n; ++i) x[i] = extremes[i % std::size(extremes)];
+      ASSERT_TRUE(popper::fused::all_finite(x, var.isa)) << path << ": " << n << " finite values read as non-finite";
+      for (std::size_t at = 0; at < n; ++at)
+        for (const float bad : bad_values) {
+          const float keep = x[at];
+          x[at] = bad;
+          ASSERT_FALSE(popper::fused::all_finite(x, var.isa))
+              << path << ": " << bad << " at " << at << " of " << n << " values not found";
+          x[at] = keep;
+        }
+    }
+    const bool forced = var.isa != popper::cpu::Isa::Auto || popper::cpu::auto_isa_overridden();
+    popper::record_backend(path, forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
+    std::printf("  finiteness scan on %-13s -> every NaN and infinity found, lengths 0..80\n", path.c_str());
+  }
 });
 
 }  // namespace

@@ -36,6 +36,7 @@ enum MutantBit : std::uint32_t {
   kMutAttnDiagonalColumnsShort = 1u << 20,
   kMutAttnBwdDiagonalLate = 1u << 21,
   kMutCeShiftRoundedMax = 1u << 22,
+  kMutFiniteScanTail = 1u << 23,
 };
 
 // ---- cross-entropy
@@ -139,6 +140,9 @@ using AttnUnitFn = void (*)(const AttnArgs&, std::int64_t unit, float* ws);
 using ToBf16Fn = void (*)(const float* x, std::uint16_t* out, std::int64_t n, std::uint32_t mut);
 using Exp2ArrayFn = void (*)(const float* x, float* out, std::int64_t n, std::uint32_t mut);
 
+// ---- finiteness scan: whether x[0, n) holds no NaN and no infinity
+using AllFiniteFn = bool (*)(const float* x, std::int64_t n, std::uint32_t mut);
+
 // S = A (M x K, lda) * B (K x N, ldb) for the separate attention path's softmax pass.
 using SoftmaxScaledRowsFn = void (*)(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows,
                                      std::int64_t row0_global, std::int64_t causal_offset, bool causal, float scale,
@@ -160,6 +164,7 @@ struct KernelTable {
   AttnUnitFn attn_bwd_unit;
   SoftmaxScaledRowsFn softmax_scaled_rows;
   Exp2ArrayFn exp2_array;
+  AllFiniteFn all_finite;
 };
 
 const KernelTable& scalar_table();

@@ -179,6 +179,11 @@ inline float from_bf16_scalar(std::uint16_t h) {
   return f;
 }
 
+// ---------------------------------------------------------------- finiteness scan
+// Whether x holds no NaN and no infinity: one pass at the read bandwidth, on
+// the widest path isa allows (the training step's parameter and gradient checks).
+bool all_finite(std::span<const float> x, Isa isa = Isa::Auto);
+
 // ---------------------------------------------------------------- separate (unfused) path
 // The bench's wrapped tier and the memory claims' control: each step a
 // separate pass over the whole tensor, intermediates allocated through the

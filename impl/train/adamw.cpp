@@ -98,7 +98,7 @@ double Trainer::train_step(std::span<const std::int64_t> tokens, std::span<const
   {
     trace::Scope s(tracer, "check_grads", kOverhead, -1, 0, 4.0 * static_cast<double>(layout_.total));
     if (!std::isfinite(loss)) throw InvalidArgument("train: the loss is not finite: refused, nothing written");
-    check_finite(layout_, grads_, "gradient", o_.threads);
+    check_finite(layout_, grads_, "gradient", o_.threads, o_.isa);
   }
   {
     const double n = static_cast<double>(layout_.total);
@@ -106,7 +106,7 @@ double Trainer::train_step(std::span<const std::int64_t> tokens, std::span<const
     params_finite_ = false;  // until the update vouches for what it wrote
     params_finite_ = adamw_update(layout_, a_, t_ + 1, params_, grads_, m_, v_, o_.threads);
   }
-  if (check_late) check_finite(layout_, params_, "parameter", o_.threads);
+  if (check_late) check_finite(layout_, params_, "parameter", o_.threads, o_.isa);
   ++t_;
   return loss;
 }

@@ -1,10 +1,10 @@
 // The model's shape rules, parameter layout and initialisation, the synthetic
 // copy task, and the input checks every entry runs before writing anything.
-#include <bit>
 #include <cmath>
 #include <string>
 
 #include "impl/common/parallel.hpp"
+#include "impl/fused/fused.hpp"
 #include "impl/train/train.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
@@ -153,7 +153,8 @@ void check_batch(const Config& c, std::span<const std::int64_t> tokens, std::spa
   require(any, "train: every label is the ignore index: nothing to learn from");
 }
 
-void check_finite(const ParamLayout& layout, std::span<const float> values, const char* what, int threads) {
+void check_finite(const ParamLayout& layout, std::span<const float> values, const char* what, int threads,
+                  cpu::Isa isa) {
   require(values.size() >= layout.total, std::string("train: ") + what + " has " + std::to_string(values.size()) +
                                              " elements, the layout needs " + std::to_string(layout.total));
   // A parallel scan for the first bad tensor; the message is built only on failure.
@@ -161,13 +162,8 @@ void check_finite(const ParamLayout& layout, std::span<const float> values, cons
   std::vector<char> bad(n, 0);
   // Threads only past 1M values (a scan of fewer is faster than waking a worker).
   parallel::run(n, values.size() > (1u << 20) ? threads : 1, [&](std::size_t b, std::size_t e, int) {
-    for (std::size_t t = b; t < e; ++t) {
-      const float* p = values.data() + layout.tensors[t].offset;
-      unsigned any = 0;  // exponent all ones: NaN or infinity (an integer OR: vectorises)
-      for (std::size_t i = 0; i < layout.tensors[t].size(); ++i)
-        any |= (std::bit_cast<std::uint32_t>(p[i]) & 0x7f800000u) == 0x7f800000u;
-      bad[t] = static_cast<char>(any);
-    }
+    for (std::size_t t = b; t < e; ++t)
+      bad[t] = !fused::all_finite(values.subspan(layout.tensors[t].offset, layout.tensors[t].size()), isa);
   });
   for (std::size_t t = 0; t < n; ++t)
     if (bad[t]) {

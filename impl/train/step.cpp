@@ -346,7 +346,7 @@ double Step::run(std::span<const float> params, std::span<const std::int64_t> to
       throw InvalidArgument("train: grads has " + std::to_string(grads.size()) + " elements, the layout needs " +
                             std::to_string(im.layout.total));
     if (scan_params && !POPPER_MUTANT("train-finite-check-after-update"))
-      check_finite(im.layout, params, "parameter", im.o.threads);
+      check_finite(im.layout, params, "parameter", im.o.threads, im.o.isa);
   }
   return impl_->run(params.data(), tokens.data(), labels.data(), grads.data(), tracer);
 }

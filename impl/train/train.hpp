@@ -144,8 +144,10 @@ class Step {
 // B*S entries, B*S >= 1, tokens in [0, V), labels in [0, V) or kIgnore, at
 // least one label not ignored.
 void check_batch(const Config& c, std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels);
-// Throws InvalidArgument naming the first non-finite element's tensor and index.
-void check_finite(const ParamLayout& layout, std::span<const float> values, const char* what, int threads);
+// Throws InvalidArgument naming the first non-finite element's tensor and index;
+// the scan runs on the widest path isa allows (fused::all_finite).
+void check_finite(const ParamLayout& layout, std::span<const float> values, const char* what, int threads,
+                  cpu::Isa isa = cpu::Isa::Auto);
 
 // AdamW on every tensor (t = the step number, from 1):
 //   m = b1 m + (1-b1) g,  v = b2 v + (1-b2) g^2,  mh = m / (1-b1^t),  vh = v / (1-b2^t)
