@@ -78,17 +78,18 @@ std::vector<Named<T>> blas_impls(const BlasHandle& h) {
 // cpu::gemm on every ISA, thread count and B packing; with `small_caches`,
 // also blocked for kSmallCaches (several k, MC and NC blocks on any machine).
 template <class T>
-std::vector<Named<T>> hand_impls(const std::vector<std::int64_t>& threads, bool small_caches = false) {
+std::vector<Named<T>> hand_impls(const std::vector<std::int64_t>& threads, bool small_caches = false,
+                                 bool stream_c = false) {
   std::vector<Named<T>> out;
   std::vector<std::optional<cpu::CacheSizes>> blockings{std::nullopt};  // the machine's caches
   if (small_caches) blockings.push_back(kSmallCaches);
   for (const auto& caches : blockings)
     for (const auto isa : isas_to_test())
       for (const auto t : threads) {
-        const cpu::CpuGemmOptions opts{static_cast<int>(t), isa};
+        const cpu::CpuGemmOptions opts{static_cast<int>(t), isa, stream_c};
         for (const auto sharing : b_sharings(t))
           out.push_back({std::string("cpu::gemm isa=") + cpu::to_string(isa) + " threads=" + std::to_string(t) +
-                             to_string(sharing) + (caches ? " small caches" : ""),
+                             to_string(sharing) + (caches ? " small caches" : "") + (stream_c ? " stream_c" : ""),
                          [opts, sharing, caches](const GemmShape& s, T al, std::span<const T> a, std::span<const T> b,
                                                  T be, std::span<T> c) {
                            const ScopedThreadedRun scope(sharing);
@@ -106,6 +107,39 @@ POPPER_FALSIFIER("FALSIFY-GEMM-001", [](const popper::Params& p) {
   check_grid<double>(p, blas_impls<double>(h), 1);
 });
 
+// The stream_c hint (C stored past the caches): C in a 64-byte aligned buffer
+// with rows a whole number of cache lines, as the hint needs, over NaN with
+// beta = 0 and alpha = 1.5; full and edge tiles, and k blocks beyond the first
+// under the small caches (where the hint is declined).
+template <class T>
+void check_stream_c(const popper::Params& p, const std::vector<Named<T>>& impls, std::uint64_t seed_offset) {
+  const double factor = p.number("tol_factor");
+  std::mt19937_64 rng(p.seed() + seed_offset);
+  constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(T));
+  for (const auto layout : kLayouts)
+    for (const auto op_a : kOps)
+      for (const auto op_b : kOps)
+        for (const auto& d : shape_list(p, "stream_c_shapes")) {
+          GemmShape s = with_tight_ld(GemmShape{layout, op_a, op_b, d.m, d.n, d.k, 0, 0, 0});
+          s.ldc = (s.ldc + kLine - 1) / kLine * kLine;
+          Operands<T> o = random_operands<T>(s, rng);
+          std::fill(o.c.begin(), o.c.end(), std::numeric_limits<T>::quiet_NaN());
+          const std::vector<double> absprod = abs_product(o);
+          const std::vector<T> ref = reference_result(o, T(1.5), T(0));
+          std::vector<T> storage(o.c.size() + static_cast<std::size_t>(kLine));
+          const auto misalign = reinterpret_cast<std::uintptr_t>(storage.data()) % 64;
+          const std::span<T> c(storage.data() + (misalign ? (64 - misalign) / sizeof(T) : 0), o.c.size());
+          for (const auto& impl : impls) {
+            std::copy(o.c.begin(), o.c.end(), c.begin());
+            impl.fn(s, T(1.5), o.a, o.b, T(0), c);
+            const Verdict v = check_result<T>(s, c, ref, o.c, absprod, 1.5, 0.0, factor);
+            EXPECT_TRUE(v.ok) << impl.name << ": " << v.message;
+            if (!v.ok) return;
+            impl.record();
+          }
+        }
+}
+
 POPPER_FALSIFIER("FALSIFY-GEMM-002", [](const popper::Params& p) {
   const auto threads = p.integers("threads");
   const auto f32 = hand_impls<float>(threads, true);
@@ -113,6 +147,8 @@ POPPER_FALSIFIER("FALSIFY-GEMM-002", [](const popper::Params& p) {
   ASSERT_GE(f32.size(), threads.size()) << "at least the scalar kernel must be available";
   check_grid<float>(p, f32, 0);
   check_grid<double>(p, f64, 1);
+  check_stream_c<float>(p, hand_impls<float>(threads, true, true), 2);
+  check_stream_c<double>(p, hand_impls<double>(threads, true, true), 3);
 });
 
 // beta = 0 with C full of NaN: every entry point must return finite values

@@ -154,7 +154,7 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-005", [](const popper::Params& p) {
        [&](Batch&, auto& P) { P[L.embed + static_cast<std::size_t>(unused * c.hidden + 3)] = std::nanf(""); }},
       {"+inf in a layer weight", "layers.1.w_up[", [&](Batch&, auto& P) { P[w_up + 17] = INFINITY; }},
   };
-  const auto bits = [](const std::vector<float>& v) {
+  const auto bits = [](std::span<const float> v) {
     return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
   };
   for (const Case& k : cases) {

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -65,6 +66,10 @@ bool mutant_avx512_pack_b_trans_tail() {
   static const bool on = POPPER_MUTANT("gemm-avx512-pack-b-trans-tail");
   return on;
 }
+bool mutant_stream_c_unscaled() {
+  static const bool on = POPPER_MUTANT("gemm-stream-c-unscaled");
+  return on;
+}
 }  // namespace detail
 
 namespace {
@@ -87,7 +92,7 @@ bool mutant_scalar_edge_row() {
 // Portable fallback: 4 x 4 register tile in plain C++, packed A only.
 template <class T>
 void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, std::int64_t ldb, T* c, std::int64_t ldc,
-                   T alpha, T beta, int nrows, int ncols) {
+                   T alpha, T beta, int nrows, int ncols, bool /*stream_c: plain stores here*/) {
   constexpr int MR = 4, NR = 4;
   T acc[MR][NR] = {};
   for (std::int64_t p = 0; p < kc; ++p) {
@@ -194,18 +199,28 @@ void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std:
 template <class T>
 void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std::int64_t ncur, int nr,
             detail::PackKernel<T> trans, T* dst) {
+  if (b.cs == 1) {
+    // Row by row across the slivers: each row of B is read once, in order,
+    // which the hardware prefetchers follow when B comes from DRAM. A sliver
+    // at a time read a line or two of every row, a row stride apart, each a
+    // demand miss (the training step's backward, small preset, 1 thread: its
+    // products took 8.6 ms a step longer).
+    for (std::int64_t p = 0; p < kcur; ++p) {
+      const T* src = &b(p0 + p, j0);
+      for (std::int64_t js = 0; js < ncur; js += nr) {
+        const std::int64_t cols = std::min<std::int64_t>(nr, ncur - js);
+        T* row = dst + js * kcur + p * nr;
+        for (std::int64_t jj = 0; jj < cols; ++jj) row[jj] = src[js + jj];
+        for (std::int64_t jj = cols; jj < nr; ++jj) row[jj] = T(0);
+      }
+    }
+    return;
+  }
   for (std::int64_t js = 0; js < ncur; js += nr) {
     const std::int64_t cols = std::min<std::int64_t>(nr, ncur - js);
     T* d = dst + js * kcur;
-    if (b.cs != 1 && b.rs == 1 && cols == nr && trans != nullptr) {
+    if (b.rs == 1 && cols == nr && trans != nullptr) {
       trans(kcur, &b(p0, j0 + js), b.cs, d);
-    } else if (b.cs == 1) {
-      for (std::int64_t p = 0; p < kcur; ++p) {
-        const T* src = &b(p0 + p, j0 + js);
-        T* row = d + p * nr;
-        for (std::int64_t jj = 0; jj < cols; ++jj) row[jj] = src[jj];
-        for (std::int64_t jj = cols; jj < nr; ++jj) row[jj] = T(0);
-      }
     } else {
       // k in blocks of one source cache line, so that the block's
       // destination (kb x NR) stays in the L1 while every column fills it:
@@ -231,7 +246,8 @@ struct Problem {
   T alpha, beta;
   View<T> a, b;
   T* c;
-  std::int64_t ldc;  // C(i, j) = c[i*ldc + j] (row-major after the ColMajor flip)
+  std::int64_t ldc;       // C(i, j) = c[i*ldc + j] (row-major after the ColMajor flip)
+  bool stream_c = false;  // full tiles stored non-temporally (wants_stream_c)
 };
 
 template <class T>
@@ -241,6 +257,24 @@ void scale_c(const Problem<T>& pr) {
       T& cij = pr.c[i * pr.ldc + j];
       cij = pr.beta == T(0) ? T(0) : pr.beta * cij;
     }
+}
+
+void store_fence() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_sfence();
+#endif
+}
+
+// Whether the caller's stream_c hint applies: C is overwritten (beta = 0) in
+// one k block (a second would read it back), and every full tile's rows start
+// on a cache line (C and its row stride 64-byte aligned, NR a whole number of
+// lines), as non-temporal stores need.
+template <class T>
+bool wants_stream_c(const Problem<T>& pr, const KernelSpec<T>& ks, const CpuGemmOptions& opts) {
+  constexpr auto elem = static_cast<std::int64_t>(sizeof(T));
+  return opts.stream_c && pr.beta == T(0) &&
+         blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k).kc >= pr.k &&
+         reinterpret_cast<std::uintptr_t>(pr.c) % 64 == 0 && pr.ldc * elem % 64 == 0 && ks.nr * elem % 64 == 0;
 }
 
 // A is read in place only when C's rows are short (n * sizeof(T) <= 2 KiB):
@@ -321,15 +355,18 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
       std::int64_t ir = 0;
       for (; ir < rows.full; ir += mr)
         ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta, static_cast<int>(mr),
-                  ncols);
+                  ncols, pr.stream_c);
       for (; ir < m_direct; ir += ms)
         ks.direct_short(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta,
-                        static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols);
+                        static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols, pr.stream_c);
       for (; ir < mcur; ir += mr)
         ks.packed(kcur, apack + (ir - m_direct) * kcur, 0, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta,
-                  static_cast<int>(std::min(mr, mcur - ir)), ncols);
+                  static_cast<int>(std::min(mr, mcur - ir)), ncols, pr.stream_c);
     }
   }
+  // Non-temporal stores are weakly ordered: fenced before the worker's
+  // barrier, so whoever reads C next sees them.
+  if (pr.stream_c) store_fence();
 }
 
 // Worker w's share [begin, end) of `extent` when `threads` workers split it in
@@ -587,6 +624,7 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
     scale_c(pr);
     return;
   }
+  pr.stream_c = wants_stream_c(pr, ks, opts);
   if (pr.m == 1 && pr.b.cs == 1 && ks.row != nullptr) {
     run_row(pr, ks, opts.threads);
     return;

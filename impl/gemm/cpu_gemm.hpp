@@ -31,6 +31,12 @@ inline bool cpu_supports(Isa isa) { return popper::cpu::supports(isa); }
 struct CpuGemmOptions {
   int threads = 1;  // >= 1
   Isa isa = Isa::Auto;
+  // A hint that C is not read again soon (a training step's weight gradients,
+  // read only by the optimizer after the whole backward): full tiles are
+  // stored past the caches, which saves reading each line of C before it is
+  // written and leaves the caches to the operands. Taken when beta = 0, k fits
+  // one k block and C and its row stride are 64-byte aligned; same bits.
+  bool stream_c = false;
 };
 
 // Who packs op(B) when threads split C's rows: Auto (the rule above), or

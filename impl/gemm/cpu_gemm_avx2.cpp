@@ -12,6 +12,7 @@ namespace {
 
 bool edge_tail_mutant() { return mutant_avx2_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
+bool stream_mutant() { return mutant_stream_c_unscaled(); }
 bool pack_tail_mutant() { return mutant_avx2_pack_b_trans_tail(); }
 
 struct VecF32 {
@@ -22,6 +23,7 @@ struct VecF32 {
   static reg zero() { return _mm256_setzero_ps(); }
   static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, reg v) { _mm256_stream_ps(p, v); }
   static reg bcast(const float* p) { return _mm256_broadcast_ss(p); }
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
@@ -58,6 +60,7 @@ struct VecF64 {
   static reg zero() { return _mm256_setzero_pd(); }
   static reg loadu(const double* p) { return _mm256_loadu_pd(p); }
   static void storeu(double* p, reg v) { _mm256_storeu_pd(p, v); }
+  static void stream(double* p, reg v) { _mm256_stream_pd(p, v); }
   static reg bcast(const double* p) { return _mm256_broadcast_sd(p); }
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
   static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }

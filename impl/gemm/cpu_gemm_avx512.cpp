@@ -21,6 +21,7 @@ namespace {
 
 bool edge_tail_mutant() { return mutant_avx512_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
+bool stream_mutant() { return mutant_stream_c_unscaled(); }
 bool pack_tail_mutant() { return mutant_avx512_pack_b_trans_tail(); }
 
 // Four registers' 128-bit lanes as a 4 x 4 block, transposed in place:
@@ -41,6 +42,7 @@ struct VecF32 {
   static reg zero() { return _mm512_setzero_ps(); }
   static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
+  static void stream(float* p, reg v) { _mm512_stream_ps(p, v); }
   static reg bcast(const float* p) { return _mm512_set1_ps(*p); }
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
@@ -72,6 +74,7 @@ struct VecF64 {
   static reg zero() { return _mm512_setzero_pd(); }
   static reg loadu(const double* p) { return _mm512_loadu_pd(p); }
   static void storeu(double* p, reg v) { _mm512_storeu_pd(p, v); }
+  static void stream(double* p, reg v) { _mm512_stream_pd(p, v); }
   static reg bcast(const double* p) { return _mm512_set1_pd(*p); }
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_pd(a, b, c); }
   static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }

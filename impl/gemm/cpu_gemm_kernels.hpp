@@ -45,9 +45,13 @@
 
 namespace popper::gemm::cpu::detail {
 
+// stream_c: a full tile with beta = 0 is stored past the caches (non-temporal
+// stores, for a C not read again soon); the caller has checked that the tile's
+// rows are 64-byte aligned and fences its stores before anyone reads them.
+// Edge tiles, beta != 0 and the scalar kernel store as usual.
 template <class T>
 using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T* c,
-                             std::int64_t ldc, T alpha, T beta, int nrows, int ncols);
+                             std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c);
 
 template <class T>
 using RowKernel = void (*)(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::int64_t ldb, T* c, T alpha,
@@ -78,6 +82,7 @@ bool mutant_avx512_tail_mask();          // "gemm-avx512-tail-mask": the AVX-512
 bool mutant_row_k_remainder();           // "gemm-row-k-remainder": the row kernel drops the kc % 4 rows after its sweep
 bool mutant_avx2_pack_b_trans_tail();    // "gemm-avx2-pack-b-trans-tail": a transposed pack's k remainder one row short
 bool mutant_avx512_pack_b_trans_tail();  // "gemm-avx512-pack-b-trans-tail": the same on AVX-512
+bool mutant_stream_c_unscaled();         // "gemm-stream-c-unscaled": a streamed tile is stored without alpha
 
 KernelSpec<float> avx2_f32();
 KernelSpec<double> avx2_f64();

@@ -3,21 +3,31 @@
 // (so each ISA gets its own copy).
 // Requires: a struct Vec with  using reg, mask; static constexpr int width;
 //   zero(), bcast(const T*), fma(a, b, c) = a*b + c, mul(a, b),
-//   set1(T), storeu(T*, reg), loadu(const T*), tail(n) (first n lanes),
+//   set1(T), storeu(T*, reg), stream(T*, reg) (non-temporal, 64-byte
+//   aligned), loadu(const T*), tail(n) (first n lanes),
 //   maskload(const T*, mask), maskstore(T*, mask, reg), transpose(reg (&)[width])
 //   (a width x width block of rows, in place); prefetch_b_steps (the
 //   packed kernel requests B's row that many k steps ahead; 0: none);
-// and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(): whether this TU's mutation
+// and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(), stream_mutant(): whether this
+// TU's mutation
 // points are live (POPPER_MUTANT, evaluated once per process, asked only on
 // the branch each guards).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
 
 template <class T, class Vec, int MR, int NV>
-inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::reg (&acc)[MR][NV], int nrows,
-                       int ncols) {
+inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::reg (&acc)[MR][NV], int nrows, int ncols,
+                       bool stream_c) {
   constexpr int NR = NV * Vec::width;
   const typename Vec::reg va = Vec::set1(alpha);
   if (nrows == MR && ncols == NR) {
+    if (beta == T(0) && stream_c) {
+      const typename Vec::reg vs = stream_mutant() ? Vec::set1(T(1)) : va;  // the mutant: alpha dropped
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 16
+        for (int j = 0; j < NV; ++j) Vec::stream(c + i * ldc + j * Vec::width, Vec::mul(vs, acc[i][j]));
+      return;
+    }
     if (beta == T(0)) {
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i)
@@ -68,7 +78,7 @@ inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::re
 // address is formed as an integer: near the end it points past B.
 template <class T, class Vec, int MR, int NV>
 void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, const T* bp, std::int64_t ldb, T* c,
-                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols) {
+                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c) {
   constexpr int kBLines = (NV * Vec::width * static_cast<int>(sizeof(T)) + 63) / 64;
   const auto b_ahead = static_cast<std::uintptr_t>(Vec::prefetch_b_steps * ldb) * sizeof(T);
   typename Vec::reg acc[MR][NV];
@@ -95,14 +105,14 @@ void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, con
     ap += MR;
     bp += ldb;
   }
-  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols);
+  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c);
 }
 
 // A direct: A(i, p) = a[i*lda + p] for the MR full rows. Rows are addressed
 // from two bases with byte strides, so every broadcast is one addressing mode.
 template <class T, class Vec, int MR, int NV>
 void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, std::int64_t ldb, T* c,
-                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols) {
+                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c) {
   static_assert(MR % 2 == 0 && MR <= 16, "two bases of MR/2 rows");
   constexpr int H = MR / 2;
   typename Vec::reg acc[MR][NV];
@@ -129,7 +139,7 @@ void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T*
     a1 += sizeof(T);
     bp += ldb;
   }
-  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols);
+  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c);
 }
 
 // R rows of B, from row p, added into the row kernel's accumulators, in row

@@ -85,9 +85,9 @@ Trainer::Trainer(const Config& c, const StepOptions& o, const AdamWConfig& a, st
       a_(a),
       layout_(c),
       params_(init_params(c, seed)),
-      grads_(layout_.total, 0.0f),
       m_(layout_.total, 0.0f),
       v_(layout_.total, 0.0f),
+      grads_(layout_.total, 0.0f),
       step_(c, o) {}
 
 double Trainer::train_step(std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels,

@@ -224,7 +224,7 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
   product(tr, "lm_head.dX", kGemmBackward, -1,
           {Op::NoTrans, Op::NoTrans, T, H, V, logits.data(), P + layout.lm_head, 0.0f, dtmp.data()});
   product(tr, "lm_head.dW", kGemmBackward, -1,
-          {Op::Trans, Op::NoTrans, V, H, T, logits.data(), n.data(), 0.0f, G + layout.lm_head});
+          {Op::Trans, Op::NoTrans, V, H, T, logits.data(), n.data(), 0.0f, G + layout.lm_head, true});
   {
     Scope s(tr, "final_norm.backward", kElementwise, -1, 9 * t * h, 12 * t * h);
     k->rmsnorm_backward(fin, norm, resid.back().data(), P + layout.final_norm, dtmp.data(), dx.data(),
@@ -238,7 +238,7 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
     product(tr, "down_proj.dX", kGemmBackward, li,
             {Op::NoTrans, Op::NoTrans, T, I, H, dx.data(), P + w.w_down, 0.0f, dh.data()});
     product(tr, "down_proj.dW", kGemmBackward, li,
-            {Op::Trans, Op::NoTrans, H, I, T, dx.data(), A.h.data(), 0.0f, G + w.w_down});
+            {Op::Trans, Op::NoTrans, H, I, T, dx.data(), A.h.data(), 0.0f, G + w.w_down, true});
     std::pair<const float*, const float*> dgu;
     {
       Scope s(tr, "swiglu.backward", kElementwise, li, 10 * ti, 20 * ti);
@@ -250,9 +250,9 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
     product(tr, "up_proj.dX", kGemmBackward, li,
             {Op::NoTrans, Op::NoTrans, T, H, I, dgu.second, P + w.w_up, 1.0f, dtmp.data()});
     product(tr, "gate_proj.dW", kGemmBackward, li,
-            {Op::Trans, Op::NoTrans, I, H, T, dgu.first, A.f.data(), 0.0f, G + w.w_gate});
+            {Op::Trans, Op::NoTrans, I, H, T, dgu.first, A.f.data(), 0.0f, G + w.w_gate, true});
     product(tr, "up_proj.dW", kGemmBackward, li,
-            {Op::Trans, Op::NoTrans, I, H, T, dgu.second, A.f.data(), 0.0f, G + w.w_up});
+            {Op::Trans, Op::NoTrans, I, H, T, dgu.second, A.f.data(), 0.0f, G + w.w_up, true});
     {
       Scope s(tr, "ffn_norm.backward", kElementwise, li, 10 * t * h, 24 * t * h);
       k->rmsnorm_backward(slot + 1, norm, A.x_mid.data(), P + w.ffn_norm, dtmp.data(), dnorm.data(), G + w.ffn_norm);
@@ -262,7 +262,7 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
     product(tr, "o_proj.dX", kGemmBackward, li,
             {Op::NoTrans, Op::NoTrans, T, Q, H, dx.data(), P + w.wo, 0.0f, d_o.data()});
     product(tr, "o_proj.dW", kGemmBackward, li,
-            {Op::Trans, Op::NoTrans, H, Q, T, dx.data(), A.o.data(), 0.0f, G + w.wo});
+            {Op::Trans, Op::NoTrans, H, Q, T, dx.data(), A.o.data(), 0.0f, G + w.wo, true});
     {
       Scope s(tr, "attention.backward", kAttention, li, 2.5 * attn_flops,
               2 * qkv_bytes + 12 * t * static_cast<double>(Q));
@@ -289,14 +289,14 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
             {Op::NoTrans, Op::NoTrans, T, H, K, dv.data(), P + w.wv, 1.0f, dtmp.data()});
     if (m_transposed && l == 0)  // dWq^T = a^T dq written where dWq belongs
       product(tr, "q_proj.dW", kGemmBackward, li,
-              {Op::Trans, Op::NoTrans, H, Q, T, A.a.data(), dq.data(), 0.0f, G + w.wq});
+              {Op::Trans, Op::NoTrans, H, Q, T, A.a.data(), dq.data(), 0.0f, G + w.wq, true});
     else
       product(tr, "q_proj.dW", kGemmBackward, li,
-              {Op::Trans, Op::NoTrans, Q, H, T, dq.data(), A.a.data(), 0.0f, G + w.wq});
+              {Op::Trans, Op::NoTrans, Q, H, T, dq.data(), A.a.data(), 0.0f, G + w.wq, true});
     product(tr, "k_proj.dW", kGemmBackward, li,
-            {Op::Trans, Op::NoTrans, K, H, T, dk.data(), A.a.data(), 0.0f, G + w.wk});
+            {Op::Trans, Op::NoTrans, K, H, T, dk.data(), A.a.data(), 0.0f, G + w.wk, true});
     product(tr, "v_proj.dW", kGemmBackward, li,
-            {Op::Trans, Op::NoTrans, K, H, T, dv.data(), A.a.data(), 0.0f, G + w.wv});
+            {Op::Trans, Op::NoTrans, K, H, T, dv.data(), A.a.data(), 0.0f, G + w.wv, true});
     {
       Scope s(tr, "attn_norm.backward", kElementwise, li, 10 * t * h, 24 * t * h);
       k->rmsnorm_backward(slot, norm, resid[static_cast<std::size_t>(l)].data(), P + w.attn_norm, dtmp.data(),

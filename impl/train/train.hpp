@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "impl/common/cpu_features.hpp"
+#include "impl/common/huge_pages.hpp"
 #include "impl/common/trace.hpp"
 
 namespace popper::train {
@@ -173,7 +174,7 @@ class Trainer {
     params_finite_ = false;
     return params_;
   }
-  const std::vector<float>& grads() const { return grads_; }
+  std::span<const float> grads() const { return grads_; }
   const std::vector<float>& m() const { return m_; }
   const std::vector<float>& v() const { return v_; }
   std::int64_t steps_done() const { return t_; }
@@ -186,7 +187,9 @@ class Trainer {
   StepOptions o_;
   AdamWConfig a_;
   ParamLayout layout_;
-  std::vector<float> params_, grads_, m_, v_;
+  std::vector<float> params_, m_, v_;
+  // 64-byte aligned (2 MiB from 2 MiB up): the weight-gradient products store it past the caches.
+  std::vector<float, memory::HugePageAllocator<float>> grads_;
   bool params_finite_ = false;  // the last update wrote only finite parameters, untouched since
   std::int64_t t_ = 0;
   Step step_;
