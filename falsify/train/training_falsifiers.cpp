@@ -33,39 +33,45 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-002", [](const popper::Params& p) {
   const ParamLayout L(c);
   const AdamWConfig a;
   const double f = p.number("safety");
-  for (const auto t : p.integers("steps")) {
-    const auto p0 = init_params(c, p.seed());
-    const auto g = uniform(L.total, -0.1, 0.1, p.seed() + 1), m0 = uniform(L.total, -0.05, 0.05, p.seed() + 2);
-    auto v0 = uniform(L.total, 0, 0.01, p.seed() + 3);
-    std::vector<float> pp = p0, mm = m0, vv = v0;
-    adamw_update(L, a, t, pp, g, mm, vv, 2);
-    std::vector<double> pr, mr, vr;
-    reference::adamw(L, a, t, p0, g, m0, v0, pr, mr, vr);
-    const double b1 = a.beta1, b2 = a.beta2, lr = a.lr;
-    const double c1 = 1 - std::pow(b1, static_cast<double>(t)), c2 = 1 - std::pow(b2, static_cast<double>(t));
-    double worst = 0;
-    std::string where;
-    for (const Tensor& T : L.tensors)
-      for (std::size_t i = T.offset; i < T.offset + T.size(); ++i) {
-        const double gi = g[i];
-        const double em = 3 * kU * (std::fabs(b1 * m0[i]) + std::fabs((1 - b1) * gi));
-        const double ev = 4 * kU * (std::fabs(b2 * v0[i]) + std::fabs((1 - b2) * gi * gi));
-        const double den = std::sqrt(vr[i] / c2) + a.eps;
-        const double dden = (std::sqrt(vr[i] + ev) - std::sqrt(vr[i])) / std::sqrt(c2) + 3 * kU * den;
-        const double U = lr * (mr[i] / c1) / den;
-        const double ep = 3 * kU * std::fabs(p0[i]) + (lr / c1) * (em / den + std::fabs(mr[i]) * dden / (den * den)) +
-                          8 * kU * std::fabs(U);
-        for (const auto& [got, want, bound, what] : {std::tuple{static_cast<double>(mm[i]), mr[i], em, "m"},
-                                                     std::tuple{static_cast<double>(vv[i]), vr[i], ev, "v"},
-                                                     std::tuple{static_cast<double>(pp[i]), pr[i], ep, "p"}}) {
-          const double ratio = std::fabs(got - want) / (f * bound + 1e-300);
-          if (!(ratio <= worst)) worst = ratio, where = T.name + "[" + std::to_string(i - T.offset) + "]." + what;
+  for (const Variant& var : variants()) {
+    if (var.backend != Backend::Hand) continue;
+    const std::string path = popper::cpu::backend_tag(var.isa);
+    for (const auto t : p.integers("steps")) {
+      const auto p0 = init_params(c, p.seed());
+      const auto g = uniform(L.total, -0.1, 0.1, p.seed() + 1), m0 = uniform(L.total, -0.05, 0.05, p.seed() + 2);
+      auto v0 = uniform(L.total, 0, 0.01, p.seed() + 3);
+      std::vector<float> pp = p0, mm = m0, vv = v0;
+      adamw_update(L, a, t, pp, g, mm, vv, 2, var.isa);
+      std::vector<double> pr, mr, vr;
+      reference::adamw(L, a, t, p0, g, m0, v0, pr, mr, vr);
+      const double b1 = a.beta1, b2 = a.beta2, lr = a.lr;
+      const double c1 = 1 - std::pow(b1, static_cast<double>(t)), c2 = 1 - std::pow(b2, static_cast<double>(t));
+      double worst = 0;
+      std::string where;
+      for (const Tensor& T : L.tensors)
+        for (std::size_t i = T.offset; i < T.offset + T.size(); ++i) {
+          const double gi = g[i];
+          const double em = 3 * kU * (std::fabs(b1 * m0[i]) + std::fabs((1 - b1) * gi));
+          const double ev = 4 * kU * (std::fabs(b2 * v0[i]) + std::fabs((1 - b2) * gi * gi));
+          const double den = std::sqrt(vr[i] / c2) + a.eps;
+          const double dden = (std::sqrt(vr[i] + ev) - std::sqrt(vr[i])) / std::sqrt(c2) + 3 * kU * den;
+          const double U = lr * (mr[i] / c1) / den;
+          const double ep = 3 * kU * std::fabs(p0[i]) + (lr / c1) * (em / den + std::fabs(mr[i]) * dden / (den * den)) +
+                            8 * kU * std::fabs(U);
+          for (const auto& [got, want, bound, what] : {std::tuple{static_cast<double>(mm[i]), mr[i], em, "m"},
+                                                       std::tuple{static_cast<double>(vv[i]), vr[i], ev, "v"},
+                                                       std::tuple{static_cast<double>(pp[i]), pr[i], ep, "p"}}) {
+            const double ratio = std::fabs(got - want) / (f * bound + 1e-300);
+            if (!(ratio <= worst)) worst = ratio, where = T.name + "[" + std::to_string(i - T.offset) + "]." + what;
+          }
         }
-      }
-    std::printf("  t=%lld: worst %s at %.3f of the bound\n", static_cast<long long>(t), where.c_str(), worst);
-    EXPECT_LE(worst, 1.0) << "t=" << t << ": " << where << " outside its bound (" << worst << " x)";
+      std::printf("  %-12s t=%lld: worst %s at %.3f of the bound\n", path.c_str(), static_cast<long long>(t),
+                  where.c_str(), worst);
+      EXPECT_LE(worst, 1.0) << path << " t=" << t << ": " << where << " outside its bound (" << worst << " x)";
+    }
+    const bool forced = var.isa != popper::cpu::Isa::Auto || popper::cpu::auto_isa_overridden();
+    popper::record_backend(path, forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
   }
-  popper::record_backend(popper::cpu::backend_tag(popper::cpu::Isa::Scalar));  // the update is plain C++ (no ISA file)
 });
 
 POPPER_FALSIFIER("FALSIFY-TRAIN-003", [](const popper::Params& p) {

@@ -18,7 +18,7 @@ namespace {
 #include "impl/fused/ce_body.inl"
 #include "impl/fused/norm_body.inl"
 #include "impl/fused/attention_body.inl"
-#include "impl/fused/scan_body.inl"
+#include "impl/fused/parameter_body.inl"
 #undef POPPER_FUSED_ISA_LEVEL
 }  // namespace
 
@@ -30,7 +30,8 @@ const KernelTable& avx512_table() {
                              &sigmoid_impl,       &swiglu_sep_impl,
                              &rope_heads_impl,    &attn_fwd_unit_impl,
                              &attn_bwd_unit_impl, &softmax_scaled_rows_impl,
-                             &exp2_array_impl,    &all_finite_impl};
+                             &exp2_array_impl,    &all_finite_impl,
+                             &adamw_range_impl};
   return t;
 }
 

@@ -140,8 +140,15 @@ using AttnUnitFn = void (*)(const AttnArgs&, std::int64_t unit, float* ws);
 using ToBf16Fn = void (*)(const float* x, std::uint16_t* out, std::int64_t n, std::uint32_t mut);
 using Exp2ArrayFn = void (*)(const float* x, float* out, std::int64_t n, std::uint32_t mut);
 
-// ---- finiteness scan: whether x[0, n) holds no NaN and no infinity
+// ---- the passes over every parameter (parameter_body.inl)
+// Finiteness scan: whether x[0, n) holds no NaN and no infinity.
 using AllFiniteFn = bool (*)(const float* x, std::int64_t n, std::uint32_t mut);
+// AdamW on [0, n) in place (constants of train::adamw_update); returns whether every p written is finite.
+struct AdamWArgs {
+  float b1, b2, one_b1, one_b2, step_size, inv_sqrt_c2, eps;
+};
+using AdamWRangeFn = bool (*)(float* p, float* m, float* v, const float* g, std::int64_t n, float decay,
+                              const AdamWArgs& k);
 
 // S = A (M x K, lda) * B (K x N, ldb) for the separate attention path's softmax pass.
 using SoftmaxScaledRowsFn = void (*)(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows,
@@ -165,6 +172,7 @@ struct KernelTable {
   SoftmaxScaledRowsFn softmax_scaled_rows;
   Exp2ArrayFn exp2_array;
   AllFiniteFn all_finite;
+  AdamWRangeFn adamw_range;
 };
 
 const KernelTable& scalar_table();

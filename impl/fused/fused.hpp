@@ -179,10 +179,19 @@ inline float from_bf16_scalar(std::uint16_t h) {
   return f;
 }
 
-// ---------------------------------------------------------------- finiteness scan
-// Whether x holds no NaN and no infinity: one pass at the read bandwidth, on
-// the widest path isa allows (the training step's parameter and gradient checks).
+// ---------------------------------------------------------------- passes over every parameter
+// The training step's (impl/train): each reads or writes every parameter, so
+// each runs on the widest path isa allows, at the memory bandwidth.
+// Whether x holds no NaN and no infinity.
 bool all_finite(std::span<const float> x, Isa isa = Isa::Auto);
+// AdamW on n contiguous parameters in place, the constants train::adamw_update's:
+//   m = b1 m + (1-b1) g,  v = b2 v + (1-b2) g g,  p = p decay - step m / (sqrt(v) inv_sqrt_c2 + eps).
+// Returns whether every parameter written is finite.
+struct AdamWConstants {
+  float b1, b2, one_b1, one_b2, step_size, inv_sqrt_c2, eps;
+};
+bool adamw_range(float* p, float* m, float* v, const float* g, std::int64_t n, float decay, const AdamWConstants& k,
+                 Isa isa = Isa::Auto);
 
 // ---------------------------------------------------------------- separate (unfused) path
 // The bench's wrapped tier and the memory claims' control: each step a

@@ -29,6 +29,7 @@ static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline vf vsqrt(vf a) { return _mm512_sqrt_ps(a); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }    // a*b + c
 static inline vf vfnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a*b
 static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
@@ -71,6 +72,7 @@ static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
+static inline vf vsqrt(vf a) { return _mm256_sqrt_ps(a); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf vfnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
 static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
@@ -108,6 +110,7 @@ static inline vf vadd(vf a, vf b) { return a + b; }
 static inline vf vsub(vf a, vf b) { return a - b; }
 static inline vf vmul(vf a, vf b) { return a * b; }
 static inline vf vdiv(vf a, vf b) { return a / b; }
+static inline vf vsqrt(vf a) { return __builtin_sqrtf(a); }
 static inline vf vfma(vf a, vf b, vf c) { return a * b + c; }  // no FMA unit assumed: two roundings
 static inline vf vfnma(vf a, vf b, vf c) { return c - a * b; }
 // Second operand on NaN, like the vector max/min.

@@ -1,42 +1,19 @@
 // AdamW (train.hpp) and the Trainer: check, step, check, update, in that order,
 // so a refused step leaves the parameters, moments and step count as they were.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 
 #include "impl/common/parallel.hpp"
+#include "impl/fused/fused.hpp"
 #include "impl/train/train.hpp"
 #include "popper/error.hpp"
 #include "popper/mutant.hpp"
 
 namespace popper::train {
 
-namespace {
-struct AdamWConstants {
-  float b1, b2, one_b1, one_b2, step_size, inv_sqrt_c2, eps;
-};
-// One contiguous range (restrict pointers and constants by value, so the loop
-// vectorises). Returns whether every parameter it wrote is finite: tested on
-// the value in a register, which costs nothing here and spares the next step
-// a pass over all the parameters in memory.
-bool adamw_range(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g,
-                 std::size_t n, float decay, const AdamWConstants k) {
-  unsigned bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    m[i] = k.b1 * m[i] + k.one_b1 * g[i];
-    v[i] = k.b2 * v[i] + k.one_b2 * g[i] * g[i];
-    // p (1 - lr wd) - lr mh / (sqrt(vh) + eps), with mh = m / c1, sqrt(vh) = sqrt(v) / sqrt(c2)
-    const float next = p[i] * decay - k.step_size * m[i] / (std::sqrt(v[i]) * k.inv_sqrt_c2 + k.eps);
-    p[i] = next;
-    bad |= (std::bit_cast<std::uint32_t>(next) & 0x7f800000u) == 0x7f800000u;  // NaN or infinity
-  }
-  return bad == 0;
-}
-}  // namespace
-
 bool adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t t, std::span<float> params,
-                  std::span<const float> grads, std::span<float> m, std::span<float> v, int threads) {
+                  std::span<const float> grads, std::span<float> m, std::span<float> v, int threads, cpu::Isa isa) {
   if (t < 1) throw InvalidArgument("train: AdamW step number must be >= 1");
   for (const auto* s : {&params, &m, &v})
     if (s->size() < layout.total) throw InvalidArgument("train: AdamW buffer shorter than the parameter layout");
@@ -45,13 +22,13 @@ bool adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t 
   const bool decay_all = POPPER_MUTANT("train-adamw-decay-on-vectors");
   const double c1 = no_correction ? 1.0 : 1.0 - std::pow(static_cast<double>(a.beta1), static_cast<double>(t));
   const double c2 = no_correction ? 1.0 : 1.0 - std::pow(static_cast<double>(a.beta2), static_cast<double>(t));
-  const AdamWConstants k{a.beta1,
-                         a.beta2,
-                         1.0f - a.beta1,
-                         1.0f - a.beta2,
-                         static_cast<float>(a.lr / c1),
-                         static_cast<float>(1.0 / std::sqrt(c2)),
-                         a.eps};
+  const fused::AdamWConstants k{a.beta1,
+                                a.beta2,
+                                1.0f - a.beta1,
+                                1.0f - a.beta2,
+                                static_cast<float>(a.lr / c1),
+                                static_cast<float>(1.0 / std::sqrt(c2)),
+                                a.eps};
   // Work items of 16K floats inside tensors, so threads split the large tensors evenly.
   constexpr std::size_t kChunk = 16384;
   struct Item {
@@ -71,8 +48,8 @@ bool adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t 
     bool all = true;
     for (std::size_t it = ib; it < ie; ++it) {
       const Item& w = items[it];
-      all &= adamw_range(params.data() + w.begin, m.data() + w.begin, v.data() + w.begin, grads.data() + w.begin,
-                         w.end - w.begin, w.decay, k);
+      all &= fused::adamw_range(params.data() + w.begin, m.data() + w.begin, v.data() + w.begin, grads.data() + w.begin,
+                                static_cast<std::int64_t>(w.end - w.begin), w.decay, k, isa);
     }
     finite[static_cast<std::size_t>(worker)] = all;
   });
@@ -104,7 +81,7 @@ double Trainer::train_step(std::span<const std::int64_t> tokens, std::span<const
     const double n = static_cast<double>(layout_.total);
     trace::Scope s(tracer, "adamw", kOptimizer, -1, 12 * n, 28 * n);
     params_finite_ = false;  // until the update vouches for what it wrote
-    params_finite_ = adamw_update(layout_, a_, t_ + 1, params_, grads_, m_, v_, o_.threads);
+    params_finite_ = adamw_update(layout_, a_, t_ + 1, params_, grads_, m_, v_, o_.threads, o_.isa);
   }
   if (check_late) check_finite(layout_, params_, "parameter", o_.threads, o_.isa);
   ++t_;

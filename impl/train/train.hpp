@@ -153,9 +153,11 @@ void check_finite(const ParamLayout& layout, std::span<const float> values, cons
 // AdamW on every tensor (t = the step number, from 1):
 //   m = b1 m + (1-b1) g,  v = b2 v + (1-b2) g^2,  mh = m / (1-b1^t),  vh = v / (1-b2^t)
 //   p = p - lr (mh / (sqrt(vh) + eps) + wd p)      (wd only where Tensor::decay)
-// Returns whether every parameter it wrote is finite.
+// Returns whether every parameter it wrote is finite. The widest path isa
+// allows runs it (fused::adamw_range).
 bool adamw_update(const ParamLayout& layout, const AdamWConfig& a, std::int64_t t, std::span<float> params,
-                  std::span<const float> grads, std::span<float> m, std::span<float> v, int threads);
+                  std::span<const float> grads, std::span<float> m, std::span<float> v, int threads,
+                  cpu::Isa isa = cpu::Isa::Auto);
 
 // Parameters, gradients, moments and a Step: one training step at a time.
 class Trainer {
