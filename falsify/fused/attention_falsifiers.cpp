@@ -102,6 +102,43 @@ POPPER_FALSIFIER("FALSIFY-FUSED-005", [](const popper::Params& p) {
               lse.size() * sizeof(float), sa.peak);
   EXPECT_EQ(fa.peak, attention_forward_workspace_bytes(m, 2)) << "the workspace query disagrees with the kernel";
   EXPECT_LT(4 * fused_peak, sa.peak) << "peak(fused) < peak(separate) / 4";
+
+  // Scores near 1e11 (a diverging model's), exact in FP32: q = 2^18 e_0 and
+  // k_j = 2^16 (16 + j) e_0, D = 16 (scale 1/4), so scale s_ij = 2^32 (16 + j),
+  // keys 2^32 apart; each row's softmax is one-hot at its last visible key.
+  // Both paths must return that key's v exactly and lse = its scaled score:
+  // the shift by the row max is exact there, wherever the max lies.
+  AttentionShape h;
+  h.batch = 1, h.q_len = h.kv_len = 16, h.q_heads = 2, h.kv_heads = 1, h.head_dim = 16, h.causal = true;
+  std::vector<float> hq(q_elems(h), 0.0f), hk(kv_elems(h), 0.0f), hv = tb::uniform(kv_elems(h), -1, 1, 7);
+  for (std::int64_t i = 0; i < h.q_len; ++i)
+    for (std::int64_t hh = 0; hh < h.q_heads; ++hh) hq[static_cast<std::size_t>((i * h.q_heads + hh) * 16)] = 0x1p18f;
+  for (std::int64_t j = 0; j < h.kv_len; ++j)
+    hk[static_cast<std::size_t>(j * 16)] = 0x1p16f * static_cast<float>(16 + j);
+  const auto one_hot = [&](const std::vector<float>& out, const std::string& who) {
+    for (std::int64_t i = 0; i < h.q_len; ++i)
+      for (std::int64_t hh = 0; hh < h.q_heads; ++hh)
+        for (std::int64_t d = 0; d < 16; ++d) {
+          const float got = out[static_cast<std::size_t>((i * h.q_heads + hh) * 16 + d)];
+          const float want = hv[static_cast<std::size_t>(i * 16 + d)];
+          ASSERT_EQ(got, want) << who << ": scores near 1e11, query " << i << " head " << hh << " dim " << d
+                               << ": O is not v of the row's max key";
+        }
+  };
+  for (const Isa isa : isas_to_test()) {
+    std::vector<float> ho(q_elems(h)), hl(rows(h));
+    const RunInfo run = attention_forward(h, hq, hk, hv, ho, hl, opts(isa, 1));
+    one_hot(ho, run.backend + " fused");
+    for (std::int64_t hh = 0; hh < h.q_heads; ++hh)
+      for (std::int64_t i = 0; i < h.q_len; ++i) {
+        const double want = 0x1p32 * static_cast<double>(16 + i);  // scale s_ii
+        const double got = hl[static_cast<std::size_t>(hh * h.q_len + i)];
+        EXPECT_LE(std::fabs(got - want), 4 * 0x1p-24 * want) << run.backend << ": lse of query " << i;
+      }
+    const auto saved = separate::attention_forward(h, hq, hk, hv, ho, opts(isa, 1));
+    one_hot(ho, run.backend + " separate");
+  }
+  std::printf("  scores near 1e11: fused and separate return v of each row's max key exactly\n");
 });
 
 POPPER_FALSIFIER("FALSIFY-FUSED-023", [](const popper::Params& p) {

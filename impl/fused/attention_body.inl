@@ -419,7 +419,10 @@ static void attn_bwd_unit_impl(const AttnArgs& a, std::int64_t unit, float* ws) 
 
 // Separate path's softmax pass over stored scores: rows [0, rows) of s (row
 // stride ld, n keys), global query index row0 + r; p = softmax(scale s + mask).
-static void softmax_scaled_rows_impl(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows, std::int64_t row0,
+// Rounded: the mutant's shift (below), a template argument so that the real
+// path's loops carry no test of it.
+template <bool Rounded>
+static void softmax_scaled_rows_body(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows, std::int64_t row0,
                                      std::int64_t off, bool causal, float scale, float* lse_out) {
   const vf vsl = vset(scale * kLog2e);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -430,17 +433,24 @@ static void softmax_scaled_rows_impl(float* s, std::int64_t n, std::int64_t ld, 
     std::int64_t c = 0;
     for (; c + W <= vis; c += W) mx = vmax(mx, vload(x + c));
     if (c < vis) mx = vmax(mx, vloadn(x + c, static_cast<int>(vis - c), kNegInf));
-    const float mL = vmaxr(mx) * scale * kLog2e;
-    const vf vm = vset(-mL);
+    const float m = vmaxr(mx), mL = m * scale * kLog2e;
+    // 2^((s - m) scale log2 e): 0 at the max exactly, as in the fused path. A
+    // shift by the rounded scaled max, fma(s, scale log2 e, -mL), left up to
+    // half an ulp of mL in the exponent: 2^(> 128) past |s| ~ 3e9 / scale.
+    const vf vm = vset(m), vmL = vset(-mL);
+    const auto shifted = [&](vf v) {
+      if constexpr (Rounded) return vfma(v, vsl, vmL);
+      else return vmul(vsub(v, vm), vsl);
+    };
     vf sum = vzero();
     for (c = 0; c + W <= vis; c += W) {
-      const vf p = vexp2(vfma(vload(x + c), vsl, vm));
+      const vf p = vexp2(shifted(vload(x + c)));
       vstore(x + c, p);
       sum = vadd(sum, p);
     }
     if (c < vis) {
       const int cnt = static_cast<int>(vis - c);
-      const vf p = vkeep(vexp2(vfma(vloadn(x + c, cnt, 0.0f), vsl, vm)), cnt, 0.0f);
+      const vf p = vkeep(vexp2(shifted(vloadn(x + c, cnt, 0.0f))), cnt, 0.0f);
       vstoren(x + c, p, cnt);
       sum = vadd(sum, p);
     }
@@ -453,4 +463,10 @@ static void softmax_scaled_rows_impl(float* s, std::int64_t n, std::int64_t ld, 
       lse_out[r] = static_cast<float>((static_cast<double>(mL) + __builtin_log2(static_cast<double>(total))) *
                                       0.69314718055994530942);
   }
+}
+static void softmax_scaled_rows_impl(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows, std::int64_t row0,
+                                     std::int64_t off, bool causal, float scale, float* lse_out, std::uint32_t mut) {
+  if (mut & kMutAttnSepShiftRoundedMax)
+    softmax_scaled_rows_body<true>(s, n, ld, rows, row0, off, causal, scale, lse_out);
+  else softmax_scaled_rows_body<false>(s, n, ld, rows, row0, off, causal, scale, lse_out);
 }

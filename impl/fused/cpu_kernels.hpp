@@ -37,6 +37,7 @@ enum MutantBit : std::uint32_t {
   kMutAttnBwdDiagonalLate = 1u << 21,
   kMutCeShiftRoundedMax = 1u << 22,
   kMutFiniteScanTail = 1u << 23,
+  kMutAttnSepShiftRoundedMax = 1u << 24,
 };
 
 // ---- cross-entropy
@@ -153,7 +154,7 @@ using AdamWRangeFn = bool (*)(float* p, float* m, float* v, const float* g, std:
 // S = A (M x K, lda) * B (K x N, ldb) for the separate attention path's softmax pass.
 using SoftmaxScaledRowsFn = void (*)(float* s, std::int64_t n, std::int64_t ld, std::int64_t rows,
                                      std::int64_t row0_global, std::int64_t causal_offset, bool causal, float scale,
-                                     float* lse_out);
+                                     float* lse_out, std::uint32_t mut);
 
 struct KernelTable {
   const char* tag;  // "cpu:avx512" ...

@@ -11,6 +11,7 @@
 
 #include "impl/common/parallel.hpp"
 #include "impl/fused/driver.hpp"
+#include "popper/mutant.hpp"
 #include "impl/gemm/lib_blas.hpp"
 
 namespace popper::fused::separate {
@@ -70,8 +71,9 @@ AttentionSaved attention_forward(const AttentionShape& s, std::span<const float>
               sub(q, (b * Sq * Hq + h) * D, strided_len(Sq, Hq * D, D)),
               sub(k, (b * Skv * Hkv + hk) * D, strided_len(Skv, Hkv * D, D)), 0.0f, sub(P, u * Sq * Skv, Sq * Skv));
   });
+  const std::uint32_t mut = POPPER_MUTANT("attn-sep-shift-rounded-max") ? kMutAttnSepShiftRoundedMax : 0u;
   over(units, opt, [&](std::int64_t u) {  // softmax rows
-    t.softmax_scaled_rows(P.data() + u * Sq * Skv, Skv, Skv, Sq, 0, Skv - Sq, s.causal, scale, nullptr);
+    t.softmax_scaled_rows(P.data() + u * Sq * Skv, Skv, Skv, Sq, 0, Skv - Sq, s.causal, scale, nullptr, mut);
   });
   over(units, opt, [&](std::int64_t u) {  // O = P V
     const std::int64_t b = u / Hq, h = u % Hq, hk = h / g;
