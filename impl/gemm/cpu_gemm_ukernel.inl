@@ -8,10 +8,9 @@
 //   maskload(const T*, mask), maskstore(T*, mask, reg), transpose(reg (&)[width])
 //   (a width x width block of rows, in place); prefetch_b_steps (the
 //   packed kernel requests B's row that many k steps ahead; 0: none);
-// and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(), stream_mutant(): whether this
-// TU's mutation
-// points are live (POPPER_MUTANT, evaluated once per process, asked only on
-// the branch each guards).
+// and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(),
+// stream_mutant(): whether this TU's mutation points are live (POPPER_MUTANT,
+// evaluated once per process, asked only on the branch each guards).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
 
 template <class T, class Vec, int MR, int NV>
