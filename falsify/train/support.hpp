@@ -28,16 +28,25 @@ struct Variant {
   Backend backend;
   cpu::Isa isa;
 };
-inline std::vector<Variant> variants() {
-  std::vector<Variant> v{{Backend::Hand, cpu::Isa::Auto}, {Backend::Wrapped, cpu::Isa::Auto}};
+// The ISAs the hand kernels run here: Auto, then the narrower ones when forced paths are allowed.
+inline std::vector<cpu::Isa> hand_isas() {
+  std::vector<cpu::Isa> out{cpu::Isa::Auto};
   if (popper::forced_paths_allowed())
     for (const auto isa : cpu::supported_isas())
-      if (isa != cpu::auto_isa()) v.push_back({Backend::Hand, isa});
+      if (isa != cpu::auto_isa()) out.push_back(isa);
+  return out;
+}
+inline std::vector<Variant> variants() {
+  std::vector<Variant> v{{Backend::Hand, cpu::Isa::Auto}, {Backend::Wrapped, cpu::Isa::Auto}};
+  for (const auto isa : hand_isas())
+    if (isa != cpu::Isa::Auto) v.push_back({Backend::Hand, isa});
   return v;
 }
-inline void record(const Step& s, cpu::Isa requested) {
+// Evidence of a judged call: what `tag` ran on, forced unless Auto chose it.
+inline void record(const std::string& tag, cpu::Isa requested) {
   const bool forced = requested != cpu::Isa::Auto || cpu::auto_isa_overridden();
-  popper::record_backend(s.backend_tag(), forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
+  popper::record_backend(tag, forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
 }
+inline void record(const Step& s, cpu::Isa requested) { record(s.backend_tag(), requested); }
 
 }  // namespace popper::train::testing

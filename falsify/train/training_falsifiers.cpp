@@ -33,15 +33,14 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-002", [](const popper::Params& p) {
   const ParamLayout L(c);
   const AdamWConfig a;
   const double f = p.number("safety");
-  for (const Variant& var : variants()) {
-    if (var.backend != Backend::Hand) continue;
-    const std::string path = popper::cpu::backend_tag(var.isa);
+  for (const auto isa : hand_isas()) {
+    const std::string path = popper::cpu::backend_tag(isa);
     for (const auto t : p.integers("steps")) {
       const auto p0 = init_params(c, p.seed());
       const auto g = uniform(L.total, -0.1, 0.1, p.seed() + 1), m0 = uniform(L.total, -0.05, 0.05, p.seed() + 2);
       auto v0 = uniform(L.total, 0, 0.01, p.seed() + 3);
       std::vector<float> pp = p0, mm = m0, vv = v0;
-      adamw_update(L, a, t, pp, g, mm, vv, 2, var.isa);
+      adamw_update(L, a, t, pp, g, mm, vv, 2, isa);
       std::vector<double> pr, mr, vr;
       reference::adamw(L, a, t, p0, g, m0, v0, pr, mr, vr);
       const double b1 = a.beta1, b2 = a.beta2, lr = a.lr;
@@ -69,8 +68,7 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-002", [](const popper::Params& p) {
                   where.c_str(), worst);
       EXPECT_LE(worst, 1.0) << path << " t=" << t << ": " << where << " outside its bound (" << worst << " x)";
     }
-    const bool forced = var.isa != popper::cpu::Isa::Auto || popper::cpu::auto_isa_overridden();
-    popper::record_backend(path, forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
+    record(path, isa);
   }
 });
 
@@ -215,24 +213,22 @@ POPPER_FALSIFIER("FALSIFY-TRAIN-005", [](const popper::Params& p) {
   // finite extremes around it must not read as non-finite.
   const float extremes[] = {FLT_MAX, -FLT_MAX, 0x1p-149f, -0.0f, 1.0f};
   const float bad_values[] = {std::nanf(""), INFINITY, -INFINITY};
-  for (const Variant& var : variants()) {
-    if (var.backend != Backend::Hand) continue;
-    const std::string path = popper::cpu::backend_tag(var.isa);
+  for (const auto isa : hand_isas()) {
+    const std::string path = popper::cpu::backend_tag(isa);
     for (std::size_t n = 0; n <= 80; ++n) {
       std::vector<float> x(n);
       for (std::size_t i = 0; i < n; ++i) x[i] = extremes[i % std::size(extremes)];
-      ASSERT_TRUE(popper::fused::all_finite(x, var.isa)) << path << ": " << n << " finite values read as non-finite";
+      ASSERT_TRUE(popper::fused::all_finite(x, isa)) << path << ": " << n << " finite values read as non-finite";
       for (std::size_t at = 0; at < n; ++at)
         for (const float bad : bad_values) {
           const float keep = x[at];
           x[at] = bad;
-          ASSERT_FALSE(popper::fused::all_finite(x, var.isa))
+          ASSERT_FALSE(popper::fused::all_finite(x, isa))
               << path << ": " << bad << " at " << at << " of " << n << " values not found";
           x[at] = keep;
         }
     }
-    const bool forced = var.isa != popper::cpu::Isa::Auto || popper::cpu::auto_isa_overridden();
-    popper::record_backend(path, forced ? popper::Dispatch::Forced : popper::Dispatch::Auto);
+    record(path, isa);
     std::printf("  finiteness scan on %-13s -> every NaN and infinity found, lengths 0..80\n", path.c_str());
   }
 });

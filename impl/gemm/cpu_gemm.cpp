@@ -270,11 +270,10 @@ void store_fence() {
 // on a cache line (C and its row stride 64-byte aligned, NR a whole number of
 // lines), as non-temporal stores need.
 template <class T>
-bool wants_stream_c(const Problem<T>& pr, const KernelSpec<T>& ks, const CpuGemmOptions& opts) {
+bool wants_stream_c(const Problem<T>& pr, const KernelSpec<T>& ks, const Blocking& bl, bool hint) {
   constexpr auto elem = static_cast<std::int64_t>(sizeof(T));
-  return opts.stream_c && pr.beta == T(0) &&
-         blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k).kc >= pr.k &&
-         reinterpret_cast<std::uintptr_t>(pr.c) % 64 == 0 && pr.ldc * elem % 64 == 0 && ks.nr * elem % 64 == 0;
+  return hint && pr.beta == T(0) && bl.kc >= pr.k && reinterpret_cast<std::uintptr_t>(pr.c) % 64 == 0 &&
+         pr.ldc * elem % 64 == 0 && ks.nr * elem % 64 == 0;
 }
 
 // A is read in place only when C's rows are short (n * sizeof(T) <= 2 KiB):
@@ -579,8 +578,9 @@ void run_row(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
 }
 
 template <class T>
-void run_blocked(const Problem<T>& pr, const KernelSpec<T>& ks, int requested) {
+void run_blocked(Problem<T> pr, const KernelSpec<T>& ks, int requested, bool stream_c) {
   const Blocking bl = blocking_for(ks.mr, ks.nr, sizeof(T), blocking_caches(), pr.k);
+  pr.stream_c = wants_stream_c(pr, ks, bl, stream_c);
   const double flop = 2.0 * static_cast<double>(pr.m) * static_cast<double>(pr.n) * static_cast<double>(pr.k);
   const std::int64_t row_units = (pr.m + ks.mr - 1) / ks.mr, col_units = (pr.n + ks.nr - 1) / ks.nr;
   const int wanted = threads_for(ks, flop, requested, std::max(row_units, col_units));
@@ -624,12 +624,11 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
     scale_c(pr);
     return;
   }
-  pr.stream_c = wants_stream_c(pr, ks, opts);
   if (pr.m == 1 && pr.b.cs == 1 && ks.row != nullptr) {
     run_row(pr, ks, opts.threads);
     return;
   }
-  run_blocked(pr, ks, opts.threads);
+  run_blocked(pr, ks, opts.threads, opts.stream_c);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ class HandKernels final : public Kernels {
     gemm::GemmShape s;
     s.op_a = g.op_a, s.op_b = g.op_b, s.m = g.m, s.n = g.n, s.k = g.k;
     gemm::cpu::CpuGemmOptions o = gemm_;
-    o.stream_c = g.c_not_reread;
+    o.stream_c = g.stream_c;
     gemm::cpu::gemm(gemm::with_tight_ld(s), 1.0f, in(g.a, g.m * g.k), in(g.b, g.k * g.n), g.beta, out(g.c, g.m * g.n),
                     o);
   }

@@ -28,7 +28,7 @@ struct GemmCall {
   const float* b;
   float beta;
   float* c;
-  bool c_not_reread = false;  // C is a weight gradient: read only by the update after the backward
+  bool stream_c = false;  // C is a weight gradient, read only by the update: stored past the caches
 };
 
 class Kernels {
