@@ -70,6 +70,10 @@ bool mutant_stream_c_unscaled() {
   static const bool on = POPPER_MUTANT("gemm-stream-c-unscaled");
   return on;
 }
+bool mutant_pack_a_partial_group() {
+  static const bool on = POPPER_MUTANT("gemm-pack-a-partial-group");
+  return on;
+}
 }  // namespace detail
 
 namespace {
@@ -163,13 +167,45 @@ T* scratch(int slot, std::size_t n) {
 
 constexpr int kMaxMr = 16;  // the tallest micro-kernel tile pack_a copies column by column
 
+// Rows of the source a pack copies per pass across the slivers, where each
+// sliver takes a short run of every row (pack_a of a transposed A, pack_b of
+// an n-contiguous B). 16 and 32 were equally fast, 1 and 64 slower (the
+// training step's backward, small preset, 1 thread).
+constexpr std::int64_t kRunRows = 16;
+
 // Pack op(A)[i0 : i0+mcur, p0 : p0+kcur] into MR-row slivers: dst[s][p][ii].
+// Full slivers of k-contiguous rows go to the ISA's transposed pack where it
+// has one.
 template <class T>
-void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std::int64_t kcur, int mr, T* dst) {
+void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std::int64_t kcur, int mr,
+            detail::PackKernel<T> rows_kernel, T* dst) {
+  if (a.rs == 1) {
+    // op(A)'s columns contiguous (A stored transposed): each sliver takes a
+    // run of MR elements from every row of A. In blocks of kRunRows rows
+    // across all slivers, the block's rows are read in order and stay in the
+    // L1 while its slivers take their runs; a sliver at a time over all of k
+    // read every run from a row a page or more away (the training step's
+    // weight-gradient products, op(A) = dY^T: 10 ms of a 0.9 s step).
+    for (std::int64_t pb = 0; pb < kcur; pb += kRunRows) {
+      const std::int64_t pe = std::min(kcur, pb + kRunRows);
+      for (std::int64_t is = 0; is < mcur; is += mr) {
+        const std::int64_t rows = std::min<std::int64_t>(mr, mcur - is);
+        for (std::int64_t p = pb; p < pe; ++p) {
+          const T* src = &a(i0 + is, p0 + p);
+          T* d = dst + is * kcur + p * mr;
+          for (std::int64_t ii = 0; ii < rows; ++ii) d[ii] = src[ii];
+          for (std::int64_t ii = rows; ii < mr; ++ii) d[ii] = T(0);
+        }
+      }
+    }
+    return;
+  }
   for (std::int64_t is = 0; is < mcur; is += mr) {
     const std::int64_t rows = std::min<std::int64_t>(mr, mcur - is);
     T* d = dst + is * kcur;
-    if (a.cs == 1 && rows == mr && mr <= kMaxMr) {
+    if (a.cs == 1 && rows == mr && rows_kernel != nullptr) {
+      rows_kernel(kcur, &a(i0 + is, p0), a.rs, d);
+    } else if (a.cs == 1 && rows == mr && mr <= kMaxMr) {
       // Rows contiguous along p: mr read streams, one sequential write
       // stream. Row by row, with stores mr elements apart, this copy took
       // ~10% of square_1k f32's time; column by column ~4-5%.
@@ -200,18 +236,24 @@ template <class T>
 void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std::int64_t ncur, int nr,
             detail::PackKernel<T> trans, T* dst) {
   if (b.cs == 1) {
-    // Row by row across the slivers: each row of B is read once, in order,
-    // which the hardware prefetchers follow when B comes from DRAM. A sliver
-    // at a time read a line or two of every row, a row stride apart, each a
-    // demand miss (the training step's backward, small preset, 1 thread: its
-    // products took 8.6 ms a step longer).
-    for (std::int64_t p = 0; p < kcur; ++p) {
-      const T* src = &b(p0 + p, j0);
+    // In blocks of kRunRows rows across the slivers (as pack_a's transposed
+    // case): each row of B is read once, in order, which the hardware
+    // prefetchers follow when B comes from DRAM, and each sliver's part of a
+    // block is one contiguous write. A sliver at a time read a line or two of
+    // every row, a row stride apart, each a demand miss; a row at a time
+    // wrote one short run to every sliver, the slivers a multiple of 4 KiB
+    // apart and so all in one L1 set (the training step's backward, small
+    // preset, 1 thread: 8.6 and then 11 ms a step).
+    for (std::int64_t pb = 0; pb < kcur; pb += kRunRows) {
+      const std::int64_t pe = std::min(kcur, pb + kRunRows);
       for (std::int64_t js = 0; js < ncur; js += nr) {
         const std::int64_t cols = std::min<std::int64_t>(nr, ncur - js);
-        T* row = dst + js * kcur + p * nr;
-        for (std::int64_t jj = 0; jj < cols; ++jj) row[jj] = src[js + jj];
-        for (std::int64_t jj = cols; jj < nr; ++jj) row[jj] = T(0);
+        for (std::int64_t p = pb; p < pe; ++p) {
+          const T* src = &b(p0 + p, j0 + js);
+          T* row = dst + js * kcur + p * nr;
+          for (std::int64_t jj = 0; jj < cols; ++jj) row[jj] = src[jj];
+          for (std::int64_t jj = cols; jj < nr; ++jj) row[jj] = T(0);
+        }
       }
     }
     return;
@@ -343,7 +385,7 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
     const std::int64_t mcur = std::min(mc, pr.m - ic);
     const DirectRows rows = direct ? direct_rows(mcur, mr, ks.direct_short ? ms : 0) : DirectRows{0, 0, mcur};
     const std::int64_t m_direct = mcur - rows.packed;  // rows read in place
-    if (rows.packed > 0) pack_a(pr.a, ic + m_direct, rows.packed, pc, kcur, ks.mr, apack);
+    if (rows.packed > 0) pack_a(pr.a, ic + m_direct, rows.packed, pc, kcur, ks.mr, ks.pack_a, apack);
     for (std::int64_t jr = 0; jr < ncur; jr += nr) {
       const int ncols = static_cast<int>(std::min(nr, ncur - jr));
       const bool unpacked = in_place && ncols == nr;

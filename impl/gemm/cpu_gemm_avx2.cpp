@@ -13,6 +13,7 @@ namespace {
 bool edge_tail_mutant() { return mutant_avx2_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
 bool stream_mutant() { return mutant_stream_c_unscaled(); }
+bool partial_group_mutant() { return mutant_pack_a_partial_group(); }
 bool pack_tail_mutant() { return mutant_avx2_pack_b_trans_tail(); }
 
 struct VecF32 {
@@ -91,7 +92,8 @@ KernelSpec<float> avx2_f32() {
           &row_kernel<float, VecF32>,
           "avx2",
           8,
-          &pack_b_trans<float, VecF32, 2>};
+          &pack_transposed<float, VecF32, 16>,
+          &pack_transposed<float, VecF32, 6>};
 }
 KernelSpec<double> avx2_f64() {
   return {6,
@@ -103,7 +105,8 @@ KernelSpec<double> avx2_f64() {
           &row_kernel<double, VecF64>,
           "avx2",
           4,
-          &pack_b_trans<double, VecF64, 2>};
+          &pack_transposed<double, VecF64, 8>,
+          &pack_transposed<double, VecF64, 6>};
 }
 
 }  // namespace popper::gemm::cpu::detail

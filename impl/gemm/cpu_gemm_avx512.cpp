@@ -22,6 +22,7 @@ namespace {
 bool edge_tail_mutant() { return mutant_avx512_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
 bool stream_mutant() { return mutant_stream_c_unscaled(); }
+bool partial_group_mutant() { return mutant_pack_a_partial_group(); }
 bool pack_tail_mutant() { return mutant_avx512_pack_b_trans_tail(); }
 
 // Four registers' 128-bit lanes as a 4 x 4 block, transposed in place:
@@ -111,7 +112,8 @@ KernelSpec<float> avx512_f32() {
           &row_kernel<float, VecF32>,
           "avx512",
           16,
-          &pack_b_trans<float, VecF32, 2>};
+          &pack_transposed<float, VecF32, 32>,
+          &pack_transposed<float, VecF32, 12>};
 }
 KernelSpec<double> avx512_f64() {
   return {12,
@@ -123,7 +125,8 @@ KernelSpec<double> avx512_f64() {
           &row_kernel<double, VecF64>,
           "avx512",
           8,
-          &pack_b_trans<double, VecF64, 2>};
+          &pack_transposed<double, VecF64, 16>,
+          &pack_transposed<double, VecF64, 12>};
 }
 
 }  // namespace popper::gemm::cpu::detail

@@ -30,12 +30,13 @@
 // micro-kernels' (in order, one FMA per term from zero), so a row of C has
 // the same bits whichever kernel computed it.
 //
-// The transposed pack copies one full NR-wide sliver of op(B) whose columns
-// are the caller's k-contiguous rows (op(B) = B^T stored row-major):
+// The transposed packs copy one full sliver of ROWS k-contiguous source rows:
 //
-//   dst[p*NR + j] = bt[j*ldbt + p],  p < kc, j < NR
+//   dst[p*ROWS + i] = src[i*ld + p],  p < kc, i < ROWS
 //
-// a block of vector-width rows at a time, transposed in registers.
+// a block of vector-width rows at a time, transposed in registers: an
+// NR-wide sliver of op(B) = B^T stored row-major (ROWS = NR), or an MR-tall
+// sliver of op(A) with k-contiguous rows (ROWS = MR).
 //
 // The ISA translation units must not instantiate std:: templates or other
 // inline functions: the linker could keep their AVX-512 copy for every caller
@@ -58,7 +59,7 @@ using RowKernel = void (*)(std::int64_t kc, const T* a, std::int64_t as, const T
                            T beta, std::int64_t ncols, T* acc);
 
 template <class T>
-using PackKernel = void (*)(std::int64_t kc, const T* bt, std::int64_t ldbt, T* dst);
+using PackKernel = void (*)(std::int64_t kc, const T* src, std::int64_t ld, T* dst);
 
 template <class T>
 struct KernelSpec {
@@ -71,6 +72,7 @@ struct KernelSpec {
   const char* isa;                       // "scalar" | "avx2" | "avx512"
   int lanes;                             // elements of T in one vector register
   PackKernel<T> pack_b_trans = nullptr;  // full slivers of a transposed op(B) (nullptr: the driver's copy)
+  PackKernel<T> pack_a = nullptr;        // full slivers of a k-contiguous op(A) (nullptr: the driver's copy)
 };
 
 // Mutation points of the ISA kernels (popper/mutant.hpp), defined in
@@ -83,6 +85,7 @@ bool mutant_row_k_remainder();           // "gemm-row-k-remainder": the row kern
 bool mutant_avx2_pack_b_trans_tail();    // "gemm-avx2-pack-b-trans-tail": a transposed pack's k remainder one row short
 bool mutant_avx512_pack_b_trans_tail();  // "gemm-avx512-pack-b-trans-tail": the same on AVX-512
 bool mutant_stream_c_unscaled();         // "gemm-stream-c-unscaled": a streamed tile is stored without alpha
+bool mutant_pack_a_partial_group();      // "gemm-pack-a-partial-group": a partial row group's last row packed as zeros
 
 KernelSpec<float> avx2_f32();
 KernelSpec<double> avx2_f64();

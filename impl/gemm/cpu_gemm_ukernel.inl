@@ -9,7 +9,8 @@
 //   (a width x width block of rows, in place); prefetch_b_steps (the
 //   packed kernel requests B's row that many k steps ahead; 0: none);
 // and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(),
-// stream_mutant(): whether this TU's mutation points are live (POPPER_MUTANT,
+// partial_group_mutant(), stream_mutant(): whether this TU's mutation points
+// are live (POPPER_MUTANT,
 // evaluated once per process, asked only on the branch each guards).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
 
@@ -229,29 +230,38 @@ void row_kernel(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::i
   }
 }
 
-// The transposed pack (cpu_gemm_kernels.hpp): width rows of B^T, one vector
-// of k each, become width rows of the sliver; the last kc % width columns
-// through a mask.
-template <class T, class Vec, int NV>
-void pack_b_trans(std::int64_t kc, const T* bt, std::int64_t ldbt, T* dst) {
-  constexpr int W = Vec::width, NR = W * NV;
+// The transposed pack (cpu_gemm_kernels.hpp): ROWS source rows, k contiguous
+// in each, become a sliver dst[p*ROWS + i]: width rows at a time, one vector
+// of k each, transposed in registers; the rows of a last partial group are
+// loaded as zeros and stored through a mask, the last kc % width columns
+// loaded through one.
+template <class T, class Vec, int ROWS>
+void pack_transposed(std::int64_t kc, const T* src, std::int64_t ld, T* dst) {
+  constexpr int W = Vec::width;
   typename Vec::reg r[W];
-  std::int64_t p = 0;
-  for (; p + W <= kc; p += W)
-    for (int v = 0; v < NV; ++v) {
-      const T* src = bt + v * W * ldbt + p;
-      for (int i = 0; i < W; ++i) r[i] = Vec::loadu(src + i * ldbt);
+  // The mutant: a partial group's last row is packed as zeros.
+  const int lost = ROWS % W != 0 && partial_group_mutant() ? 1 : 0;
+  const auto block = [&](std::int64_t p, int ks, bool masked) {  // ks columns from p
+    const typename Vec::mask km = Vec::tail(masked ? ks : W);
+    for (int g = 0; g < ROWS; g += W) {
+      const int rows = ROWS - g < W ? ROWS - g : W;
+      const int loaded = rows < W ? rows - lost : rows;
+      const T* s = src + g * ld + p;
+      for (int i = 0; i < W; ++i)
+        r[i] = i >= loaded ? Vec::zero() : masked ? Vec::maskload(s + i * ld, km) : Vec::loadu(s + i * ld);
       Vec::transpose(r);
-      for (int i = 0; i < W; ++i) Vec::storeu(dst + (p + i) * NR + v * W, r[i]);
+      const typename Vec::mask rm = Vec::tail(rows);
+      for (int i = 0; i < ks; ++i) {
+        T* d = dst + (p + i) * ROWS + g;
+        if (rows == W) Vec::storeu(d, r[i]);
+        else Vec::maskstore(d, rm, r[i]);
+      }
     }
+  };
+  std::int64_t p = 0;
+  for (; p + W <= kc; p += W) block(p, W, false);
   if (p == kc) return;
-  int rows = static_cast<int>(kc - p);
-  const typename Vec::mask m = Vec::tail(rows);
-  if (pack_tail_mutant()) rows -= 1;  // the mutant: the last packed row of B is left as it was
-  for (int v = 0; v < NV; ++v) {
-    const T* src = bt + v * W * ldbt + p;
-    for (int i = 0; i < W; ++i) r[i] = Vec::maskload(src + i * ldbt, m);
-    Vec::transpose(r);
-    for (int i = 0; i < rows; ++i) Vec::storeu(dst + (p + i) * NR + v * W, r[i]);
-  }
+  const int cols = static_cast<int>(kc - p);
+  // The mutant: the last packed column of the remainder is left as it was.
+  block(p, pack_tail_mutant() ? cols - 1 : cols, true);
 }
