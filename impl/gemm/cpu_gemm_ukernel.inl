@@ -10,8 +10,8 @@
 //   packed kernel requests B's row that many k steps ahead; 0: none);
 // and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(),
 // partial_group_mutant(), stream_mutant(): whether this TU's mutation points
-// are live (POPPER_MUTANT,
-// evaluated once per process, asked only on the branch each guards).
+// are live (POPPER_MUTANT, evaluated once per process, asked only on the
+// branch each guards).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
 
 template <class T, class Vec, int MR, int NV>
