@@ -167,11 +167,36 @@ T* scratch(int slot, std::size_t n) {
 
 constexpr int kMaxMr = 16;  // the tallest micro-kernel tile pack_a copies column by column
 
-// Rows of the source a pack copies per pass across the slivers, where each
-// sliver takes a short run of every row (pack_a of a transposed A, pack_b of
-// an n-contiguous B). 16 and 32 were equally fast, 1 and 64 slower (the
-// training step's backward, small preset, 1 thread).
+// Width-wide slivers of short runs: source element (p, x) is src[p*ld + x],
+// p < kcur, x < extent; sliver s takes x in [s*width, (s+1)*width) of every p
+// into dst[s*width*kcur + p*width + xx], zero-padded past extent (a
+// transposed op(A): runs of MR along its columns; an n-contiguous op(B): runs
+// of NR along its rows). In blocks of kRunRows values of p across all
+// slivers, each source row is read once, in order, and stays in the L1 while
+// the slivers take their runs, and each sliver's part of a block is one
+// contiguous write. A sliver at a time over all of p read every run from a
+// row a page or more away, each a demand miss; one p at a time wrote a short
+// run to every sliver, the slivers a multiple of 4 KiB apart and so in one L1
+// set. Training step, small preset, 1 thread: its weight-gradient products
+// (op(A) = dY^T) 243-250 -> 233 ms, its backward products 487-489 -> 474-477
+// ms; blocks of 16 and 32 were equally fast, 1 and 64 slower.
 constexpr std::int64_t kRunRows = 16;
+
+template <class T>
+void pack_runs(const T* src, std::int64_t ld, std::int64_t kcur, std::int64_t extent, int width, T* dst) {
+  for (std::int64_t pb = 0; pb < kcur; pb += kRunRows) {
+    const std::int64_t pe = std::min(kcur, pb + kRunRows);
+    for (std::int64_t s = 0; s < extent; s += width) {
+      const std::int64_t n = std::min<std::int64_t>(width, extent - s);
+      for (std::int64_t p = pb; p < pe; ++p) {
+        const T* run = src + p * ld + s;
+        T* d = dst + s * kcur + p * width;
+        for (std::int64_t x = 0; x < n; ++x) d[x] = run[x];
+        for (std::int64_t x = n; x < width; ++x) d[x] = T(0);
+      }
+    }
+  }
+}
 
 // Pack op(A)[i0 : i0+mcur, p0 : p0+kcur] into MR-row slivers: dst[s][p][ii].
 // Full slivers of k-contiguous rows go to the ISA's transposed pack where it
@@ -179,52 +204,31 @@ constexpr std::int64_t kRunRows = 16;
 template <class T>
 void pack_a(View<T> a, std::int64_t i0, std::int64_t mcur, std::int64_t p0, std::int64_t kcur, int mr,
             detail::PackKernel<T> rows_kernel, T* dst) {
-  if (a.rs == 1) {
-    // op(A)'s columns contiguous (A stored transposed): each sliver takes a
-    // run of MR elements from every row of A. In blocks of kRunRows rows
-    // across all slivers, the block's rows are read in order and stay in the
-    // L1 while its slivers take their runs; a sliver at a time over all of k
-    // read every run from a row a page or more away (the training step's
-    // weight-gradient products, op(A) = dY^T: 10 ms of a 0.9 s step).
-    for (std::int64_t pb = 0; pb < kcur; pb += kRunRows) {
-      const std::int64_t pe = std::min(kcur, pb + kRunRows);
-      for (std::int64_t is = 0; is < mcur; is += mr) {
-        const std::int64_t rows = std::min<std::int64_t>(mr, mcur - is);
-        for (std::int64_t p = pb; p < pe; ++p) {
-          const T* src = &a(i0 + is, p0 + p);
-          T* d = dst + is * kcur + p * mr;
-          for (std::int64_t ii = 0; ii < rows; ++ii) d[ii] = src[ii];
-          for (std::int64_t ii = rows; ii < mr; ++ii) d[ii] = T(0);
-        }
-      }
-    }
+  if (a.rs == 1) {  // op(A)'s columns contiguous (A stored transposed)
+    pack_runs(&a(i0, p0), a.cs, kcur, mcur, mr, dst);
     return;
   }
+  // Otherwise op(A)'s rows are k-contiguous (a.cs == 1: one of the strides is 1).
   for (std::int64_t is = 0; is < mcur; is += mr) {
     const std::int64_t rows = std::min<std::int64_t>(mr, mcur - is);
     T* d = dst + is * kcur;
-    if (a.cs == 1 && rows == mr && rows_kernel != nullptr) {
+    if (rows == mr && rows_kernel != nullptr) {
       rows_kernel(kcur, &a(i0 + is, p0), a.rs, d);
-    } else if (a.cs == 1 && rows == mr && mr <= kMaxMr) {
-      // Rows contiguous along p: mr read streams, one sequential write
-      // stream. Row by row, with stores mr elements apart, this copy took
-      // ~10% of square_1k f32's time; column by column ~4-5%.
+    } else if (rows == mr && mr <= kMaxMr) {
+      // mr read streams, one sequential write stream. Row by row, with
+      // stores mr elements apart, this copy took ~10% of square_1k f32's
+      // time; column by column ~4-5%.
       const T* src[kMaxMr];
       for (int ii = 0; ii < mr; ++ii) src[ii] = &a(i0 + is + ii, p0);
       for (std::int64_t p = 0; p < kcur; ++p, d += mr)
         for (int ii = 0; ii < mr; ++ii) d[ii] = src[ii][p];
-    } else if (a.cs == 1) {  // an edge sliver: read rows, write with stride mr
+    } else {  // an edge sliver: read rows, write with stride mr
       for (std::int64_t ii = 0; ii < rows; ++ii) {
         const T* src = &a(i0 + is + ii, p0);
         for (std::int64_t p = 0; p < kcur; ++p) d[p * mr + ii] = src[p];
       }
       for (std::int64_t ii = rows; ii < mr; ++ii)
         for (std::int64_t p = 0; p < kcur; ++p) d[p * mr + ii] = T(0);
-    } else {
-      for (std::int64_t p = 0; p < kcur; ++p) {
-        for (std::int64_t ii = 0; ii < rows; ++ii) d[p * mr + ii] = a(i0 + is + ii, p0 + p);
-        for (std::int64_t ii = rows; ii < mr; ++ii) d[p * mr + ii] = T(0);
-      }
     }
   }
 }
@@ -236,26 +240,7 @@ template <class T>
 void pack_b(View<T> b, std::int64_t p0, std::int64_t kcur, std::int64_t j0, std::int64_t ncur, int nr,
             detail::PackKernel<T> trans, T* dst) {
   if (b.cs == 1) {
-    // In blocks of kRunRows rows across the slivers (as pack_a's transposed
-    // case): each row of B is read once, in order, which the hardware
-    // prefetchers follow when B comes from DRAM, and each sliver's part of a
-    // block is one contiguous write. A sliver at a time read a line or two of
-    // every row, a row stride apart, each a demand miss; a row at a time
-    // wrote one short run to every sliver, the slivers a multiple of 4 KiB
-    // apart and so all in one L1 set (the training step's backward, small
-    // preset, 1 thread: 8.6 and then 11 ms a step).
-    for (std::int64_t pb = 0; pb < kcur; pb += kRunRows) {
-      const std::int64_t pe = std::min(kcur, pb + kRunRows);
-      for (std::int64_t js = 0; js < ncur; js += nr) {
-        const std::int64_t cols = std::min<std::int64_t>(nr, ncur - js);
-        for (std::int64_t p = pb; p < pe; ++p) {
-          const T* src = &b(p0 + p, j0 + js);
-          T* row = dst + js * kcur + p * nr;
-          for (std::int64_t jj = 0; jj < cols; ++jj) row[jj] = src[jj];
-          for (std::int64_t jj = cols; jj < nr; ++jj) row[jj] = T(0);
-        }
-      }
-    }
+    pack_runs(&b(p0, j0), b.rs, kcur, ncur, nr, dst);
     return;
   }
   for (std::int64_t js = 0; js < ncur; js += nr) {
