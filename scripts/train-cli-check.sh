@@ -6,10 +6,17 @@
 # gemm_forward stops training with the Jidoka alert naming it and exit 1, after
 # writing both traces;
 # a missing budget and another machine's budget file exit 2 and say why.
-#   scripts/train-cli-check.sh POPPER_BIN WORK_DIR
+#   scripts/train-cli-check.sh POPPER_BIN WORK_DIR [sanitized]
+# "sanitized" (an ASan build): the clean run's timing is not judged. There the
+# memory-bound tiny bricks run out of L2 (the shadow memory doubles their
+# footprint), so neighbours' memory traffic moves them 2-3x between steps (the
+# optimizer 0.32-0.9 ms against a 0.33 ms budget, 11 stops in 20 clean runs):
+# a stop is a true alert about the host, reported, not counted as a failure.
 set -uo pipefail
 popper=$1
 work=$2
+sanitized=${3:-}
+declined=
 rm -rf "$work" && mkdir -p "$work"
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
@@ -28,7 +35,12 @@ for attempt in 1 2 3; do
   clean=$?
   [ "$clean" -eq 0 ] && break
 done
-[ "$clean" -eq 0 ] || fail "a clean run exited $clean three times: $(grep -m1 JIDOKA "$work/clean.out")"
+if [ "$clean" -eq 1 ] && [ "$sanitized" = sanitized ] && grep -q "^JIDOKA: " "$work/clean.out"; then
+  declined="the clean run's timing not judged (sanitized build)"
+  echo "$declined: stopped three times: $(grep -m1 JIDOKA "$work/clean.out")"
+else
+  [ "$clean" -eq 0 ] || fail "a clean run exited $clean three times: $(grep -m1 JIDOKA "$work/clean.out")"
+fi
 grep -q "^MFU = 6 P tokens" "$work/clean.out" || fail "the clean run prints no MFU line"
 grep -q "^gemm_backward " "$work/clean.out" || fail "the clean run prints no brick table"
 
@@ -59,5 +71,5 @@ if [ -n "$budget" ]; then
     fail "another machine's budget: exit $code: $(tail -1 "$work/foreign.out")"
 fi
 
-echo "train CLI: $failures failure(s)"
+echo "train CLI: $failures failure(s)${declined:+; $declined}"
 [ "$failures" -eq 0 ]
