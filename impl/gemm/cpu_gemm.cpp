@@ -74,6 +74,10 @@ bool mutant_pack_a_partial_group() {
   static const bool on = POPPER_MUTANT("gemm-pack-a-partial-group");
   return on;
 }
+bool mutant_probe_skips_edge_tiles() {
+  static const bool on = POPPER_MUTANT("gemm-probe-skips-edge-tiles");
+  return on;
+}
 }  // namespace detail
 
 namespace {
@@ -92,11 +96,15 @@ bool mutant_scalar_edge_row() {
   static const bool on = POPPER_MUTANT("gemm-scalar-edge-row");
   return on;
 }
+bool mutant_probe_first_k_block() {
+  static const bool on = POPPER_MUTANT("gemm-probe-first-k-block");
+  return on;
+}
 
 // Portable fallback: 4 x 4 register tile in plain C++, packed A only.
 template <class T>
 void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, std::int64_t ldb, T* c, std::int64_t ldc,
-                   T alpha, T beta, int nrows, int ncols, bool /*stream_c: plain stores here*/) {
+                   T alpha, T beta, int nrows, int ncols, bool /*stream_c: plain stores here*/, T* probe) {
   constexpr int MR = 4, NR = 4;
   T acc[MR][NR] = {};
   for (std::int64_t p = 0; p < kc; ++p) {
@@ -107,11 +115,15 @@ void scalar_kernel(std::int64_t kc, const T* ap, std::int64_t, const T* bp, std:
   }
   // The mutant: an edge tile loses its last row.
   if (nrows < MR && nrows > 1 && mutant_scalar_edge_row()) nrows -= 1;
+  const bool edge = nrows < MR || ncols < NR;
+  T folded = T(0);
   for (int i = 0; i < nrows; ++i)
     for (int j = 0; j < ncols; ++j) {
       T& cij = c[i * ldc + j];
       cij = beta == T(0) ? alpha * acc[i][j] : alpha * acc[i][j] + beta * cij;
+      folded += cij * T(0);
     }
+  if (probe && !(edge && detail::mutant_probe_skips_edge_tiles())) probe[0] += folded;
 }
 
 template <class T>
@@ -275,6 +287,8 @@ struct Problem {
   T* c;
   std::int64_t ldc;       // C(i, j) = c[i*ldc + j] (row-major after the ColMajor flip)
   bool stream_c = false;  // full tiles stored non-temporally (wants_stream_c)
+  // Set when a stored value of C's final k block is not finite; nullptr: no probe.
+  std::atomic<bool>* nonfinite = nullptr;
 };
 
 template <class T>
@@ -366,6 +380,10 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
   T* apack = scratch<T>(1, static_cast<std::size_t>((direct ? mr : mc) * bl.kc));
   const T beta = block_beta(pr.beta, pc);
   const std::int64_t ms = ks.mr_short;
+  // The probe's lanes (cpu_gemm_kernels.hpp), on the k block that stores C's final values.
+  T lanes[16] = {};
+  const bool probed_block = pr.nonfinite != nullptr && (mutant_probe_first_k_block() ? pc == 0 : pc + kcur == pr.k);
+  T* probe = probed_block ? lanes : nullptr;
   for (std::int64_t ic = 0; ic < pr.m; ic += mc) {
     const std::int64_t mcur = std::min(mc, pr.m - ic);
     const DirectRows rows = direct ? direct_rows(mcur, mr, ks.direct_short ? ms : 0) : DirectRows{0, 0, mcur};
@@ -381,18 +399,20 @@ void multiply_packed_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
       std::int64_t ir = 0;
       for (; ir < rows.full; ir += mr)
         ks.direct(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta, static_cast<int>(mr),
-                  ncols, pr.stream_c);
+                  ncols, pr.stream_c, probe);
       for (; ir < m_direct; ir += ms)
         ks.direct_short(kcur, &pr.a(ic + ir, pc), pr.a.rs, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta,
-                        static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols, pr.stream_c);
+                        static_cast<int>(ms) - (mutant_short_tile_row() ? 1 : 0), ncols, pr.stream_c, probe);
       for (; ir < mcur; ir += mr)
         ks.packed(kcur, apack + (ir - m_direct) * kcur, 0, bs, ldb, c_at(ir), pr.ldc, pr.alpha, beta,
-                  static_cast<int>(std::min(mr, mcur - ir)), ncols, pr.stream_c);
+                  static_cast<int>(std::min(mr, mcur - ir)), ncols, pr.stream_c, probe);
     }
   }
   // Non-temporal stores are weakly ordered: fenced before the worker's
   // barrier, so whoever reads C next sees them.
   if (pr.stream_c) store_fence();
+  if (probe && std::any_of(lanes, lanes + ks.lanes, [](T x) { return x != T(0); }))
+    pr.nonfinite->store(true, std::memory_order_relaxed);
 }
 
 // Worker w's share [begin, end) of `extent` when `threads` workers split it in
@@ -630,13 +650,13 @@ void run_blocked(Problem<T> pr, const KernelSpec<T>& ks, int requested, bool str
 }
 
 template <class T>
-void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<const T> b, T beta, std::span<T> c,
+bool gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<const T> b, T beta, std::span<T> c,
                const CpuGemmOptions& opts) {
   check_gemm_args(s0, a.size(), b.size(), c.size());
   if (opts.threads < 1) throw InvalidArgument("cpu::gemm: threads must be >= 1, got " + std::to_string(opts.threads));
   const KernelSpec<T> ks = spec_for<T>(popper::cpu::resolve(opts.isa, "cpu::gemm"));
   const GemmShape s = with_tight_ld(s0);
-  if (s.m == 0 || s.n == 0) return;
+  if (s.m == 0 || s.n == 0) return opts.probe_finite;  // nothing stored
 
   // op(A)(i, p) and op(B)(p, j) as strided views of the stored matrices.
   const bool row = s.layout == Layout::RowMajor;
@@ -649,27 +669,30 @@ void gemm_impl(const GemmShape& s0, T alpha, std::span<const T> a, std::span<con
                        c.data(), s.ldc};
   if (pr.k == 0 || alpha == T(0)) {
     scale_c(pr);
-    return;
+    return false;
   }
   if (pr.m == 1 && pr.b.cs == 1 && ks.row != nullptr) {
     run_row(pr, ks, opts.threads);
-    return;
+    return false;
   }
+  std::atomic<bool> nonfinite{false};
+  if (opts.probe_finite) pr.nonfinite = &nonfinite;
   run_blocked(pr, ks, opts.threads, opts.stream_c);
+  return opts.probe_finite && !nonfinite.load(std::memory_order_relaxed);
 }
 
 }  // namespace
 
 void set_b_sharing(BSharing mode) { b_sharing().store(mode); }
 
-void gemm(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+bool gemm(const GemmShape& s, float alpha, std::span<const float> a, std::span<const float> b, float beta,
           std::span<float> c, const CpuGemmOptions& opts) {
-  gemm_impl<float>(s, alpha, a, b, beta, c, opts);
+  return gemm_impl<float>(s, alpha, a, b, beta, c, opts);
 }
 
-void gemm(const GemmShape& s, double alpha, std::span<const double> a, std::span<const double> b, double beta,
+bool gemm(const GemmShape& s, double alpha, std::span<const double> a, std::span<const double> b, double beta,
           std::span<double> c, const CpuGemmOptions& opts) {
-  gemm_impl<double>(s, alpha, a, b, beta, c, opts);
+  return gemm_impl<double>(s, alpha, a, b, beta, c, opts);
 }
 
 }  // namespace popper::gemm::cpu

@@ -37,6 +37,11 @@ struct CpuGemmOptions {
   // written and leaves the caches to the operands. Taken when beta = 0, k fits
   // one k block and C and its row stride are 64-byte aligned; same bits.
   bool stream_c = false;
+  // Probe C as it is stored: the call returns whether every element it stored
+  // is finite, folded in registers (no second pass over C). Only the blocked
+  // path probes: m = 1 with n-contiguous op(B) (the row kernel), k = 0 and
+  // alpha = 0 return false, as does any non-finite element.
+  bool probe_finite = false;
 };
 
 // Who packs op(B) when threads split C's rows: Auto (the rule above), or
@@ -45,9 +50,11 @@ struct CpuGemmOptions {
 enum class BSharing { Auto, Shared, PerWorker };
 void set_b_sharing(BSharing);
 
-void gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b, float beta,
+// Returns true when options.probe_finite is set and every element of C the
+// call stored is finite; false otherwise.
+bool gemm(const GemmShape&, float alpha, std::span<const float> a, std::span<const float> b, float beta,
           std::span<float> c, const CpuGemmOptions& = {});
-void gemm(const GemmShape&, double alpha, std::span<const double> a, std::span<const double> b, double beta,
+bool gemm(const GemmShape&, double alpha, std::span<const double> a, std::span<const double> b, double beta,
           std::span<double> c, const CpuGemmOptions& = {});
 
 }  // namespace popper::gemm::cpu

@@ -22,6 +22,7 @@ namespace {
 bool edge_tail_mutant() { return mutant_avx512_tail_mask(); }
 bool row_remainder_mutant() { return mutant_row_k_remainder(); }
 bool stream_mutant() { return mutant_stream_c_unscaled(); }
+bool probe_edge_mutant() { return mutant_probe_skips_edge_tiles(); }
 bool partial_group_mutant() { return mutant_pack_a_partial_group(); }
 bool pack_tail_mutant() { return mutant_avx512_pack_b_trans_tail(); }
 

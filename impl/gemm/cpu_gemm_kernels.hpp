@@ -50,9 +50,12 @@ namespace popper::gemm::cpu::detail {
 // stores, for a C not read again soon); the caller has checked that the tile's
 // rows are 64-byte aligned and fences its stores before anyone reads them.
 // Edge tiles, beta != 0 and the scalar kernel store as usual.
+// probe (nullptr: none): `lanes` elements, 0 on entry to the first tile, that
+// the kernel leaves 0 if every value it stored was finite and NaN otherwise
+// (each stored vector s folded in as s * 0 + probe, in registers).
 template <class T>
 using MicroKernel = void (*)(std::int64_t kc, const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T* c,
-                             std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c);
+                             std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c, T* probe);
 
 template <class T>
 using RowKernel = void (*)(std::int64_t kc, const T* a, std::int64_t as, const T* b, std::int64_t ldb, T* c, T alpha,
@@ -86,6 +89,7 @@ bool mutant_avx2_pack_b_trans_tail();    // "gemm-avx2-pack-b-trans-tail": a tra
 bool mutant_avx512_pack_b_trans_tail();  // "gemm-avx512-pack-b-trans-tail": the same on AVX-512
 bool mutant_stream_c_unscaled();         // "gemm-stream-c-unscaled": a streamed tile is stored without alpha
 bool mutant_pack_a_partial_group();      // "gemm-pack-a-partial-group": a partial row group's last row packed as zeros
+bool mutant_probe_skips_edge_tiles();    // "gemm-probe-skips-edge-tiles": an edge tile's stores are not probed
 
 KernelSpec<float> avx2_f32();
 KernelSpec<double> avx2_f64();

@@ -9,30 +9,45 @@
 //   (a width x width block of rows, in place); prefetch_b_steps (the
 //   packed kernel requests B's row that many k steps ahead; 0: none);
 // and edge_tail_mutant(), row_remainder_mutant(), pack_tail_mutant(),
-// partial_group_mutant(), stream_mutant(): whether this TU's mutation points
+// partial_group_mutant(), stream_mutant(), probe_edge_mutant(): whether this TU's mutation points
 // are live (POPPER_MUTANT, evaluated once per process, asked only on the
 // branch each guards).
 // MR rows x NV vectors: MR*NV accumulators stay in registers.
 
-template <class T, class Vec, int MR, int NV>
-inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::reg (&acc)[MR][NV], int nrows, int ncols,
-                       bool stream_c) {
+// probe (nullptr: none): Vec::width lanes that every stored vector s is
+// folded into as probe = s * 0 + probe, which stays 0 while every s is finite
+// and turns NaN for good at the first infinity or NaN. In an edge tile the
+// last vector's unstored lanes are folded too: they hold A's row times B's
+// zero padding, non-finite only when that row of A is, and then so are the
+// row's stored lanes.
+template <bool PROBE, class T, class Vec, int MR, int NV>
+inline void tile_store_as(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::reg (&acc)[MR][NV], int nrows,
+                          int ncols, bool stream_c, T* probe) {
   constexpr int NR = NV * Vec::width;
   const typename Vec::reg va = Vec::set1(alpha);
+  const typename Vec::reg zero = Vec::zero();
+  typename Vec::reg pv = zero;
+  if constexpr (PROBE) pv = Vec::loadu(probe);
   if (nrows == MR && ncols == NR) {
     if (beta == T(0) && stream_c) {
       const typename Vec::reg vs = stream_mutant() ? Vec::set1(T(1)) : va;  // the mutant: alpha dropped
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
-        for (int j = 0; j < NV; ++j) Vec::stream(c + i * ldc + j * Vec::width, Vec::mul(vs, acc[i][j]));
-      return;
-    }
-    if (beta == T(0)) {
+        for (int j = 0; j < NV; ++j) {
+          const typename Vec::reg s = Vec::mul(vs, acc[i][j]);
+          Vec::stream(c + i * ldc + j * Vec::width, s);
+          if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
+        }
+    } else if (beta == T(0)) {
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
-        for (int j = 0; j < NV; ++j) Vec::storeu(c + i * ldc + j * Vec::width, Vec::mul(va, acc[i][j]));
+        for (int j = 0; j < NV; ++j) {
+          const typename Vec::reg s = Vec::mul(va, acc[i][j]);
+          Vec::storeu(c + i * ldc + j * Vec::width, s);
+          if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
+        }
     } else {
       const typename Vec::reg vb = Vec::set1(beta);
 #pragma GCC unroll 16
@@ -40,9 +55,12 @@ inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::re
 #pragma GCC unroll 16
         for (int j = 0; j < NV; ++j) {
           T* cij = c + i * ldc + j * Vec::width;
-          Vec::storeu(cij, Vec::fma(vb, Vec::loadu(cij), Vec::mul(va, acc[i][j])));
+          const typename Vec::reg s = Vec::fma(vb, Vec::loadu(cij), Vec::mul(va, acc[i][j]));
+          Vec::storeu(cij, s);
+          if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
         }
     }
+    if constexpr (PROBE) Vec::storeu(probe, pv);
     return;
   }
   // Edge tile: rows past nrows are not stored; the last vector is masked.
@@ -62,12 +80,26 @@ inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::re
       T* cij = c + i * ldc + j * Vec::width;
       const typename Vec::reg ab = Vec::mul(va, acc[i][j]);
       if (j < full_vecs) {
-        Vec::storeu(cij, beta == T(0) ? ab : Vec::fma(vb, Vec::loadu(cij), ab));
+        const typename Vec::reg s = beta == T(0) ? ab : Vec::fma(vb, Vec::loadu(cij), ab);
+        Vec::storeu(cij, s);
+        if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
       } else if (j == full_vecs && tail > 0) {
-        Vec::maskstore(cij, m, beta == T(0) ? ab : Vec::fma(vb, Vec::maskload(cij, m), ab));
+        const typename Vec::reg s = beta == T(0) ? ab : Vec::fma(vb, Vec::maskload(cij, m), ab);
+        Vec::maskstore(cij, m, s);
+        if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
       }
     }
   }
+  if constexpr (PROBE) {
+    if (!probe_edge_mutant()) Vec::storeu(probe, pv);  // the mutant: edge tiles' stores not probed
+  }
+}
+
+template <class T, class Vec, int MR, int NV>
+inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::reg (&acc)[MR][NV], int nrows, int ncols,
+                       bool stream_c, T* probe) {
+  if (probe) tile_store_as<true, T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c, probe);
+  else tile_store_as<false, T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c, probe);
 }
 
 // A packed: A(i, p) = a[p*MR + i]. B's sliver (kc x NR: 128 KiB at kc 1024
@@ -78,7 +110,7 @@ inline void tile_store(T* c, std::int64_t ldc, T alpha, T beta, typename Vec::re
 // address is formed as an integer: near the end it points past B.
 template <class T, class Vec, int MR, int NV>
 void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, const T* bp, std::int64_t ldb, T* c,
-                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c) {
+                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c, T* probe) {
   constexpr int kBLines = (NV * Vec::width * static_cast<int>(sizeof(T)) + 63) / 64;
   const auto b_ahead = static_cast<std::uintptr_t>(Vec::prefetch_b_steps * ldb) * sizeof(T);
   typename Vec::reg acc[MR][NV];
@@ -105,14 +137,14 @@ void micro_kernel_packed(std::int64_t kc, const T* ap, std::int64_t /*lda*/, con
     ap += MR;
     bp += ldb;
   }
-  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c);
+  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c, probe);
 }
 
 // A direct: A(i, p) = a[i*lda + p] for the MR full rows. Rows are addressed
 // from two bases with byte strides, so every broadcast is one addressing mode.
 template <class T, class Vec, int MR, int NV>
 void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T* bp, std::int64_t ldb, T* c,
-                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c) {
+                         std::int64_t ldc, T alpha, T beta, int nrows, int ncols, bool stream_c, T* probe) {
   static_assert(MR % 2 == 0 && MR <= 16, "two bases of MR/2 rows");
   constexpr int H = MR / 2;
   typename Vec::reg acc[MR][NV];
@@ -139,7 +171,7 @@ void micro_kernel_direct(std::int64_t kc, const T* a, std::int64_t lda, const T*
     a1 += sizeof(T);
     bp += ldb;
   }
-  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c);
+  tile_store<T, Vec, MR, NV>(c, ldc, alpha, beta, acc, nrows, ncols, stream_c, probe);
 }
 
 // R rows of B, from row p, added into the row kernel's accumulators, in row

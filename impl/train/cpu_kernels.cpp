@@ -39,13 +39,13 @@ class HandKernels final : public Kernels {
   }
   std::string tag() const override { return cpu::backend_tag(ex_.isa); }
 
-  void gemm(const GemmCall& g) override {
+  bool gemm(const GemmCall& g) override {
     gemm::GemmShape s;
     s.op_a = g.op_a, s.op_b = g.op_b, s.m = g.m, s.n = g.n, s.k = g.k;
     gemm::cpu::CpuGemmOptions o = gemm_;
-    o.stream_c = g.stream_c;
-    gemm::cpu::gemm(gemm::with_tight_ld(s), 1.0f, in(g.a, g.m * g.k), in(g.b, g.k * g.n), g.beta, out(g.c, g.m * g.n),
-                    o);
+    o.stream_c = o.probe_finite = g.weight_gradient;
+    return gemm::cpu::gemm(gemm::with_tight_ld(s), 1.0f, in(g.a, g.m * g.k), in(g.b, g.k * g.n), g.beta,
+                           out(g.c, g.m * g.n), o);
   }
   void rmsnorm_forward(int slot, const fused::RmsNormShape& s, const float* x, const float* w, float* y) override {
     const std::int64_t n = s.rows * s.hidden;

@@ -28,14 +28,18 @@ struct GemmCall {
   const float* b;
   float beta;
   float* c;
-  bool stream_c = false;  // C is a weight gradient, read only by the update: stored past the caches
+  // C is a weight gradient, read only by the finiteness check and the update:
+  // stored past the caches, and probed for finiteness as it is stored.
+  bool weight_gradient = false;
 };
 
 class Kernels {
  public:
   virtual ~Kernels() = default;
   virtual std::string tag() const = 0;
-  virtual void gemm(const GemmCall& g) = 0;
+  // Returns true when the kernel vouches that every element of C it stored is
+  // finite (the hand kernels' probe on a weight gradient); false: not known.
+  virtual bool gemm(const GemmCall& g) = 0;
   virtual void rmsnorm_forward(int slot, const fused::RmsNormShape& s, const float* x, const float* w, float* y) = 0;
   // dx overwritten, dw overwritten.
   virtual void rmsnorm_backward(int slot, const fused::RmsNormShape& s, const float* x, const float* w, const float* dy,

@@ -153,17 +153,21 @@ void check_batch(const Config& c, std::span<const std::int64_t> tokens, std::spa
   require(any, "train: every label is the ignore index: nothing to learn from");
 }
 
-void check_finite(const ParamLayout& layout, std::span<const float> values, const char* what, int threads,
-                  cpu::Isa isa) {
+void check_finite(const ParamLayout& layout, std::span<const float> values, const char* what, int threads, cpu::Isa isa,
+                  std::span<const char> skip) {
   require(values.size() >= layout.total, std::string("train: ") + what + " has " + std::to_string(values.size()) +
                                              " elements, the layout needs " + std::to_string(layout.total));
+  require(skip.empty() || skip.size() == layout.tensors.size(),
+          "train: check_finite's skip list has " + std::to_string(skip.size()) + " entries, the layout " +
+              std::to_string(layout.tensors.size()) + " tensors");
   // A parallel scan for the first bad tensor; the message is built only on failure.
   const std::size_t n = layout.tensors.size();
   std::vector<char> bad(n, 0);
   // Threads only past 1M values (a scan of fewer is faster than waking a worker).
   parallel::run(n, values.size() > (1u << 20) ? threads : 1, [&](std::size_t b, std::size_t e, int) {
     for (std::size_t t = b; t < e; ++t)
-      bad[t] = !fused::all_finite(values.subspan(layout.tensors[t].offset, layout.tensors[t].size()), isa);
+      bad[t] = (skip.empty() || !skip[t]) &&
+               !fused::all_finite(values.subspan(layout.tensors[t].offset, layout.tensors[t].size()), isa);
   });
   for (std::size_t t = 0; t < n; ++t)
     if (bad[t]) {

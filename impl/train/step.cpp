@@ -44,12 +44,16 @@ struct Step::Impl {
   std::vector<fused::FloatBuffer> resid;  // x_0 .. x_L
   std::vector<Acts> acts;
   fused::FloatBuffer n, logits, loss_rows, dx, dtmp, dnorm, dh, dq, dk, dv, d_o;
+  // Per layout tensor: this step's product of its gradient probed every element finite.
+  std::vector<char> vouched;
+  float* grads = nullptr;  // this step's gradient buffer
 
   // Mutation points, read once per step (popper/mutant.hpp: hoisted out of the loops).
   bool m_transposed = false, m_residual = false, m_rope = false, m_bias = false, m_scatter = false,
-       m_not_cleared = false, m_swapped = false, m_untraced = false, m_misfiled = false, m_attn_cut = false;
+       m_not_cleared = false, m_swapped = false, m_untraced = false, m_misfiled = false, m_attn_cut = false,
+       m_vouch_all = false;
 
-  Impl(const Config& cfg, const StepOptions& opt) : c(cfg), o(opt), layout(cfg) {
+  Impl(const Config& cfg, const StepOptions& opt) : c(cfg), o(opt), layout(cfg), vouched(layout.tensors.size(), 0) {
     if (o.threads < 1) throw InvalidArgument("train: threads must be >= 1");
     k = o.backend == Backend::Hand ? detail::make_hand_kernels(c, o) : detail::make_wrapped_kernels(c, o);
     rope = fused::make_rope_table(c.seq, c.head_dim, c.rope_base);
@@ -64,12 +68,17 @@ struct Step::Impl {
   }
 
   // One GEMM as an op span of its brick (FLOPs 2mnk; bytes of A, B and C, C twice when accumulated).
+  // A weight gradient's tensor is vouched for when the kernel probed it finite.
   void product(trace::Tracer* tr, const char* name, int brick, int layer, const GemmCall& g) {
     if (m_untraced && brick == kGemmBackward) tr = nullptr;
     const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
     const double bytes = 4.0 * static_cast<double>(g.m * g.k + g.k * g.n + g.m * g.n * (g.beta != 0 ? 2 : 1));
     Scope s(tr, name, m_misfiled ? kElementwise : brick, layer, flops, bytes);
-    k->gemm(g);
+    const bool finite = k->gemm(g);
+    if (!g.weight_gradient) return;
+    const auto offset = static_cast<std::size_t>(g.c - grads);
+    for (std::size_t t = 0; t < layout.tensors.size(); ++t)
+      if (layout.tensors[t].offset == offset) vouched[t] = finite || m_vouch_all;  // the mutant: the probe ignored
   }
 
   // Threads for a pass over `elements` floats: one per 64K (waking a worker costs more than a smaller pass).
@@ -125,6 +134,9 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
   m_untraced = POPPER_MUTANT("budget-gemm-backward-untraced");
   m_misfiled = POPPER_MUTANT("budget-gemm-attributed-to-elementwise");
   m_attn_cut = POPPER_MUTANT("train-attention-grad-cut");
+  m_vouch_all = POPPER_MUTANT("train-vouch-ignores-probe");
+  grads = G;
+  std::fill(vouched.begin(), vouched.end(), 0);
 
   const std::int64_t T = c.tokens(), H = c.hidden, Q = c.q_width(), K = c.kv_width(), I = c.intermediate, V = c.vocab;
   const double t = static_cast<double>(T), h = static_cast<double>(H);
@@ -328,6 +340,7 @@ double Step::Impl::run(const float* P, const std::int64_t* tokens, const std::in
 Step::Step(const Config& c, const StepOptions& o) : impl_(std::make_unique<Impl>(c, o)) {}
 Step::~Step() = default;
 std::string Step::backend_tag() const { return impl_->k->tag(); }
+std::span<const char> Step::vouched_gradients() const { return impl_->vouched; }
 const Config& Step::config() const { return impl_->c; }
 
 double Step::forward_backward(std::span<const float> params, std::span<const std::int64_t> tokens,

@@ -134,6 +134,9 @@ class Step {
 
  private:
   friend class Trainer;  // skips the parameters' scan when its last update vouched for them
+  // Per ParamLayout tensor, after run: whether the product that wrote its
+  // gradient probed every element finite (the trainer scans the others).
+  std::span<const char> vouched_gradients() const;
   double run(std::span<const float> params, std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels,
              std::span<float> grads, trace::Tracer* tracer, bool scan_params);
 
@@ -146,9 +149,10 @@ class Step {
 // least one label not ignored.
 void check_batch(const Config& c, std::span<const std::int64_t> tokens, std::span<const std::int64_t> labels);
 // Throws InvalidArgument naming the first non-finite element's tensor and index;
-// the scan runs on the widest path isa allows (fused::all_finite).
+// the scan runs on the widest path isa allows (fused::all_finite). Tensors t
+// with skip[t] != 0 (skip empty or one entry per tensor) are not scanned.
 void check_finite(const ParamLayout& layout, std::span<const float> values, const char* what, int threads,
-                  cpu::Isa isa = cpu::Isa::Auto);
+                  cpu::Isa isa = cpu::Isa::Auto, std::span<const char> skip = {});
 
 // AdamW on every tensor (t = the step number, from 1):
 //   m = b1 m + (1-b1) g,  v = b2 v + (1-b2) g^2,  mh = m / (1-b1^t),  vh = v / (1-b2^t)
