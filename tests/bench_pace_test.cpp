@@ -208,6 +208,20 @@ TEST(BenchPace, ATrialKeepsItsRepetitionsProbedAtASteadyPace) {
   EXPECT_EQ(pb::steady_samples(r, {}).samples, r.samples);  // no fastest pace: nothing to judge by
 }
 
+// One burst of a faster host does not set the run's pace: past 100 probes the
+// reference is the 1% quantile, not the least.
+TEST(BenchPace, FastestPaceIsNotOneBurst) {
+  pb::BenchRow r = row(pb::Tier::Hand, 1, {{0, 8.2e-3}});
+  r.sample_pace.assign(300, 8.2e-3);
+  r.sample_pace[7] = 6.7e-3, r.sample_pace[70] = 6.8e-3;  // two probes of 301 in a burst
+  r.sample_pace[100] = 7.4e-3, r.sample_pace[200] = 7.5e-3;
+  pb::BenchTable t;
+  t.rows = {r};
+  EXPECT_EQ(pb::fastest_pace(t), (std::map<int, double>{{1, 7.5e-3}}));  // rank (301 - 1) / 100 = 3: the fourth
+  t.rows[0].sample_pace.resize(99);                                      // 100 probes: the least
+  EXPECT_EQ(pb::fastest_pace(t), (std::map<int, double>{{1, 6.7e-3}}));
+}
+
 // The probe must see what it guards against: the loop shares its CPU with
 // whatever else runs there (the host's other hyperthread, or here a rival
 // thread), and reads slow. A thread new to a busy CPU may run its ~7 ms whole

@@ -145,10 +145,18 @@ void keep_least(std::map<int, double>& least, int threads, double s) {
 }  // namespace
 
 std::map<int, double> fastest_pace(const BenchTable& t) {
-  std::map<int, double> out;
+  std::map<int, std::vector<double>> paces;  // every positive probe, by thread count
   for (const auto& r : t.rows) {
-    for (const auto& [trial, s] : r.pace) keep_least(out, r.key.threads, s);
-    for (double s : r.sample_pace) keep_least(out, r.key.threads, s);
+    for (const auto& [trial, s] : r.pace)
+      if (s > 0) paces[r.key.threads].push_back(s);
+    for (double s : r.sample_pace)
+      if (s > 0) paces[r.key.threads].push_back(s);
+  }
+  std::map<int, double> out;
+  for (auto& [threads, v] : paces) {
+    const auto k = static_cast<std::ptrdiff_t>((v.size() - 1) / kFastestPaceRank);
+    std::nth_element(v.begin(), v.begin() + k, v.end());
+    out[threads] = v[static_cast<std::size_t>(k)];
   }
   return out;
 }
