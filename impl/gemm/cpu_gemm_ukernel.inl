@@ -25,9 +25,11 @@ inline void tile_store_as(T* c, std::int64_t ldc, T alpha, T beta, typename Vec:
                           int ncols, bool stream_c, T* probe) {
   constexpr int NR = NV * Vec::width;
   const typename Vec::reg va = Vec::set1(alpha);
-  const typename Vec::reg zero = Vec::zero();
-  typename Vec::reg pv = zero;
+  typename Vec::reg pv = Vec::zero();
   if constexpr (PROBE) pv = Vec::loadu(probe);
+  const auto fold = [&](typename Vec::reg s) {
+    if constexpr (PROBE) pv = Vec::fma(s, Vec::zero(), pv);
+  };
   if (nrows == MR && ncols == NR) {
     if (beta == T(0) && stream_c) {
       const typename Vec::reg vs = stream_mutant() ? Vec::set1(T(1)) : va;  // the mutant: alpha dropped
@@ -37,7 +39,7 @@ inline void tile_store_as(T* c, std::int64_t ldc, T alpha, T beta, typename Vec:
         for (int j = 0; j < NV; ++j) {
           const typename Vec::reg s = Vec::mul(vs, acc[i][j]);
           Vec::stream(c + i * ldc + j * Vec::width, s);
-          if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
+          fold(s);
         }
     } else if (beta == T(0)) {
 #pragma GCC unroll 16
@@ -46,7 +48,7 @@ inline void tile_store_as(T* c, std::int64_t ldc, T alpha, T beta, typename Vec:
         for (int j = 0; j < NV; ++j) {
           const typename Vec::reg s = Vec::mul(va, acc[i][j]);
           Vec::storeu(c + i * ldc + j * Vec::width, s);
-          if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
+          fold(s);
         }
     } else {
       const typename Vec::reg vb = Vec::set1(beta);
@@ -57,7 +59,7 @@ inline void tile_store_as(T* c, std::int64_t ldc, T alpha, T beta, typename Vec:
           T* cij = c + i * ldc + j * Vec::width;
           const typename Vec::reg s = Vec::fma(vb, Vec::loadu(cij), Vec::mul(va, acc[i][j]));
           Vec::storeu(cij, s);
-          if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
+          fold(s);
         }
     }
     if constexpr (PROBE) Vec::storeu(probe, pv);
@@ -82,11 +84,11 @@ inline void tile_store_as(T* c, std::int64_t ldc, T alpha, T beta, typename Vec:
       if (j < full_vecs) {
         const typename Vec::reg s = beta == T(0) ? ab : Vec::fma(vb, Vec::loadu(cij), ab);
         Vec::storeu(cij, s);
-        if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
+        fold(s);
       } else if (j == full_vecs && tail > 0) {
         const typename Vec::reg s = beta == T(0) ? ab : Vec::fma(vb, Vec::maskload(cij, m), ab);
         Vec::maskstore(cij, m, s);
-        if constexpr (PROBE) pv = Vec::fma(s, zero, pv);
+        fold(s);
       }
     }
   }

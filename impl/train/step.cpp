@@ -78,7 +78,10 @@ struct Step::Impl {
     if (!g.weight_gradient) return;
     const auto offset = static_cast<std::size_t>(g.c - grads);
     for (std::size_t t = 0; t < layout.tensors.size(); ++t)
-      if (layout.tensors[t].offset == offset) vouched[t] = finite || m_vouch_all;  // the mutant: the probe ignored
+      if (layout.tensors[t].offset == offset) {
+        vouched[t] = finite || m_vouch_all;  // the mutant: the probe ignored
+        return;
+      }
   }
 
   // Threads for a pass over `elements` floats: one per 64K (waking a worker costs more than a smaller pass).
