@@ -538,12 +538,15 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
 // Work below which another thread costs more than it saves, in cycles of the
 // core's nominal rate (two FMA pipes: 4 x lanes flop a cycle), so the size
 // rule follows the ISA and precision: a 64^3 f64 product takes four times
-// longer on AVX2 than f32 on AVX-512. Waking a spinning team and packing a
-// second operand cost about 1 us; 3500 cycles (~1.2 us a thread) is where 2
-// threads began to win in a warm loop on a Zen 3 (32^3 f64 lost at 0.71x,
-// 40^3 won at 1.15x; 64^3 f64 ran 1.7x faster). After idle the team sleeps
-// and waking it costs ~10 us, which only larger products repay.
-constexpr double kMinCyclesPerThread = 3500.0;
+// longer on AVX2 than f32 on AVX-512. A split costs the team's fork-join
+// (~0.2 us) plus moving the second worker's operands and C to its core, which
+// a warm loop pays on every call: ~2-3 us on a 2-vCPU Zen 5 guest, where
+// 64^3 f32 on AVX-512 ran 0.57-0.75x as fast on 2 threads as on 1 and 64^3
+// f64 0.71-1.12x. 10000 cycles a thread keeps those on one thread and still
+// splits what a Zen 3 gained most from (64^3 f64 on AVX2, 1.7x; its 64^3 f32,
+// 1.59x, now stays on one). After idle the team sleeps and waking it costs
+// ~10 us, which only larger products repay.
+constexpr double kMinCyclesPerThread = 10000.0;
 
 template <class T>
 double min_flop_per_thread(const KernelSpec<T>& ks) {
