@@ -543,9 +543,9 @@ void run_rows_shared_b(const Problem<T>& pr, const KernelSpec<T>& ks, const Bloc
 // a warm loop pays on every call: ~2-3 us on a 2-vCPU Zen 5 guest, where
 // 64^3 f32 on AVX-512 ran 0.57-0.75x as fast on 2 threads as on 1 and 64^3
 // f64 0.71-1.12x. 10000 cycles a thread keeps those on one thread and still
-// splits what a Zen 3 gained most from (64^3 f64 on AVX2, 1.7x; its 64^3 f32,
-// 1.59x, now stays on one). After idle the team sleeps and waking it costs
-// ~10 us, which only larger products repay.
+// splits what a Zen 3 gained most from (64^3 f64 on AVX2, 1.7x). After idle
+// the team sleeps and waking it costs ~10 us, which only larger products
+// repay.
 constexpr double kMinCyclesPerThread = 10000.0;
 
 template <class T>
