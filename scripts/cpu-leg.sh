@@ -41,11 +41,11 @@ ENV=(env -u OPENBLAS_CORETYPE -u POPPER_ISA_MAX POPPER_DISPATCH=auto)
 #     FALSIFY-FUSED-006 (30 s), FALSIFY-NSA-001 (over 15 minutes), -006 (89 s),
 #     FALSIFY-TRAIN-001 (62 s), -003 (over 10 minutes), -004 (142 s), -006
 #     (41 s), KANI-Q4K-001 (43 s) and FALSIFY-GEMM-019 (252 s); natively,
-#     capped at avx2: 21 s in all.
+#     capped at avx2: 44 s in all (beside the scalar run, on a 2-core Zen 5).
 #   Nehalem (15 s or more there, 260 of its 373 CPU-s): FALSIFY-TRAIN-003
 #     (81 s), FALSIFY-NSA-001 (56 s), FALSIFY-GEMM-002 (47 s), FALSIFY-MBP-006
 #     (31 s), FALSIFY-GEMM-013 (26 s), FALSIFY-MBP-005 (19 s), FALSIFY-GEMM-019
-#     (34 s); natively, capped at scalar: 24 s.
+#     (34 s); natively, capped at scalar: 47 s, 36 s of it FALSIFY-NSA-001.
 # Each leg's dispatch, every other test of every family and its mutants stay.
 # The budget contract's tests time a training step; under an emulator that
 # timing says nothing of any CPU, so no emulated leg runs them, and the
