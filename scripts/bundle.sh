@@ -218,7 +218,9 @@ chmod +x "$stage/run.sh" "$stage/gpu-check.sh"
 
 mkdir -p "$(dirname "$out")"
 tmp="$out.tmp.$$"
-tar -C "$work" -cf - popper-bundle | xz -T2 -6 > "$tmp"
+# xz -3 rather than -6: 19 s instead of 45 on 2 cores, for 35 MiB instead of 30, far inside what
+# a device call carries.
+tar -C "$work" -cf - popper-bundle | xz -T0 -3 > "$tmp"
 size=$(stat -c %s "$tmp")
 if [ "$size" -gt $((max_mb * 1024 * 1024)) ]; then
   rm -f "$tmp"
