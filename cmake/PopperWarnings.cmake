@@ -13,10 +13,12 @@ if(POPPER_SANITIZE)
   add_link_options(-fsanitize=${POPPER_SANITIZE})
 endif()
 
-# Under the sanitizers, the engine, its unit tests, the CLI and the tools are
-# compiled at -O0: their tests spend little time in loops, and -O0 takes about
-# half the compile time of -O1 under ASan + UBSan. The kernels and the
-# falsifiers that drive them keep the build type's level.
+# Under the sanitizers, the engine, its unit tests, the CLI, the tools and the
+# falsifiers are compiled at -O0: under ASan + UBSan -O0 compiles the engine in
+# about half the time of -O1 and a falsifier in 70% of it (with its precompiled
+# header), and their tests spend little time in their own loops (the contract
+# tests ran in 157 s instead of 134, one process). The kernels keep the build
+# type's level.
 function(popper_sanitized_at_o0)
   if(POPPER_SANITIZE)
     foreach(target IN LISTS ARGN)
