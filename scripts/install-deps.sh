@@ -17,7 +17,8 @@ packages=(
   libfmt-dev                         # formatting
   libopenblas-dev liblapacke-dev     # CBLAS + LAPACKE: wrapped and ceiling tiers
   libblis-openmp-dev                 # BLIS: second GEMM ceiling vendor (optional at configure: POPPER_BLIS)
-  clang libclang-rt-14-dev           # libFuzzer target and sanitizers
+  clang libclang-rt-14-dev           # libFuzzer target and the sanitizer build (make asan: clang)
+  libomp-dev                         # OpenMP runtime for clang builds (make asan)
   clang-format clang-tidy            # make format-check (.clang-format), make tidy (.clang-tidy)
   valgrind                           # instruction-count regression gate
   # --- Vulkan compute backend: loader + headers, lavapipe (Mesa's

@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "popper/binding.hpp"
+
 namespace {
 
 TEST(CeilingCli, AThreadLeftRunningAfterARepetitionMakesTheRowsAfterItInvalid) {
@@ -51,9 +53,8 @@ TEST(CeilingCli, AThreadLeftRunningAfterARepetitionMakesTheRowsAfterItInvalid) {
 // process goes on: the cold row it timed is invalid, not a reason to exit. Run
 // in a child whose address space is capped just above what it uses.
 TEST(CeilingCli, AColdRowWhoseEvictionCannotAllocateIsInvalidAndTheProcessGoesOn) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves its shadow memory: an address-space cap does not apply";
-#else
+  if (popper::sanitizer_build())
+    GTEST_SKIP() << "AddressSanitizer reserves its shadow memory: an address-space cap does not apply";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto child = [] {
     setenv("POPPER_BENCH_EVICT_BYTES", "268435456", 1);  // 256 MiB, over the cap below
@@ -76,7 +77,6 @@ TEST(CeilingCli, AColdRowWhoseEvictionCannotAllocateIsInvalidAndTheProcessGoesOn
     std::_Exit(verdict == "invalid: " POPPER_NOT_EVICTED ? 0 : 6);
   };
   EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "cannot allocate 268435456 bytes to evict the caches");
-#endif
 }
 
 }  // namespace
