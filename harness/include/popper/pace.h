@@ -39,8 +39,8 @@ static inline const double* popper_pace_addends(void) {
 }
 
 /* The loops are timed: a sanitizer build leaves their loads unchecked, or the
- * probe would time the checks (Clang at -O0 calls __asan_memcpy for every
- * vector it moves: the probe ran ~20x longer and spent budgets of whole runs). */
+ * probe would time the checks (clang at -O0 checks every vector it moves),
+ * and the probes would spend the budgets of the runs they pace. */
 #if defined(__GNUC__) || defined(__clang__)
 #define POPPER_PACE_UNCHECKED __attribute__((no_sanitize("address")))
 #else
