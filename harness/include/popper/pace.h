@@ -38,21 +38,14 @@ static inline const double* popper_pace_addends(void) {
   return opaque;
 }
 
-/* The loops are timed: a sanitizer build leaves their loads unchecked, or the
- * probe would time the checks (clang at -O0 checks every vector it moves),
- * and the probes would spend the budgets of the runs they pace. */
-#if defined(__GNUC__) || defined(__clang__)
-#define POPPER_PACE_UNCHECKED __attribute__((no_sanitize("address")))
-#else
-#define POPPER_PACE_UNCHECKED
-#endif
-
 /* acc = acc * m + addend decays from 1-2 toward addend / (1 - m): no overflow,
- * and no denormal below 7e8 iterations. */
+ * and no denormal below 7e8 iterations. The loops are timed, so a sanitizer
+ * build leaves their loads unchecked: clang at -O0 checks every vector they
+ * move, and the probes would spend the budgets of the runs they pace. */
 #if defined(__x86_64__)
 /* Ten independent chains cover the FMA latency on both pipes, each FMA's
  * addend a 32-byte load: bound by the FMA and the load throughput. */
-POPPER_PACE_UNCHECKED __attribute__((noinline, unused, target("avx2,fma"))) static double popper_pace_loop_avx2(
+__attribute__((noinline, unused, no_sanitize("address"), target("avx2,fma"))) static double popper_pace_loop_avx2(
     const double* addends, long n) {
   const __m256d m = _mm256_set1_pd(0.999999);
   __m256d a0 = _mm256_set1_pd(1.0), a1 = _mm256_set1_pd(1.1), a2 = _mm256_set1_pd(1.2), a3 = _mm256_set1_pd(1.3),
@@ -79,8 +72,8 @@ POPPER_PACE_UNCHECKED __attribute__((noinline, unused, target("avx2,fma"))) stat
 
 /* Without FMA: ten multiply-add chains with loaded addends, bound by their
  * latency (they see a rival on the CPU, not a sibling's use of the pipes). */
-POPPER_PACE_UNCHECKED __attribute__((noinline, unused)) static double popper_pace_loop_portable(const double* addends,
-                                                                                                long n) {
+__attribute__((noinline, unused, no_sanitize("address"))) static double popper_pace_loop_portable(const double* addends,
+                                                                                                  long n) {
   double a[10];
   for (int j = 0; j < 10; ++j) a[j] = 1.0 + 0.1 * j;
   for (long i = 0; i < n; i += POPPER_PACE_ROUND)
