@@ -49,7 +49,7 @@ AttnCase make_case(const AttentionShape& s, std::uint64_t seed) {
 }
 
 // Worst |O - reference| in the current test (printed as evidence).
-double g_seed_worst = 0;
+double g_attention_seed_worst = 0;
 
 // Forward O and lse within the derived bound (and the seed's absolute number when given).
 void judge_forward(const AttnCase& c, const std::vector<float>& o, const std::vector<float>& lse, double f,
@@ -64,7 +64,7 @@ void judge_forward(const AttnCase& c, const std::vector<float>& o, const std::ve
   for (std::size_t i = 0; i < lse.size(); ++i) wl.see(std::fabs(lse[i] - c.lse[i]), b.lse[i], i);
   EXPECT_TRUE(wo.ok) << what << ": O " << wo.text();
   EXPECT_TRUE(wl.ok) << what << ": lse " << wl.text();
-  g_seed_worst = std::max(g_seed_worst, worst_abs);
+  g_attention_seed_worst = std::max(g_attention_seed_worst, worst_abs);
   if (seed_tol > 0) {
     EXPECT_LT(worst_abs, seed_tol) << what << ": the seed's absolute bound";
   }
@@ -73,7 +73,7 @@ void judge_forward(const AttnCase& c, const std::vector<float>& o, const std::ve
 POPPER_FALSIFIER("FALSIFY-FUSED-005", [](const popper::Params& p) {
   const double f = p.number("tol_factor"), seed_tol = p.number("seed_tolerance");
   int cases = 0;
-  g_seed_worst = 0;
+  g_attention_seed_worst = 0;
   for (const auto& sh : p.list("shapes")) {
     const AttnCase c = make_case(attn_shape(sh), p.seed() + static_cast<std::uint64_t>(cases));
     for (const Isa isa : isas_to_test())
@@ -89,7 +89,7 @@ POPPER_FALSIFIER("FALSIFY-FUSED-005", [](const popper::Params& p) {
       }
     ++cases;
   }
-  std::printf("  attention FP32 worst |O| error: %.3g (seed bound %g)\n", g_seed_worst, seed_tol);
+  std::printf("  attention FP32 worst |O| error: %.3g (seed bound %g)\n", g_attention_seed_worst, seed_tol);
   // Memory: peak bytes requested during the call (+ the saved lse) against the separate path's.
   const AttentionShape m = attn_shape(popper::Params("memory_shape", p.json()["memory_shape"]));
   const AttnCase c = make_case(m, 5);
@@ -196,7 +196,7 @@ POPPER_FALSIFIER("FALSIFY-FUSED-023", [](const popper::Params& p) {
 
 POPPER_FALSIFIER("FALSIFY-FUSED-015", [](const popper::Params& p) {
   const double f = p.number("tol_factor"), seed_tol = p.number("seed_tolerance");
-  g_seed_worst = 0;
+  g_attention_seed_worst = 0;
   for (const auto& sh : p.list("shapes")) {
     const AttentionShape s = attn_shape(sh);
     AttnCase c{s,
@@ -219,7 +219,7 @@ POPPER_FALSIFIER("FALSIFY-FUSED-015", [](const popper::Params& p) {
       record(run, isa);
     }
   }
-  std::printf("  attention BF16-input worst |O| error: %.3g (seed bound %g)\n", g_seed_worst, seed_tol);
+  std::printf("  attention BF16-input worst |O| error: %.3g (seed bound %g)\n", g_attention_seed_worst, seed_tol);
 });
 
 POPPER_FALSIFIER("FALSIFY-FUSED-009", [](const popper::Params& p) {

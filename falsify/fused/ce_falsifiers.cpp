@@ -27,7 +27,7 @@ CeRef ce_reference(const CrossEntropyShape& s, const std::vector<float>& x, cons
 }
 
 // Worst |fused - reference| over the seed's range in the current test (printed as evidence).
-double g_seed_worst = 0;
+double g_ce_seed_worst = 0;
 
 // Judges one call's loss, lse and grad against the derived bound; seed_tol > 0
 // additionally applies the seed's absolute bound to rows with |x| <= range.
@@ -57,7 +57,7 @@ void judge_ce(const CrossEntropyShape& s, const std::vector<float>& x, const std
   EXPECT_TRUE(wl.ok) << what << ": loss " << wl.text();
   EXPECT_TRUE(we.ok) << what << ": lse " << we.text();
   EXPECT_TRUE(wg.ok) << what << ": grad " << wg.text();
-  g_seed_worst = std::max(g_seed_worst, seed_worst);
+  g_ce_seed_worst = std::max(g_ce_seed_worst, seed_worst);
   if (seed_tol > 0) {
     EXPECT_LT(seed_worst, seed_tol) << what << ": the seed's absolute bound";
   }
@@ -66,7 +66,7 @@ void judge_ce(const CrossEntropyShape& s, const std::vector<float>& x, const std
 POPPER_FALSIFIER("FALSIFY-FUSED-001", [](const popper::Params& p) {
   const double range = p.number("logit_range"), seed_tol = p.number("seed_tolerance");
   int cases = 0;
-  g_seed_worst = 0;
+  g_ce_seed_worst = 0;
   for (const auto& sh : p.list("shapes")) {
     CrossEntropyShape s;
     s.rows = sh.integer("rows");
@@ -109,7 +109,7 @@ POPPER_FALSIFIER("FALSIFY-FUSED-001", [](const popper::Params& p) {
   }
   EXPECT_GT(cases, 0);
   std::printf("  CE worst |loss|,|grad| error for logits in [-%g, %g]: %.3g (seed bound %g)\n", range, range,
-              g_seed_worst, seed_tol);
+              g_ce_seed_worst, seed_tol);
 });
 
 POPPER_FALSIFIER("FALSIFY-FUSED-016", [](const popper::Params& p) {

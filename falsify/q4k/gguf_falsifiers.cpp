@@ -20,7 +20,8 @@
 
 namespace {
 
-using namespace popper;
+namespace gguf = popper::gguf;
+namespace q4k = popper::q4k;
 namespace llama = popper::gguf::llama;
 
 struct TensorData {

@@ -56,13 +56,13 @@ std::string case_xml(const std::string& suite, const Case& c) {
   return head + "/>\n";
 }
 
-struct Totals {
+struct SuiteTotals {
   std::size_t tests = 0, failures = 0, skipped = 0;
 };
 
 // One <testsuite> of `cases`, added to `all`.
-std::string suite_xml(const std::string& name, const std::vector<Case>& cases, Totals& all) {
-  Totals t;
+std::string suite_xml(const std::string& name, const std::vector<Case>& cases, SuiteTotals& all) {
+  SuiteTotals t;
   std::string body;
   for (const auto& k : cases) {
     const Verdict v = verdict_of(k.outcome);
@@ -83,7 +83,7 @@ std::string suite_xml(const std::string& name, const std::vector<Case>& cases, T
 
 std::string audit_junit(const nlohmann::json& report) {
   std::string suites;
-  Totals all;
+  SuiteTotals all;
   for (const auto& c : report.at("contracts")) {
     std::vector<Case> cases;
     for (const auto& r : c.at("results")) {

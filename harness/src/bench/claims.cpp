@@ -200,11 +200,11 @@ Judged judge_pair(const BenchmarkClaim& claim, const Group& g, const BenchRow& n
   RatioInterval iv;
   TrialRatioSpan span;  // the trials' own ratios, for a ratio judged per process
   // Its two sides: value = scale x their paired ratio, a over b (what measuring again narrows).
-  struct Sides {
+  struct RatioSides {
     BenchRow a, b;
     double scale;
   };
-  std::optional<Sides> sides;
+  std::optional<RatioSides> sides;
   double lo = 0, hi = 0, value = 0;
   std::string spanned;    // the trials' own ratios, when they widened the interval
   std::string set_aside;  // the repetitions and trials left out: their CPU ran slow (pace.hpp)
@@ -260,7 +260,7 @@ Judged judge_pair(const BenchmarkClaim& claim, const Group& g, const BenchRow& n
     // The bootstrap of medians undercovers with a few trials; a trial disturbed on one
     // side shows in the per-trial span, which keeps the group inconclusive (interval.hpp).
     span = time ? scaled_trial_span(tn, td, scale, alpha) : scaled_trial_span(td, tn, scale, alpha);
-    sides = time ? Sides{num_kept, den_kept, scale} : Sides{den_kept, num_kept, scale};
+    sides = time ? RatioSides{num_kept, den_kept, scale} : RatioSides{den_kept, num_kept, scale};
   } else if (claim.metric == "throughput") {  // work / time
     const std::vector<double> one{1.0};
     iv = ratio_interval(tn, {&one, nullptr}, alpha);
@@ -271,7 +271,7 @@ Judged judge_pair(const BenchmarkClaim& claim, const Group& g, const BenchRow& n
     iv = paired_ratio_interval(tb, tn, alpha);
     value = iv.ratio, lo = iv.lo, hi = iv.hi;
     span = scaled_trial_span(tb, tn, 1, alpha);
-    sides = Sides{bound, num_kept, 1};
+    sides = RatioSides{bound, num_kept, 1};
     // Near and far CPUs read memory at different speeds (one CCD's link, or two): say the mix.
     int linked = 0, far_apart = 0;
     for (const int t : bound.trials)
