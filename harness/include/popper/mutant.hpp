@@ -46,7 +46,12 @@ inline bool active(const char* name) {
 
 }  // namespace popper::mutant
 
-#if defined(POPPER_MUTANTS) && POPPER_MUTANTS
+#if defined(POPPER_SHARED_BY_ENGINE_VARIANTS)
+// popper's own build compiles the engine's sources without a mutation point
+// once, for both its variants, and sorts them when CMake configures: a point
+// added since then would be compiled out of the mutant variant unseen.
+#define POPPER_MUTANT(name) POPPER_MUTANT_added_to_an_engine_source_shared_by_both_variants_rerun_cmake
+#elif defined(POPPER_MUTANTS) && POPPER_MUTANTS
 #define POPPER_MUTANT(name) (::popper::mutant::active(name))
 #else
 #define POPPER_MUTANT(name) (false)
