@@ -207,8 +207,12 @@ TEST(BenchCompare, SuitesShareTheReferenceDirectoryTheRunNamesOrOneOfTheRunsOwn)
 // the row is left out as implausible.
 TEST(BenchCompare, AnImplausibleVendorRowIsMeasuredAgainOnlyWithinTheBudget) {
   const fs::path build = fake_dir();
+  // With $FAKE_SLOW_SECOND (a marker file's path), whichever step runs second
+  // sleeps: the first trial's two steps both run within the budget however
+  // slowly a loaded host starts the first, and the second spends it.
   write_fake_suite(build, "bench_slow2", {"fake/wrapped/w/f32/threads:1", "fake/wrapped/w/f32/threads:2"},
                    R"(t=1.0; th=1; case $filter in *threads:2*) t=10.0; th=2;; esac
+if [ -n "$FAKE_SLOW_SECOND" ]; then if [ -e "$FAKE_SLOW_SECOND" ]; then sleep 3; else : > "$FAKE_SLOW_SECOND"; fi; fi
 name=fake/wrapped/w/f32/threads:$th)");
   const auto fam = pb::parse_family_yaml(
       "family: fake\nexecutable: bench_slow2\nceilings: []\nwork_unit: flop\nwrapped_vendor: fake\n", "f.yaml");
@@ -232,8 +236,8 @@ name=fake/wrapped/w/f32/threads:$th)");
     return std::set<int>{};
   };
 
-  co.env = {{"FAKE_SLEEP", "1.5"}};
-  co.budget_seconds = 2.5;  // spent by the first trial's two steps of about 1.5 s each
+  co.env = {{"FAKE_SLOW_SECOND", (build / "first_step_ran").string()}};
+  co.budget_seconds = 2.5;  // spent by the first trial's second step
   const auto spent = pb::run_compare(co, fam, pb::MachineInfo{}, nullptr);
   EXPECT_TRUE(saying("the budget is spent, so it is not measured again"));
   EXPECT_FALSE(saying("measuring it again"));
